@@ -1,0 +1,77 @@
+"""The explicit table api key -> handler, and the one place requests meet handlers.
+
+A handler returns the response body (or None when no response is due: acks=0 produce).
+A KafkaApiError escaping a handler, or any bug, becomes an error response where the schema has a
+top-level error code; otherwise the connection is closed (the client retries elsewhere)."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from typing import Any, Awaitable, Callable
+
+from wirekafka.broker.context import CloseConnection, RequestContext
+from wirekafka.broker.handlers import (
+    api_versions,
+    create_topics,
+    fetch,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    produce,
+)
+from wirekafka.protocol.api_versions import SUPPORTED, response_class
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[RequestContext, Any], Any]
+
+HANDLERS: dict[int, Handler] = {
+    0: produce.handle,
+    1: fetch.handle,
+    2: list_offsets.handle,
+    3: metadata.handle,
+    18: api_versions.handle,
+    19: create_topics.handle,
+    22: init_producer_id.handle,
+}
+
+
+def register(api_key: int, handler: Handler) -> None:
+    HANDLERS[api_key] = handler
+
+
+async def dispatch(ctx: RequestContext, body: Any) -> Any:
+    handler = HANDLERS[ctx.header.api_key]
+    try:
+        result = handler(ctx, body)
+        if inspect.isawaitable(result):
+            result = await result  # type: ignore[misc]
+        return result
+    except CloseConnection:
+        raise
+    except KafkaApiError as exc:
+        return _error_response(ctx, exc.code, exc.message)
+    except Exception:
+        log.exception("bug handling api %d v%d correlation %d from %s (%s)", ctx.header.api_key,
+                      ctx.header.api_version, ctx.header.correlation_id, ctx.peer, ctx.header.client_id)
+        return _error_response(ctx, ErrorCode.UNKNOWN_SERVER_ERROR, None)
+
+
+def _error_response(ctx: RequestContext, code: ErrorCode, message: str | None) -> Any:
+    cls = response_class(ctx.header.api_key)
+    fields = cls.fields
+    if "error_code" not in fields:
+        raise CloseConnection(f"no way to report {code.name} for api {ctx.header.api_key}")
+    kwargs: dict[str, Any] = {"error_code": code}
+    if "error_message" in fields:
+        kwargs["error_message"] = message
+    return cls(version=ctx.version, **kwargs)
+
+
+def check_table() -> None:
+    """Every advertised API has a handler and vice versa (run at startup and in tests)."""
+    missing = set(SUPPORTED) ^ set(HANDLERS)
+    if missing:
+        raise RuntimeError(f"APIs advertised without handler or handled without advertising: {sorted(missing)}")

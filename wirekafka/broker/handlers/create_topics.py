@@ -1,0 +1,71 @@
+"""CreateTopics (key 19), v2-7.
+
+- Partitions and replication factor, -1 meaning the broker defaults (num.partitions,
+  default.replication.factor); a manual assignment must name only this node, once per partition.
+- Replication factor above 1 is INVALID_REPLICATION_FACTOR (one broker), as Kafka says it.
+- Per-topic configs are validated (INVALID_CONFIG) and stored as topic overrides.
+- validate_only checks everything and creates nothing.
+- v5+ responses carry the resulting partitions, replication factor and every topic config with
+  its source; v7+ the topic id.
+- A name given twice in one request is INVALID_REQUEST for that name."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+
+from kafka.protocol.admin.topics import CreateTopicsResponse
+
+from wirekafka.broker import topic_config
+from wirekafka.broker.context import RequestContext
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+
+_Result = CreateTopicsResponse.CreatableTopicResult
+_Config = _Result.CreatableTopicConfigs
+
+
+def _config_entries(ctx: RequestContext, overrides: dict[str, str]) -> list:
+    out = []
+    for name in sorted(topic_config.TOPIC_CONFIGS):
+        value, source = topic_config.effective(name, overrides, ctx.state.config)
+        out.append(_Config(name=name, value=value, read_only=False, config_source=source, is_sensitive=False))
+    return out
+
+
+def handle(ctx: RequestContext, request: object) -> CreateTopicsResponse:
+    state = ctx.state
+    validate_only = bool(getattr(request, "validate_only", False))
+    counts = Counter(t.name for t in request.topics)  # type: ignore[attr-defined]
+    results = []
+    for t in request.topics:  # type: ignore[attr-defined]
+        configs = {c.name: c.value for c in t.configs}
+        try:
+            if counts[t.name] > 1:
+                raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Create topics request from client contains "
+                                    f"multiple entries for the following topics: {t.name}")
+            if t.assignments:
+                if t.num_partitions != -1 or t.replication_factor != -1:
+                    raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Both numPartitions or replicationFactor "
+                                        "and replicasAssignments were set. Both cannot be used at the same time.")
+                indexes = sorted(a.partition_index for a in t.assignments)
+                if indexes != list(range(len(indexes))):
+                    raise KafkaApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "partitions must be numbered from 0")
+                for a in t.assignments:
+                    if list(a.broker_ids) != [state.node_id]:
+                        raise KafkaApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                            f"replica assignment {list(a.broker_ids)} names brokers that do not exist")
+                partitions, rf = len(indexes), 1
+            else:
+                partitions = state.config.int("num.partitions") if t.num_partitions == -1 else t.num_partitions
+                rf = state.config.int("default.replication.factor") if t.replication_factor == -1 else t.replication_factor
+            state.validate_new_topic(t.name, partitions, rf, configs)
+            topic_id = uuid.UUID(int=0)
+            if not validate_only:
+                topic_id = state.create_topic(t.name, partitions, configs).topic_id
+            results.append(_Result(name=t.name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
+                                   num_partitions=partitions, replication_factor=rf,
+                                   configs=_config_entries(ctx, configs)))
+        except KafkaApiError as exc:
+            results.append(_Result(name=t.name, topic_id=uuid.UUID(int=0), error_code=exc.code,
+                                   error_message=exc.message, num_partitions=-1, replication_factor=-1, configs=None))
+    return CreateTopicsResponse(version=ctx.version, throttle_time_ms=0, topics=results)

@@ -1,0 +1,83 @@
+"""ListOffsets (key 2), v1-11.
+
+- LATEST (-1): the high watermark, or the last stable offset for read_committed.
+- EARLIEST (-2) and EARLIEST_LOCAL (-4, v8+): the log start offset.
+- MAX_TIMESTAMP (-3, v7+): the offset and timestamp of the first record holding the largest
+  timestamp in the log (KIP-734).
+- LATEST_TIERED (-5, v9+) and EARLIEST_PENDING_UPLOAD (-6, v11): no tiered storage, so -1/-1.
+- A timestamp >= 0: the first record at or after the log start whose timestamp is >= it, found
+  through the time index and then the records of one batch; -1/-1 if there is none.
+- Returned timestamps are -1 for the special offsets; the leader epoch is the partition's.
+- Errors: UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH."""
+
+from __future__ import annotations
+
+from kafka.protocol.consumer.offsets import ListOffsetsResponse
+
+from wirekafka.broker.context import RequestContext
+from wirekafka.broker.partition import Partition
+from wirekafka.protocol import records
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
+
+_TopicResp = ListOffsetsResponse.ListOffsetsTopicResponse
+_PartResp = _TopicResp.ListOffsetsPartitionResponse
+
+
+def _first_record_at(partition: Partition, found, predicate) -> tuple[int, int] | None:
+    seg, pos, header = found
+    batch = partition.log.read_batch(seg, pos, header)
+    for rec in records.iter_records(batch):
+        if rec.offset >= partition.log_start_offset and predicate(rec.timestamp):
+            return rec.timestamp, rec.offset
+    return None
+
+
+def lookup(partition: Partition, timestamp: int, read_committed: bool) -> tuple[int, int]:
+    """(timestamp, offset) answering a ListOffsets query for one partition."""
+    if timestamp == LATEST:
+        return -1, partition.last_stable_offset if read_committed else partition.high_watermark
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return -1, partition.log_start_offset
+    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+        return -1, -1
+    if timestamp == MAX_TIMESTAMP:
+        found = partition.log.max_timestamp_batch()
+        if found is None:
+            return -1, -1
+        max_ts = found[2].max_timestamp
+        hit = _first_record_at(partition, found, lambda ts: ts == max_ts)
+        return hit if hit else (-1, -1)
+    if timestamp < 0:
+        raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"invalid timestamp {timestamp}")
+    found = partition.log.find_timestamp(timestamp)
+    if found is None:
+        return -1, -1
+    # Usually the first candidate batch answers; one straddling the log start may not.
+    for candidate in partition.log.iter_batch_headers(found[2].base_offset):
+        if candidate[2].max_timestamp >= timestamp:
+            hit = _first_record_at(partition, candidate, lambda ts: ts >= timestamp)
+            if hit:
+                return hit
+    return -1, -1
+
+
+def handle(ctx: RequestContext, request: object) -> ListOffsetsResponse:
+    state = ctx.state
+    read_committed = getattr(request, "isolation_level", 0) == 1
+    topics = []
+    for rt in request.topics:  # type: ignore[attr-defined]
+        parts = []
+        for rp in rt.partitions:
+            try:
+                partition = state.get_partition(rt.name, rp.partition_index)
+                partition.check_leader_epoch(rp.current_leader_epoch)
+                ts, offset = lookup(partition, rp.timestamp, read_committed)
+                parts.append(_PartResp(partition_index=rp.partition_index, error_code=ErrorCode.NONE,
+                                       timestamp=ts, offset=offset, leader_epoch=partition.leader_epoch))
+            except KafkaApiError as exc:
+                parts.append(_PartResp(partition_index=rp.partition_index, error_code=exc.code,
+                                       timestamp=-1, offset=-1, leader_epoch=-1))
+        topics.append(_TopicResp(name=rt.name, partitions=parts))
+    return ListOffsetsResponse(version=ctx.version, throttle_time_ms=0, topics=topics)

@@ -1,0 +1,99 @@
+"""Metadata (key 3), v0-13.
+
+- One broker (this node, at its advertised listener), the cluster id, this node as controller.
+- Topics by name (all versions) or by topic id (v10+); null topics (v1+) or an empty list at v0
+  means every topic.
+- Auto-creation of unknown, validly named, non-internal topics when auto.create.topics.enable
+  is set and the request allows it (v4+), with num.partitions partitions. The new topic is
+  answered at once with its partitions (a single node has nothing to propagate).
+- Topic authorized operations (v8+) when asked for: no authorizer, so everything is allowed.
+- Not implemented: racks, offline replicas (there is one replica, always online)."""
+
+from __future__ import annotations
+
+import uuid
+
+from kafka.protocol.metadata.metadata import MetadataResponse
+
+from wirekafka.broker.context import RequestContext
+from wirekafka.broker.state import INTERNAL_TOPICS, Topic, topic_name_error
+from wirekafka.protocol.errors import ErrorCode
+
+ZERO_UUID = uuid.UUID(int=0)
+TOPIC_OPERATIONS = {3, 4, 5, 6, 7, 8, 10, 11}  # READ..ALTER_CONFIGS, as AclOperation codes
+CLUSTER_OPERATIONS = {4, 5, 7, 8, 9, 10, 11, 12}
+
+_Topic = MetadataResponse.MetadataResponseTopic
+_Partition = _Topic.MetadataResponsePartition
+
+
+def topic_metadata(ctx: RequestContext, topic: Topic, with_ops: bool) -> _Topic:
+    node = ctx.state.node_id
+    return _Topic(
+        error_code=ErrorCode.NONE,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=topic.is_internal,
+        partitions=[
+            _Partition(
+                error_code=ErrorCode.NONE,
+                partition_index=p.index,
+                leader_id=node,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=[node],
+                isr_nodes=[node],
+                offline_replicas=[],
+            )
+            for p in topic.partitions
+        ],
+        authorized_operations=TOPIC_OPERATIONS if with_ops else None,
+    )
+
+
+def _error_topic(code: ErrorCode, name: str | None, topic_id: uuid.UUID = ZERO_UUID) -> _Topic:
+    return _Topic(error_code=code, name=name, topic_id=topic_id, is_internal=False, partitions=[],
+                  authorized_operations=None)
+
+
+def handle(ctx: RequestContext, request: object) -> MetadataResponse:
+    v = ctx.version
+    state = ctx.state
+    with_ops = bool(getattr(request, "include_topic_authorized_operations", False)) and v >= 8
+    requested = request.topics  # type: ignore[attr-defined]
+    topics: list[_Topic] = []
+    if requested is None or (v == 0 and not requested):
+        topics = [topic_metadata(ctx, t, with_ops) for t in state.topics.values()]
+    else:
+        auto = state.config.bool("auto.create.topics.enable") and (v < 4 or request.allow_auto_topic_creation)  # type: ignore[attr-defined]
+        for req_topic in requested:
+            name = req_topic.name
+            if name is None:
+                tid = req_topic.topic_id
+                found = state.topics_by_id.get(tid) if tid else None
+                topics.append(
+                    topic_metadata(ctx, found, with_ops) if found
+                    else _error_topic(ErrorCode.UNKNOWN_TOPIC_ID, None, tid or ZERO_UUID)
+                )
+                continue
+            topic = state.topics.get(name)
+            if topic is None and auto and name not in INTERNAL_TOPICS:
+                if topic_name_error(name):
+                    topics.append(_error_topic(ErrorCode.INVALID_TOPIC_EXCEPTION, name))
+                    continue
+                topic = state.create_topic(name, state.config.int("num.partitions"))
+            if topic is None:
+                topics.append(_error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name))
+            else:
+                topics.append(topic_metadata(ctx, topic, with_ops))
+    adv = state.config.advertised_listener
+    include_cluster_ops = v <= 10 and bool(getattr(request, "include_cluster_authorized_operations", False))
+    return MetadataResponse(
+        version=v,
+        throttle_time_ms=0,
+        brokers=[MetadataResponse.MetadataResponseBroker(node_id=state.node_id, host=adv.host, port=adv.port, rack=None)],
+        cluster_id=state.cluster_id,
+        controller_id=state.node_id,
+        topics=topics,
+        authorized_operations=CLUSTER_OPERATIONS if include_cluster_ops else None,
+        error_code=ErrorCode.NONE,
+    )

@@ -1,0 +1,150 @@
+"""Topic-level configs: names, types, the broker key each inherits from, and validation.
+
+DescribeConfigs reports every topic config with its value and source (a per-topic override,
+a static broker setting, or Kafka's default), so each entry names its broker synonym."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from wirekafka.config import BrokerConfig
+from wirekafka.storage.log import LogConfig
+
+# DescribeConfigs enums, as on the wire
+TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_SHORT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST = 1, 2, 3, 4, 5, 6, 7
+SOURCE_DYNAMIC_TOPIC, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 4, 5
+
+
+@dataclass(frozen=True)
+class TopicConfigDef:
+    name: str
+    type: int
+    broker_key: str | None
+    default: Callable[[BrokerConfig], str]
+    validate: Callable[[str], bool]
+
+
+def _int_at_least(lo: int) -> Callable[[str], bool]:
+    def check(v: str) -> bool:
+        try:
+            return int(v) >= lo
+        except ValueError:
+            return False
+
+    return check
+
+
+def _one_of(*choices: str) -> Callable[[str], bool]:
+    return lambda v: v in choices
+
+
+def _policy(v: str) -> bool:
+    parts = [p.strip() for p in v.split(",") if p.strip()]
+    return bool(parts) and all(p in ("delete", "compact") for p in parts)
+
+
+def _float_01(v: str) -> bool:
+    try:
+        return 0.0 <= float(v) <= 1.0
+    except ValueError:
+        return False
+
+
+def _bool(v: str) -> bool:
+    return v.lower() in ("true", "false")
+
+
+def _broker(key: str) -> Callable[[BrokerConfig], str]:
+    def get(cfg: BrokerConfig) -> str:
+        value = cfg[key]
+        if isinstance(value, tuple):
+            return ",".join(value)
+        if isinstance(value, bool):
+            return str(value).lower()
+        return str(value)
+
+    return get
+
+
+def _fixed(value: str) -> Callable[[BrokerConfig], str]:
+    return lambda _cfg: value
+
+
+_DEFS = [
+    TopicConfigDef("cleanup.policy", TYPE_LIST, "log.cleanup.policy", _broker("log.cleanup.policy"), _policy),
+    TopicConfigDef("compression.type", TYPE_STRING, "compression.type", _broker("compression.type"),
+                   _one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
+    TopicConfigDef("delete.retention.ms", TYPE_LONG, "log.cleaner.delete.retention.ms",
+                   _broker("log.cleaner.delete.retention.ms"), _int_at_least(0)),
+    TopicConfigDef("file.delete.delay.ms", TYPE_LONG, "log.segment.delete.delay.ms",
+                   _broker("log.segment.delete.delay.ms"), _int_at_least(0)),
+    TopicConfigDef("flush.messages", TYPE_LONG, "log.flush.interval.messages",
+                   _broker("log.flush.interval.messages"), _int_at_least(1)),
+    TopicConfigDef("flush.ms", TYPE_LONG, "log.flush.interval.ms",
+                   lambda c: str(c.flush_interval_ms), _int_at_least(0)),
+    TopicConfigDef("index.interval.bytes", TYPE_INT, "log.index.interval.bytes",
+                   _broker("log.index.interval.bytes"), _int_at_least(0)),
+    TopicConfigDef("max.compaction.lag.ms", TYPE_LONG, "log.cleaner.max.compaction.lag.ms",
+                   _broker("log.cleaner.max.compaction.lag.ms"), _int_at_least(1)),
+    TopicConfigDef("max.message.bytes", TYPE_INT, "message.max.bytes", _broker("message.max.bytes"), _int_at_least(0)),
+    TopicConfigDef("message.timestamp.after.max.ms", TYPE_LONG, "log.message.timestamp.after.max.ms",
+                   _broker("log.message.timestamp.after.max.ms"), _int_at_least(0)),
+    TopicConfigDef("message.timestamp.before.max.ms", TYPE_LONG, "log.message.timestamp.before.max.ms",
+                   _broker("log.message.timestamp.before.max.ms"), _int_at_least(0)),
+    TopicConfigDef("message.timestamp.type", TYPE_STRING, "log.message.timestamp.type",
+                   _broker("log.message.timestamp.type"), _one_of("CreateTime", "LogAppendTime")),
+    TopicConfigDef("min.cleanable.dirty.ratio", TYPE_DOUBLE, "log.cleaner.min.cleanable.ratio",
+                   _broker("log.cleaner.min.cleanable.ratio"), _float_01),
+    TopicConfigDef("min.compaction.lag.ms", TYPE_LONG, "log.cleaner.min.compaction.lag.ms",
+                   _broker("log.cleaner.min.compaction.lag.ms"), _int_at_least(0)),
+    TopicConfigDef("min.insync.replicas", TYPE_INT, "min.insync.replicas", _broker("min.insync.replicas"),
+                   _int_at_least(1)),
+    TopicConfigDef("preallocate", TYPE_BOOLEAN, "log.preallocate", _fixed("false"), _bool),
+    TopicConfigDef("retention.bytes", TYPE_LONG, "log.retention.bytes", _broker("log.retention.bytes"),
+                   _int_at_least(-1)),
+    TopicConfigDef("retention.ms", TYPE_LONG, "log.retention.ms", lambda c: str(c.retention_ms), _int_at_least(-1)),
+    TopicConfigDef("segment.bytes", TYPE_INT, "log.segment.bytes", _broker("log.segment.bytes"), _int_at_least(14)),
+    TopicConfigDef("segment.index.bytes", TYPE_INT, "log.index.size.max.bytes", _broker("log.index.size.max.bytes"),
+                   _int_at_least(4)),
+    TopicConfigDef("segment.jitter.ms", TYPE_LONG, "log.roll.jitter.ms", _fixed("0"), _int_at_least(0)),
+    TopicConfigDef("segment.ms", TYPE_LONG, "log.roll.ms", lambda c: str(c.roll_ms), _int_at_least(1)),
+    TopicConfigDef("unclean.leader.election.enable", TYPE_BOOLEAN, "unclean.leader.election.enable",
+                   _fixed("false"), _bool),
+]
+
+TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in _DEFS}
+
+
+def invalid_reason(name: str, value: str | None) -> str | None:
+    """None if (name, value) is an acceptable topic override, else the error message."""
+    d = TOPIC_CONFIGS.get(name)
+    if d is None:
+        return f"Unknown topic config name: {name}"
+    if value is None or not d.validate(value):
+        return f"Invalid value {value} for configuration {name}"
+    return None
+
+
+def effective(name: str, overrides: Mapping[str, str], broker: BrokerConfig) -> tuple[str, int]:
+    """(value, source) of a topic config."""
+    if name in overrides:
+        return overrides[name], SOURCE_DYNAMIC_TOPIC
+    d = TOPIC_CONFIGS[name]
+    source = SOURCE_STATIC_BROKER if d.broker_key in broker.overridden else SOURCE_DEFAULT
+    return d.default(broker), source
+
+
+def log_config(overrides: Mapping[str, str], broker: BrokerConfig) -> LogConfig:
+    def get(name: str) -> int:
+        return int(effective(name, overrides, broker)[0])
+
+    return LogConfig(
+        segment_bytes=get("segment.bytes"),
+        segment_ms=get("segment.ms"),
+        index_interval_bytes=get("index.interval.bytes"),
+        retention_ms=get("retention.ms"),
+        retention_bytes=get("retention.bytes"),
+        flush_messages=get("flush.messages"),
+        flush_ms=get("flush.ms"),
+    )

@@ -1,0 +1,38 @@
+"""`wirekafka serve [server.properties] [--override KEY=VALUE]...`, like kafka-server-start.sh."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+import trio
+
+from wirekafka.config import ConfigError, load_config
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="wirekafka", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the broker")
+    serve.add_argument("config", nargs="?", type=Path, help="server.properties file")
+    serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                       help="set a config key, overriding the file")
+    serve.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="[%(asctime)s] %(levelname)s %(name)s: %(message)s")
+    try:
+        config = load_config(args.config, args.override)
+    except (ConfigError, OSError) as exc:
+        logging.getLogger("wirekafka").error("invalid configuration: %s", exc)
+        return 2
+    from wirekafka.server.tcp import run_broker
+
+    trio.run(run_broker, config)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

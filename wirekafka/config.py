@@ -1,0 +1,227 @@
+"""server.properties keys -> one frozen BrokerConfig, with Apache Kafka's names and defaults.
+
+Also the table of topic-level configs (retention.ms, segment.bytes, ...) with the broker key each
+inherits its default from, because DescribeConfigs reports both the value and its source."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping
+from urllib.parse import urlsplit
+
+log = logging.getLogger(__name__)
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+
+
+class ConfigError(ValueError):
+    """An invalid config value; startup stops with this message."""
+
+
+def _bool(v: str) -> bool:
+    s = v.strip().lower()
+    if s not in ("true", "false"):
+        raise ValueError(f"expected true or false, got {v!r}")
+    return s == "true"
+
+
+def _int(v: str) -> int:
+    return int(v.strip())
+
+
+def _str(v: str) -> str:
+    return v.strip()
+
+
+def _list(v: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in v.split(",") if p.strip())
+
+
+# key -> (parser, default). The default is Kafka's, except where noted.
+BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
+    "node.id": (_int, 1),  # Kafka requires it; a single embedded node is node 1
+    "broker.id": (_int, -1),
+    "process.roles": (_list, ("broker", "controller")),
+    "listeners": (_list, ("PLAINTEXT://127.0.0.1:9092",)),  # Kafka binds all interfaces
+    "advertised.listeners": (_list, ()),
+    "log.dirs": (_list, ()),
+    "log.dir": (_str, "/tmp/kafka-logs"),
+    "num.partitions": (_int, 1),
+    "default.replication.factor": (_int, 1),
+    "auto.create.topics.enable": (_bool, True),
+    "delete.topic.enable": (_bool, True),
+    "log.segment.bytes": (_int, 1073741824),
+    "log.roll.ms": (_int, None),
+    "log.roll.hours": (_int, 168),
+    "log.retention.ms": (_int, None),
+    "log.retention.minutes": (_int, None),
+    "log.retention.hours": (_int, 168),
+    "log.retention.bytes": (_int, -1),
+    "log.retention.check.interval.ms": (_int, 300000),
+    "log.index.interval.bytes": (_int, 4096),
+    "log.index.size.max.bytes": (_int, 10485760),
+    "log.flush.interval.messages": (_int, LONG_MAX),
+    "log.flush.interval.ms": (_int, None),
+    "log.flush.scheduler.interval.ms": (_int, LONG_MAX),
+    "log.flush.offset.checkpoint.interval.ms": (_int, 60000),
+    "log.segment.delete.delay.ms": (_int, 60000),
+    "log.cleanup.policy": (_list, ("delete",)),
+    "log.cleaner.enable": (_bool, True),
+    "log.cleaner.delete.retention.ms": (_int, 86400000),
+    "log.cleaner.min.compaction.lag.ms": (_int, 0),
+    "log.cleaner.max.compaction.lag.ms": (_int, LONG_MAX),
+    "log.cleaner.min.cleanable.ratio": (float, 0.5),
+    "log.cleaner.backoff.ms": (_int, 15000),
+    "log.message.timestamp.type": (_str, "CreateTime"),
+    "log.message.timestamp.before.max.ms": (_int, LONG_MAX),
+    "log.message.timestamp.after.max.ms": (_int, 3600000),
+    "compression.type": (_str, "producer"),
+    "message.max.bytes": (_int, 1048588),
+    "min.insync.replicas": (_int, 1),
+    "socket.request.max.bytes": (_int, 104857600),
+    "socket.send.buffer.bytes": (_int, 102400),
+    "socket.receive.buffer.bytes": (_int, 102400),
+    "num.network.threads": (_int, 3),
+    "num.io.threads": (_int, 8),
+    "offsets.topic.num.partitions": (_int, 50),
+    "offsets.topic.replication.factor": (_int, 3),
+    "offsets.topic.segment.bytes": (_int, 104857600),
+    "offsets.retention.minutes": (_int, 10080),
+    "offsets.retention.check.interval.ms": (_int, 600000),
+    "offsets.load.buffer.size": (_int, 5242880),
+    "offsets.commit.timeout.ms": (_int, 5000),
+    "offset.metadata.max.bytes": (_int, 4096),
+    "group.initial.rebalance.delay.ms": (_int, 3000),
+    "group.min.session.timeout.ms": (_int, 6000),
+    "group.max.session.timeout.ms": (_int, 1800000),
+    "group.max.size": (_int, INT_MAX),
+    "transaction.state.log.num.partitions": (_int, 50),
+    "transaction.max.timeout.ms": (_int, 900000),
+    "transactional.id.expiration.ms": (_int, 604800000),
+    "producer.id.expiration.ms": (_int, 86400000),
+    "max.incremental.fetch.session.cache.slots": (_int, 1000),
+    "controlled.shutdown.enable": (_bool, True),
+    "shutdown.timeout.ms": (_int, 30000),  # wirekafka: deadline for in-flight requests on SIGTERM
+}
+
+
+@dataclass(frozen=True)
+class Listener:
+    name: str
+    host: str
+    port: int
+
+
+def parse_listener(spec: str) -> Listener:
+    parts = urlsplit(spec)
+    if not parts.scheme or parts.port is None:
+        raise ConfigError(f"bad listener {spec!r}: expected NAME://host:port")
+    return Listener(parts.scheme.upper(), parts.hostname or "", parts.port)
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """Every key as given or defaulted; typed accessors for the ones the broker uses."""
+
+    values: Mapping[str, object]
+    overridden: frozenset[str] = field(default_factory=frozenset)
+
+    def __getitem__(self, key: str) -> object:
+        return self.values[key]
+
+    @property
+    def node_id(self) -> int:
+        nid = int(self.values["node.id"])  # type: ignore[arg-type]
+        return nid
+
+    @property
+    def log_dir(self) -> Path:
+        dirs = self.values["log.dirs"] or (self.values["log.dir"],)
+        return Path(dirs[0])  # type: ignore[index]
+
+    @property
+    def listener(self) -> Listener:
+        return parse_listener(self.values["listeners"][0])  # type: ignore[index]
+
+    @property
+    def advertised_listener(self) -> Listener:
+        adv = self.values["advertised.listeners"]
+        lst = parse_listener(adv[0]) if adv else self.listener  # type: ignore[index]
+        if lst.host in ("", "0.0.0.0"):
+            return Listener(lst.name, "127.0.0.1", lst.port)
+        return lst
+
+    def int(self, key: str) -> int:
+        return int(self.values[key])  # type: ignore[arg-type]
+
+    def bool(self, key: str) -> bool:
+        return bool(self.values[key])
+
+    @property
+    def retention_ms(self) -> int:
+        v = self.values
+        if v["log.retention.ms"] is not None:
+            return int(v["log.retention.ms"])  # type: ignore[arg-type]
+        if v["log.retention.minutes"] is not None:
+            return int(v["log.retention.minutes"]) * 60_000  # type: ignore[arg-type]
+        return int(v["log.retention.hours"]) * 3_600_000  # type: ignore[arg-type]
+
+    @property
+    def roll_ms(self) -> int:
+        v = self.values
+        if v["log.roll.ms"] is not None:
+            return int(v["log.roll.ms"])  # type: ignore[arg-type]
+        return int(v["log.roll.hours"]) * 3_600_000  # type: ignore[arg-type]
+
+    @property
+    def flush_interval_ms(self) -> int:
+        v = self.values["log.flush.interval.ms"]
+        if v is None:
+            return int(self.values["log.flush.scheduler.interval.ms"])  # type: ignore[arg-type]
+        return int(v)  # type: ignore[arg-type]
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """Java .properties, the subset server.properties files use: key=value or key: value lines."""
+    props: dict[str, str] = {}
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if sep < 0:
+            props[line] = ""
+            continue
+        props[line[:sep].strip()] = line[sep + 1 :].strip()
+    return props
+
+
+def build_config(props: Mapping[str, str]) -> BrokerConfig:
+    values: dict[str, object] = {k: d for k, (_, d) in BROKER_KEYS.items()}
+    for key, raw in props.items():
+        spec = BROKER_KEYS.get(key)
+        if spec is None:
+            log.warning("ignoring unknown config key %s", key)
+            continue
+        try:
+            values[key] = spec[0](raw)
+        except ValueError as exc:
+            raise ConfigError(f"invalid value {raw!r} for {key}: {exc}") from exc
+    cfg = BrokerConfig(values, frozenset(props) & frozenset(BROKER_KEYS))
+    cfg.listener  # validate now, not on first use
+    if cfg.int("message.max.bytes") <= 0 or cfg.int("log.segment.bytes") < 14:
+        raise ConfigError("message.max.bytes must be > 0 and log.segment.bytes >= 14")
+    return cfg
+
+
+def load_config(path: Path | None, overrides: list[str]) -> BrokerConfig:
+    props = read_properties(path) if path else {}
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"--override expects KEY=VALUE, got {item!r}")
+        k, v = item.split("=", 1)
+        props[k.strip()] = v
+    return build_config(props)

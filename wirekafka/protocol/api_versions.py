@@ -1,0 +1,91 @@
+"""The APIs and versions wirekafka serves: the single source of truth for ApiVersions and dispatch.
+
+Only APIs that are implemented and tested are listed. Java clients act on what a broker
+advertises (an advertised but half-answered API can hang them), so nothing is listed early.
+Version ranges are Kafka 4.x's, as given by the message schemas' validVersions."""
+
+from __future__ import annotations
+
+from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeClusterResponse
+from kafka.protocol.admin.configs import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
+from kafka.protocol.admin.topics import (
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
+from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from kafka.protocol.consumer.offsets import (
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
+from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
+from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
+
+_PAIRS: list[tuple[type[ApiMessage], type[ApiMessage]]] = [
+    (ProduceRequest, ProduceResponse),
+    (FetchRequest, FetchResponse),
+    (ListOffsetsRequest, ListOffsetsResponse),
+    (MetadataRequest, MetadataResponse),
+    (ApiVersionsRequest, ApiVersionsResponse),
+    (CreateTopicsRequest, CreateTopicsResponse),
+    (InitProducerIdRequest, InitProducerIdResponse),
+]
+
+REQUEST_CLASSES: dict[int, type[ApiMessage]] = {}
+RESPONSE_CLASSES: dict[int, type[ApiMessage]] = {}
+SUPPORTED: dict[int, tuple[int, int]] = {}
+
+
+def register(request_class: type[ApiMessage], response_class: type[ApiMessage]) -> None:
+    """Serve an API at the full version range of its Kafka schema."""
+    key = request_class.API_KEY
+    REQUEST_CLASSES[key] = request_class
+    RESPONSE_CLASSES[key] = response_class
+    SUPPORTED[key] = tuple(request_class.valid_versions)  # type: ignore[assignment]
+
+
+for _req, _resp in _PAIRS:
+    register(_req, _resp)
+
+
+def is_supported(api_key: int, api_version: int) -> bool:
+    rng = SUPPORTED.get(api_key)
+    return rng is not None and rng[0] <= api_version <= rng[1]
+
+
+def request_class(api_key: int) -> type[ApiMessage]:
+    return REQUEST_CLASSES[api_key]
+
+
+def response_class(api_key: int) -> type[ApiMessage]:
+    return RESPONSE_CLASSES[api_key]
+
+
+def request_header_is_flexible(api_key: int, api_version: int) -> bool:
+    """Header v2 (with tagged fields) iff the request body is flexible at that version.
+
+    An ApiVersions request above our range is parsed as flexible, as KIP-511 asks, so that a
+    newer client still gets the v0 UNSUPPORTED_VERSION answer that lists what we serve."""
+    cls = REQUEST_CLASSES.get(api_key)
+    if cls is None:
+        return False
+    if api_key == ApiVersionsRequest.API_KEY and api_version > SUPPORTED[api_key][1]:
+        return True
+    return cls.flexible_version_q(api_version)

@@ -1,0 +1,114 @@
+"""Request decoding and response encoding through kafka-python's schema classes.
+
+The request header is parsed here by hand (it is fixed and tiny, and the api key/version it
+carries pick the schema class for the body); every body goes through the schema-driven codec
+generated from Kafka's own JSON message definitions."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from kafka.protocol.api_message import ApiMessage
+
+from wirekafka.protocol import api_versions
+
+_HEADER = struct.Struct(">hhi")
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+API_VERSIONS_KEY = 18
+
+
+class ProtocolError(Exception):
+    """The request cannot be understood; Kafka closes the connection for these."""
+
+
+@dataclass(slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body_offset: int
+
+
+@dataclass(slots=True)
+class Request:
+    header: RequestHeader
+    body: Any
+
+    @property
+    def api_key(self) -> int:
+        return self.header.api_key
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version
+
+
+def _read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    shift = 0
+    value = 0
+    while True:
+        if pos >= len(buf) or shift > 28:
+            raise ProtocolError("bad unsigned varint in request header")
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+
+
+def _skip_tagged_fields(buf: bytes | memoryview, pos: int) -> int:
+    count, pos = _read_uvarint(buf, pos)
+    for _ in range(count):
+        _tag, pos = _read_uvarint(buf, pos)
+        size, pos = _read_uvarint(buf, pos)
+        pos += size
+        if pos > len(buf):
+            raise ProtocolError("tagged field runs past the end of the request")
+    return pos
+
+
+def parse_header(frame: bytes) -> RequestHeader:
+    """Parse request header v1 (or v2 for flexible versions): key, version, correlation, client id.
+
+    Raises ProtocolError for a header that is too short or malformed."""
+    if len(frame) < 10:
+        raise ProtocolError(f"request of {len(frame)} bytes is shorter than a request header")
+    api_key, api_version, correlation_id = _HEADER.unpack_from(frame, 0)
+    (client_len,) = _INT16.unpack_from(frame, 8)
+    pos = 10
+    client_id: str | None = None
+    if client_len >= 0:
+        end = pos + client_len
+        if end > len(frame):
+            raise ProtocolError("client id runs past the end of the request")
+        client_id = frame[pos:end].decode("utf-8", "replace")
+        pos = end
+    elif client_len != -1:
+        raise ProtocolError(f"bad client id length {client_len}")
+    if api_versions.request_header_is_flexible(api_key, api_version):
+        pos = _skip_tagged_fields(frame, pos)
+    return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
+
+
+def decode_body(header: RequestHeader, frame: bytes) -> Any:
+    """Decode the request body with the schema class for (api key, version)."""
+    request_class = api_versions.request_class(header.api_key)
+    try:
+        return request_class.decode(memoryview(frame)[header.body_offset:], version=header.api_version)
+    except Exception as exc:  # the generated decoder raises assorted errors on bad bytes
+        raise ProtocolError(
+            f"cannot decode api {header.api_key} v{header.api_version}: {exc!r}"
+        ) from exc
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: ApiMessage) -> bytes:
+    """A whole response frame: size, response header (v0 or v1) and the body at api_version."""
+    payload = body.encode(version=api_version)
+    flexible_header = api_key != API_VERSIONS_KEY and body.flexible_version_q(api_version)
+    header = _INT32.pack(correlation_id) + (b"\x00" if flexible_header else b"")
+    return _INT32.pack(len(header) + len(payload)) + header + payload

@@ -1,0 +1,61 @@
+"""The listener, the connection nursery, background tasks and graceful shutdown.
+
+SIGTERM/SIGINT: stop accepting, close idle connections, let in-flight requests finish under
+shutdown.timeout.ms, then flush and close every log, write checkpoints and the clean-shutdown
+marker."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import socket
+
+import trio
+
+from wirekafka.broker.dispatch import check_table
+from wirekafka.broker.state import BrokerState
+from wirekafka.config import BrokerConfig
+from wirekafka.server.background import flush_task, retention_task
+from wirekafka.server.connection import Shutdown, serve_connection
+
+log = logging.getLogger(__name__)
+
+
+async def run_broker(config: BrokerConfig) -> None:
+    check_table()
+    state = BrokerState(config)
+    await trio.to_thread.run_sync(state.load)
+    listener = config.listener
+    shutdown = Shutdown()
+    try:
+        async with trio.open_nursery() as background:
+            await background.start(retention_task, state)
+            await background.start(flush_task, state)
+            listeners = await trio.open_tcp_listeners(listener.port, host=listener.host or None)
+            async with trio.open_nursery() as connections:
+
+                async def on_connection(stream: trio.SocketStream) -> None:
+                    stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    await serve_connection(stream, state, shutdown)
+
+                accepting = trio.CancelScope()
+
+                async def accept_loop() -> None:
+                    with accepting:
+                        await trio.serve_listeners(on_connection, listeners, handler_nursery=connections)
+
+                connections.start_soon(accept_loop)
+                log.info("wirekafka node %d listening on %s:%d (cluster id %s, log dir %s)", state.node_id,
+                         listener.host, listener.port, state.cluster_id, state.log_dir)
+                with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    async for signum in signals:
+                        log.info("received signal %d, shutting down", signum)
+                        break
+                accepting.cancel()
+                shutdown.begin()
+                connections.cancel_scope.deadline = trio.current_time() + config.int("shutdown.timeout.ms") / 1000
+            background.cancel_scope.cancel()
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(state.shutdown)
+        log.info("shut down cleanly")

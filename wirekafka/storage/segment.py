@@ -1,0 +1,200 @@
+"""LogSegment: one `%020d.log` file of record batches plus its `.index` and `.timeindex`.
+
+Batches are appended as the producer sent them (offsets already assigned) with one write call,
+so a reader never sees half a batch and a killed process loses nothing the OS accepted."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from wirekafka.protocol import records
+from wirekafka.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
+from wirekafka.storage.index import OffsetIndex, TimeIndex
+
+log = logging.getLogger(__name__)
+
+_SCAN_CHUNK = 1 << 20
+NO_TIMESTAMP = -1
+
+
+def segment_name(base_offset: int) -> str:
+    return f"{base_offset:020d}"
+
+
+@dataclass(slots=True)
+class TimestampOffset:
+    timestamp: int
+    offset: int
+
+
+class LogSegment:
+    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        name = segment_name(base_offset)
+        self.log_path = directory / f"{name}.log"
+        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self.index = OffsetIndex(directory / f"{name}.index", base_offset)
+        self.time_index = TimeIndex(directory / f"{name}.timeindex", base_offset)
+        self.size = os.fstat(self._fd).st_size
+        self.next_offset = base_offset
+        self.max_timestamp = NO_TIMESTAMP  # largest batch max timestamp: drives time retention
+        self.offset_of_max_timestamp = -1  # last offset of the first batch holding it
+        self.first_batch_timestamp: int | None = None
+        self.created_ms: int | None = None
+        self._bytes_since_index_entry = 0
+        self.closed = False
+
+    # ---- writes ---------------------------------------------------------------------------
+    def append(self, batch: bytes | bytearray, header: BatchHeader) -> int:
+        """Append one offset-assigned batch; returns its file position."""
+        position = self.size
+        os.write(self._fd, batch)
+        self.size += len(batch)
+        self._track(header, position)
+        return position
+
+    def _track(self, header: BatchHeader, position: int) -> None:
+        if self.first_batch_timestamp is None:
+            self.first_batch_timestamp = header.max_timestamp
+        if header.max_timestamp > self.max_timestamp:
+            self.max_timestamp = header.max_timestamp
+            self.offset_of_max_timestamp = header.last_offset
+        self.next_offset = header.next_offset
+        self._bytes_since_index_entry += header.size
+        if self._bytes_since_index_entry > self.index_interval_bytes:
+            self.index.append(header.last_offset, position)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self._bytes_since_index_entry = 0
+
+    def seal(self) -> None:
+        """Called when the segment stops being active: the final time index entry."""
+        if self.max_timestamp != NO_TIMESTAMP:
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+        self.index.flush()
+        self.time_index.flush()
+
+    # ---- reads ----------------------------------------------------------------------------
+    def read_at(self, position: int, size: int) -> bytes:
+        return os.pread(self._fd, size, position)
+
+    def iter_headers(self, position: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each whole batch from position; reads in large chunks."""
+        end = self.size if end is None else end
+        while position + HEADER_SIZE <= end:
+            chunk = os.pread(self._fd, min(_SCAN_CHUNK, end - position), position)
+            pos = 0
+            while pos + HEADER_SIZE <= len(chunk):
+                header = records.parse_header(chunk, pos)
+                if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or position + pos + header.size > end:
+                    return
+                yield position + pos, header
+                pos += header.size
+            if pos == 0:  # one batch larger than the chunk: read its header alone
+                header = records.parse_header(os.pread(self._fd, HEADER_SIZE, position))
+                if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or position + header.size > end:
+                    return
+                yield position, header
+                pos = header.size
+            position += pos
+
+    def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
+        """Position and header of the first batch whose last offset is >= offset."""
+        _, start = self.index.lookup(offset)
+        for position, header in self.iter_headers(start):
+            if header.last_offset >= offset:
+                return position, header
+        return None
+
+    def read_batches(self, offset: int, max_bytes: int, max_offset: int, min_one: bool) -> bytes:
+        """Whole batches starting with the one holding offset, below max_offset, within
+        max_bytes; with min_one, the first batch even when it alone exceeds max_bytes."""
+        found = self.find_batch(offset)
+        if found is None:
+            return b""
+        start, _ = found
+        total = 0
+        for position, header in self.iter_headers(start):
+            if header.base_offset >= max_offset:
+                break
+            if total + header.size > max_bytes and not (min_one and total == 0):
+                break
+            total += header.size
+            if total >= max_bytes:
+                break
+        return self.read_at(start, total) if total else b""
+
+    def find_timestamp(self, timestamp: int) -> tuple[int, BatchHeader] | None:
+        """First batch (position, header) whose max timestamp is >= timestamp."""
+        _, start = self.index.lookup(self.time_index.lookup(timestamp))
+        for position, header in self.iter_headers(start):
+            if header.max_timestamp >= timestamp:
+                return position, header
+        return None
+
+    # ---- recovery -------------------------------------------------------------------------
+    def recover(self) -> int:
+        """Validate every batch (size bounds, magic, CRC-32C), truncate at the first invalid
+        one, and rebuild both indexes. Returns the number of bytes truncated."""
+        self.index.reset()
+        self.time_index.reset()
+        self.next_offset = self.base_offset
+        self.max_timestamp = NO_TIMESTAMP
+        self.offset_of_max_timestamp = -1
+        self.first_batch_timestamp = None
+        self._bytes_since_index_entry = 0
+        file_size = os.fstat(self._fd).st_size
+        position = 0
+        while position + LOG_OVERHEAD <= file_size:
+            _, length = records.peek_offset_and_length(os.pread(self._fd, LOG_OVERHEAD, position))
+            end = position + LOG_OVERHEAD + length
+            if length < HEADER_SIZE - LOG_OVERHEAD or end > file_size:
+                break
+            batch = os.pread(self._fd, end - position, position)
+            try:
+                header = records.validate_batch(batch)
+            except records.InvalidBatch:
+                break
+            if header.base_offset < self.next_offset and position > 0:
+                break  # offsets must increase: anything else is garbage past the valid tail
+            self._track(header, position)
+            position = end
+        truncated = file_size - position
+        if truncated:
+            log.warning("truncating %d invalid bytes at position %d of %s", truncated, position, self.log_path)
+            os.ftruncate(self._fd, position)
+        self.size = position
+        return truncated
+
+    def load(self) -> None:
+        """Rebuild in-memory state of a cleanly shut down segment from its indexes and a header
+        scan (no CRC checks: those are for segments past the recovery point)."""
+        self.next_offset = self.base_offset
+        self._bytes_since_index_entry = 0
+        for position, header in self.iter_headers(0):
+            if self.first_batch_timestamp is None:
+                self.first_batch_timestamp = header.max_timestamp
+            if header.max_timestamp > self.max_timestamp:
+                self.max_timestamp = header.max_timestamp
+                self.offset_of_max_timestamp = header.last_offset
+            self.next_offset = header.next_offset
+
+    # ---- lifecycle ------------------------------------------------------------------------
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            os.close(self._fd)
+            self.index.close()
+            self.time_index.close()
+
+    def delete(self) -> None:
+        self.close()
+        for path in (self.log_path, self.index.path, self.time_index.path):
+            path.unlink(missing_ok=True)

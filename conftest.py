@@ -1,0 +1,47 @@
+"""Fixtures shared by every test directory: real wirekafka processes on 127.0.0.1."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from testsupport.broker_process import BrokerProcess
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """One wirekafka process shared by a whole test session (tests use unique topic names)."""
+    data = tmp_path_factory.mktemp("wirekafka-shared") / "data"
+    proc = BrokerProcess(data, {"group.initial.rebalance.delay.ms": "0"})
+    proc.start()
+    yield proc
+    if proc.alive():
+        code = proc.stop()
+        assert code == 0, proc.log_tail()
+
+
+@pytest.fixture
+def broker_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
+    """Start dedicated brokers (own data dir, configurable overrides) torn down after the test."""
+    started: list[BrokerProcess] = []
+
+    def make(overrides: dict[str, str] | None = None, data_dir: Path | None = None, port: int | None = None,
+             start: bool = True) -> BrokerProcess:
+        proc = BrokerProcess(data_dir or tmp_path / f"data{len(started)}", overrides, port=port)
+        started.append(proc)
+        return proc.start() if start else proc
+
+    yield make
+    for proc in started:
+        if proc.alive():
+            proc.stop()
+
+
+@pytest.fixture
+def topic_name(request: pytest.FixtureRequest) -> str:
+    """A fresh topic name per test."""
+    base = "".join(c if c.isalnum() else "-" for c in request.node.name)[:60]
+    return f"{base}-{uuid.uuid4().hex[:8]}"

@@ -184,3 +184,28 @@ def iter_records(batch: bytes) -> Iterator[Record]:
     for rec in decoded:
         timestamp = header.max_timestamp if header.is_log_append_time else rec.timestamp
         yield Record(rec.offset, timestamp, rec.key, rec.value, list(rec.headers))
+
+
+def build_batch(
+    entries: list[tuple[bytes | None, bytes | None, int]],
+    *,
+    base_offset: int = 0,
+    compression: int = 0,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = -1,
+    base_sequence: int = NO_SEQUENCE,
+    headers: list[tuple[str, bytes | None]] | None = None,
+) -> bytes:
+    """Encode one v2 batch of (key, value, timestamp_ms) records — for the broker's own internal
+    records (group metadata, committed offsets) and for tests; clients build their own."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=compression, is_transactional=False, producer_id=producer_id,
+        producer_epoch=producer_epoch, base_sequence=base_sequence, batch_size=2**31 - 1,
+    )
+    for i, (key, value, timestamp) in enumerate(entries):
+        builder.append(i, timestamp=timestamp, key=key, value=value, headers=headers or [])
+    batch = bytearray(builder.build())
+    _I64.pack_into(batch, 0, base_offset)
+    return bytes(batch)

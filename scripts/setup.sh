@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what wirekafka and its tests need, idempotently and cached:
+#   - a venv in .venv with the package (editable) and its test extras;
+#   - with --all: Debian packages (kcat), Apache Kafka's jars (reference broker and Java CLI tools),
+#     PySpark and the Spark Kafka connector jars.
+# Usage: scripts/setup.sh [--all]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${WIREKAFKA_VENV:-.venv}
+export WIREKAFKA_CACHE=${WIREKAFKA_CACHE:-$HOME/.cache/wirekafka}
+mkdir -p "$WIREKAFKA_CACHE"
+
+if [ ! -x "$VENV/bin/python" ]; then
+    echo "setup: creating venv $VENV"
+    python3 -m venv "$VENV"
+fi
+stamp="$VENV/.wirekafka-installed"
+want=$(cat pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    echo "setup: installing wirekafka and test dependencies into $VENV"
+    "$VENV/bin/python" -m pip install -q --upgrade pip
+    "$VENV/bin/python" -m pip install -q -e ".[test]"
+    echo "$want" > "$stamp"
+fi
+
+if [ "${1:-}" = "--all" ]; then
+    if [ -x scripts/install_system_deps.sh ]; then bash scripts/install_system_deps.sh; fi
+    if [ -f scripts/realkafka.py ]; then "$VENV/bin/python" scripts/realkafka.py ensure; fi
+    if [ -f scripts/setup_spark.sh ]; then bash scripts/setup_spark.sh "$VENV"; fi
+fi

@@ -171,7 +171,7 @@ def test_time_retention_deletes_whole_old_segments(tmp_path: Path) -> None:
     clock = Clock()
     now_ms = int(clock() * 1000)
     log = PartitionLog(tmp_path / "t-0", LogConfig(segment_bytes=400, retention_ms=60_000), clock=clock)
-    for i in range(6):
+    for i in range(12):
         _append(log, 2, now_ms - 3_600_000)  # an hour old
     for i in range(6):
         _append(log, 2, now_ms)

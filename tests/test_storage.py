@@ -179,7 +179,7 @@ def test_time_retention_deletes_whole_old_segments(tmp_path: Path) -> None:
     assert len(all_old) >= 2  # the fixture really spans several old segments
     first_kept = log.segments[len(all_old)].base_offset
     assert log.apply_retention() == len(all_old)
-    assert log.segments[0].max_timestamp == now_ms
+    assert log.segments[0].max_timestamp >= now_ms
     assert log.log_start_offset == first_kept > 0
     assert not (tmp_path / "t-0" / "00000000000000000000.log").exists()
 

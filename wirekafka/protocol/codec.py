@@ -112,3 +112,14 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: A
     flexible_header = api_key != API_VERSIONS_KEY and body.flexible_version_q(api_version)
     header = _INT32.pack(correlation_id) + (b"\x00" if flexible_header else b"")
     return _INT32.pack(len(header) + len(payload)) + header + payload
+
+
+def warm_up() -> None:
+    """Compile the schema encoders/decoders of every served API and version now, so the first
+    client request of each kind does not pay for code generation."""
+    for api_key, (lo, hi) in api_versions.SUPPORTED.items():
+        for version in range(lo, hi + 1):
+            for cls in (api_versions.request_class(api_key), api_versions.response_class(api_key)):
+                flexible = cls.flexible_version_q(version)
+                cls._struct.compiled_encode_into(version, compact=flexible, tagged=flexible)
+                cls._struct.compiled_decode_from(version, compact=flexible, tagged=flexible, data_class=cls)

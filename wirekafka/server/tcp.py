@@ -15,6 +15,7 @@ import trio
 from wirekafka.broker.dispatch import check_table
 from wirekafka.broker.state import BrokerState
 from wirekafka.config import BrokerConfig
+from wirekafka.protocol import codec
 from wirekafka.server.background import flush_task, retention_task
 from wirekafka.server.connection import Shutdown, serve_connection
 
@@ -25,6 +26,7 @@ async def run_broker(config: BrokerConfig) -> None:
     check_table()
     state = BrokerState(config)
     await trio.to_thread.run_sync(state.load)
+    await trio.to_thread.run_sync(codec.warm_up)
     listener = config.listener
     shutdown = Shutdown()
     try:

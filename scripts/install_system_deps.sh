@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Install the Debian packages wirekafka's tests need, idempotently, as root, non-interactively.
+#
+#   kcat               librdkafka's command-line client (Debian package "kcat", formerly kafkacat),
+#                      used by compat tests as an independent Kafka client.
+#   java (17+), mvn    only to run the real Apache Kafka reference broker (scripts/realkafka.py);
+#                      the polyglot machine image already has both, so normally nothing happens.
+#
+# Each tool is checked with `command -v` first; `apt-get update` runs at most once, and only if
+# a package has to be installed and apt has no candidate for it yet. Prints what it did.
+# Usage: sudo scripts/install_system_deps.sh   (or as root; exits non-zero on failure)
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+
+if [[ $(id -u) -ne 0 ]]; then
+    SUDO=sudo
+else
+    SUDO=
+fi
+
+updated=0
+apt_update_once() {
+    if [[ $updated -eq 0 ]]; then
+        echo "install_system_deps: apt-get update"
+        $SUDO apt-get update -qq
+        updated=1
+    fi
+}
+
+has_candidate() {  # true if apt knows an installable version of package $1
+    local cand
+    cand=$(apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/ {print $2}')
+    [[ -n $cand && $cand != "(none)" ]]
+}
+
+# ensure COMMAND PACKAGE: install PACKAGE unless COMMAND is already on PATH.
+ensure() {
+    local cmd=$1 pkg=$2
+    if command -v "$cmd" >/dev/null 2>&1; then
+        echo "install_system_deps: $cmd already installed ($(command -v "$cmd")), skipping $pkg"
+        return 0
+    fi
+    if ! has_candidate "$pkg"; then
+        apt_update_once
+    fi
+    if ! has_candidate "$pkg"; then
+        echo "install_system_deps: no Debian package $pkg available" >&2
+        return 1
+    fi
+    echo "install_system_deps: installing $pkg (for $cmd)"
+    if ! $SUDO apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null; then
+        [[ $updated -eq 0 ]] || return 1
+        echo "install_system_deps: install failed with the current package lists; updating"
+        apt_update_once
+        $SUDO apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null
+    fi
+    command -v "$cmd" >/dev/null 2>&1 || { echo "install_system_deps: $pkg installed but no $cmd" >&2; return 1; }
+    echo "install_system_deps: installed $pkg -> $(command -v "$cmd")"
+}
+
+ensure kcat kcat
+ensure java openjdk-17-jre-headless
+ensure mvn maven
+echo "install_system_deps: done"

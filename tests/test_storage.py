@@ -214,3 +214,15 @@ def test_checkpoint_round_trip(tmp_path: Path) -> None:
     checkpoint.write_offsets(path, {("a", 0): 5, ("my.topic-x", 11): 99})
     assert path.read_text().splitlines()[:2] == ["0", "2"]
     assert checkpoint.read_offsets(path) == {("a", 0): 5, ("my.topic-x", 11): 99}
+
+
+def test_roll_after_segment_ms_measured_from_first_batch(tmp_path: Path) -> None:
+    clock = Clock()
+    now_ms = int(clock() * 1000)
+    log = PartitionLog(tmp_path / "t-0", LogConfig(segment_ms=60_000), clock=clock)
+    _append(log, 1, now_ms)
+    _append(log, 1, now_ms)
+    assert len(log.segments) == 1
+    clock.t += 61
+    _append(log, 1, now_ms + 61_000)
+    assert len(log.segments) == 2 and log.active.base_offset == 2

@@ -13,8 +13,12 @@ from wirekafka.storage.log import LogConfig, PartitionLog
 from wirekafka.storage.segment import LogSegment
 
 
+T0 = 1_700_000_000.0
+NOW_MS = int(T0 * 1000)
+
+
 class Clock:
-    def __init__(self, t: float = 1_700_000_000.0) -> None:
+    def __init__(self, t: float = T0) -> None:
         self.t = t
 
     def __call__(self) -> float:
@@ -115,7 +119,7 @@ def test_recovery_truncates_torn_tail(tmp_path: Path) -> None:
     d = tmp_path / "t-0"
     log = PartitionLog(d, LogConfig(), clock=Clock())
     for i in range(5):
-        _append(log, 3, 1000 + i)
+        _append(log, 3, NOW_MS + i)
     size_before = log.active.size
     log.close()
     path = d / "00000000000000000000.log"
@@ -124,21 +128,21 @@ def test_recovery_truncates_torn_tail(tmp_path: Path) -> None:
     log = PartitionLog(d, LogConfig(), clock=Clock())
     assert log.log_end_offset == 12
     assert _offsets(log.read(0, 10**6, 100, True)) == list(range(12))
-    assert _append(log, 1, 2000) == [12]
+    assert _append(log, 1, NOW_MS) == [12]
 
 
 def test_recovery_truncates_garbage_tail(tmp_path: Path) -> None:
     d = tmp_path / "t-0"
     log = PartitionLog(d, LogConfig(), clock=Clock())
     for i in range(4):
-        _append(log, 2, 1000 + i)
+        _append(log, 2, NOW_MS + i)
     good = log.active.size
     log.close()
     with open(d / "00000000000000000000.log", "ab") as f:
         f.write(os.urandom(5000))
     log = PartitionLog(d, LogConfig(), clock=Clock())
     assert log.active.size == good and log.log_end_offset == 8
-    assert _append(log, 2, 3000) == [8, 9]
+    assert _append(log, 2, NOW_MS) == [8, 9]
 
 
 def test_recovery_rejects_crc_damage_mid_log(tmp_path: Path) -> None:
@@ -146,7 +150,7 @@ def test_recovery_rejects_crc_damage_mid_log(tmp_path: Path) -> None:
     log = PartitionLog(d, LogConfig(), clock=Clock())
     sizes = []
     for i in range(4):
-        _append(log, 2, 1000 + i)
+        _append(log, 2, NOW_MS + i)
         sizes.append(log.active.size)
     log.close()
     with open(d / "00000000000000000000.log", "r+b") as f:
@@ -226,3 +230,20 @@ def test_roll_after_segment_ms_measured_from_first_batch(tmp_path: Path) -> None
     clock.t += 61
     _append(log, 1, now_ms + 61_000)
     assert len(log.segments) == 2 and log.active.base_offset == 2
+
+
+def test_truncation_mid_log_drops_later_segments(tmp_path: Path) -> None:
+    d = tmp_path / "t-0"
+    log = PartitionLog(d, LogConfig(segment_bytes=300), clock=Clock())
+    for i in range(12):
+        _append(log, 2, NOW_MS + i)
+    assert len(log.segments) >= 3
+    second = log.segments[1]
+    log.close()
+    with open(second.log_path, "r+b") as f:
+        f.truncate(second.size - 5)
+    log = PartitionLog(d, LogConfig(segment_bytes=300), clock=Clock())
+    assert log.segments[-1].base_offset == second.base_offset
+    end = log.log_end_offset
+    assert _offsets(log.read(end - 1, 10**6, end, True))[-1] == end - 1
+    assert len(list(d.glob("*.log"))) == 2

@@ -59,13 +59,17 @@ class PartitionLog:
             stray.unlink()
         bases = sorted(int(p.stem) for p in self.dir.glob("*.log") if p.stem.isdigit())
         segments = []
-        for base in bases:
+        for i, base in enumerate(bases):
             seg = LogSegment(self.dir, base, self.config.index_interval_bytes)
+            segments.append(seg)
             if clean_shutdown or seg.base_offset < recovery_point and base != bases[-1]:
                 seg.load()
-            else:
-                seg.recover()
-            segments.append(seg)
+            elif seg.recover():
+                # Invalid data mid-log: everything after it is unreachable, as in Kafka.
+                for later in bases[i + 1:]:
+                    log.warning("deleting segment %d of %s after a truncated segment", later, self.dir)
+                    LogSegment(self.dir, later, self.config.index_interval_bytes).delete()
+                break
         # A segment that recovery emptied, or whose offsets no longer follow the previous
         # segment's end, is garbage from a crash: drop it and everything after it.
         kept: list[LogSegment] = []

@@ -8,9 +8,13 @@
 - A timestamp >= 0: the first record at or after the log start whose timestamp is >= it, found
   through the time index and then the records of one batch; -1/-1 if there is none.
 - Returned timestamps are -1 for the special offsets; the leader epoch is the partition's.
-- Errors: UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH."""
+- Errors: UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH; a partition
+  named more than once in one request is INVALID_REQUEST at each mention, as Kafka answers
+  (a client maps answers back by partition, so duplicates could not be told apart)."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 from kafka.protocol.consumer.offsets import ListOffsetsResponse
 
@@ -66,11 +70,15 @@ def lookup(partition: Partition, timestamp: int, read_committed: bool) -> tuple[
 def handle(ctx: RequestContext, request: object) -> ListOffsetsResponse:
     state = ctx.state
     read_committed = getattr(request, "isolation_level", 0) == 1
+    mentions = Counter((rt.name, rp.partition_index) for rt in request.topics  # type: ignore[attr-defined]
+                       for rp in rt.partitions)
     topics = []
     for rt in request.topics:  # type: ignore[attr-defined]
         parts = []
         for rp in rt.partitions:
             try:
+                if mentions[(rt.name, rp.partition_index)] > 1:
+                    raise KafkaApiError(ErrorCode.INVALID_REQUEST, "partition is duplicated in the request")
                 partition = state.get_partition(rt.name, rp.partition_index)
                 partition.check_leader_epoch(rp.current_leader_epoch)
                 ts, offset = lookup(partition, rp.timestamp, read_committed)

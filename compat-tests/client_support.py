@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import socket
+import struct
 import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from wirekafka.protocol import records as wire
 
@@ -248,6 +250,32 @@ def read_aiokafka(bootstrap: str, topic: str, want: dict[int, int], *, start: di
 
 
 READERS = {"confluent": read_confluent, "kafka-python": read_kafka_python, "aiokafka": read_aiokafka}
+
+
+# ---- one protocol request on a plain socket ------------------------------------------------------
+def _recv_exact(s: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("broker closed the connection")
+        buf += chunk
+    return buf
+
+
+def raw_call(broker, request: Any, response_cls: Any, correlation_id: int = 1) -> Any:
+    """Send one request built with kafka-python's protocol classes (at the version it was
+    built with) and decode the answer: for exchanges no client API can express exactly."""
+    version = request.version
+    request.with_header(correlation_id=correlation_id, client_id="compat-tests")
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as s:
+        s.settimeout(10)
+        s.sendall(bytes(request.encode(header=True, framed=True)))
+        (size,) = struct.unpack(">i", _recv_exact(s, 4))
+        payload = _recv_exact(s, size)
+    assert struct.unpack(">i", payload[:4])[0] == correlation_id
+    flexible = response_cls.flexible_version_q(version)  # response header v1: one empty tag buffer
+    return response_cls.decode(payload[4 + flexible:], version=version)
 
 
 # ---- the log on disk -------------------------------------------------------------------------

@@ -5,8 +5,6 @@ beginning/end offsets, the idempotent producer and LogAppendTime topics."""
 from __future__ import annotations
 
 import dataclasses
-import socket
-import struct
 from typing import Any, Sequence
 
 import pytest
@@ -34,6 +32,7 @@ from client_support import (
     make_records,
     now_ms,
     read_aiokafka,
+    raw_call,
     read_kafka_python,
     time_probes,
     value_len_for_batch,
@@ -168,18 +167,6 @@ def test_offsets_for_times_and_watermarks(broker, topic_name):
         consumer.close()
 
 
-def _list_offsets_raw(broker, topics: list) -> ListOffsetsResponse:
-    """One ListOffsets v9 request through kafka-python's protocol classes on a plain socket."""
-    request = ListOffsetsRequest(version=9, replica_id=-1, isolation_level=0, topics=topics)
-    request.with_header(correlation_id=7, client_id="dup-test")
-    with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as s:
-        s.sendall(bytes(request.encode(header=True, framed=True)))
-        size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
-        payload = s.recv(size, socket.MSG_WAITALL)
-    assert struct.unpack(">i", payload[:4])[0] == 7
-    return ListOffsetsResponse.decode(payload[5:], version=9)  # correlation id and tagged fields
-
-
 def test_list_offsets_with_a_partition_named_twice_is_invalid_request(broker, topic_name):
     """Kafka answers INVALID_REQUEST at every mention of a duplicated partition (answers are
     keyed by partition, so two could not be told apart); other partitions are answered."""
@@ -187,11 +174,11 @@ def test_list_offsets_with_a_partition_named_twice_is_invalid_request(broker, to
     produce_ok(broker, topic_name, make_records(10, 2, seed=5, null_key_and_value=False))
     T = ListOffsetsRequest.ListOffsetsTopic
     P = T.ListOffsetsPartition
-    resp = _list_offsets_raw(broker, [
+    resp = raw_call(broker, ListOffsetsRequest(version=9, replica_id=-1, isolation_level=0, topics=[
         T(name=topic_name, partitions=[P(partition_index=0, current_leader_epoch=-1, timestamp=-1),
                                        P(partition_index=1, current_leader_epoch=-1, timestamp=-1)]),
         T(name=topic_name, partitions=[P(partition_index=0, current_leader_epoch=-1, timestamp=-2)]),
-    ])
+    ]), ListOffsetsResponse)
     answers = [(p.partition_index, p.error_code, p.offset) for t in resp.topics for p in t.partitions]
     assert answers == [(0, ErrorCode.INVALID_REQUEST, -1), (1, 0, 5), (0, ErrorCode.INVALID_REQUEST, -1)]
 

@@ -191,7 +191,7 @@ def _wait_until(predicate, timeout: float, what: str) -> None:
 
 
 def test_sigkill_while_producing_loses_no_acknowledged_record(broker_factory, topic_name):
-    broker = broker_factory()
+    broker = broker_factory({"log.segment.bytes": "32768"})  # crashes land among segment rolls too
     create_topics(broker, [NewTopic(topic_name, 2, 1)])
     total = 20_000
     producer = NumberedProducer(broker, topic_name, 2, total)
@@ -267,10 +267,12 @@ def test_producer_state_survives_restart(broker_factory, topic_name, how):
 
 # ---- damaged logs --------------------------------------------------------------------------
 def _crash_with_records(broker_factory, topic: str, n: int) -> tuple[Any, list[Rec]]:
-    broker = broker_factory()
+    """n records in several segments, then SIGKILL."""
+    broker = broker_factory({"log.segment.bytes": "65536"})
     create_topics(broker, [NewTopic(topic, 1, 1)])
     recs = make_records(n, 1, seed=51, null_header_values=True)
     assert_dense_offsets(produce_ok(broker, topic, recs, **{"compression.type": "gzip"}), recs)
+    assert len(list((broker.data_dir / f"{topic}-0").glob("*.log"))) > 2
     broker.kill()
     return broker, recs
 
@@ -319,5 +321,6 @@ def test_torn_last_batch_is_truncated(broker_factory, topic_name):
     size = segment.stat().st_size
     os.truncate(segment, size - last.size + last.size // 2)
     broker.start()
-    assert segment.stat().st_size == size - last.size
+    # What remains of the segment is its valid batches (an emptied segment may be dropped).
+    assert (segment.stat().st_size if segment.exists() else 0) == size - last.size
     _check_recovered(broker, topic_name, recs[: last.base_offset])

@@ -1,7 +1,8 @@
 """Shared pieces of the stock-client compatibility tests: deterministic record sets, readers that
 consume a topic back with each of the three Python clients into one comparable shape, the
 checks every scenario repeats (byte-identical records at dense offsets), and a look at the
-batches a live broker wrote to disk (to see producer ids, sequences and exact batch sizes).
+batches a live broker wrote to disk (to see codecs, producer ids, sequences and exact batch
+sizes), and a single raw request for exchanges no client API can express exactly.
 
 Every loop here is bounded by a deadline; a reader that runs out of time returns what it has
 and the caller's assertions say what is missing."""
@@ -22,6 +23,7 @@ from typing import Any, Iterable, Sequence
 from wirekafka.protocol import records as wire
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+CODEC_ATTRIBUTE = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}  # a batch's attributes & 7
 DEFAULT_MESSAGE_MAX_BYTES = 1048588  # Kafka's message.max.bytes default
 CREATE_TIME, LOG_APPEND_TIME = "CreateTime", "LogAppendTime"
 
@@ -103,8 +105,15 @@ def counts(recs: Iterable[Rec]) -> dict[int, int]:
     return {p: len(rs) for p, rs in by_partition(recs).items()}
 
 
+def big_payload(n: int, fill: int) -> bytes:
+    """n bytes, distinct per fill value, half of them a repeated byte and half a byte ramp."""
+    half = n // 2
+    return bytes([fill]) * half + (bytes(range(256)) * (n // 256 + 1))[: n - half]
+
+
 # ---- checks ----------------------------------------------------------------------------------
-def assert_dense_offsets(acks: Sequence[tuple[int, int]], sent: Sequence[Rec], start: dict[int, int] | None = None) -> None:
+def assert_dense_offsets(acks: Sequence[tuple[int, int]], sent: Sequence[Rec],
+                         start: dict[int, int] | None = None) -> None:
     """Producer acknowledgements (partition, offset), in send order, are start..start+n-1 per partition."""
     assert len(acks) == len(sent)
     next_offset = dict(start or {})
@@ -247,9 +256,6 @@ def read_aiokafka(bootstrap: str, topic: str, want: dict[int, int], *, start: di
             await consumer.stop()
 
     return asyncio.run(run())
-
-
-READERS = {"confluent": read_confluent, "kafka-python": read_kafka_python, "aiokafka": read_aiokafka}
 
 
 # ---- one protocol request on a plain socket ------------------------------------------------------

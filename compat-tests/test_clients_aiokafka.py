@@ -16,12 +16,14 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, MessageSizeTooLargeError
 
 from client_support import (
+    CODEC_ATTRIBUTE,
     CODECS,
     DEFAULT_MESSAGE_MAX_BYTES,
     LOG_APPEND_TIME,
     Rec,
     assert_dense_offsets,
     assert_same_records,
+    big_payload,
     by_partition,
     counts,
     expected_offset_for_time,
@@ -36,8 +38,6 @@ from client_support import (
 from wirekafka.protocol.errors import ErrorCode
 
 pytestmark = pytest.mark.timeout(120)
-
-_CODEC_ATTR = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
 async def _create_topics(broker, topics: list[NewTopic]) -> list[tuple[str, int, str | None]]:
@@ -129,7 +129,7 @@ def test_every_codec_round_trips_byte_identical(broker, topic_name, codec):
     for partition in range(3):
         batches = log_batches(broker.data_dir, topic_name, partition)
         assert len(batches) > 1
-        assert {b.attributes & 7 for b in batches} == {_CODEC_ATTR[codec]}
+        assert {b.attributes & 7 for b in batches} == {CODEC_ATTRIBUTE[codec]}
     assert_same_records(read_aiokafka(broker.bootstrap, topic_name, counts(recs)), recs)
     # Another client reads what aiokafka wrote.
     assert_same_records(read_confluent(broker.bootstrap, topic_name, counts(recs)), recs)
@@ -208,16 +208,12 @@ def test_log_append_time_topic(broker, topic_name):
         assert g.timestamp == acked[(g.partition, g.offset)]
 
 
-def _big(n: int, fill: int) -> bytes:
-    return bytes([fill]) * (n // 3) + bytes(range(256)) * ((n - n // 3) // 256) + bytes((n - n // 3) % 256)
-
-
 def test_records_at_and_over_message_max_bytes(broker, topic_name):
     create_topic(broker, topic_name, 1)
     key = b"aio-big"
     at_limit = value_len_for_batch(DEFAULT_MESSAGE_MAX_BYTES, len(key))
     ts = now_ms()
-    recs = [Rec(0, key, _big(at_limit, 1), (), ts), Rec(0, key, _big(at_limit + 1, 2), (), ts + 1),
+    recs = [Rec(0, key, big_payload(at_limit, 1), (), ts), Rec(0, key, big_payload(at_limit + 1, 2), (), ts + 1),
             Rec(0, b"after", b"small", (), ts + 2)]
     # The client's own limit is set high so that the broker is the one to judge.
     results = produce(broker, topic_name, recs, one_batch_each=True, max_request_size=2_000_000)
@@ -228,7 +224,7 @@ def test_records_at_and_over_message_max_bytes(broker, topic_name):
     assert sizes[0] == DEFAULT_MESSAGE_MAX_BYTES and len(sizes) == 2
     assert_same_records(read_aiokafka(broker.bootstrap, topic_name, {0: 2}), [recs[0], recs[2]])
     # The client's own check, with max_request_size at the broker's limit.
-    [local] = produce(broker, topic_name, [Rec(0, key, _big(DEFAULT_MESSAGE_MAX_BYTES, 3), (), ts)],
+    [local] = produce(broker, topic_name, [Rec(0, key, big_payload(DEFAULT_MESSAGE_MAX_BYTES, 3), (), ts)],
                       max_request_size=DEFAULT_MESSAGE_MAX_BYTES)
     assert isinstance(local, MessageSizeTooLargeError)
 
@@ -237,7 +233,7 @@ def test_topic_max_message_bytes_is_enforced_by_the_broker(broker, topic_name):
     create_topic(broker, topic_name, 1, {"max.message.bytes": "20000"})
     ts = now_ms()
     fits = value_len_for_batch(20000, 1)
-    recs = [Rec(0, b"a", _big(fits, 3), (), ts), Rec(0, b"b", _big(fits + 1, 4), (), ts),
+    recs = [Rec(0, b"a", big_payload(fits, 3), (), ts), Rec(0, b"b", big_payload(fits + 1, 4), (), ts),
             Rec(0, b"c", b"z" * 100_000, (), ts), Rec(0, b"d", b"ok", (), ts)]
     results = produce(broker, topic_name, recs, one_batch_each=True)
     assert (results[0].partition, results[0].offset) == (0, 0)

@@ -20,12 +20,14 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from client_support import (
+    CODEC_ATTRIBUTE,
     CODECS,
     DEFAULT_MESSAGE_MAX_BYTES,
     LOG_APPEND_TIME,
     Rec,
     assert_dense_offsets,
     assert_same_records,
+    big_payload,
     by_partition,
     counts,
     expected_offset_for_time,
@@ -39,8 +41,6 @@ from client_support import (
 )
 
 pytestmark = pytest.mark.timeout(120)
-
-_CODEC_ATTR = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
 def _conf(broker, **extra: Any) -> dict[str, Any]:
@@ -120,7 +120,7 @@ def test_every_codec_round_trips_byte_identical(broker, topic_name, codec):
     for partition in range(3):
         batches = log_batches(broker.data_dir, topic_name, partition)
         assert len(batches) > 1
-        assert {b.attributes & 7 for b in batches} == {_CODEC_ATTR[codec]}
+        assert {b.attributes & 7 for b in batches} == {CODEC_ATTRIBUTE[codec]}
     assert_same_records(read_confluent(broker.bootstrap, topic_name, counts(recs)), recs)
     # Another client reads what librdkafka wrote.
     assert_same_records(read_kafka_python(broker.bootstrap, topic_name, counts(recs)), recs)
@@ -199,18 +199,13 @@ def test_log_append_time_topic(broker, topic_name):
         consumer.close()
 
 
-def _big(value_len: int, fill: int) -> bytes:
-    return bytes([fill]) * (value_len // 2) + bytes(range(256)) * ((value_len - value_len // 2) // 256) + \
-        bytes((value_len - value_len // 2) % 256)
-
-
 def test_records_at_and_over_message_max_bytes(broker, topic_name):
     create_topic(broker, topic_name, 1)
     key = b"big-key"
     at_limit = value_len_for_batch(DEFAULT_MESSAGE_MAX_BYTES, len(key))
     ts = now_ms() - 1000
-    recs = [Rec(0, key, _big(at_limit, 1), (), ts),
-            Rec(0, key, _big(at_limit + 1, 2), (), ts + 1),
+    recs = [Rec(0, key, big_payload(at_limit, 1), (), ts),
+            Rec(0, key, big_payload(at_limit + 1, 2), (), ts + 1),
             Rec(0, b"after", b"small", (), ts + 2)]
     # The client's own limit is set high so that the broker is the one to judge.
     results = produce(broker, topic_name, recs, one_batch_each=True, **{"message.max.bytes": 2_000_000})
@@ -237,7 +232,7 @@ def test_topic_max_message_bytes_is_enforced_by_the_broker(broker, topic_name):
     create_topic(broker, topic_name, 1, {"max.message.bytes": "20000"})
     ts = now_ms()
     fits = value_len_for_batch(20000, 1)
-    recs = [Rec(0, b"a", _big(fits, 3), (), ts), Rec(0, b"b", _big(fits + 1, 4), (), ts),
+    recs = [Rec(0, b"a", big_payload(fits, 3), (), ts), Rec(0, b"b", big_payload(fits + 1, 4), (), ts),
             Rec(0, b"c", b"x" * 100_000, (), ts), Rec(0, b"d", b"ok", (), ts)]
     results = produce(broker, topic_name, recs, one_batch_each=True, **{"message.max.bytes": 1_000_000})
     assert results[0][:2] == (0, 0)

@@ -39,6 +39,7 @@ from client_support import (
     raw_call,
     read_confluent,
     read_kafka_python,
+    time_probes,
 )
 from wirekafka.protocol.errors import ErrorCode
 
@@ -137,6 +138,16 @@ def test_clean_restart_keeps_topics_configs_records_and_offsets(broker_factory, 
     start = counts(first)
     assert_dense_offsets(produce_ok(broker, plain, more, **{"compression.type": "lz4"}), more, start=start)
     assert_same_records(read_confluent(broker.bootstrap, plain, counts(more), start=start), more, start=start)
+    # Time look-ups span the records from before and after the restart (their times interleave).
+    whole = by_partition(first)[1] + by_partition(more)[1]
+    consumer = Consumer(_conf(broker, **{"group.id": f"oft2-{topic_name}", "enable.auto.commit": False}))
+    try:
+        for ts in time_probes(whole):
+            [tp] = consumer.offsets_for_times([TopicPartition(plain, 1, ts)], 10)
+            expected = expected_offset_for_time(whole, ts)
+            assert tp.offset == (-1 if expected is None else expected), ts
+    finally:
+        consumer.close()
     assert broker.stop() == 0, broker.log_tail()
 
 

@@ -91,6 +91,7 @@ class BrokerState:
         """Open the log dir: meta.properties, topics, every partition log (recovering those not
         cleanly shut down) and producer state."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        fresh = not (self.log_dir / "meta.properties").exists()
         self._load_meta()
         clean_marker = self.log_dir / CLEAN_SHUTDOWN_FILE
         clean = clean_marker.exists()
@@ -108,7 +109,7 @@ class BrokerState:
                     self._open_partition(topic, p, starts.get(key, 0), recovery.get(key, 0), clean)
                 )
             self._index(topic)
-        if not clean:
+        if not clean and not fresh:
             log.info("log dir %s was not shut down cleanly; recovered past recovery points", self.log_dir)
         clean_marker.unlink(missing_ok=True)
         self._save_topics()

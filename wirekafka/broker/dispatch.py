@@ -12,12 +12,20 @@ from typing import Any, Awaitable, Callable
 
 from wirekafka.broker.context import CloseConnection, RequestContext
 from wirekafka.broker.handlers import (
+    alter_configs,
     api_versions,
+    create_partitions,
     create_topics,
+    delete_records,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
     fetch,
+    incremental_alter_configs,
     init_producer_id,
     list_offsets,
     metadata,
+    offset_for_leader_epoch,
     produce,
 )
 from wirekafka.protocol.api_versions import SUPPORTED, response_class
@@ -34,7 +42,15 @@ HANDLERS: dict[int, Handler] = {
     3: metadata.handle,
     18: api_versions.handle,
     19: create_topics.handle,
+    20: delete_topics.handle,
+    21: delete_records.handle,
     22: init_producer_id.handle,
+    23: offset_for_leader_epoch.handle,
+    32: describe_configs.handle,
+    33: alter_configs.handle,
+    37: create_partitions.handle,
+    44: incremental_alter_configs.handle,
+    60: describe_cluster.handle,
 }
 
 

@@ -46,6 +46,14 @@ _PAIRS: list[tuple[type[ApiMessage], type[ApiMessage]]] = [
     (ApiVersionsRequest, ApiVersionsResponse),
     (CreateTopicsRequest, CreateTopicsResponse),
     (InitProducerIdRequest, InitProducerIdResponse),
+    (DeleteTopicsRequest, DeleteTopicsResponse),
+    (DeleteRecordsRequest, DeleteRecordsResponse),
+    (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
+    (DescribeConfigsRequest, DescribeConfigsResponse),
+    (AlterConfigsRequest, AlterConfigsResponse),
+    (CreatePartitionsRequest, CreatePartitionsResponse),
+    (IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
+    (DescribeClusterRequest, DescribeClusterResponse),
 ]
 
 REQUEST_CLASSES: dict[int, type[ApiMessage]] = {}

@@ -22,37 +22,40 @@ class TopicConfigDef:
     type: int
     broker_key: str | None
     default: Callable[[BrokerConfig], str]
-    validate: Callable[[str], bool]
+    validate: Callable[[str], str | None]  # None if valid, else Kafka's reason
 
 
-def _int_at_least(lo: int) -> Callable[[str], bool]:
-    def check(v: str) -> bool:
+def _int_at_least(lo: int) -> Callable[[str], str | None]:
+    def check(v: str) -> str | None:
         try:
-            return int(v) >= lo
+            n = int(v)
         except ValueError:
-            return False
+            return "Not a number of type LONG"
+        return None if n >= lo else f"Value must be at least {lo}"
 
     return check
 
 
-def _one_of(*choices: str) -> Callable[[str], bool]:
-    return lambda v: v in choices
+def _one_of(*choices: str) -> Callable[[str], str | None]:
+    return lambda v: None if v in choices else f"String must be one of: {', '.join(choices)}"
 
 
-def _policy(v: str) -> bool:
+def _policy(v: str) -> str | None:
     parts = [p.strip() for p in v.split(",") if p.strip()]
-    return bool(parts) and all(p in ("delete", "compact") for p in parts)
+    if parts and all(p in ("delete", "compact") for p in parts):
+        return None
+    return "String must be one of: compact, delete"
 
 
-def _float_01(v: str) -> bool:
+def _float_01(v: str) -> str | None:
     try:
-        return 0.0 <= float(v) <= 1.0
+        return None if 0.0 <= float(v) <= 1.0 else "Value must be between 0 and 1"
     except ValueError:
-        return False
+        return "Not a number of type DOUBLE"
 
 
-def _bool(v: str) -> bool:
-    return v.lower() in ("true", "false")
+def _bool(v: str) -> str | None:
+    return None if v.lower() in ("true", "false") else "Expected value to be either true or false"
 
 
 def _broker(key: str) -> Callable[[BrokerConfig], str]:
@@ -104,7 +107,9 @@ _DEFS = [
     TopicConfigDef("retention.bytes", TYPE_LONG, "log.retention.bytes", _broker("log.retention.bytes"),
                    _int_at_least(-1)),
     TopicConfigDef("retention.ms", TYPE_LONG, "log.retention.ms", lambda c: str(c.retention_ms), _int_at_least(-1)),
-    TopicConfigDef("segment.bytes", TYPE_INT, "log.segment.bytes", _broker("log.segment.bytes"), _int_at_least(14)),
+    # Kafka 4 refuses topic segments under 1 MiB (the broker-level key still accepts smaller).
+    TopicConfigDef("segment.bytes", TYPE_INT, "log.segment.bytes", _broker("log.segment.bytes"),
+                   _int_at_least(1048576)),
     TopicConfigDef("segment.index.bytes", TYPE_INT, "log.index.size.max.bytes", _broker("log.index.size.max.bytes"),
                    _int_at_least(4)),
     TopicConfigDef("segment.jitter.ms", TYPE_LONG, "log.roll.jitter.ms", _fixed("0"), _int_at_least(0)),
@@ -121,9 +126,8 @@ def invalid_reason(name: str, value: str | None) -> str | None:
     d = TOPIC_CONFIGS.get(name)
     if d is None:
         return f"Unknown topic config name: {name}"
-    if value is None or not d.validate(value):
-        return f"Invalid value {value} for configuration {name}"
-    return None
+    problem = "Value must not be null" if value is None else d.validate(value)
+    return None if problem is None else f"Invalid value {value} for configuration {name}: {problem}"
 
 
 def effective(name: str, overrides: Mapping[str, str], broker: BrokerConfig) -> tuple[str, int]:

@@ -81,7 +81,7 @@ def test_unknown_api_key_closes_the_connection(broker) -> None:
 
 def test_unsupported_version_of_known_api_closes_the_connection(broker) -> None:
     with _connect(broker) as s:
-        req = struct.pack(">hhih", 0, 1, 1, 1) + b"x"  # Produce v1: below Kafka 4's minimum
+        req = struct.pack(">hhih", 1, 3, 1, 1) + b"x"  # Fetch v3: below Kafka 4's minimum
         s.sendall(struct.pack(">i", len(req)) + req)
         assert _closed(s)
     _still_serving(broker)

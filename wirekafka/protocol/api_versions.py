@@ -61,12 +61,18 @@ RESPONSE_CLASSES: dict[int, type[ApiMessage]] = {}
 SUPPORTED: dict[int, tuple[int, int]] = {}
 
 
+# Where Apache Kafka 4.3.1 advertises a range other than its schema's validVersions (as read
+# from a real 4.3.1 broker's ApiVersions response): Produce keeps v0-2 for old librdkafka
+# clients; InitProducerId v6 (two-phase commit) is not enabled.
+KAFKA_RANGES: dict[int, tuple[int, int]] = {0: (0, 13), 22: (0, 5)}
+
+
 def register(request_class: type[ApiMessage], response_class: type[ApiMessage]) -> None:
-    """Serve an API at the full version range of its Kafka schema."""
+    """Serve an API at the version range Kafka 4.3.1 advertises for it."""
     key = request_class.API_KEY
     REQUEST_CLASSES[key] = request_class
     RESPONSE_CLASSES[key] = response_class
-    SUPPORTED[key] = tuple(request_class.valid_versions)  # type: ignore[assignment]
+    SUPPORTED[key] = KAFKA_RANGES.get(key, tuple(request_class.valid_versions))  # type: ignore[assignment]
 
 
 for _req, _resp in _PAIRS:

@@ -1,4 +1,4 @@
-"""InitProducerId (key 22), v0-6.
+"""InitProducerId (key 22), v0-5 (as Kafka 4.3.1 advertises).
 
 - Without a transactional id: a new producer id with epoch 0, whatever id/epoch the client
   offers (Kafka does the same for idempotent producers). Ids come from persisted blocks, so

@@ -1,4 +1,4 @@
-"""Produce (key 0), v3-13.
+"""Produce (key 0), v0-13 (v0-2 carry magic-2 batches only, as in Kafka 4).
 
 - Topics by name (v3-12) or topic id (v13+).
 - Each partition's records must be exactly one magic-2 batch (INVALID_RECORD otherwise); its size

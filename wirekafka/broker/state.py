@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from wirekafka.broker import topic_config
+from wirekafka.broker.groups import GroupCoordinator
 from wirekafka.broker.partition import Partition
 from wirekafka.config import BrokerConfig
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
@@ -82,6 +83,7 @@ class BrokerState:
         self.cluster_id = ""
         self.next_producer_id = 0
         self.producer_id_ceiling = 0
+        self.groups = GroupCoordinator(self)
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)

@@ -25,7 +25,31 @@ from kafka.protocol.admin.topics import (
     DeleteTopicsRequest,
     DeleteTopicsResponse,
 )
+from kafka.protocol.admin.groups import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+)
 from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.consumer.group import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import (
     ListOffsetsRequest,
@@ -34,6 +58,7 @@ from kafka.protocol.consumer.offsets import (
     OffsetForLeaderEpochResponse,
 )
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
@@ -54,6 +79,17 @@ _PAIRS: list[tuple[type[ApiMessage], type[ApiMessage]]] = [
     (CreatePartitionsRequest, CreatePartitionsResponse),
     (IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
     (DescribeClusterRequest, DescribeClusterResponse),
+    (OffsetCommitRequest, OffsetCommitResponse),
+    (OffsetFetchRequest, OffsetFetchResponse),
+    (FindCoordinatorRequest, FindCoordinatorResponse),
+    (JoinGroupRequest, JoinGroupResponse),
+    (HeartbeatRequest, HeartbeatResponse),
+    (LeaveGroupRequest, LeaveGroupResponse),
+    (SyncGroupRequest, SyncGroupResponse),
+    (DescribeGroupsRequest, DescribeGroupsResponse),
+    (ListGroupsRequest, ListGroupsResponse),
+    (DeleteGroupsRequest, DeleteGroupsResponse),
+    (OffsetDeleteRequest, OffsetDeleteResponse),
 ]
 
 REQUEST_CLASSES: dict[int, type[ApiMessage]] = {}

@@ -1,0 +1,630 @@
+"""The group coordinator for the classic consumer-group protocol, and committed offsets.
+
+State machine per group (Kafka's): Empty -> PreparingRebalance -> CompletingRebalance -> Stable,
+back to PreparingRebalance when membership or subscriptions change, Dead once deleted.
+- JoinGroup waits until every known member has rejoined (or the rebalance timeout drops the
+  stragglers; a new group also waits group.initial.rebalance.delay.ms, extended per new member up
+  to the rebalance timeout), then bumps the generation, picks the protocol every member supports
+  (by member votes), and answers all joiners; only the leader gets the member list.
+- SyncGroup from the leader stores the assignments (a member the leader left out gets an empty
+  one), persists the group, and answers every waiting member with its own assignment.
+- Members that stop heartbeating for their session timeout are removed, as are members that
+  never answered MEMBER_ID_REQUIRED (KIP-394). Static members (KIP-345) keep their assignment
+  across a restart within the session timeout; an old instance is fenced.
+- Offsets and group metadata are records in __consumer_offsets (group_records.py); the
+  partition for a group is abs(javaHashCode(group)) % offsets.topic.num.partitions, so clients'
+  and tools' expectations of the coordinator partition hold.
+Timers use trio's clock; nothing here blocks."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Iterable
+
+import trio
+
+from wirekafka.broker import group_records as gr
+from wirekafka.protocol import records
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+
+if TYPE_CHECKING:
+    from wirekafka.broker.partition import Partition
+    from wirekafka.broker.state import BrokerState
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+TIMER_TICK = 0.1
+
+
+class GroupState(str, Enum):
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode over UTF-16 code units, as a signed 32-bit int."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for(group_id: str, partitions: int) -> int:
+    """Kafka's Utils.abs (n & 0x7fffffff) of the hash, modulo the partition count."""
+    return (java_string_hash(group_id) & 0x7FFFFFFF) % partitions
+
+
+@dataclass
+class JoinResult:
+    error: ErrorCode
+    generation: int = -1
+    protocol_type: str | None = None
+    protocol: str | None = None
+    leader: str = ""
+    member_id: str = ""
+    members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
+
+
+@dataclass
+class Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    last_seen: float
+    assignment: bytes = b""
+    join_waiter: trio.Event | None = None
+    join_result: JoinResult | None = None
+    sync_waiter: trio.Event | None = None
+    sync_error: ErrorCode = ErrorCode.NONE
+
+    def metadata_for(self, protocol: str | None) -> bytes:
+        return next((m for n, m in self.protocols if n == protocol), b"")
+
+
+@dataclass
+class Group:
+    group_id: str
+    state: GroupState = GroupState.EMPTY
+    generation: int = 0
+    protocol_type: str | None = None
+    protocol: str | None = None
+    leader: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    pending: dict[str, float] = field(default_factory=dict)  # member ids awaiting their first join
+    static: dict[str, str] = field(default_factory=dict)  # group.instance.id -> member id
+    rebalance_deadline: float = 0.0
+    initial_delay_deadline: float = 0.0
+    state_timestamp_ms: int = -1
+    offsets: dict[tuple[str, int], gr.OffsetValue] = field(default_factory=dict)
+
+    def awaiting_join(self) -> int:
+        return sum(1 for m in self.members.values() if m.join_waiter is not None)
+
+
+class GroupCoordinator:
+    def __init__(self, state: "BrokerState") -> None:
+        self.state = state
+        self.groups: dict[str, Group] = {}
+        self.num_partitions = state.config.int("offsets.topic.num.partitions")
+        self.loading: set[int] = set()
+
+    # ---- helpers ---------------------------------------------------------------------------
+    def now(self) -> float:
+        return trio.current_time()
+
+    def partition_of(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    def check_available(self, group_id: str) -> None:
+        if not group_id:
+            raise KafkaApiError(ErrorCode.INVALID_GROUP_ID, "group id must not be empty")
+        if self.partition_of(group_id) in self.loading:
+            raise KafkaApiError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+
+    def offsets_partition(self, group_id: str) -> "Partition":
+        topic = self.state.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            topic = self.state.create_topic(OFFSETS_TOPIC, self.num_partitions, {
+                "cleanup.policy": "compact",
+                "compression.type": "producer",
+                "segment.bytes": str(self.state.config.int("offsets.topic.segment.bytes")),
+            })
+        return topic.partitions[self.partition_of(group_id)]
+
+    def _write(self, group_id: str, entries: list[tuple[bytes, bytes | None]]) -> None:
+        if not entries:
+            return
+        now_ms = self.state.now_ms()
+        batch = records.build_batch([(k, v, now_ms) for k, v in entries])
+        partition = self.offsets_partition(group_id)
+        partition.append(batch, records.validate_batch(batch), None)
+
+    def _persist_group(self, g: Group) -> None:
+        value = gr.GroupValue(
+            protocol_type=g.protocol_type or "",
+            generation=g.generation,
+            protocol=g.protocol,
+            leader=g.leader,
+            state_timestamp=g.state_timestamp_ms,
+            members=[gr.MemberValue(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                    m.rebalance_timeout_ms, m.session_timeout_ms,
+                                    m.metadata_for(g.protocol), m.assignment) for m in g.members.values()],
+        )
+        self._write(g.group_id, [(gr.encode_group_key(gr.GroupKey(g.group_id)), gr.encode_group_value(value))])
+
+    # ---- loading ---------------------------------------------------------------------------
+    async def load(self) -> None:
+        """Replay __consumer_offsets; groups on partitions not yet replayed answer
+        COORDINATOR_LOAD_IN_PROGRESS meanwhile."""
+        topic = self.state.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            return
+        self.loading = set(range(len(topic.partitions)))
+        for partition in topic.partitions:
+            entries = await trio.to_thread.run_sync(_read_entries, partition)
+            for key, value in entries:
+                self._replay(key, value)
+            self.loading.discard(partition.index)
+            await trio.lowlevel.checkpoint()
+        log.info("loaded %d consumer groups from %s", len(self.groups), OFFSETS_TOPIC)
+
+    def _replay(self, key: bytes, value: bytes | None) -> None:
+        k = gr.decode_key(key)
+        if isinstance(k, gr.OffsetKey):
+            g = self.groups.get(k.group)
+            if value is None:
+                if g is not None:
+                    g.offsets.pop((k.topic, k.partition), None)
+                return
+            g = g or self.groups.setdefault(k.group, Group(k.group))
+            g.offsets[(k.topic, k.partition)] = gr.decode_offset_value(value)
+        elif isinstance(k, gr.GroupKey):
+            if value is None:
+                self.groups.pop(k.group, None)
+                return
+            v = gr.decode_group_value(value)
+            g = self.groups.setdefault(k.group, Group(k.group))
+            g.protocol_type = v.protocol_type or None
+            g.generation = v.generation
+            g.protocol = v.protocol
+            g.leader = v.leader
+            g.state_timestamp_ms = v.state_timestamp
+            g.members.clear()
+            g.static.clear()
+            now = self.now()
+            for m in v.members:
+                g.members[m.member_id] = Member(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                                m.session_timeout, m.rebalance_timeout, v.protocol_type,
+                                                [(v.protocol or "", m.subscription)], now, m.assignment)
+                if m.group_instance_id:
+                    g.static[m.group_instance_id] = m.member_id
+            g.state = GroupState.STABLE if g.members else GroupState.EMPTY
+
+    # ---- JoinGroup -----------------------------------------------------------------------------
+    async def join(self, group_id: str, member_id: str, instance_id: str | None, client_id: str,
+                   client_host: str, session_timeout_ms: int, rebalance_timeout_ms: int, protocol_type: str,
+                   protocols: list[tuple[str, bytes]], require_known_member_id: bool) -> JoinResult:
+        self.check_available(group_id)
+        cfg = self.state.config
+        if not cfg.int("group.min.session.timeout.ms") <= session_timeout_ms <= cfg.int("group.max.session.timeout.ms"):
+            return JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id=member_id)
+        if rebalance_timeout_ms < 0:
+            rebalance_timeout_ms = session_timeout_ms
+        g = self.groups.get(group_id)
+        if g is None or g.state == GroupState.DEAD:
+            if member_id:
+                return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id)
+            g = self.groups[group_id] = Group(group_id)
+        if not protocols or (g.members and (protocol_type != g.protocol_type or not self._common_protocols(g, protocols))):
+            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id)
+        now = self.now()
+        if not member_id:
+            if instance_id and instance_id in g.static:
+                return await self._rejoin_static(g, instance_id, client_id, client_host, session_timeout_ms,
+                                                 rebalance_timeout_ms, protocol_type, protocols)
+            new_id = f"{client_id}-{uuid.uuid4()}"
+            if require_known_member_id and not instance_id:
+                g.pending[new_id] = now + session_timeout_ms / 1000
+                return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member_id=new_id)
+            member_id = new_id
+        elif instance_id and g.static.get(instance_id) not in (None, member_id):
+            return JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id=member_id)
+        member = g.members.get(member_id)
+        if member is None:
+            if member_id not in g.pending:
+                return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id)
+            g.pending.pop(member_id, None)
+            member = Member(member_id, instance_id, client_id, client_host, session_timeout_ms,
+                            rebalance_timeout_ms, protocol_type, list(protocols), now)
+            g.members[member_id] = member
+            if instance_id:
+                g.static[instance_id] = member_id
+            if len(g.members) == 1:
+                g.protocol_type = protocol_type
+            self._prepare_rebalance(g, new_member=True)
+        else:
+            changed = member.protocols != list(protocols)
+            member.protocols = list(protocols)
+            member.session_timeout_ms = session_timeout_ms
+            member.rebalance_timeout_ms = rebalance_timeout_ms
+            member.last_seen = now
+            if g.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE) and not changed \
+                    and member_id != g.leader:
+                return self._current_join_result(g, member)
+            if g.state != GroupState.PREPARING_REBALANCE:
+                self._prepare_rebalance(g)
+        return await self._await_join(g, member)
+
+    def _common_protocols(self, g: Group, protocols: Iterable[tuple[str, bytes]]) -> set[str]:
+        common = {n for n, _ in protocols}
+        for m in g.members.values():
+            common &= {n for n, _ in m.protocols}
+        return common
+
+    def _current_join_result(self, g: Group, member: Member) -> JoinResult:
+        is_leader = member.member_id == g.leader
+        return JoinResult(ErrorCode.NONE, g.generation, g.protocol_type, g.protocol, g.leader or "",
+                          member.member_id, self._member_list(g) if is_leader else [])
+
+    def _member_list(self, g: Group) -> list[tuple[str, str | None, bytes]]:
+        return [(m.member_id, m.group_instance_id, m.metadata_for(g.protocol)) for m in g.members.values()]
+
+    async def _rejoin_static(self, g: Group, instance_id: str, client_id: str, client_host: str,
+                             session_timeout_ms: int, rebalance_timeout_ms: int, protocol_type: str,
+                             protocols: list[tuple[str, bytes]]) -> JoinResult:
+        """KIP-345: a restarted static member replaces its old member id; if nothing it
+        subscribes to changed and it is not the leader, it keeps its assignment with no rebalance."""
+        old_id = g.static[instance_id]
+        old = g.members.pop(old_id, None)
+        new_id = f"{client_id}-{uuid.uuid4()}"
+        member = Member(new_id, instance_id, client_id, client_host, session_timeout_ms, rebalance_timeout_ms,
+                        protocol_type, list(protocols), self.now(), old.assignment if old else b"")
+        g.members[new_id] = member
+        g.static[instance_id] = new_id
+        if old is not None:
+            self._fence(old)
+        was_leader = g.leader == old_id
+        if was_leader:
+            g.leader = new_id
+        if (old is not None and g.state == GroupState.STABLE and old.protocols == member.protocols
+                and not was_leader):
+            return self._current_join_result(g, member)
+        if g.state != GroupState.PREPARING_REBALANCE:
+            self._prepare_rebalance(g)
+        return await self._await_join(g, member)
+
+    def _fence(self, old: Member) -> None:
+        if old.join_waiter is not None:
+            old.join_result = JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id=old.member_id)
+            old.join_waiter.set()
+            old.join_waiter = None
+        if old.sync_waiter is not None:
+            old.sync_error = ErrorCode.FENCED_INSTANCE_ID
+            old.sync_waiter.set()
+            old.sync_waiter = None
+
+    async def _await_join(self, g: Group, member: Member) -> JoinResult:
+        waiter = trio.Event()
+        member.join_waiter = waiter
+        member.join_result = None
+        self._maybe_complete_join(g)
+        await waiter.wait()
+        assert member.join_result is not None
+        return member.join_result
+
+    def _prepare_rebalance(self, g: Group, new_member: bool = False) -> None:
+        now = self.now()
+        max_rebalance = max((m.rebalance_timeout_ms for m in g.members.values()), default=0) / 1000
+        if g.state in (GroupState.EMPTY, GroupState.DEAD):
+            delay = self.state.config.int("group.initial.rebalance.delay.ms") / 1000
+            g.initial_delay_deadline = now + delay
+            g.rebalance_deadline = now + max(max_rebalance, delay)
+        elif g.state == GroupState.PREPARING_REBALANCE:
+            if new_member and g.initial_delay_deadline > now:
+                delay = self.state.config.int("group.initial.rebalance.delay.ms") / 1000
+                g.initial_delay_deadline = min(now + delay, g.rebalance_deadline)
+            return
+        else:
+            g.initial_delay_deadline = now
+            g.rebalance_deadline = now + max_rebalance
+            for m in g.members.values():  # members waiting for their assignment must rejoin
+                if m.sync_waiter is not None:
+                    m.sync_error = ErrorCode.REBALANCE_IN_PROGRESS
+                    m.sync_waiter.set()
+                    m.sync_waiter = None
+        g.state = GroupState.PREPARING_REBALANCE
+        g.state_timestamp_ms = self.state.now_ms()
+
+    def _maybe_complete_join(self, g: Group) -> None:
+        if g.state != GroupState.PREPARING_REBALANCE:
+            return
+        now = self.now()
+        all_joined = g.awaiting_join() == len(g.members) and not g.pending
+        if (all_joined and now >= g.initial_delay_deadline) or now >= g.rebalance_deadline:
+            self._complete_join(g)
+
+    def _complete_join(self, g: Group) -> None:
+        for m in list(g.members.values()):
+            if m.join_waiter is None:
+                log.info("removing member %s of group %s: it did not rejoin in time", m.member_id, g.group_id)
+                self._remove(g, m)
+        g.pending.clear()
+        g.generation += 1
+        g.state_timestamp_ms = self.state.now_ms()
+        if not g.members:
+            g.state = GroupState.EMPTY
+            g.protocol = None
+            g.leader = None
+            self._persist_group(g)
+            return
+        g.protocol = self._select_protocol(g)
+        if g.leader not in g.members:
+            g.leader = next(iter(g.members))
+        g.state = GroupState.COMPLETING_REBALANCE
+        now = self.now()
+        for m in g.members.values():
+            m.last_seen = now
+            m.join_result = self._current_join_result(g, m)
+            assert m.join_waiter is not None
+            m.join_waiter.set()
+            m.join_waiter = None
+
+    def _select_protocol(self, g: Group) -> str:
+        candidates = set.intersection(*({n for n, _ in m.protocols} for m in g.members.values()))
+        votes: dict[str, int] = {}
+        for m in g.members.values():
+            choice = next(n for n, _ in m.protocols if n in candidates)
+            votes[choice] = votes.get(choice, 0) + 1
+        first_member_order = [n for n, _ in next(iter(g.members.values())).protocols]
+        return max(votes, key=lambda n: (votes[n], -first_member_order.index(n) if n in first_member_order else 0))
+
+    # ---- membership ----------------------------------------------------------------------------
+    def _member(self, g: Group | None, member_id: str, instance_id: str | None) -> Member:
+        if g is None or g.state == GroupState.DEAD:
+            raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID)
+        if instance_id and g.static.get(instance_id) not in (None, member_id):
+            raise KafkaApiError(ErrorCode.FENCED_INSTANCE_ID)
+        member = g.members.get(member_id)
+        if member is None:
+            raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID)
+        return member
+
+    def _remove(self, g: Group, m: Member) -> None:
+        g.members.pop(m.member_id, None)
+        if m.group_instance_id and g.static.get(m.group_instance_id) == m.member_id:
+            del g.static[m.group_instance_id]
+        if m.join_waiter is not None:
+            m.join_result = JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=m.member_id)
+            m.join_waiter.set()
+            m.join_waiter = None
+        if m.sync_waiter is not None:
+            m.sync_error = ErrorCode.UNKNOWN_MEMBER_ID
+            m.sync_waiter.set()
+            m.sync_waiter = None
+
+    def _member_left(self, g: Group) -> None:
+        if g.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            self._prepare_rebalance(g)
+        self._maybe_complete_join(g)
+        if g.state == GroupState.PREPARING_REBALANCE and not g.members:
+            self._complete_join(g)
+
+    async def sync(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
+                   protocol_type: str | None, protocol_name: str | None,
+                   assignments: dict[str, bytes]) -> tuple[ErrorCode, bytes, str | None, str | None]:
+        self.check_available(group_id)
+        g = self.groups.get(group_id)
+        member = self._member(g, member_id, instance_id)
+        assert g is not None
+        if generation != g.generation:
+            raise KafkaApiError(ErrorCode.ILLEGAL_GENERATION)
+        if (protocol_type is not None and protocol_type != g.protocol_type) or \
+                (protocol_name is not None and protocol_name != g.protocol):
+            raise KafkaApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        member.last_seen = self.now()
+        if g.state == GroupState.PREPARING_REBALANCE:
+            raise KafkaApiError(ErrorCode.REBALANCE_IN_PROGRESS)
+        if g.state == GroupState.STABLE:
+            return ErrorCode.NONE, member.assignment, g.protocol_type, g.protocol
+        if member_id == g.leader:
+            for m in g.members.values():
+                m.assignment = assignments.get(m.member_id, b"")
+            g.state = GroupState.STABLE
+            g.state_timestamp_ms = self.state.now_ms()
+            self._persist_group(g)
+            for m in g.members.values():
+                if m.sync_waiter is not None:
+                    m.sync_error = ErrorCode.NONE
+                    m.sync_waiter.set()
+                    m.sync_waiter = None
+            return ErrorCode.NONE, member.assignment, g.protocol_type, g.protocol
+        waiter = trio.Event()
+        member.sync_waiter = waiter
+        await waiter.wait()
+        if member.sync_error != ErrorCode.NONE:
+            raise KafkaApiError(member.sync_error)
+        return ErrorCode.NONE, member.assignment, g.protocol_type, g.protocol
+
+    def heartbeat(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> None:
+        self.check_available(group_id)
+        g = self.groups.get(group_id)
+        member = self._member(g, member_id, instance_id)
+        assert g is not None
+        if generation != g.generation:
+            raise KafkaApiError(ErrorCode.ILLEGAL_GENERATION)
+        member.last_seen = self.now()
+        if g.state == GroupState.PREPARING_REBALANCE:
+            raise KafkaApiError(ErrorCode.REBALANCE_IN_PROGRESS)
+
+    def leave(self, group_id: str, members: list[tuple[str, str | None]]) -> list[ErrorCode]:
+        self.check_available(group_id)
+        g = self.groups.get(group_id)
+        codes = []
+        left = False
+        for member_id, instance_id in members:
+            try:
+                if instance_id and not member_id:
+                    member_id = (g.static.get(instance_id, "") if g else "")
+                member = self._member(g, member_id, instance_id)
+                assert g is not None
+                self._remove(g, member)
+                left = True
+                codes.append(ErrorCode.NONE)
+            except KafkaApiError as exc:
+                codes.append(exc.code)
+        if left and g is not None:
+            self._member_left(g)
+        return codes
+
+    # ---- timers ----------------------------------------------------------------------------
+    async def run_timers(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        retention_check = self.state.config.int("offsets.retention.check.interval.ms") / 1000
+        next_retention = self.now() + retention_check
+        while True:
+            await trio.sleep(TIMER_TICK)
+            self.expire_members()
+            if self.now() >= next_retention:
+                next_retention = self.now() + retention_check
+                self.expire_offsets()
+
+    def expire_members(self) -> None:
+        now = self.now()
+        for g in list(self.groups.values()):
+            for pid, deadline in list(g.pending.items()):
+                if now > deadline:
+                    del g.pending[pid]
+            removed = False
+            for m in list(g.members.values()):
+                if m.join_waiter is None and now - m.last_seen > m.session_timeout_ms / 1000:
+                    log.info("member %s of group %s expired after %d ms without a heartbeat", m.member_id,
+                             g.group_id, m.session_timeout_ms)
+                    self._remove(g, m)
+                    removed = True
+            if removed:
+                self._member_left(g)
+            else:
+                self._maybe_complete_join(g)
+
+    def expire_offsets(self) -> None:
+        retention_ms = self.state.config.int("offsets.retention.minutes") * 60_000
+        now_ms = self.state.now_ms()
+        for g in list(self.groups.values()):
+            if g.state != GroupState.EMPTY:
+                continue
+            since = max(g.state_timestamp_ms, 0)
+            expired = [tp for tp, v in g.offsets.items() if now_ms - max(since, v.commit_timestamp) > retention_ms]
+            if expired:
+                self._write(g.group_id, [(gr.encode_offset_key(gr.OffsetKey(g.group_id, t, p)), None)
+                                         for t, p in expired])
+                for tp in expired:
+                    del g.offsets[tp]
+                log.info("expired %d offsets of empty group %s", len(expired), g.group_id)
+
+    # ---- offsets ---------------------------------------------------------------------------------
+    def validate_commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> Group:
+        """Kafka's checks for a commit from a group member or a standalone (generation -1) consumer."""
+        self.check_available(group_id)
+        g = self.groups.get(group_id)
+        if g is None or g.state == GroupState.DEAD:
+            if generation >= 0:
+                raise KafkaApiError(ErrorCode.ILLEGAL_GENERATION)
+            g = self.groups[group_id] = Group(group_id)
+            return g
+        if instance_id and g.static.get(instance_id) not in (None, member_id):
+            raise KafkaApiError(ErrorCode.FENCED_INSTANCE_ID)
+        if generation < 0 and g.state == GroupState.EMPTY:
+            return g
+        if g.state == GroupState.COMPLETING_REBALANCE:
+            raise KafkaApiError(ErrorCode.REBALANCE_IN_PROGRESS)
+        member = g.members.get(member_id)
+        if member is None:
+            raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID)
+        if generation != g.generation:
+            raise KafkaApiError(ErrorCode.ILLEGAL_GENERATION)
+        member.last_seen = self.now()
+        return g
+
+    def commit(self, g: Group, offsets: dict[tuple[str, int], gr.OffsetValue]) -> None:
+        self._write(g.group_id, [(gr.encode_offset_key(gr.OffsetKey(g.group_id, t, p)), gr.encode_offset_value(v))
+                                 for (t, p), v in offsets.items()])
+        g.offsets.update(offsets)
+
+    def committed(self, group_id: str) -> dict[tuple[str, int], gr.OffsetValue]:
+        self.check_available(group_id)
+        g = self.groups.get(group_id)
+        return g.offsets if g is not None else {}
+
+    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
+        self.check_available(group_id)
+        g = self.groups.get(group_id)
+        if g is None or g.state == GroupState.DEAD:
+            raise KafkaApiError(ErrorCode.GROUP_ID_NOT_FOUND)
+        subscribed = self.subscribed_topics(g)
+        out: dict[tuple[str, int], ErrorCode] = {}
+        doomed = []
+        for t, p in partitions:
+            if t in subscribed:
+                out[(t, p)] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+            else:
+                out[(t, p)] = ErrorCode.NONE
+                if (t, p) in g.offsets:
+                    doomed.append((t, p))
+        self._write(group_id, [(gr.encode_offset_key(gr.OffsetKey(group_id, t, p)), None) for t, p in doomed])
+        for tp in doomed:
+            del g.offsets[tp]
+        return out
+
+    def subscribed_topics(self, g: Group) -> set[str]:
+        """Topics the group's consumers subscribe to (consumer protocol metadata)."""
+        from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
+
+        if g.protocol_type != "consumer" or g.state == GroupState.EMPTY:
+            return set()
+        topics: set[str] = set()
+        for m in g.members.values():
+            try:
+                topics.update(ConsumerProtocolSubscription.decode(m.metadata_for(g.protocol)).topics)
+            except Exception:  # opaque or foreign metadata: nothing known to be subscribed
+                log.debug("unreadable subscription of member %s", m.member_id)
+        return topics
+
+    def delete_group(self, group_id: str) -> None:
+        self.check_available(group_id)
+        g = self.groups.get(group_id)
+        if g is None or g.state == GroupState.DEAD:
+            raise KafkaApiError(ErrorCode.GROUP_ID_NOT_FOUND)
+        if g.state != GroupState.EMPTY:
+            raise KafkaApiError(ErrorCode.NON_EMPTY_GROUP)
+        tombstones: list[tuple[bytes, bytes | None]] = [
+            (gr.encode_offset_key(gr.OffsetKey(group_id, t, p)), None) for t, p in g.offsets]
+        tombstones.append((gr.encode_group_key(gr.GroupKey(group_id)), None))
+        self._write(group_id, tombstones)
+        g.state = GroupState.DEAD
+        del self.groups[group_id]
+
+
+def _read_entries(partition: "Partition") -> list[tuple[bytes, bytes | None]]:
+    """(key, value) of every record of a __consumer_offsets partition, in log order."""
+    out: list[tuple[bytes, bytes | None]] = []
+    plog = partition.log
+    for seg, pos, header in plog.iter_batch_headers(plog.log_start_offset):
+        if header.is_control:
+            continue
+        for rec in records.iter_records(plog.read_batch(seg, pos, header)):
+            if rec.key is not None:
+                out.append((rec.key, rec.value))
+    return out

@@ -1,0 +1,23 @@
+"""Heartbeat (key 12), v0-4.
+
+- Keeps a member alive; REBALANCE_IN_PROGRESS tells it to rejoin.
+- Errors: UNKNOWN_MEMBER_ID (also for an unknown group), ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
+  COORDINATOR_LOAD_IN_PROGRESS."""
+
+from __future__ import annotations
+
+from kafka.protocol.consumer.group import HeartbeatResponse
+
+from wirekafka.broker.context import RequestContext
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+
+
+def handle(ctx: RequestContext, request: object) -> HeartbeatResponse:
+    r = request
+    code = ErrorCode.NONE
+    try:
+        ctx.state.groups.heartbeat(r.group_id, r.generation_id, r.member_id,  # type: ignore[attr-defined]
+                                   getattr(r, "group_instance_id", None))
+    except KafkaApiError as exc:
+        code = exc.code
+    return HeartbeatResponse(version=ctx.version, throttle_time_ms=0, error_code=code)

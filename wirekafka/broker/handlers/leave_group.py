@@ -1,0 +1,29 @@
+"""LeaveGroup (key 13), v0-5.
+
+- v0-2: one member id; v3+: a batch of members by member id and/or group instance id, each
+  answered on its own (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID).
+- Leaving triggers a rebalance of the remaining members (or empties the group)."""
+
+from __future__ import annotations
+
+from kafka.protocol.consumer.group import LeaveGroupResponse
+
+from wirekafka.broker.context import RequestContext
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+
+
+def handle(ctx: RequestContext, request: object) -> LeaveGroupResponse:
+    r = request
+    if ctx.version >= 3:
+        wanted = [(m.member_id, m.group_instance_id) for m in r.members]  # type: ignore[attr-defined]
+    else:
+        wanted = [(r.member_id, None)]  # type: ignore[attr-defined]
+    try:
+        codes = ctx.state.groups.leave(r.group_id, wanted)  # type: ignore[attr-defined]
+    except KafkaApiError as exc:
+        return LeaveGroupResponse(version=ctx.version, throttle_time_ms=0, error_code=exc.code, members=[])
+    if ctx.version >= 3:
+        return LeaveGroupResponse(version=ctx.version, throttle_time_ms=0, error_code=ErrorCode.NONE, members=[
+            LeaveGroupResponse.MemberResponse(member_id=m, group_instance_id=i, error_code=c)
+            for (m, i), c in zip(wanted, codes)])
+    return LeaveGroupResponse(version=ctx.version, throttle_time_ms=0, error_code=codes[0], members=[])

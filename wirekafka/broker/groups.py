@@ -71,6 +71,7 @@ class JoinResult:
     leader: str = ""
     member_id: str = ""
     members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
+    skip_assignment: bool = False
 
 
 @dataclass
@@ -231,6 +232,7 @@ class GroupCoordinator:
         if not protocols or (g.members and (protocol_type != g.protocol_type or not self._common_protocols(g, protocols))):
             return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id)
         now = self.now()
+        fresh = False
         if not member_id:
             if instance_id and instance_id in g.static:
                 return await self._rejoin_static(g, instance_id, client_id, client_host, session_timeout_ms,
@@ -240,11 +242,12 @@ class GroupCoordinator:
                 g.pending[new_id] = now + session_timeout_ms / 1000
                 return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member_id=new_id)
             member_id = new_id
+            fresh = True
         elif instance_id and g.static.get(instance_id) not in (None, member_id):
             return JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id=member_id)
         member = g.members.get(member_id)
         if member is None:
-            if member_id not in g.pending:
+            if member_id not in g.pending and not fresh:
                 return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id)
             g.pending.pop(member_id, None)
             member = Member(member_id, instance_id, client_id, client_host, session_timeout_ms,
@@ -296,12 +299,14 @@ class GroupCoordinator:
         g.static[instance_id] = new_id
         if old is not None:
             self._fence(old)
-        was_leader = g.leader == old_id
-        if was_leader:
+        if g.leader == old_id:
             g.leader = new_id
-        if (old is not None and g.state == GroupState.STABLE and old.protocols == member.protocols
-                and not was_leader):
-            return self._current_join_result(g, member)
+        if old is not None and g.state == GroupState.STABLE and old.protocols == member.protocols:
+            # A returning leader gets the members but must not reassign (SkipAssignment): the
+            # group stays Stable and its SyncGroup just returns the stored assignment.
+            result = self._current_join_result(g, member)
+            result.skip_assignment = g.leader == new_id
+            return result
         if g.state != GroupState.PREPARING_REBALANCE:
             self._prepare_rebalance(g)
         return await self._await_join(g, member)

@@ -5,7 +5,8 @@
 - Errors: INVALID_SESSION_TIMEOUT, INCONSISTENT_GROUP_PROTOCOL, UNKNOWN_MEMBER_ID,
   COORDINATOR_LOAD_IN_PROGRESS, INVALID_GROUP_ID.
 - Waits (long-poll) until the rebalance completes; the leader receives the members' metadata.
-- Not implemented: SkipAssignment (v9) is always false."""
+- A static leader that restarts into a Stable group gets the members with SkipAssignment (v9):
+  it must not reassign, and nobody else rebalances."""
 
 from __future__ import annotations
 
@@ -35,6 +36,6 @@ async def handle(ctx: RequestContext, request: object) -> JoinGroupResponse:
     return JoinGroupResponse(
         version=ctx.version, throttle_time_ms=0, error_code=result.error, generation_id=result.generation,
         protocol_type=result.protocol_type, protocol_name=result.protocol if ok or ctx.version >= 7 else "",
-        leader=result.leader, skip_assignment=False, member_id=result.member_id,
+        leader=result.leader, skip_assignment=result.skip_assignment, member_id=result.member_id,
         members=[JoinGroupResponse.JoinGroupResponseMember(member_id=m, group_instance_id=i, metadata=md)
                  for m, i, md in result.members])

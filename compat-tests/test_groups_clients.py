@@ -1,0 +1,335 @@
+"""Consumer groups with stock clients against a live wirekafka: partition sharing, failover after
+kill -9, exact committed offsets that survive broker restarts and crashes, mixed clients in one
+group, static membership and cooperative-sticky rebalancing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from aiokafka import AIOKafkaConsumer
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaConsumer
+from kafka import TopicPartition as KPTopicPartition
+
+HERE = Path(__file__).resolve().parent
+GROUP_CONF = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500, "log_level": 3,
+              "auto.offset.reset": "earliest", "enable.auto.commit": False}
+
+
+def _topic(bootstrap: str, name: str, partitions: int, records_per_partition: int = 0) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
+    if records_per_partition:
+        p = Producer({"bootstrap.servers": bootstrap, "log_level": 3})
+        for part in range(partitions):
+            for i in range(records_per_partition):
+                p.produce(name, value=b"%d-%d" % (part, i), partition=part)
+        assert p.flush(10) == 0
+
+
+def _consumer(bootstrap: str, group: str, **extra) -> Consumer:
+    return Consumer({"bootstrap.servers": bootstrap, "group.id": group, **GROUP_CONF, **extra})
+
+
+def _poll_until(consumers: list[Consumer], done, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not done():
+        for c in consumers:
+            c.poll(0.05)
+
+
+class ProcConsumer:
+    """group_consumer_proc.py in a subprocess, with its events collected by a reader thread."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str, seconds: float = 60, **kw: str) -> None:
+        args = [sys.executable, str(HERE / "group_consumer_proc.py"), "--bootstrap", bootstrap, "--topic", topic,
+                "--group", group, "--seconds", str(seconds)]
+        for k, v in kw.items():
+            args += [f"--{k.replace('_', '-')}", str(v)]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+        self.assignments: list[list[int]] = []
+        self.records: list[tuple[int, int]] = []
+        self.committed: dict[int, int] = {}
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            event = json.loads(line)
+            if "assigned" in event:
+                self.assignments.append(event["assigned"])
+            elif "record" in event:
+                self.records.append(tuple(event["record"]))
+            elif "committed" in event:
+                self.committed.update({p: o for p, o in event["committed"]})
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        self._thread.join(5)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)
+        self._thread.join(5)
+
+
+def test_three_consumers_share_partitions_and_take_over_after_kill(broker, topic_name):
+    _topic(broker.bootstrap, topic_name, 6, records_per_partition=50)
+    group = topic_name + "-g"
+    procs = [ProcConsumer(broker.bootstrap, topic_name, group, seconds=90, commit_every=5) for _ in range(3)]
+    try:
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline:
+            current = [p.assignments[-1] if p.assignments else None for p in procs]
+            if all(current) and sorted(sum(current, [])) == list(range(6)):
+                break
+            time.sleep(0.2)
+        current = [p.assignments[-1] for p in procs]
+        assert sorted(sum(current, [])) == list(range(6)) and all(current)  # all partitions, none twice
+        victim, survivors = procs[0], procs[1:]
+        victim_parts = set(current[0])
+        deadline = time.monotonic() + 20  # let the victim consume and commit something first
+        while time.monotonic() < deadline and not victim.committed:
+            time.sleep(0.1)
+        victim.kill()
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline:
+            owned = {p for s in survivors if s.assignments for p in s.assignments[-1]}
+            if owned == set(range(6)):
+                break
+            time.sleep(0.2)
+        assert {p for s in survivors for p in s.assignments[-1]} == set(range(6))
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline:
+            seen = {r for p in procs for r in p.records}
+            if len(seen) == 300:
+                break
+            time.sleep(0.2)
+        seen = {r for p in procs for r in p.records}
+        assert seen == {(p, o) for p in range(6) for o in range(50)}  # every record consumed
+        # Redelivery only within the victim's uncommitted window.
+        for part in victim_parts:
+            redelivered = [o for s in survivors for (p, o) in s.records if p == part]
+            if redelivered:
+                assert min(redelivered) == victim.committed.get(part, 0)
+    finally:
+        for p in procs:
+            if p.proc.poll() is None:
+                p.kill()
+
+
+def test_committed_offsets_exact_visible_and_durable(broker_factory, topic_name):
+    broker = broker_factory({"group.initial.rebalance.delay.ms": "0"})
+    _topic(broker.bootstrap, topic_name, 3, records_per_partition=20)
+    group = topic_name + "-g"
+    c = _consumer(broker.bootstrap, group)
+    c.subscribe([topic_name])
+    _poll_until([c], lambda: len(c.assignment()) == 3)
+    want = [TopicPartition(topic_name, 0, 7), TopicPartition(topic_name, 1, 13), TopicPartition(topic_name, 2, 20)]
+    c.commit(offsets=want, asynchronous=False)
+    c.close()
+
+    def committed() -> dict[int, int]:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        from confluent_kafka import ConsumerGroupTopicPartitions
+        res = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(10)
+        return {tp.partition: tp.offset for tp in res.topic_partitions}
+
+    assert committed() == {0: 7, 1: 13, 2: 20}
+    assert broker.stop() == 0
+    broker.start()
+    assert committed() == {0: 7, 1: 13, 2: 20}
+    c = _consumer(broker.bootstrap, group)
+    c.commit(offsets=[TopicPartition(topic_name, 0, 9)], asynchronous=False)
+    c.close()
+    broker.kill()
+    broker.start()
+    assert committed() == {0: 9, 1: 13, 2: 20}
+    kp = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group, enable_auto_commit=False)
+    try:
+        assert kp.committed(KPTopicPartition(topic_name, 1)) == 13
+    finally:
+        kp.close()
+
+
+def test_admin_clients_see_and_alter_groups(broker, topic_name):
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    _topic(broker.bootstrap, topic_name, 2, records_per_partition=5)
+    group = topic_name + "-g"
+    c = _consumer(broker.bootstrap, group)
+    c.subscribe([topic_name])
+    _poll_until([c], lambda: len(c.assignment()) == 2)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    listed = {g.group_id: g for g in admin.list_consumer_groups().result(10).valid}
+    assert group in listed and listed[group].state.name == "STABLE"
+    desc = admin.describe_consumer_groups([group])[group].result(10)
+    assert desc.state.name == "STABLE" and len(desc.members) == 1
+    assert sorted(tp.partition for tp in desc.members[0].assignment.topic_partitions) == [0, 1]
+    fut = admin.delete_consumer_groups([group])[group]
+    with pytest.raises(Exception) as info:
+        fut.result(10)
+    assert "NON_EMPTY_GROUP" in str(info.value)
+    c.close()
+    admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
+        group, [TopicPartition(topic_name, 0, 3), TopicPartition(topic_name, 1, 4)])])[group].result(10)
+    res = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(10)
+    assert {tp.partition: tp.offset for tp in res.topic_partitions} == {0: 3, 1: 4}
+    admin.delete_consumer_groups([group])[group].result(10)
+    assert group not in {g.group_id for g in admin.list_consumer_groups().result(10).valid}
+    with pytest.raises(Exception) as info:
+        admin.delete_consumer_groups([group])[group].result(10)
+    assert "GROUP_ID_NOT_FOUND" in str(info.value)
+
+
+def test_kafka_python_admin_groups(broker, topic_name):
+    from kafka.admin import KafkaAdminClient
+
+    _topic(broker.bootstrap, topic_name, 2)
+    group = topic_name + "-g"
+    c = _consumer(broker.bootstrap, group)
+    c.commit(offsets=[TopicPartition(topic_name, 0, 2), TopicPartition(topic_name, 1, 0)], asynchronous=False)
+    c.close()
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        listed = {g["group_id"]: g for g in admin.list_groups()}
+        assert listed[group]["group_state"] == "Empty"
+        offsets = admin.list_group_offsets({group: None})[group]
+        assert {tp.partition: om.offset for tp, om in offsets.items()} == {0: 2, 1: 0}
+        assert admin.describe_groups([group])[group]["group_state"] == "Empty"
+        admin.delete_groups([group])
+        assert group not in {g["group_id"] for g in admin.list_groups()}
+    finally:
+        admin.close()
+
+
+def test_mixed_clients_split_partitions(broker, topic_name):
+    _topic(broker.bootstrap, topic_name, 4)
+    group = topic_name + "-g"
+    # The one assignor all three support (aiokafka offers only roundrobin by default).
+    conf = _consumer(broker.bootstrap, group, **{"partition.assignment.strategy": "roundrobin"})
+    conf.subscribe([topic_name])
+    kp = KafkaConsumer(topic_name, bootstrap_servers=broker.bootstrap, group_id=group,
+                       session_timeout_ms=6000, heartbeat_interval_ms=500)
+    results: dict[str, set[int]] = {}
+
+    async def run_aiokafka(stop: asyncio.Event) -> None:
+        ak = AIOKafkaConsumer(topic_name, bootstrap_servers=broker.bootstrap, group_id=group,
+                              session_timeout_ms=6000, heartbeat_interval_ms=500)
+        await ak.start()
+        try:
+            while not stop.is_set():
+                await ak.getmany(timeout_ms=100)
+                results["aiokafka"] = {tp.partition for tp in ak.assignment()}
+                await asyncio.sleep(0)
+        finally:
+            await ak.stop()
+
+    def aio_thread(stop_flag: threading.Event) -> None:
+        async def main() -> None:
+            stop = asyncio.Event()
+            task = asyncio.create_task(run_aiokafka(stop))
+            while not stop_flag.is_set():
+                await asyncio.sleep(0.05)
+            stop.set()
+            await task
+        asyncio.run(main())
+
+    stop_flag = threading.Event()
+    t = threading.Thread(target=aio_thread, args=(stop_flag,), daemon=True)
+    t.start()
+    try:
+        deadline = time.monotonic() + 45
+        while time.monotonic() < deadline:
+            conf.poll(0.05)
+            kp.poll(timeout_ms=50)
+            a = {tp.partition for tp in conf.assignment()}
+            b = {tp.partition for tp in kp.assignment()}
+            c = results.get("aiokafka", set())
+            if a and b and c and sorted(a | b | c) == [0, 1, 2, 3] and len(a) + len(b) + len(c) == 4:
+                break
+        assert a and b and c
+        assert sorted(a | b | c) == [0, 1, 2, 3] and len(a) + len(b) + len(c) == 4
+    finally:
+        stop_flag.set()
+        t.join(30)
+        conf.close()
+        kp.close()
+
+
+def test_static_member_restart_keeps_partitions_without_rebalance(broker, topic_name):
+    _topic(broker.bootstrap, topic_name, 4)
+    group = topic_name + "-g"
+    rebalances: list[list[int]] = []
+    other = _consumer(broker.bootstrap, group, **{"group.instance.id": "other"})
+    other.subscribe([topic_name], on_assign=lambda c, ps: rebalances.append(sorted(p.partition for p in ps)))
+    static = _consumer(broker.bootstrap, group, **{"group.instance.id": "static-1"})
+    static.subscribe([topic_name])
+    _poll_until([other, static], lambda: len(static.assignment()) + len(other.assignment()) == 4
+                and static.assignment() and other.assignment())
+    before = sorted(tp.partition for tp in static.assignment())
+    other_rebalances = len(rebalances)
+    static.close()  # a static member's close does not leave the group
+    again = _consumer(broker.bootstrap, group, **{"group.instance.id": "static-1"})
+    got: list[list[int]] = []
+    again.subscribe([topic_name], on_assign=lambda c, ps: got.append(sorted(p.partition for p in ps)))
+    _poll_until([other, again], lambda: bool(got), seconds=20)
+    for _ in range(20):
+        other.poll(0.1)
+        again.poll(0.01)
+    assert got and got[-1] == before
+    assert len(rebalances) == other_rebalances  # the other member saw no rebalance
+    again.close()
+    other.close()
+
+
+def test_cooperative_sticky_revokes_only_what_moves(broker, topic_name):
+    _topic(broker.bootstrap, topic_name, 6)
+    group = topic_name + "-g"
+    extra = {"partition.assignment.strategy": "cooperative-sticky"}
+    events: dict[str, list[tuple[str, list[int]]]] = {"a": [], "b": []}
+
+    def track(name: str):
+        return dict(
+            on_assign=lambda c, ps: events[name].append(("assign", sorted(p.partition for p in ps))),
+            on_revoke=lambda c, ps: events[name].append(("revoke", sorted(p.partition for p in ps))),
+        )
+
+    a = _consumer(broker.bootstrap, group, **extra)
+    a.subscribe([topic_name], **track("a"))
+    _poll_until([a], lambda: len(a.assignment()) == 6)
+    b = _consumer(broker.bootstrap, group, **extra)
+    b.subscribe([topic_name], **track("b"))
+    _poll_until([a, b], lambda: len(a.assignment()) == 3 and len(b.assignment()) == 3, seconds=40)
+    assert len(a.assignment()) == 3 and len(b.assignment()) == 3
+    revoked = [set(ps) for kind, ps in events["a"] if kind == "revoke" and ps]
+    kept = {tp.partition for tp in a.assignment()}
+    assert revoked and all(not (r & kept) for r in revoked)  # only partitions that moved were revoked
+    assert set().union(*revoked) == {tp.partition for tp in b.assignment()}
+    a.close()
+    b.close()
+
+
+def test_standalone_commit_rejected_while_group_active(broker, topic_name):
+    _topic(broker.bootstrap, topic_name, 1)
+    group = topic_name + "-g"
+    member = _consumer(broker.bootstrap, group)
+    member.subscribe([topic_name])
+    _poll_until([member], lambda: len(member.assignment()) == 1)
+    standalone = _consumer(broker.bootstrap, group)
+    with pytest.raises(Exception) as info:
+        standalone.commit(offsets=[TopicPartition(topic_name, 0, 1)], asynchronous=False)
+    assert info.value.args[0].code() in (KafkaError.UNKNOWN_MEMBER_ID, KafkaError._NO_OFFSET) or \
+        "UNKNOWN_MEMBER_ID" in str(info.value)
+    standalone.close()
+    member.close()

@@ -1,0 +1,176 @@
+"""The group coordinator's state machine and error codes, on a BrokerState in a temp dir, with
+trio's MockClock so session and rebalance timeouts pass instantly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from wirekafka.broker.groups import GroupState, java_string_hash, partition_for
+from wirekafka.broker.state import BrokerState
+from wirekafka.config import build_config
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+
+PROTOCOLS = [("range", b"meta-r"), ("roundrobin", b"meta-rr")]
+
+
+def test_java_string_hash_matches_java() -> None:
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("") == 0
+    assert java_string_hash("polygenelubricants") == -(2**31)  # Integer.MIN_VALUE
+    assert partition_for("polygenelubricants", 50) == 0  # Utils.abs maps MIN_VALUE to 0
+    assert partition_for("hello", 50) == 99162322 % 50
+
+
+def _run(tmp_path: Path, body, **overrides: str) -> None:
+    props = {"log.dirs": str(tmp_path / "data"), "group.initial.rebalance.delay.ms": "0",
+             "offsets.topic.num.partitions": "3", **overrides}
+    state = BrokerState(build_config(props))
+    state.load()
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(state.groups.run_timers)
+            await body(state, nursery)
+            nursery.cancel_scope.cancel()
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+async def _join(state, group="g", member="", instance=None, session=10_000, protocols=PROTOCOLS):
+    return await state.groups.join(group, member, instance, "client", "/127.0.0.1", session, session,
+                                   "consumer", protocols, require_known_member_id=True)
+
+
+async def _join_new(state, group="g", instance=None, session=10_000):
+    first = await _join(state, group, "", instance, session)
+    if first.error == ErrorCode.MEMBER_ID_REQUIRED:
+        return await _join(state, group, first.member_id, instance, session)
+    return first
+
+
+def test_member_id_required_then_single_member_group(tmp_path: Path) -> None:
+    async def body(state, nursery):
+        first = await _join(state)
+        assert first.error == ErrorCode.MEMBER_ID_REQUIRED and first.member_id.startswith("client-")
+        joined = await _join(state, member=first.member_id)
+        assert joined.error == ErrorCode.NONE and joined.generation == 1 and joined.leader == first.member_id
+        assert joined.protocol == "range" and joined.members == [(first.member_id, None, b"meta-r")]
+        code, assignment, ptype, pname = await state.groups.sync("g", 1, first.member_id, None, "consumer", "range",
+                                                                 {first.member_id: b"A"})
+        assert (code, assignment, ptype, pname) == (ErrorCode.NONE, b"A", "consumer", "range")
+        assert state.groups.groups["g"].state == GroupState.STABLE
+
+    _run(tmp_path, body)
+
+
+def test_error_codes_where_kafka_returns_them(tmp_path: Path) -> None:
+    async def body(state, nursery):
+        g = state.groups
+        bad = await _join(state, session=1000)
+        assert bad.error == ErrorCode.INVALID_SESSION_TIMEOUT
+        a = await _join_new(state)
+        await g.sync("g", a.generation, a.member_id, None, None, None, {a.member_id: b"x"})
+        with pytest.raises(KafkaApiError) as info:
+            g.heartbeat("g", a.generation, "nobody", None)
+        assert info.value.code == ErrorCode.UNKNOWN_MEMBER_ID
+        with pytest.raises(KafkaApiError) as info:
+            g.heartbeat("g", a.generation + 5, a.member_id, None)
+        assert info.value.code == ErrorCode.ILLEGAL_GENERATION
+        with pytest.raises(KafkaApiError) as info:
+            g.heartbeat("no-such-group", 1, a.member_id, None)
+        assert info.value.code == ErrorCode.UNKNOWN_MEMBER_ID
+        assert (await _join(state, member="unknown-member")).error == ErrorCode.UNKNOWN_MEMBER_ID
+        other = await _join(state, protocols=[("sticky", b"")])
+        assert other.error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        # A second member joining puts the group into PreparingRebalance: the first one's
+        # heartbeat says REBALANCE_IN_PROGRESS until it rejoins.
+        pending = await _join(state)
+        nursery.start_soon(_join, state, "g", pending.member_id)
+        await trio.sleep(0.01)
+        assert g.groups["g"].state == GroupState.PREPARING_REBALANCE
+        with pytest.raises(KafkaApiError) as info:
+            g.heartbeat("g", a.generation, a.member_id, None)
+        assert info.value.code == ErrorCode.REBALANCE_IN_PROGRESS
+        with pytest.raises(KafkaApiError) as info:
+            g.delete_group("g")
+        assert info.value.code == ErrorCode.NON_EMPTY_GROUP
+        with pytest.raises(KafkaApiError) as info:
+            g.delete_group("never-existed")
+        assert info.value.code == ErrorCode.GROUP_ID_NOT_FOUND
+        with pytest.raises(KafkaApiError) as info:
+            g.validate_commit("g", a.generation + 1, a.member_id, None)
+        assert info.value.code == ErrorCode.ILLEGAL_GENERATION
+        with pytest.raises(KafkaApiError) as info:
+            g.validate_commit("fresh-group", 3, "m", None)
+        assert info.value.code == ErrorCode.ILLEGAL_GENERATION
+        assert g.validate_commit("standalone", -1, "", None).state == GroupState.EMPTY
+
+    _run(tmp_path, body)
+
+
+def test_static_member_fencing_and_rejoin(tmp_path: Path) -> None:
+    async def body(state, nursery):
+        g = state.groups
+        a = await _join_new(state, instance="i-1")
+        await g.sync("g", a.generation, a.member_id, "i-1", None, None, {a.member_id: b"P"})
+        again = await _join(state, instance="i-1")  # restart: a new member id, same assignment
+        assert again.error == ErrorCode.NONE and again.member_id != a.member_id
+        assert again.generation == a.generation  # no rebalance
+        code, assignment, _, _ = await g.sync("g", again.generation, again.member_id, "i-1", None, None, {})
+        assert assignment == b"P"
+        with pytest.raises(KafkaApiError) as info:
+            g.heartbeat("g", again.generation, a.member_id, "i-1")  # the old instance is fenced
+        assert info.value.code == ErrorCode.FENCED_INSTANCE_ID
+        with pytest.raises(KafkaApiError) as info:
+            g.validate_commit("g", again.generation, a.member_id, "i-1")
+        assert info.value.code == ErrorCode.FENCED_INSTANCE_ID
+
+    _run(tmp_path, body)
+
+
+def test_session_timeout_evicts_and_rebalances(tmp_path: Path) -> None:
+    async def body(state, nursery):
+        g = state.groups
+        a = await _join_new(state, session=6000)
+        await g.sync("g", a.generation, a.member_id, None, None, None, {})
+        await trio.sleep(7)  # no heartbeats
+        assert a.member_id not in g.groups["g"].members
+        assert g.groups["g"].state == GroupState.EMPTY and g.groups["g"].generation == a.generation + 1
+
+    _run(tmp_path, body)
+
+
+def test_offsets_survive_a_reload(tmp_path: Path) -> None:
+    from wirekafka.broker import group_records as gr
+
+    async def body(state, nursery):
+        state.create_topic("t", 2)
+        grp = state.groups.validate_commit("c", -1, "", None)
+        state.groups.commit(grp, {("t", 0): gr.OffsetValue(42, 0, "meta", 1), ("t", 1): gr.OffsetValue(7, -1, "", 2)})
+        state.groups.commit(grp, {("t", 0): gr.OffsetValue(43, 0, "", 3)})
+
+    _run(tmp_path, body)
+
+    async def reload(state, nursery):
+        await state.groups.load()
+        committed = state.groups.committed("c")
+        assert committed[("t", 0)].offset == 43 and committed[("t", 1)].offset == 7
+
+    _run(tmp_path, reload)
+
+
+def test_record_schemas_round_trip() -> None:
+    from wirekafka.broker import group_records as gr
+
+    key = gr.encode_offset_key(gr.OffsetKey("grp", "topic", 3))
+    assert key[:2] == b"\x00\x01" and gr.decode_key(key) == gr.OffsetKey("grp", "topic", 3)
+    value = gr.encode_offset_value(gr.OffsetValue(99, 4, "md", 12345))
+    assert value[:2] == b"\x00\x03" and gr.decode_offset_value(value) == gr.OffsetValue(99, 4, "md", 12345)
+    gv = gr.GroupValue("consumer", 5, "range", "m1", 1000, [
+        gr.MemberValue("m1", "inst", "cid", "/127.0.0.1", 30000, 10000, b"sub", b"asg")])
+    assert gr.decode_group_value(gr.encode_group_value(gv)) == gv
+    assert gr.decode_key(gr.encode_group_key(gr.GroupKey("grp"))) == gr.GroupKey("grp")

@@ -220,16 +220,16 @@ def test_checkpoint_round_trip(tmp_path: Path) -> None:
     assert checkpoint.read_offsets(path) == {("a", 0): 5, ("my.topic-x", 11): 99}
 
 
-def test_roll_after_segment_ms_measured_from_first_batch(tmp_path: Path) -> None:
+def test_roll_after_segment_ms_measured_in_record_time(tmp_path: Path) -> None:
     clock = Clock()
-    now_ms = int(clock() * 1000)
     log = PartitionLog(tmp_path / "t-0", LogConfig(segment_ms=60_000), clock=clock)
-    _append(log, 1, now_ms)
-    _append(log, 1, now_ms)
+    _append(log, 1, 1000)  # old timestamps do not roll by themselves
+    _append(log, 1, 1000)
+    clock.t += 3600
+    _append(log, 1, 2000)
     assert len(log.segments) == 1
-    clock.t += 61
-    _append(log, 1, now_ms + 61_000)
-    assert len(log.segments) == 2 and log.active.base_offset == 2
+    _append(log, 1, 1000 + 60_001)  # a minute of record time after the first batch
+    assert len(log.segments) == 2 and log.active.base_offset == 3
 
 
 def test_truncation_mid_log_drops_later_segments(tmp_path: Path) -> None:

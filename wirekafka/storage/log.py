@@ -114,10 +114,13 @@ class PartitionLog:
             return False
         if seg.size + size > self.config.segment_bytes:
             return True
-        # Kafka measures segment age from the first batch's timestamp when there is one.
-        now_ms = int(self.clock() * 1000)
-        since = seg.first_batch_timestamp if seg.first_batch_timestamp is not None else seg.created_ms
-        return since is not None and now_ms - since > self.config.segment_ms
+        # Kafka's rule: with record timestamps, the age is the incoming batch's max timestamp
+        # minus the segment's first batch timestamp; without them, wall time since creation.
+        first = seg.first_batch_timestamp
+        if first is not None and first >= 0:
+            return header.max_timestamp - first > self.config.segment_ms
+        created = seg.created_ms if seg.created_ms is not None else int(self.clock() * 1000)
+        return int(self.clock() * 1000) - created > self.config.segment_ms
 
     def roll(self, base_offset: int | None = None) -> LogSegment:
         base = self.log_end_offset if base_offset is None else base_offset

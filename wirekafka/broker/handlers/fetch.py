@@ -10,7 +10,8 @@
 - Long-poll: while fewer than min_bytes are available, wait up to max_wait_ms for an append to
   any requested partition; never a busy loop.
 - Errors per partition: UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID, OFFSET_OUT_OF_RANGE
-  (below the log start or past the high watermark), FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH.
+  (below the log start or past the high watermark), FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH;
+  an errored partition reports -1 watermarks and log start, as Kafka does.
 - Fetch sessions: every response is a full one with session id 0 (no session created), which
   clients answer with full fetches; a request naming a session id gets FETCH_SESSION_ID_NOT_FOUND.
 - Not implemented: incremental fetch sessions, preferred read replicas, aborted transactions."""
@@ -91,8 +92,11 @@ def _read(targets: list[list[_Target]], max_bytes: int, read_committed: bool) ->
                 errored = True
             total += len(data)
             remaining -= len(data)
-            parts.append(_PartResp(partition_index=t.index, error_code=code, high_watermark=p.high_watermark,
-                                   last_stable_offset=p.last_stable_offset, log_start_offset=p.log_start_offset,
+            ok = code == ErrorCode.NONE  # Kafka answers -1 watermarks with a partition error
+            parts.append(_PartResp(partition_index=t.index, error_code=code,
+                                   high_watermark=p.high_watermark if ok else -1,
+                                   last_stable_offset=p.last_stable_offset if ok else -1,
+                                   log_start_offset=p.log_start_offset if ok else -1,
                                    aborted_transactions=None if not read_committed else [],
                                    preferred_read_replica=-1, records=data))
         topics.append(_TopicResp(topic=row[0].topic_name if row else None,

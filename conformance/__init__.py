@@ -1,0 +1,1 @@
+"""Protocol scenarios that run unchanged against wirekafka and real Apache Kafka."""

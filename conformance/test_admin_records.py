@@ -1,0 +1,152 @@
+"""DeleteRecords, OffsetForLeaderEpoch, DescribeCluster, AlterConfigs, IncrementalAlterConfigs,
+OffsetDelete."""
+
+from __future__ import annotations
+
+import pytest
+from kafka.protocol.admin.cluster import DescribeClusterRequest
+from kafka.protocol.admin.configs import (
+    AlterConfigsRequest,
+    DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest,
+)
+from kafka.protocol.admin.topics import DeleteRecordsRequest
+from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetDeleteRequest
+from kafka.protocol.consumer.offsets import OffsetForLeaderEpochRequest
+
+from conformance.scenarios import batch, fetch, list_offsets, produce
+from conformance.wire import Connection, create_topic, ensure_group_coordinator, retry_transient, unique
+
+
+def _delete_records(conn, topic, offset, version, partition=0):
+    req = DeleteRecordsRequest(topics=[DeleteRecordsRequest.DeleteRecordsTopic(name=topic, partitions=[
+        DeleteRecordsRequest.DeleteRecordsTopic.DeleteRecordsPartition(partition_index=partition, offset=offset)])],
+        timeout_ms=10000)
+    return conn.call(req, version).topics[0].partitions[0]
+
+
+@pytest.mark.parametrize("version", range(0, 3))
+def test_delete_records(target, version):
+    name = unique()
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, name)
+        produce(conn, name, batch([b"a", b"b", b"c"]))
+        produce(conn, name, batch([b"d", b"e"]))
+        res = _delete_records(conn, name, 2, version)
+        assert (res.error_code, res.low_watermark) == (0, 2)
+        assert list_offsets(conn, name, -2).offset == 2
+        assert fetch(conn, name, 1).error_code == 1
+        assert fetch(conn, name, 2).error_code == 0
+        assert _delete_records(conn, name, 9, version).error_code == 1
+        res = _delete_records(conn, name, -1, version)
+        assert (res.error_code, res.low_watermark) == (0, 5)
+        assert _delete_records(conn, name, 0, version, partition=4).error_code == 3
+
+
+@pytest.mark.parametrize("version", range(2, 5))
+def test_offset_for_leader_epoch(target, version):
+    name = unique()
+    with Connection(target.bootstrap) as conn:
+        t = create_topic(conn, name)
+        produce(conn, name, batch([b"a", b"b", b"c"]))
+        epoch = t.partitions[0].leader_epoch
+
+        def ask(leader_epoch, current=-1):
+            req = OffsetForLeaderEpochRequest(replica_id=-1, topics=[OffsetForLeaderEpochRequest.OffsetForLeaderTopic(
+                topic=name, partitions=[OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition(
+                    partition=0, current_leader_epoch=current, leader_epoch=leader_epoch)])])
+            return conn.call(req, version).topics[0].partitions[0]
+
+        res = ask(epoch)
+        assert (res.error_code, res.leader_epoch, res.end_offset) == (0, epoch, 3)
+        res = ask(epoch + 1)
+        assert (res.error_code, res.leader_epoch, res.end_offset) == (0, -1, -1)
+        assert ask(epoch, current=epoch + 5).error_code == 75   # UNKNOWN_LEADER_EPOCH
+        if epoch > 0:
+            assert ask(epoch, current=epoch - 1).error_code == 74  # FENCED_LEADER_EPOCH
+
+
+@pytest.mark.parametrize("version", range(0, 3))
+def test_describe_cluster(target, version):
+    with Connection(target.bootstrap) as conn:
+        resp = conn.call(DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=1,
+                                                include_fenced_brokers=False), version)
+    assert resp.error_code == 0 and len(resp.brokers) == 1 and resp.cluster_id
+    assert resp.brokers[0].port == int(target.bootstrap.rsplit(":", 1)[1])
+
+
+def _describe_once(conn, topic, key):
+    req = DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+        resource_type=2, resource_name=topic, configuration_keys=[key])], include_synonyms=False)
+    (c,) = conn.call(req, 4).results[0].configs
+    return c.value, c.config_source
+
+
+def _settled(conn, topic, key, expected, timeout=10.0):
+    """Real Kafka applies config changes through its metadata log, so a describe right after an
+    alter may still show the old value for a moment; wait (bounded) for the expected one."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        got = _describe_once(conn, topic, key)
+        if got[: len(expected)] == expected or time.monotonic() > deadline:
+            return got[: len(expected)]
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("version", range(0, 2))
+def test_incremental_alter_configs(target, version):
+    name = unique()
+    R = IncrementalAlterConfigsRequest.AlterConfigsResource
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, name)
+
+        def alter(configs, topic=name):
+            req = IncrementalAlterConfigsRequest(resources=[R(resource_type=2, resource_name=topic, configs=[
+                R.AlterableConfig(name=n, config_operation=op, value=v) for n, op, v in configs])],
+                validate_only=False)
+            return conn.call(req, version).responses[0].error_code
+
+        assert alter([("retention.ms", 0, "7200000")]) == 0
+        assert _settled(conn, name, "retention.ms", ("7200000", 1)) == ("7200000", 1)
+        assert alter([("cleanup.policy", 2, "compact")]) == 0
+        assert _settled(conn, name, "cleanup.policy", ("delete,compact",)) == ("delete,compact",)
+        assert alter([("retention.ms", 1, None)]) == 0
+        assert _settled(conn, name, "retention.ms", ("604800000", 5)) == ("604800000", 5)
+        assert alter([("retention.ms", 0, "-7")]) == 40
+        assert alter([("retention.ms", 0, "1")], topic=unique()) == 3
+
+
+@pytest.mark.parametrize("version", range(0, 3))
+def test_alter_configs(target, version):
+    name = unique()
+    R = AlterConfigsRequest.AlterConfigsResource
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, name, configs={"retention.ms": "1000000"})
+        req = AlterConfigsRequest(resources=[R(resource_type=2, resource_name=name, configs=[
+            R.AlterableConfig(name="cleanup.policy", value="compact")])], validate_only=False)
+        assert conn.call(req, version).responses[0].error_code == 0
+        assert _settled(conn, name, "cleanup.policy", ("compact", 1)) == ("compact", 1)
+        assert _settled(conn, name, "retention.ms", ("604800000", 5)) == ("604800000", 5)  # replaced
+
+
+def test_offset_delete(target):
+    group, topic = unique("grp"), unique()
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, topic, 2)
+        ensure_group_coordinator(conn, group)
+        T = OffsetCommitRequest.OffsetCommitRequestTopic
+        commit = OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                                     group_instance_id=None, topics=[T(name=topic, partitions=[
+                                         T.OffsetCommitRequestPartition(partition_index=p, committed_offset=3,
+                                                                        committed_metadata="") for p in (0, 1)])])
+        done = retry_transient(lambda: conn.call(commit, 8), lambda r: r.topics[0].partitions[0].error_code)
+        assert done.topics[0].partitions[0].error_code == 0
+        D = OffsetDeleteRequest.OffsetDeleteRequestTopic
+        req = OffsetDeleteRequest(group_id=group, topics=[D(name=topic, partitions=[
+            D.OffsetDeleteRequestPartition(partition_index=0)])])
+        resp = retry_transient(lambda: conn.call(req, 0), lambda r: r.error_code)
+        assert resp.error_code == 0 and resp.topics[0].partitions[0].error_code == 0
+        missing = conn.call(OffsetDeleteRequest(group_id=unique("nogroup"), topics=[]), 0)
+        assert missing.error_code == 69

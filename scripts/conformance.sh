@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Runs the conformance suite against real Apache Kafka (started from Maven Central jars) and then
+# against wirekafka, and rewrites conformance/MATRIX.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh --all
+exec "${WIREKAFKA_VENV:-.venv}/bin/python" -m conformance.report

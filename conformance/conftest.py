@@ -7,27 +7,14 @@ are already cached. Each scenario is collected once per target, so its id ends i
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterator
 
 import pytest
 
 from testsupport.broker_process import BrokerProcess
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def _realkafka_module():
-    spec = importlib.util.spec_from_file_location("realkafka", REPO / "scripts" / "realkafka.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["realkafka"] = module
-    spec.loader.exec_module(module)
-    return module
+from testsupport.java_tools import realkafka as _realkafka_module
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

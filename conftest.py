@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Callable, Iterator
 
 import pytest
@@ -13,7 +15,14 @@ from testsupport.broker_process import BrokerProcess
 
 @pytest.fixture(scope="session")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """One wirekafka process shared by a whole test session (tests use unique topic names)."""
+    """One wirekafka process shared by a whole test session (tests use unique topic names).
+
+    WIREKAFKA_EXTERNAL_BOOTSTRAP=host:port points the same tests at another broker instead (for
+    example real Kafka from `scripts/realkafka.py serve`), to check a scenario against Kafka."""
+    external = os.environ.get("WIREKAFKA_EXTERNAL_BOOTSTRAP")
+    if external:
+        yield SimpleNamespace(bootstrap=external, port=int(external.rsplit(":", 1)[1]))  # type: ignore[misc]
+        return
     data = tmp_path_factory.mktemp("wirekafka-shared") / "data"
     proc = BrokerProcess(data, {"group.initial.rebalance.delay.ms": "0"})
     proc.start()

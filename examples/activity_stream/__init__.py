@@ -1,0 +1,1 @@
+"""The activity-stream pipeline: page views -> Kafka -> Spark -> counts topic + Parquet warehouse."""

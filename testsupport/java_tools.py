@@ -1,5 +1,5 @@
-"""Access from tests to scripts/realkafka.py (the real-Kafka launcher and Kafka's Java CLI tools),
-which lives in scripts/ rather than in a package."""
+"""Access from tests to scripts/realkafka.py (the real-Kafka launcher and Kafka's Java CLI tools)
+and the other helper scripts, which live in scripts/ rather than in a package."""
 
 from __future__ import annotations
 
@@ -12,15 +12,20 @@ from types import ModuleType
 REPO = Path(__file__).resolve().parent.parent
 
 
-def realkafka() -> ModuleType:
-    module = sys.modules.get("realkafka")
+def load_script(name: str) -> ModuleType:
+    """Import scripts/<name>.py as module <name> (once)."""
+    module = sys.modules.get(name)
     if module is None:
-        spec = importlib.util.spec_from_file_location("realkafka", REPO / "scripts" / "realkafka.py")
+        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
         assert spec and spec.loader
         module = importlib.util.module_from_spec(spec)
-        sys.modules["realkafka"] = module
+        sys.modules[name] = module
         spec.loader.exec_module(module)
     return module
+
+
+def realkafka() -> ModuleType:
+    return load_script("realkafka")
 
 
 def tool(name: str, *args: str, timeout: float = 120, input: bytes | None = None) -> subprocess.CompletedProcess:

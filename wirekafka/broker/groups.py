@@ -312,14 +312,7 @@ class GroupCoordinator:
         return await self._await_join(g, member)
 
     def _fence(self, old: Member) -> None:
-        if old.join_waiter is not None:
-            old.join_result = JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id=old.member_id)
-            old.join_waiter.set()
-            old.join_waiter = None
-        if old.sync_waiter is not None:
-            old.sync_error = ErrorCode.FENCED_INSTANCE_ID
-            old.sync_waiter.set()
-            old.sync_waiter = None
+        _fail_waiters(old, ErrorCode.FENCED_INSTANCE_ID)
 
     async def _await_join(self, g: Group, member: Member) -> JoinResult:
         waiter = trio.Event()
@@ -411,14 +404,7 @@ class GroupCoordinator:
         g.members.pop(m.member_id, None)
         if m.group_instance_id and g.static.get(m.group_instance_id) == m.member_id:
             del g.static[m.group_instance_id]
-        if m.join_waiter is not None:
-            m.join_result = JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=m.member_id)
-            m.join_waiter.set()
-            m.join_waiter = None
-        if m.sync_waiter is not None:
-            m.sync_error = ErrorCode.UNKNOWN_MEMBER_ID
-            m.sync_waiter.set()
-            m.sync_waiter = None
+        _fail_waiters(m, ErrorCode.UNKNOWN_MEMBER_ID)
 
     def _member_left(self, g: Group) -> None:
         if g.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
@@ -620,6 +606,18 @@ class GroupCoordinator:
         self._write(group_id, tombstones)
         g.state = GroupState.DEAD
         del self.groups[group_id]
+
+
+def _fail_waiters(m: Member, code: ErrorCode) -> None:
+    """Answer a member's pending JoinGroup/SyncGroup with an error (it was fenced or removed)."""
+    if m.join_waiter is not None:
+        m.join_result = JoinResult(code, member_id=m.member_id)
+        m.join_waiter.set()
+        m.join_waiter = None
+    if m.sync_waiter is not None:
+        m.sync_error = code
+        m.sync_waiter.set()
+        m.sync_waiter = None
 
 
 def _read_entries(partition: "Partition") -> list[tuple[bytes, bytes | None]]:

@@ -58,13 +58,17 @@ class LogSegment:
         self._track(header, position)
         return position
 
-    def _track(self, header: BatchHeader, position: int) -> None:
+    def _note(self, header: BatchHeader) -> None:
+        """Account for a batch in the segment's in-memory summary (offsets and timestamps)."""
         if self.first_batch_timestamp is None:
             self.first_batch_timestamp = header.max_timestamp
         if header.max_timestamp > self.max_timestamp:
             self.max_timestamp = header.max_timestamp
             self.offset_of_max_timestamp = header.last_offset
         self.next_offset = header.next_offset
+
+    def _track(self, header: BatchHeader, position: int) -> None:
+        self._note(header)
         self._bytes_since_index_entry += header.size
         if self._bytes_since_index_entry > self.index_interval_bytes:
             self.index.append(header.last_offset, position)
@@ -178,13 +182,8 @@ class LogSegment:
         scan (no CRC checks: those are for segments past the recovery point)."""
         self.next_offset = self.base_offset
         self._bytes_since_index_entry = 0
-        for position, header in self.iter_headers(0):
-            if self.first_batch_timestamp is None:
-                self.first_batch_timestamp = header.max_timestamp
-            if header.max_timestamp > self.max_timestamp:
-                self.max_timestamp = header.max_timestamp
-                self.offset_of_max_timestamp = header.last_offset
-            self.next_offset = header.next_offset
+        for _position, header in self.iter_headers(0):
+            self._note(header)
 
     # ---- lifecycle ------------------------------------------------------------------------
     def close(self) -> None:

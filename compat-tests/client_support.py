@@ -328,3 +328,20 @@ def value_len_for_batch(batch_size: int, key_len: int) -> int:
         if single_record_batch_size(key_len, value_len) == batch_size:
             return value_len
     raise ValueError(f"no value length gives a {batch_size}-byte batch")
+
+
+def assert_one_idempotent_producer_on_disk(broker, topic: str, recs) -> None:
+    """Every stored batch comes from one producer id/epoch, with sequences equal to offsets and
+    no gaps: the broker stored each idempotent batch exactly once."""
+    producer_ids = set()
+    for partition, prs in by_partition(recs).items():
+        batches = log_batches(broker.data_dir, topic, partition)
+        assert len(batches) > 1
+        producer_ids |= {(b.producer_id, b.producer_epoch) for b in batches}
+        sequence = 0
+        for b in batches:  # sequences run on without gaps or repeats across the partition
+            assert b.base_sequence == sequence == b.base_offset
+            sequence += b.records_count
+        assert sequence == len(prs)
+    [(pid, epoch)] = producer_ids
+    assert pid >= 0 and epoch == 0  # a fresh producer id starts at epoch 0

@@ -20,6 +20,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from client_support import (
+    assert_one_idempotent_producer_on_disk,
     CODEC_ATTRIBUTE,
     CODECS,
     DEFAULT_MESSAGE_MAX_BYTES,
@@ -159,17 +160,7 @@ def test_idempotent_producer_writes_each_record_once_in_order(broker, topic_name
                                                    "compression.type": "zstd"})
     assert_dense_offsets(acks, recs)
     assert_same_records(read_confluent(broker.bootstrap, topic_name, counts(recs)), recs)
-    producer_ids = set()
-    for partition, prs in by_partition(recs).items():
-        batches = log_batches(broker.data_dir, topic_name, partition)
-        producer_ids |= {(b.producer_id, b.producer_epoch) for b in batches}
-        sequence = 0
-        for b in batches:  # sequences run on without gaps or repeats across the partition
-            assert b.base_sequence == sequence == b.base_offset
-            sequence += b.records_count
-        assert sequence == len(prs)
-    [(pid, epoch)] = producer_ids
-    assert pid >= 0 and epoch == 0
+    assert_one_idempotent_producer_on_disk(broker, topic_name, recs)
 
 
 def test_log_append_time_topic(broker, topic_name):

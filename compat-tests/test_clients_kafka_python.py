@@ -19,6 +19,7 @@ from kafka.errors import (
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 
 from client_support import (
+    assert_one_idempotent_producer_on_disk,
     CODEC_ATTRIBUTE,
     CODECS,
     DEFAULT_MESSAGE_MAX_BYTES,
@@ -190,18 +191,7 @@ def test_idempotent_producer_writes_each_record_once_in_order(broker, topic_name
                       compression_type="lz4")
     assert_dense_offsets(acks, recs)
     assert_same_records(read_kafka_python(broker.bootstrap, topic_name, counts(recs)), recs)
-    producer_ids = set()
-    for partition, prs in by_partition(recs).items():
-        batches = log_batches(broker.data_dir, topic_name, partition)
-        assert len(batches) > 1
-        producer_ids |= {(b.producer_id, b.producer_epoch) for b in batches}
-        sequence = 0
-        for b in batches:
-            assert b.base_sequence == sequence == b.base_offset
-            sequence += b.records_count
-        assert sequence == len(prs)
-    [(pid, epoch)] = producer_ids
-    assert pid >= 0 and epoch >= 0
+    assert_one_idempotent_producer_on_disk(broker, topic_name, recs)
 
 
 def test_log_append_time_topic(broker, topic_name):

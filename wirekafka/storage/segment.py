@@ -68,12 +68,15 @@ class LogSegment:
         self.next_offset = header.next_offset
 
     def _track(self, header: BatchHeader, position: int) -> None:
+        """Kafka's rule (LogSegment.append/recover): a batch gets index entries when the bytes
+        appended since the last entry, *before* it, exceed index.interval.bytes; the time entry
+        is the max timestamp so far, this batch included. Same input, same index files as Kafka."""
         self._note(header)
-        self._bytes_since_index_entry += header.size
         if self._bytes_since_index_entry > self.index_interval_bytes:
             self.index.append(header.last_offset, position)
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self._bytes_since_index_entry = 0
+        self._bytes_since_index_entry += header.size
 
     def seal(self) -> None:
         """Called when the segment stops being active: the final time index entry."""

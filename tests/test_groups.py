@@ -23,6 +23,8 @@ def test_java_string_hash_matches_java() -> None:
     assert java_string_hash("polygenelubricants") == -(2**31)  # Integer.MIN_VALUE
     assert partition_for("polygenelubricants", 50) == 0  # Utils.abs maps MIN_VALUE to 0
     assert partition_for("hello", 50) == 99162322 % 50
+    assert java_string_hash("world!") < 0  # a negative hash: Math.abs, not a bit mask
+    assert partition_for("world!", 50) == abs(java_string_hash("world!")) % 50
 
 
 def _run(tmp_path: Path, body, **overrides: str) -> None:

@@ -12,7 +12,7 @@ back to PreparingRebalance when membership or subscriptions change, Dead once de
   never answered MEMBER_ID_REQUIRED (KIP-394). Static members (KIP-345) keep their assignment
   across a restart within the session timeout; an old instance is fenced.
 - Offsets and group metadata are records in __consumer_offsets (group_records.py); the
-  partition for a group is abs(javaHashCode(group)) % offsets.topic.num.partitions, so clients'
+  partition for a group is Utils.abs(javaHashCode(group)) % offsets.topic.num.partitions, so clients'
   and tools' expectations of the coordinator partition hold.
 Timers use trio's clock; nothing here blocks."""
 
@@ -58,8 +58,9 @@ def java_string_hash(s: str) -> int:
 
 
 def partition_for(group_id: str, partitions: int) -> int:
-    """Kafka's Utils.abs (n & 0x7fffffff) of the hash, modulo the partition count."""
-    return (java_string_hash(group_id) & 0x7FFFFFFF) % partitions
+    """Kafka's Utils.abs of the hash (Math.abs, but 0 for Integer.MIN_VALUE) modulo the count."""
+    h = java_string_hash(group_id)
+    return (0 if h == -(2**31) else abs(h)) % partitions
 
 
 @dataclass

@@ -140,10 +140,21 @@ def test_committed_offsets_exact_visible_and_durable(broker_factory, topic_name)
     c.close()
 
     def committed() -> dict[int, int]:
+        """The group's offsets via the admin client; right after a restart the coordinator may
+        answer COORDINATOR_LOAD_IN_PROGRESS while it replays __consumer_offsets (as Kafka does),
+        which clients retry."""
+        from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-        from confluent_kafka import ConsumerGroupTopicPartitions
-        res = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(10)
-        return {tp.partition: tp.offset for tp in res.topic_partitions}
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                res = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(10)
+                return {tp.partition: tp.offset for tp in res.topic_partitions}
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.COORDINATOR_LOAD_IN_PROGRESS or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
     assert committed() == {0: 7, 1: 13, 2: 20}
     assert broker.stop() == 0

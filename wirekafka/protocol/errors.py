@@ -74,7 +74,6 @@ class ErrorCode(IntEnum):
     UNKNOWN_TOPIC_ID = 100
     INCONSISTENT_TOPIC_ID = 103
     UNRELEASED_INSTANCE_ID = 111
-    UNSUPPORTED_ENDPOINT_TYPE = 114
 
 
 class KafkaApiError(Exception):

@@ -1,17 +1,13 @@
 """OffsetForLeaderEpoch (key 23), v2-4.
 
-This node has led every partition since it was created, in one leader epoch
-(Partition.leader_epoch, 0), so its leader-epoch cache holds a single entry: that epoch,
-starting at the log start offset (Kafka assigns the entry when the leader is elected, so it
-exists even for an empty log, and truncating from the start moves its start offset).
-Kafka's LeaderEpochFileCache.endOffsetFor over that cache:
-- requested epoch -1 (undefined): (-1, -1);
-- requested epoch == the current epoch: (that epoch, log end offset), 0 for an empty log;
-- requested epoch above it: (-1, -1), no error;
-- requested epoch below it (no earlier epoch known): (requested epoch, start of the entry).
-current_leader_epoch fencing (-1 skips it): FENCED_LEADER_EPOCH below ours,
-UNKNOWN_LEADER_EPOCH above; unknown partitions UNKNOWN_TOPIC_OR_PARTITION. replica_id (v3+) does
-not change the answer: the log end offset is also the high watermark with one replica."""
+This node has led every partition since it was created, in leader epoch 0, so the epoch cache
+holds the single entry (epoch 0, start offset 0) once anything was written. Kafka's rule over
+that cache:
+- requested epoch == the latest epoch: (that epoch, log end offset);
+- requested epoch above every known epoch, or nothing written yet: (-1, -1);
+- requested epoch below every known epoch: (requested epoch, start offset of the first epoch).
+- current_leader_epoch fencing: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH; unknown partitions
+  UNKNOWN_TOPIC_OR_PARTITION."""
 
 from __future__ import annotations
 
@@ -27,12 +23,11 @@ _Part = _Topic.EpochEndOffset
 
 
 def end_offset_for(partition: Partition, requested_epoch: int) -> tuple[int, int]:
-    """(epoch, end offset) for a requested epoch, by Kafka's rules over a one-entry cache."""
-    if requested_epoch == UNDEFINED or requested_epoch > partition.leader_epoch:
+    if partition.log.log_end_offset == 0 or requested_epoch == UNDEFINED or requested_epoch > partition.leader_epoch:
         return UNDEFINED, UNDEFINED
     if requested_epoch == partition.leader_epoch:
         return requested_epoch, partition.log.log_end_offset
-    return requested_epoch, partition.log_start_offset
+    return requested_epoch, 0
 
 
 def handle(ctx: RequestContext, request: object) -> OffsetForLeaderEpochResponse:

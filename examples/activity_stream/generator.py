@@ -36,7 +36,7 @@ def events(count: int, start_ms: int, spacing_ms: int = 300, seed: int = 0, offs
 
 
 def ensure_topic(bootstrap: str, topic: str, partitions: int = 3, configs: dict[str, str] | None = None) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
     futures = admin.create_topics([NewTopic(topic, partitions, 1, config=configs or {})])
     try:
         futures[topic].result(30)
@@ -47,7 +47,7 @@ def ensure_topic(bootstrap: str, topic: str, partitions: int = 3, configs: dict[
 
 def produce(bootstrap: str, topic: str, views: Iterator[PageView]) -> int:
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5,
-                         "log_level": 3})
+                         "log_level": 0})
     n = 0
     for v in views:
         producer.produce(topic, key=v.user.encode(), timestamp=v.ts,

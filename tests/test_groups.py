@@ -150,10 +150,11 @@ def test_offsets_survive_a_reload(tmp_path: Path) -> None:
     from wirekafka.broker import group_records as gr
 
     async def body(state, nursery):
-        state.create_topic("t", 2)
+        state.metadata.create_topic("t", 2)
         grp = state.groups.validate_commit("c", -1, "", None)
-        state.groups.commit(grp, {("t", 0): gr.OffsetValue(42, 0, "meta", 1), ("t", 1): gr.OffsetValue(7, -1, "", 2)})
-        state.groups.commit(grp, {("t", 0): gr.OffsetValue(43, 0, "", 3)})
+        await state.groups.commit(grp, {("t", 0): gr.OffsetValue(42, 0, "meta", 1),
+                                        ("t", 1): gr.OffsetValue(7, -1, "", 2)})
+        await state.groups.commit(grp, {("t", 0): gr.OffsetValue(43, 0, "", 3)})
 
     _run(tmp_path, body)
 

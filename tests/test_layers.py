@@ -31,3 +31,20 @@ def test_imports_point_one_way(layer: str) -> None:
             assert not any(name == f or name.startswith(f + ".") for f in forbidden), f"{path}: imports {name}"
             if layer in ("protocol", "storage"):
                 assert name != "trio" and not name.startswith("trio."), f"{path}: {layer} must not use trio"
+
+
+def test_handlers_do_not_touch_storage() -> None:
+    """Handlers decode, call the broker (partitions, replica manager, metadata) and shape the
+    answer; files are the partitions' business."""
+    for path in (PKG / "broker" / "handlers").glob("*.py"):
+        for name in _imports(path):
+            assert not name.startswith("wirekafka.storage"), f"{path}: imports {name}"
+        assert ".log." not in path.read_text() or path.name == "__init__.py", f"{path}: reaches into a log"
+
+
+@pytest.mark.parametrize("module", ["groups", "coordinator_runtime", "replica_manager", "partition", "metadata"])
+def test_broker_parts_do_not_import_the_broker_state(module: str) -> None:
+    """BrokerState wires the parts together; none of them imports it back (no cycles)."""
+    names = _imports(PKG / "broker" / f"{module}.py")
+    source = (PKG / "broker" / f"{module}.py").read_text()
+    assert "wirekafka.broker.state" not in names and "wirekafka.broker.state" not in source

@@ -30,7 +30,7 @@ def _append(log: PartitionLog, n: int, ts: int, value_size: int = 10) -> list[in
     batch = bytearray(build_batch([(b"k", b"x" * value_size, ts + i) for i in range(n)]))
     start = log.log_end_offset
     records.assign_offsets(batch, start, 0)
-    log.append(batch, parse_header(batch))
+    log.append([batch], parse_header(batch))
     return list(range(start, start + n))
 
 
@@ -83,17 +83,22 @@ def test_segment_read_and_find(tmp_path: Path) -> None:
     for i in range(20):
         b = bytearray(build_batch([(None, b"v" * 50, 1000 + i)] * 2))
         records.assign_offsets(b, 2 * i, 0)
-        seg.append(b, parse_header(b))
+        seg.append([b], parse_header(b))
         pos += len(b)
     assert seg.size == pos and seg.next_offset == 40
     assert len(seg.index) > 3
     position, header = seg.find_batch(17)
     assert header.base_offset == 16
-    data = seg.read_batches(17, max_bytes=10**6, max_offset=40, min_one=True)
+
+    def read(offset: int, max_bytes: int, max_offset: int, min_one: bool) -> bytes:
+        found = seg.locate(offset, max_bytes, max_offset, min_one)
+        return seg.read_at(*found) if found else b""
+
+    data = read(17, max_bytes=10**6, max_offset=40, min_one=True)
     assert _offsets(data) == list(range(16, 40))
-    assert _offsets(seg.read_batches(0, max_bytes=1, max_offset=40, min_one=True)) == [0, 1]
-    assert seg.read_batches(0, max_bytes=1, max_offset=40, min_one=False) == b""
-    assert _offsets(seg.read_batches(0, max_bytes=10**6, max_offset=6, min_one=True)) == list(range(6))
+    assert _offsets(read(0, max_bytes=1, max_offset=40, min_one=True)) == [0, 1]
+    assert read(0, max_bytes=1, max_offset=40, min_one=False) == b""
+    assert _offsets(read(0, max_bytes=10**6, max_offset=6, min_one=True)) == list(range(6))
     assert seg.find_timestamp(1010)[1].base_offset == 20
 
 
@@ -182,7 +187,10 @@ def test_time_retention_deletes_whole_old_segments(tmp_path: Path) -> None:
     all_old = [s for s in log.segments if s.max_timestamp < now_ms - 60_000]
     assert len(all_old) >= 2  # the fixture really spans several old segments
     first_kept = log.segments[len(all_old)].base_offset
-    assert log.apply_retention() == len(all_old)
+    doomed = log.apply_retention()
+    assert len(doomed) == len(all_old)
+    assert (tmp_path / "t-0" / "00000000000000000000.log").exists()  # detached, not yet deleted
+    PartitionLog.delete_segments(doomed)
     assert log.segments[0].max_timestamp >= now_ms
     assert log.log_start_offset == first_kept > 0
     assert not (tmp_path / "t-0" / "00000000000000000000.log").exists()
@@ -192,7 +200,7 @@ def test_retention_never_deletes_active_segment(tmp_path: Path) -> None:
     clock = Clock()
     log = PartitionLog(tmp_path / "t-0", LogConfig(retention_ms=1), clock=clock)
     _append(log, 2, 1000)
-    assert log.apply_retention() == 0 and log.log_end_offset == 2
+    assert log.apply_retention() == [] and log.log_end_offset == 2
 
 
 def test_size_retention(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable
 
 from wirekafka.broker.context import CloseConnection, RequestContext
 from wirekafka.broker.handlers import (

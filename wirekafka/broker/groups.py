@@ -27,12 +27,11 @@ from typing import TYPE_CHECKING, Iterable
 import trio
 
 from wirekafka.broker import group_records as gr
-from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 if TYPE_CHECKING:
+    from wirekafka.broker.coordinator_runtime import CoordinatorRuntime
     from wirekafka.broker.partition import Partition
-    from wirekafka.broker.state import BrokerState
 
 log = logging.getLogger(__name__)
 
@@ -117,10 +116,11 @@ class Group:
 
 
 class GroupCoordinator:
-    def __init__(self, state: "BrokerState") -> None:
-        self.state = state
+    def __init__(self, runtime: "CoordinatorRuntime") -> None:
+        self.runtime = runtime
+        self.config = runtime.config
         self.groups: dict[str, Group] = {}
-        self.num_partitions = state.config.int("offsets.topic.num.partitions")
+        self.num_partitions = runtime.config.int("offsets.topic.num.partitions")
         self.loading: set[int] = set()
 
     # ---- helpers ---------------------------------------------------------------------------
@@ -137,22 +137,17 @@ class GroupCoordinator:
             raise KafkaApiError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
 
     def offsets_partition(self, group_id: str) -> "Partition":
-        topic = self.state.topics.get(OFFSETS_TOPIC)
-        if topic is None:
-            topic = self.state.create_topic(OFFSETS_TOPIC, self.num_partitions, {
-                "cleanup.policy": "compact",
-                "compression.type": "producer",
-                "segment.bytes": str(self.state.config.int("offsets.topic.segment.bytes")),
-            })
-        return topic.partitions[self.partition_of(group_id)]
+        return self.runtime.partition(OFFSETS_TOPIC, self.partition_of(group_id), self.num_partitions, {
+            "cleanup.policy": "compact",
+            "compression.type": "producer",
+            "segment.bytes": str(self.config.int("offsets.topic.segment.bytes")),
+        })
 
     def _write(self, group_id: str, entries: list[tuple[bytes, bytes | None]]) -> None:
-        if not entries:
-            return
-        now_ms = self.state.now_ms()
-        batch = records.build_batch([(k, v, now_ms) for k, v in entries])
-        partition = self.offsets_partition(group_id)
-        partition.append(batch, records.validate_batch(batch), None)
+        """Append now without waiting: group metadata and tombstones, whose callers answer
+        from memory (a crash before the write is durable loses it, as in Kafka with acks=1)."""
+        if entries:
+            self.runtime.write(self.offsets_partition(group_id), entries)
 
     def _persist_group(self, g: Group) -> None:
         value = gr.GroupValue(
@@ -171,12 +166,10 @@ class GroupCoordinator:
     async def load(self) -> None:
         """Replay __consumer_offsets; groups on partitions not yet replayed answer
         COORDINATOR_LOAD_IN_PROGRESS meanwhile."""
-        topic = self.state.topics.get(OFFSETS_TOPIC)
-        if topic is None:
-            return
-        self.loading = set(range(len(topic.partitions)))
-        for partition in topic.partitions:
-            entries = await trio.to_thread.run_sync(_read_entries, partition)
+        partitions = self.runtime.partitions(OFFSETS_TOPIC)
+        self.loading = {p.index for p in partitions}
+        for partition in partitions:
+            entries = await self.runtime.read_entries(partition)
             for key, value in entries:
                 self._replay(key, value)
             self.loading.discard(partition.index)
@@ -220,7 +213,7 @@ class GroupCoordinator:
                    client_host: str, session_timeout_ms: int, rebalance_timeout_ms: int, protocol_type: str,
                    protocols: list[tuple[str, bytes]], require_known_member_id: bool) -> JoinResult:
         self.check_available(group_id)
-        cfg = self.state.config
+        cfg = self.config
         if not cfg.int("group.min.session.timeout.ms") <= session_timeout_ms <= cfg.int("group.max.session.timeout.ms"):
             return JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id=member_id)
         if rebalance_timeout_ms < 0:
@@ -328,12 +321,12 @@ class GroupCoordinator:
         now = self.now()
         max_rebalance = max((m.rebalance_timeout_ms for m in g.members.values()), default=0) / 1000
         if g.state in (GroupState.EMPTY, GroupState.DEAD):
-            delay = self.state.config.int("group.initial.rebalance.delay.ms") / 1000
+            delay = self.config.int("group.initial.rebalance.delay.ms") / 1000
             g.initial_delay_deadline = now + delay
             g.rebalance_deadline = now + max(max_rebalance, delay)
         elif g.state == GroupState.PREPARING_REBALANCE:
             if new_member and g.initial_delay_deadline > now:
-                delay = self.state.config.int("group.initial.rebalance.delay.ms") / 1000
+                delay = self.config.int("group.initial.rebalance.delay.ms") / 1000
                 g.initial_delay_deadline = min(now + delay, g.rebalance_deadline)
             return
         else:
@@ -345,7 +338,7 @@ class GroupCoordinator:
                     m.sync_waiter.set()
                     m.sync_waiter = None
         g.state = GroupState.PREPARING_REBALANCE
-        g.state_timestamp_ms = self.state.now_ms()
+        g.state_timestamp_ms = self.runtime.now_ms()
 
     def _maybe_complete_join(self, g: Group) -> None:
         if g.state != GroupState.PREPARING_REBALANCE:
@@ -362,7 +355,7 @@ class GroupCoordinator:
                 self._remove(g, m)
         g.pending.clear()
         g.generation += 1
-        g.state_timestamp_ms = self.state.now_ms()
+        g.state_timestamp_ms = self.runtime.now_ms()
         if not g.members:
             g.state = GroupState.EMPTY
             g.protocol = None
@@ -435,7 +428,7 @@ class GroupCoordinator:
             for m in g.members.values():
                 m.assignment = assignments.get(m.member_id, b"")
             g.state = GroupState.STABLE
-            g.state_timestamp_ms = self.state.now_ms()
+            g.state_timestamp_ms = self.runtime.now_ms()
             self._persist_group(g)
             for m in g.members.values():
                 if m.sync_waiter is not None:
@@ -484,7 +477,7 @@ class GroupCoordinator:
     # ---- timers ----------------------------------------------------------------------------
     async def run_timers(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
-        retention_check = self.state.config.int("offsets.retention.check.interval.ms") / 1000
+        retention_check = self.config.int("offsets.retention.check.interval.ms") / 1000
         next_retention = self.now() + retention_check
         while True:
             await trio.sleep(TIMER_TICK)
@@ -512,8 +505,8 @@ class GroupCoordinator:
                 self._maybe_complete_join(g)
 
     def expire_offsets(self) -> None:
-        retention_ms = self.state.config.int("offsets.retention.minutes") * 60_000
-        now_ms = self.state.now_ms()
+        retention_ms = self.config.int("offsets.retention.minutes") * 60_000
+        now_ms = self.runtime.now_ms()
         for g in list(self.groups.values()):
             if g.state != GroupState.EMPTY:
                 continue
@@ -550,9 +543,16 @@ class GroupCoordinator:
         member.last_seen = self.now()
         return g
 
-    def commit(self, g: Group, offsets: dict[tuple[str, int], gr.OffsetValue]) -> None:
-        self._write(g.group_id, [(gr.encode_offset_key(gr.OffsetKey(g.group_id, t, p)), gr.encode_offset_value(v))
-                                 for (t, p), v in offsets.items()])
+    async def commit(self, g: Group, offsets: dict[tuple[str, int], gr.OffsetValue]) -> None:
+        """Write the offsets and answer once they are replicated, like an acks=all produce
+        (offsets.commit.timeout.ms, then REQUEST_TIMED_OUT); the cache follows the log."""
+        if not offsets:
+            return
+        entries: list[tuple[bytes, bytes | None]] = [
+            (gr.encode_offset_key(gr.OffsetKey(g.group_id, t, p)), gr.encode_offset_value(v))
+            for (t, p), v in offsets.items()]
+        await self.runtime.write_and_wait(self.offsets_partition(g.group_id), entries,
+                                          self.config.int("offsets.commit.timeout.ms"))
         g.offsets.update(offsets)
 
     def committed(self, group_id: str) -> dict[tuple[str, int], gr.OffsetValue]:
@@ -619,16 +619,3 @@ def _fail_waiters(m: Member, code: ErrorCode) -> None:
         m.sync_error = code
         m.sync_waiter.set()
         m.sync_waiter = None
-
-
-def _read_entries(partition: "Partition") -> list[tuple[bytes, bytes | None]]:
-    """(key, value) of every record of a __consumer_offsets partition, in log order."""
-    out: list[tuple[bytes, bytes | None]] = []
-    plog = partition.log
-    for seg, pos, header in plog.iter_batch_headers(plog.log_start_offset):
-        if header.is_control:
-            continue
-        for rec in records.iter_records(plog.read_batch(seg, pos, header)):
-            if rec.key is not None:
-                out.append((rec.key, rec.value))
-    return out

@@ -1,12 +1,25 @@
-"""Partition: the leader's view of one partition on a single-node broker.
+"""Partition: one partition's replica on this broker, and the only owner of its log.
 
-With one replica the in-sync set is just this node, so the high watermark is the log end
-offset as soon as a batch is written, and acks=all needs no waiting. Without transactions
-the last stable offset equals the high watermark."""
+It holds the log, the idempotent producer state, the leader-epoch cache, the high watermark (stored,
+moved only when the in-sync replicas have the data) and the last stable offset. Everything outside
+reaches records through it: appends by origin (a client, a coordinator, replication), reads up to
+the high watermark or the last stable offset, truncation, retention, DeleteRecords.
+
+Today the in-sync set is this node alone, so the high watermark follows the log end at once; the
+replica manager waits on `high_watermark_reached` all the same, so a follower's progress only has
+to move the high watermark for acks=all to wait for it. Without transactions the last stable
+offset equals the high watermark.
+
+Threading: every method here runs on the event loop and only changes in-memory state or appends
+(page-cache writes); the slow file work (fsync, segment deletion, recovery) is returned as work for
+a worker thread (`flush_work`, the segments detached by retention) or done at open/close."""
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 from dataclasses import dataclass
+from typing import Callable, Iterator
 
 import trio
 
@@ -14,83 +27,108 @@ from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.protocol.records import BatchHeader
 from wirekafka.broker.producers import ProducerStateTable
-from wirekafka.storage.log import PartitionLog
+from wirekafka.storage.epoch_cache import LeaderEpochCache
+from wirekafka.storage.log import FlushWork, LogConfig, PartitionLog
+from wirekafka.storage.region import FileRegion
+from wirekafka.storage.segment import LogSegment
+
+
+class AppendOrigin(enum.Enum):
+    """Who writes: clients get producer-state checks; coordinators write their own records;
+    replication copies a leader's batches with their offsets unchanged."""
+
+    CLIENT = "client"
+    COORDINATOR = "coordinator"
+    REPLICATION = "replication"
+
+
+class Isolation(enum.IntEnum):
+    READ_UNCOMMITTED = 0
+    READ_COMMITTED = 1
 
 
 @dataclass(slots=True)
 class AppendResult:
     base_offset: int
+    last_offset: int
     log_append_time: int  # -1 unless the topic uses LogAppendTime
     duplicate: bool = False
+    flush_due: bool = False  # flush.messages reached: the caller fsyncs in a worker before answering
+
+
+@dataclass(slots=True)
+class ReadResult:
+    """What a fetch of one partition returns: batches as a file region (or None) and the offsets
+    the response reports, all taken at the same moment."""
+
+    region: FileRegion | None
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+
+    @property
+    def size(self) -> int:
+        return self.region.length if self.region is not None else 0
 
 
 class Partition:
-    def __init__(self, topic: str, index: int, log: PartitionLog, leader_epoch: int = 0) -> None:
+    def __init__(self, topic: str, index: int, log: PartitionLog, epoch_cache: LeaderEpochCache,
+                 leader_epoch: int = 0) -> None:
         self.topic = topic
         self.index = index
-        self.log = log
+        self._log = log
+        self.epochs = epoch_cache
         self.leader_epoch = leader_epoch
         self.producers = ProducerStateTable()
-        self._waiters: set[trio.Event] = set()
+        self.online = True
+        self._high_watermark = 0
+        self._data_waiters: set[trio.Event] = set()
+        self._rebuild_producer_state()
+        self.become_leader(leader_epoch)
 
+    # ---- offsets ------------------------------------------------------------------------------
     @property
     def high_watermark(self) -> int:
-        return self.log.log_end_offset
+        return self._high_watermark
 
     @property
     def last_stable_offset(self) -> int:
-        return self.high_watermark
+        return self._high_watermark
 
     @property
     def log_start_offset(self) -> int:
-        return self.log.log_start_offset
+        return self._log.log_start_offset
 
-    # ---- appends ---------------------------------------------------------------------------
-    def append(self, batch: bytes, header: BatchHeader, log_append_time_ms: int | None) -> AppendResult:
-        """Assign offsets to one validated batch and append it. log_append_time_ms is set for
-        LogAppendTime topics. Raises KafkaApiError for producer-state violations."""
-        if header.has_producer_id and header.base_sequence >= 0:
-            dup = self.producers.check(header)
-            if dup is not None:
-                return AppendResult(dup.first_offset, dup.append_time, duplicate=True)
-        buf = bytearray(batch)
-        records.assign_offsets(buf, self.log.log_end_offset, self.leader_epoch)
-        if log_append_time_ms is not None:
-            records.set_log_append_time(buf, log_append_time_ms)
-        assigned = records.parse_header(buf)
-        self.log.append(buf, assigned)
-        append_time = -1 if log_append_time_ms is None else log_append_time_ms
-        if assigned.has_producer_id:
-            self.producers.record(assigned, append_time)
-        self.notify()
-        return AppendResult(assigned.base_offset, append_time)
+    @property
+    def log_end_offset(self) -> int:
+        return self._log.log_end_offset
 
-    def rebuild_producer_state(self) -> None:
-        """Replay batch headers from the log start to restore idempotent producer state."""
-        self.producers.forget_all()
-        for _seg, _pos, header in self.log.iter_batch_headers(self.log.log_start_offset):
-            if header.has_producer_id and not header.is_control:
-                self.producers.record(header, header.max_timestamp if header.is_log_append_time else -1)
+    @property
+    def in_sync_replica_count(self) -> int:
+        """One node: the leader is the whole in-sync set."""
+        return 1
 
-    # ---- waiting for data --------------------------------------------------------------------
-    def add_waiter(self, event: trio.Event) -> None:
-        self._waiters.add(event)
+    @property
+    def recovery_point(self) -> int:
+        return self._log.recovery_point
 
-    def remove_waiter(self, event: trio.Event) -> None:
-        self._waiters.discard(event)
+    @property
+    def size_bytes(self) -> int:
+        return self._log.size_bytes
 
-    def notify(self) -> None:
-        for event in self._waiters:
-            event.set()
-        self._waiters.clear()
+    def _maybe_advance_high_watermark(self) -> None:
+        """The high watermark is the smallest log end among the in-sync replicas: here, ours."""
+        new = self._log.log_end_offset
+        if new != self._high_watermark:
+            self._high_watermark = new
+            self._wake_readers()
 
-    # ---- reads -------------------------------------------------------------------------------
-    def check_fetch_offset(self, offset: int) -> None:
-        if offset < self.log_start_offset or offset > self.high_watermark:
-            raise KafkaApiError(
-                ErrorCode.OFFSET_OUT_OF_RANGE,
-                f"offset {offset} is outside [{self.log_start_offset}, {self.high_watermark}]",
-            )
+    # ---- leadership ---------------------------------------------------------------------------
+    def become_leader(self, leader_epoch: int) -> None:
+        """Kafka's makeLeader: the new epoch starts at the current log end."""
+        self.leader_epoch = leader_epoch
+        self.epochs.assign(leader_epoch, self._log.log_end_offset)
+        self._maybe_advance_high_watermark()
 
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
         """Kafka's fencing: a client epoch below ours is stale, above ours is from the future."""
@@ -99,3 +137,153 @@ class Partition:
         if current_leader_epoch < self.leader_epoch:
             raise KafkaApiError(ErrorCode.FENCED_LEADER_EPOCH)
         raise KafkaApiError(ErrorCode.UNKNOWN_LEADER_EPOCH)
+
+    def end_offset_for_epoch(self, requested_epoch: int) -> tuple[int, int]:
+        return self.epochs.end_offset_for(requested_epoch, self._log.log_end_offset)
+
+    # ---- appends ------------------------------------------------------------------------------
+    def append(self, batch: bytes | bytearray | memoryview, header: BatchHeader, origin: AppendOrigin,
+               log_append_time_ms: int | None = None) -> AppendResult:
+        """Append one validated batch. Client and coordinator batches get offsets and the leader
+        epoch assigned here in a 16-byte copy of the header, the rest written from the request's
+        buffer; replicated batches keep theirs. log_append_time_ms is set for LogAppendTime topics. Raises KafkaApiError for
+        producer-state violations."""
+        if not self.online:
+            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if origin is AppendOrigin.CLIENT and header.has_producer_id and header.base_sequence >= 0:
+            dup = self.producers.check(header)
+            if dup is not None:
+                return AppendResult(dup.first_offset, dup.last_offset, dup.append_time, duplicate=True)
+        parts: tuple[bytes | bytearray | memoryview, ...]
+        if origin is AppendOrigin.REPLICATION:
+            parts, assigned = (batch,), header
+        elif log_append_time_ms is not None:  # the timestamp is CRC'd: patch a copy, re-CRC
+            buf = bytearray(batch)
+            records.assign_offsets(buf, self._log.log_end_offset, self.leader_epoch)
+            records.set_log_append_time(buf, log_append_time_ms)
+            parts, assigned = (buf,), records.parse_header(buf)
+        else:  # offset and epoch sit in the first 16 bytes, outside the CRC: patch only those
+            head = bytearray(batch[:records.EPOCH_END])
+            records.assign_offsets(head, self._log.log_end_offset, self.leader_epoch)
+            parts = (head, memoryview(batch)[records.EPOCH_END:])
+            assigned = dataclasses.replace(header, base_offset=self._log.log_end_offset,
+                                           partition_leader_epoch=self.leader_epoch)
+        self.epochs.assign(assigned.partition_leader_epoch, assigned.base_offset)
+        flush_due = self._log.append(parts, assigned)
+        append_time = -1 if log_append_time_ms is None else log_append_time_ms
+        if assigned.has_producer_id:
+            self.producers.record(assigned, append_time)
+        self._maybe_advance_high_watermark()
+        return AppendResult(assigned.base_offset, assigned.last_offset, append_time, flush_due=flush_due)
+
+    def _rebuild_producer_state(self) -> None:
+        """Replay batch headers from the log start to restore idempotent producer state."""
+        self.producers.forget_all()
+        for _seg, _pos, header in self._log.iter_batch_headers(self._log.log_start_offset):
+            if header.has_producer_id and not header.is_control:
+                self.producers.record(header, header.max_timestamp if header.is_log_append_time else -1)
+
+    # ---- reads --------------------------------------------------------------------------------
+    def check_fetch_offset(self, offset: int) -> None:
+        if offset < self.log_start_offset or offset > self._log.log_end_offset:
+            raise KafkaApiError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"offset {offset} is outside [{self.log_start_offset}, {self._log.log_end_offset}]",
+            )
+
+    def read(self, offset: int, max_bytes: int, isolation: Isolation, min_one: bool) -> ReadResult:
+        """Whole batches from the one holding offset, up to the high watermark (or the last stable
+        offset for read_committed), within max_bytes unless min_one lets the first batch through."""
+        if not self.online:
+            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        self.check_fetch_offset(offset)
+        limit = self.last_stable_offset if isolation is Isolation.READ_COMMITTED else self._high_watermark
+        region = None
+        if offset < limit and (max_bytes > 0 or min_one):
+            region = self._log.read_region(offset, max(max_bytes, 0), limit, min_one)
+        return ReadResult(region, self._high_watermark, self.last_stable_offset, self.log_start_offset)
+
+    def iter_batches(self, start_offset: int) -> Iterator[tuple[BatchHeader, Callable[[], bytes]]]:
+        """Each batch header from start_offset with a function reading the batch's bytes: for
+        readers that decode records (ListOffsets by time, coordinator loading)."""
+        for seg, pos, header in self._log.iter_batch_headers(start_offset):
+            yield header, _batch_reader(self._log, seg, pos, header)
+
+    def batch_for_timestamp(self, timestamp: int) -> tuple[BatchHeader, Callable[[], bytes]] | None:
+        found = self._log.find_timestamp(timestamp)
+        return None if found is None else (found[2], _batch_reader(self._log, *found))
+
+    def batch_with_max_timestamp(self) -> tuple[BatchHeader, Callable[[], bytes]] | None:
+        found = self._log.max_timestamp_batch()
+        return None if found is None else (found[2], _batch_reader(self._log, *found))
+
+    # ---- waiting for data ---------------------------------------------------------------------
+    def add_data_waiter(self, event: trio.Event) -> None:
+        self._data_waiters.add(event)
+
+    def remove_data_waiter(self, event: trio.Event) -> None:
+        self._data_waiters.discard(event)
+
+    def _wake_readers(self) -> None:
+        for event in self._data_waiters:
+            event.set()
+        self._data_waiters.clear()
+
+    # ---- log surgery --------------------------------------------------------------------------
+    def truncate_to(self, offset: int) -> list[LogSegment]:
+        """Cut the log at offset (a follower's divergent tail, or a recovery), with everything
+        derived from it: epochs, producer state, high watermark. Returns segments to delete."""
+        doomed = self._log.truncate_to(offset)
+        self.epochs.truncate_from_end(self._log.log_end_offset)
+        self._rebuild_producer_state()
+        self._high_watermark = min(self._high_watermark, self._log.log_end_offset)
+        return doomed
+
+    def delete_records_before(self, offset: int) -> list[LogSegment]:
+        """DeleteRecords: move the log start offset; returns segments now wholly below it."""
+        doomed = self._log.advance_log_start(offset)
+        self.epochs.truncate_from_start(self._log.log_start_offset)
+        return doomed
+
+    def apply_retention(self) -> list[LogSegment]:
+        doomed = self._log.apply_retention()
+        if doomed:
+            self.epochs.truncate_from_start(self._log.log_start_offset)
+        return doomed
+
+    def set_log_config(self, config: LogConfig) -> None:
+        self._log.config = config
+
+    # ---- file work (worker threads) -----------------------------------------------------------
+    def flush_work(self) -> FlushWork:
+        """Taken on the loop; run() it in a worker thread, then call flushed(work.end)."""
+        return self._log.flush_work()
+
+    def flushed(self, end: int) -> None:
+        self._log.flushed(end)
+
+    def flush(self) -> None:
+        """fsync now, on the caller's thread (shutdown)."""
+        self._log.flush()
+
+    def close(self) -> None:
+        self._log.close()
+
+    @staticmethod
+    def delete_segment_files(segments: list[LogSegment]) -> None:
+        """Delete segments detached by retention, DeleteRecords or truncation (worker thread)."""
+        PartitionLog.delete_segments(segments)
+
+    def take_offline(self) -> None:
+        """The partition is going away (topic deleted): refuse appends and reads, wake waiters."""
+        self.online = False
+        self._wake_readers()
+
+    def delete_files(self) -> None:
+        """Close and remove the partition directory (worker thread, after take_offline)."""
+        self._log.close()
+        self._log.delete()
+
+
+def _batch_reader(plog: PartitionLog, seg: LogSegment, pos: int, header: BatchHeader) -> Callable[[], bytes]:
+    return lambda: plog.read_batch(seg, pos, header)

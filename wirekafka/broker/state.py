@@ -1,75 +1,53 @@
-"""BrokerState: the one owner of topics and partitions, and of what is persisted about them.
+"""BrokerState: the broker's parts wired together, and the owner of its log dir.
 
-Topic ids, partition counts and per-topic config overrides live in `wirekafka-topics.json` in
-the log dir (Kafka keeps these in its KRaft metadata log, which a single node without a
-controller quorum does not need). Each partition directory also carries Kafka's
-`partition.metadata` and `leader-epoch-checkpoint` files."""
+It formats and checks `meta.properties`, opens partitions (recovering logs that were not shut
+down cleanly, reading the checkpoints and each partition's `leader-epoch-checkpoint`), writes the
+checkpoints, and shuts down cleanly. Topics live behind the cluster-metadata seam
+(`self.metadata`), appends and fetches go through the replica manager (`self.replicas`), and the
+group coordinator reaches both through the coordinator runtime; none of them imports this module.
+
+Threading: `load`, `shutdown`, `write_checkpoints` run in worker threads while the event loop is
+not changing topics (start-up, shutdown) or from a snapshot taken on the loop
+(`checkpoint_snapshot`), so no worker iterates a structure the loop mutates."""
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
-import re
 import time
 import uuid
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Callable
 
+import trio
+
 from wirekafka.broker import topic_config
+from wirekafka.broker.coordinator_runtime import CoordinatorRuntime
 from wirekafka.broker.groups import GroupCoordinator
+from wirekafka.broker.metadata import LocalMetadata, Topic, uuid_to_base64
 from wirekafka.broker.partition import Partition
+from wirekafka.broker.replica_manager import ReplicaManager
 from wirekafka.config import BrokerConfig
-from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.storage import checkpoint
+from wirekafka.storage.epoch_cache import LeaderEpochCache
 from wirekafka.storage.log import PartitionLog
 
 log = logging.getLogger(__name__)
 
-TOPICS_FILE = "wirekafka-topics.json"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
-MAX_TOPIC_NAME = 249
-PRODUCER_ID_BLOCK = 1000
-_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-
-
-def uuid_to_base64(u: uuid.UUID) -> str:
-    """Kafka's text form of a Uuid: URL-safe base64 of the 16 bytes without padding."""
-    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
-
-
-def base64_to_uuid(s: str) -> uuid.UUID:
-    return uuid.UUID(bytes=base64.urlsafe_b64decode(s + "=" * (-len(s) % 4)))
 
 
 def new_cluster_id() -> str:
     return uuid_to_base64(uuid.uuid4())
 
 
-def topic_name_error(name: str) -> str | None:
-    if not name or name in (".", ".."):
-        return f"Topic name {name!r} is illegal"
-    if len(name) > MAX_TOPIC_NAME:
-        return f"Topic name is longer than {MAX_TOPIC_NAME} characters"
-    if not _TOPIC_NAME.match(name):
-        return f"Topic name {name!r} is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
-    return None
+@dataclass(frozen=True)
+class CheckpointSnapshot:
+    """Offsets to checkpoint, copied on the event loop; a worker writes them."""
 
-
-@dataclass
-class Topic:
-    name: str
-    topic_id: uuid.UUID
-    partitions: list[Partition] = field(default_factory=list)
-    configs: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def is_internal(self) -> bool:
-        return self.name in INTERNAL_TOPICS
+    recovery: dict[tuple[str, int], int]
+    starts: dict[tuple[str, int], int]
 
 
 class BrokerState:
@@ -78,12 +56,13 @@ class BrokerState:
         self.clock = clock
         self.node_id = config.node_id
         self.log_dir = config.log_dir
-        self.topics: dict[str, Topic] = {}
-        self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self.cluster_id = ""
-        self.next_producer_id = 0
-        self.producer_id_ceiling = 0
-        self.groups = GroupCoordinator(self)
+        self.metadata = LocalMetadata(self.log_dir, config, self._open_partition)
+        self.replicas = ReplicaManager(self.metadata, self.now_ms)
+        self.groups = GroupCoordinator(CoordinatorRuntime(self.metadata, self.replicas, config, self.now_ms))
+        self._recovery: dict[tuple[str, int], int] = {}
+        self._starts: dict[tuple[str, int], int] = {}
+        self._clean = True
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
@@ -91,30 +70,19 @@ class BrokerState:
     # ---- startup / shutdown ------------------------------------------------------------------
     def load(self) -> None:
         """Open the log dir: meta.properties, topics, every partition log (recovering those not
-        cleanly shut down) and producer state."""
+        cleanly shut down) and producer state. Runs in a worker before the broker serves."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         fresh = not (self.log_dir / "meta.properties").exists()
         self._load_meta()
         clean_marker = self.log_dir / CLEAN_SHUTDOWN_FILE
-        clean = clean_marker.exists()
-        recovery = checkpoint.read_offsets(self.log_dir / RECOVERY_CHECKPOINT)
-        starts = checkpoint.read_offsets(self.log_dir / LOG_START_CHECKPOINT)
-        topics_path = self.log_dir / TOPICS_FILE
-        saved = json.loads(topics_path.read_text()) if topics_path.exists() else {"topics": []}
-        # Producer ids are handed out in persisted blocks, so none is reused after a crash.
-        self.next_producer_id = self.producer_id_ceiling = saved.get("producer_id_block_end", 0)
-        for t in saved["topics"]:
-            topic = Topic(t["name"], base64_to_uuid(t["id"]), configs=dict(t.get("configs", {})))
-            for p in range(t["partitions"]):
-                key = (topic.name, p)
-                topic.partitions.append(
-                    self._open_partition(topic, p, starts.get(key, 0), recovery.get(key, 0), clean)
-                )
-            self._index(topic)
-        if not clean and not fresh:
+        self._clean = clean_marker.exists()
+        self._recovery = checkpoint.read_offsets(self.log_dir / RECOVERY_CHECKPOINT)
+        self._starts = checkpoint.read_offsets(self.log_dir / LOG_START_CHECKPOINT)
+        self.metadata.load()
+        if not self._clean and not fresh:
             log.info("log dir %s was not shut down cleanly; recovered past recovery points", self.log_dir)
+        self._clean = True
         clean_marker.unlink(missing_ok=True)
-        self._save_topics()
 
     def _load_meta(self) -> None:
         meta_path = self.log_dir / "meta.properties"
@@ -138,131 +106,59 @@ class BrokerState:
         )
         log.info("formatted %s with cluster id %s", self.log_dir, self.cluster_id)
 
-    def _open_partition(self, topic: Topic, index: int, start: int, recovery: int, clean: bool) -> Partition:
+    def _open_partition(self, topic: Topic, index: int, new: bool) -> Partition:
+        """This broker's replica of topic-index: its log (recovered past the recovery point
+        after an unclean shutdown), epoch cache and producer state."""
         directory = self.log_dir / f"{topic.name}-{index}"
+        key = (topic.name, index)
         plog = PartitionLog(
             directory,
             topic_config.log_config(topic.configs, self.config),
-            log_start_offset=start,
-            recovery_point=recovery,
-            clean_shutdown=clean,
+            log_start_offset=0 if new else self._starts.get(key, 0),
+            recovery_point=0 if new else self._recovery.get(key, 0),
+            clean_shutdown=new or self._clean,
             clock=self.clock,
         )
         meta = directory / "partition.metadata"
         if not meta.exists():
             checkpoint.atomic_write(meta, f"version: 0\ntopic_id: {uuid_to_base64(topic.topic_id)}\n")
-            checkpoint.write_leader_epochs(directory / "leader-epoch-checkpoint", [(0, 0)])
-        partition = Partition(topic.name, index, plog)
-        partition.rebuild_producer_state()
-        return partition
+        epochs = LeaderEpochCache(directory / "leader-epoch-checkpoint")
+        epochs.truncate_from_end(plog.log_end_offset)
+        return Partition(topic.name, index, plog, epochs)
 
-    def _index(self, topic: Topic) -> None:
-        self.topics[topic.name] = topic
-        self.topics_by_id[topic.topic_id] = topic
-
-    def _save_topics(self) -> None:
-        data = {
-            "version": 1,
-            "producer_id_block_end": self.producer_id_ceiling,
-            "topics": [
-                {"name": t.name, "id": uuid_to_base64(t.topic_id), "partitions": len(t.partitions), "configs": t.configs}
-                for t in self.topics.values()
-            ],
-        }
-        checkpoint.atomic_write(self.log_dir / TOPICS_FILE, json.dumps(data, indent=1))
-
-    def write_checkpoints(self) -> None:
+    def checkpoint_snapshot(self) -> CheckpointSnapshot:
+        """Copy every partition's recovery point and log start (on the event loop)."""
         recovery = {}
         starts = {}
-        for t in self.topics.values():
-            for p in t.partitions:
-                recovery[(t.name, p.index)] = p.log.recovery_point
-                starts[(t.name, p.index)] = p.log.log_start_offset
-        checkpoint.write_offsets(self.log_dir / RECOVERY_CHECKPOINT, recovery)
-        checkpoint.write_offsets(self.log_dir / LOG_START_CHECKPOINT, starts)
+        for p in self.metadata.iter_partitions():
+            recovery[(p.topic, p.index)] = p.recovery_point
+            starts[(p.topic, p.index)] = p.log_start_offset
+        return CheckpointSnapshot(recovery, starts)
 
-    def flush_all(self) -> None:
-        for t in self.topics.values():
-            for p in t.partitions:
-                p.log.flush()
+    async def delete_topic(self, name: str) -> None:
+        """Remove the topic from the metadata (its partitions go offline at once, waking their
+        waiters), then delete its files in a worker thread."""
+        topic = self.metadata.delete_topic(name)
+        for p in topic.partitions:
+            await trio.to_thread.run_sync(p.delete_files)
+
+    async def checkpoint(self) -> None:
+        """Snapshot on the loop, write the checkpoint files in a worker."""
+        await trio.to_thread.run_sync(self.write_checkpoints, self.checkpoint_snapshot())
+
+    def write_checkpoints(self, snapshot: CheckpointSnapshot) -> None:
+        """Write Kafka's recovery-point and log-start checkpoint files (worker thread)."""
+        checkpoint.write_offsets(self.log_dir / RECOVERY_CHECKPOINT, snapshot.recovery)
+        checkpoint.write_offsets(self.log_dir / LOG_START_CHECKPOINT, snapshot.starts)
 
     def shutdown(self) -> None:
-        """Flush and close every log, checkpoint, and leave the clean-shutdown marker."""
-        self.flush_all()
-        self.write_checkpoints()
-        self._save_topics()
-        for t in self.topics.values():
-            for p in t.partitions:
-                p.log.close()
+        """Flush and close every log, checkpoint, and leave the clean-shutdown marker. Runs in
+        a worker after every connection and background task has stopped."""
+        partitions = list(self.metadata.iter_partitions())
+        for p in partitions:
+            p.flush()
+        self.write_checkpoints(self.checkpoint_snapshot())
+        self.metadata.save()
+        for p in partitions:
+            p.close()
         checkpoint.atomic_write(self.log_dir / CLEAN_SHUTDOWN_FILE, '{"version":0,"brokerEpoch":0}')
-
-    # ---- topics --------------------------------------------------------------------------------
-    def get_partition(self, topic: str, index: int) -> Partition:
-        t = self.topics.get(topic)
-        if t is None or not 0 <= index < len(t.partitions):
-            raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        return t.partitions[index]
-
-    def validate_new_topic(self, name: str, num_partitions: int, replication_factor: int,
-                           configs: dict[str, str]) -> None:
-        if self.topics.get(name) is not None:
-            raise KafkaApiError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-        reason = topic_name_error(name)
-        if reason:
-            raise KafkaApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
-        if num_partitions <= 0:
-            raise KafkaApiError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
-        if replication_factor <= 0:
-            raise KafkaApiError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
-        if replication_factor > 1:
-            raise KafkaApiError(
-                ErrorCode.INVALID_REPLICATION_FACTOR,
-                f"Unable to replicate the partition {replication_factor} time(s): The target replication factor "
-                f"of {replication_factor} cannot be reached because only 1 broker(s) are registered.",
-            )
-        for k, v in configs.items():
-            reason = topic_config.invalid_reason(k, v)
-            if reason:
-                raise KafkaApiError(ErrorCode.INVALID_CONFIG, reason)
-
-    def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None) -> Topic:
-        topic = Topic(name, uuid.uuid4(), configs=dict(configs or {}))
-        for p in range(num_partitions):
-            topic.partitions.append(self._open_partition(topic, p, 0, 0, True))
-        self._index(topic)
-        self._save_topics()
-        log.info("created topic %s with %d partitions", name, num_partitions)
-        return topic
-
-    def delete_topic(self, name: str) -> None:
-        topic = self.topics.pop(name)
-        self.topics_by_id.pop(topic.topic_id, None)
-        self._save_topics()
-        for p in topic.partitions:
-            p.log.close()
-            p.log.delete()
-            p.notify()
-        log.info("deleted topic %s", name)
-
-    def add_partitions(self, topic: Topic, total: int) -> None:
-        for p in range(len(topic.partitions), total):
-            topic.partitions.append(self._open_partition(topic, p, 0, 0, True))
-        self._save_topics()
-
-    def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:
-        topic.configs = dict(configs)
-        cfg = topic_config.log_config(topic.configs, self.config)
-        for p in topic.partitions:
-            p.log.config = cfg
-        self._save_topics()
-
-    def topic_config_value(self, topic: Topic, name: str) -> str:
-        return topic_config.effective(name, topic.configs, self.config)[0]
-
-    def allocate_producer_id(self) -> int:
-        if self.next_producer_id >= self.producer_id_ceiling:
-            self.producer_id_ceiling = self.next_producer_id + PRODUCER_ID_BLOCK
-            self._save_topics()
-        pid = self.next_producer_id
-        self.next_producer_id += 1
-        return pid

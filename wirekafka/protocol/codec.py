@@ -13,6 +13,7 @@ from typing import Any
 from kafka.protocol.api_message import ApiMessage
 
 from wirekafka.protocol import api_versions
+from wirekafka.protocol.response_parts import Part, RegionResponse, part_size, splice
 
 _HEADER = struct.Struct(">hhi")
 _INT16 = struct.Struct(">h")
@@ -106,12 +107,30 @@ def decode_body(header: RequestHeader, frame: bytes) -> Any:
         ) from exc
 
 
+def _response_header(api_key: int, api_version: int, correlation_id: int, body: ApiMessage) -> bytes:
+    flexible_header = api_key != API_VERSIONS_KEY and body.flexible_version_q(api_version)
+    return _INT32.pack(correlation_id) + (b"\x00" if flexible_header else b"")
+
+
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: ApiMessage) -> bytes:
     """A whole response frame: size, response header (v0 or v1) and the body at api_version."""
     payload = body.encode(version=api_version)
-    flexible_header = api_key != API_VERSIONS_KEY and body.flexible_version_q(api_version)
-    header = _INT32.pack(correlation_id) + (b"\x00" if flexible_header else b"")
+    header = _response_header(api_key, api_version, correlation_id, body)
     return _INT32.pack(len(header) + len(payload)) + header + payload
+
+
+def encode_response_parts(api_key: int, api_version: int, correlation_id: int,
+                          response: RegionResponse) -> list[Part]:
+    """A whole response frame as parts: encoded bytes with the response's regions between them
+    (see response_parts). Joined, the parts are exactly what encode_response would give with
+    the regions' bytes inlined."""
+    body = response.body
+    payload = body.encode(version=api_version)
+    parts = splice(payload, body.flexible_version_q(api_version), response.placements)
+    header = _response_header(api_key, api_version, correlation_id, body)
+    size = len(header) + sum(part_size(p) for p in parts)
+    parts[0] = _INT32.pack(size) + header + parts[0]
+    return parts
 
 
 def warm_up() -> None:

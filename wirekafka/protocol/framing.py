@@ -2,13 +2,18 @@
 
 Sans-I/O: the caller feeds bytes in and takes whole frames out. The declared size is checked
 against the limit before any buffer for the frame is allocated, so a hostile length prefix
-cannot make the broker reserve memory (Kafka's `socket.request.max.bytes`)."""
+cannot make the broker reserve memory (Kafka's `socket.request.max.bytes`).
+
+Large frames (a produce request of many batches) are not accumulated chunk by chunk: once the size
+is known the frame gets its own buffer and `large_frame_target()` hands the caller the empty part
+of it to receive into directly (socket recv_into), so the bytes are copied once, by the kernel."""
 
 from __future__ import annotations
 
 import struct
 
 _SIZE = struct.Struct(">i")
+LARGE_FRAME = 1 << 16  # frames at least this big are received in place
 
 
 class FrameError(Exception):
@@ -18,15 +23,30 @@ class FrameError(Exception):
 class FrameReader:
     """Accumulates stream bytes and yields complete frame payloads."""
 
-    def __init__(self, max_frame_size: int) -> None:
+    def __init__(self, max_frame_size: int, large_frame: int = LARGE_FRAME) -> None:
         self._max = max_frame_size
+        self._large_threshold = large_frame
         self._buf = bytearray()
+        self._large: bytearray | None = None  # a large frame being received in place
+        self._filled = 0
 
     def feed(self, data: bytes) -> None:
         self._buf += data
 
-    def next_frame(self) -> bytes | None:
+    def large_frame_target(self) -> memoryview | None:
+        """Where the rest of a large frame goes (receive straight into it), or None."""
+        return memoryview(self._large)[self._filled:] if self._large is not None else None
+
+    def large_frame_received(self, n: int) -> None:
+        self._filled += n
+
+    def next_frame(self) -> bytes | bytearray | None:
         """The next whole frame payload, or None until more bytes arrive."""
+        if self._large is not None:
+            if self._filled < len(self._large):
+                return None
+            frame, self._large = self._large, None
+            return frame
         if len(self._buf) < 4:
             return None
         (size,) = _SIZE.unpack_from(self._buf, 0)
@@ -36,14 +56,16 @@ class FrameReader:
             raise FrameError(f"frame of {size} bytes exceeds socket.request.max.bytes={self._max}")
         end = 4 + size
         if len(self._buf) < end:
+            if size >= self._large_threshold:
+                self._large = bytearray(size)
+                self._filled = len(self._buf) - 4
+                self._large[: self._filled] = memoryview(self._buf)[4:]
+                self._buf.clear()
             return None
-        frame = bytes(self._buf[4:end])
+        with memoryview(self._buf) as view:
+            frame = bytes(view[4:end])
         del self._buf[:end]
         return frame
-
-    @property
-    def pending(self) -> int:
-        return len(self._buf)
 
 
 def frame(payload: bytes) -> bytes:

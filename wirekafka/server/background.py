@@ -1,5 +1,8 @@
-"""Periodic broker work: retention, flushing and checkpoints. Each runs in the event loop; the
-blocking parts (fsync, file deletion) go to a worker thread."""
+"""Periodic broker work: retention, flushing and checkpoints.
+
+Decisions and state changes happen on the event loop (which segments go, what a flush covers, the
+offsets to checkpoint); the file work — segment deletion, fsync, writing checkpoint files — runs in
+a worker thread on what the loop handed over, so a slow disk never stalls other connections."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import logging
 
 import trio
 
+from wirekafka.broker.partition import Partition
 from wirekafka.broker.state import BrokerState
 
 log = logging.getLogger(__name__)
@@ -17,13 +21,14 @@ async def retention_task(state: BrokerState, *, task_status=trio.TASK_STATUS_IGN
     task_status.started()
     while True:
         await trio.sleep(interval)
-        deleted = 0
-        for topic in list(state.topics.values()):
-            for p in topic.partitions:
-                if "delete" in state.topic_config_value(topic, "cleanup.policy"):
-                    deleted += p.log.apply_retention()
-        if deleted:
-            state.write_checkpoints()
+        doomed = []
+        for topic in state.metadata.all_topics():
+            if "delete" in state.metadata.topic_config_value(topic, "cleanup.policy"):
+                for p in topic.partitions:
+                    doomed.extend(p.apply_retention())
+        if doomed:
+            await trio.to_thread.run_sync(Partition.delete_segment_files, doomed)
+            await state.checkpoint()
 
 
 async def flush_task(state: BrokerState, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -41,7 +46,8 @@ async def flush_task(state: BrokerState, *, task_status=trio.TASK_STATUS_IGNORED
         since_flush += tick
         if since_flush >= flush_every:
             since_flush = 0.0
-            await trio.to_thread.run_sync(state.flush_all)
+            for p in list(state.metadata.iter_partitions()):
+                await state.replicas.flush(p)
         if since_checkpoint >= checkpoint_every:
             since_checkpoint = 0.0
-            await trio.to_thread.run_sync(state.write_checkpoints)
+            await state.checkpoint()

@@ -1,11 +1,16 @@
 """One task per connection: read a frame, dispatch it, write the response, in order.
 
 Kafka processes one request per connection at a time (the channel is muted until the response
-is sent), so requests here are handled strictly in sequence and responses leave in request order."""
+is sent), so requests here are handled strictly in sequence and responses leave in request order.
+
+A response is either bytes or a list of parts (bytes and file regions, see
+protocol/response_parts.py); regions go from the page cache to the socket with os.sendfile, the
+seeds' zero-copy transfer, and are closed once sent (or when the connection fails)."""
 
 from __future__ import annotations
 
 import logging
+import os
 
 import trio
 
@@ -15,6 +20,8 @@ from wirekafka.broker.handlers.api_versions import unsupported_version_response
 from wirekafka.broker.state import BrokerState
 from wirekafka.protocol import api_versions, codec
 from wirekafka.protocol.framing import FrameError, FrameReader
+from wirekafka.protocol.response_parts import Part, RegionResponse
+from wirekafka.storage.region import FileRegion
 
 log = logging.getLogger(__name__)
 
@@ -55,13 +62,22 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, shutdo
         while True:
             payload = reader.next_frame()
             if payload is None:
+                target = reader.large_frame_target()
+                if target is not None:  # the rest of a large request goes straight into its buffer
+                    received = await stream.socket.recv_into(target)
+                    if not received:
+                        return
+                    reader.large_frame_received(received)
+                    continue
                 data = await shutdown.receive(stream)
                 if not data:
                     return
                 reader.feed(data)
                 continue
             response = await _handle_frame(payload, state, peer)
-            if response is not None:
+            if isinstance(response, list):
+                await _send_parts(stream, response)
+            elif response is not None:
                 await stream.send_all(response)
     except FrameError as exc:
         log.info("closing connection from %s: %s", peer, exc)
@@ -79,7 +95,44 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, shutdo
             await stream.aclose()
 
 
-async def _handle_frame(payload: bytes, state: BrokerState, peer: str) -> bytes | None:
+async def _send_parts(stream: trio.SocketStream, parts: list[Part]) -> None:
+    """Send bytes and file regions in order; adjacent bytes go out in one call."""
+    try:
+        pending = bytearray()
+        for part in parts:
+            if isinstance(part, (bytes, bytearray)):
+                pending += part
+                continue
+            if pending:
+                await stream.send_all(pending)
+                pending = bytearray()
+            await _sendfile(stream.socket, part)
+        if pending:
+            await stream.send_all(pending)
+    finally:
+        for part in parts:
+            if isinstance(part, FileRegion):
+                part.close()
+
+
+async def _sendfile(sock: trio.socket.SocketType, region: FileRegion) -> None:
+    """os.sendfile on the non-blocking socket, waiting for room when the socket buffer is full."""
+    out = sock.fileno()
+    offset, remaining = region.position, region.length
+    while remaining:
+        try:
+            sent = os.sendfile(out, region.fd, offset, remaining)
+        except BlockingIOError:
+            await trio.lowlevel.wait_writable(sock)
+            continue
+        if sent == 0:  # the file shrank under us: the frame can no longer be completed
+            raise trio.BrokenResourceError(f"segment region ended {remaining} bytes early")
+        offset += sent
+        remaining -= sent
+        await trio.lowlevel.checkpoint()
+
+
+async def _handle_frame(payload: bytes, state: BrokerState, peer: str) -> bytes | list[Part] | None:
     header = codec.parse_header(payload)
     if not api_versions.is_supported(header.api_key, header.api_version):
         if header.api_key == codec.API_VERSIONS_KEY:
@@ -90,6 +143,13 @@ async def _handle_frame(payload: bytes, state: BrokerState, peer: str) -> bytes 
     response = await dispatch(ctx, body)
     if response is None:
         return None
+    if isinstance(response, RegionResponse):
+        try:
+            return codec.encode_response_parts(header.api_key, header.api_version, header.correlation_id, response)
+        except BaseException:
+            for region in response.regions():
+                region.close()  # type: ignore[attr-defined]
+            raise
     return codec.encode_response(header.api_key, header.api_version, header.correlation_id, response)
 
 

@@ -12,10 +12,11 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 from wirekafka.protocol.records import BatchHeader
-from wirekafka.storage.segment import NO_TIMESTAMP, LogSegment
+from wirekafka.storage.region import FileRegion
+from wirekafka.storage.segment import NO_TIMESTAMP, Buffer, LogSegment
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,22 @@ class LogConfig:
     retention_bytes: int = -1
     flush_messages: int = 2**63 - 1
     flush_ms: int = 2**63 - 1
+
+
+@dataclass
+class FlushWork:
+    """Segments to fsync and the offset they cover; owns nothing the log mutates."""
+
+    segments: list[LogSegment]
+    end: int
+
+    def run(self) -> None:
+        for seg in self.segments:
+            if not seg.closed:  # retention may have detached and deleted it meanwhile
+                try:
+                    seg.flush()
+                except OSError as exc:
+                    log.debug("flush of %s skipped: %s", seg.log_path, exc)
 
 
 class PartitionLog:
@@ -99,14 +116,15 @@ class PartitionLog:
         return sum(s.size for s in self.segments)
 
     # ---- writes ---------------------------------------------------------------------------
-    def append(self, batch: bytes | bytearray, header: BatchHeader) -> None:
-        """Append an offset-assigned batch, rolling first if the active segment is full or old."""
-        if self._should_roll(len(batch), header):
+    def append(self, parts: Sequence[Buffer], header: BatchHeader) -> bool:
+        """Append an offset-assigned batch (consecutive buffers, see LogSegment.append), rolling
+        first if the active segment is full or old. Returns True when flush.messages says the log
+        is due a flush (the caller schedules it)."""
+        if self._should_roll(header.size, header):
             self.roll(header.base_offset)
-        self.active.append(batch, header)
+        self.active.append(parts, header)
         self._unflushed_messages += header.records_count
-        if self._unflushed_messages >= self.config.flush_messages:
-            self.flush()
+        return self._unflushed_messages >= self.config.flush_messages
 
     def _should_roll(self, size: int, header: BatchHeader) -> bool:
         seg = self.active
@@ -130,30 +148,51 @@ class PartitionLog:
         self.segments = self.segments + [seg]
         return seg
 
-    def flush(self) -> None:
-        """fsync everything up to the log end and move the recovery point there."""
-        end = self.log_end_offset
-        for seg in self.segments:
-            if seg.next_offset > self.recovery_point or seg is self.active:
-                seg.flush()
-        self.recovery_point = end
+    def flush_work(self) -> "FlushWork":
+        """What a flush to the current log end must fsync, taken now (on the owner's thread);
+        run() it in a worker, then report the end back with flushed()."""
+        segments = [s for s in self.segments if s.next_offset > self.recovery_point or s is self.active]
         self._unflushed_messages = 0
+        return FlushWork(segments, self.log_end_offset)
+
+    def flushed(self, end: int) -> None:
+        """Everything below end is on disk: move the recovery point there."""
+        self.recovery_point = max(self.recovery_point, min(end, self.log_end_offset))
+
+    def flush(self) -> None:
+        """fsync everything up to the log end now (shutdown, tests)."""
+        work = self.flush_work()
+        work.run()
+        self.flushed(work.end)
 
     # ---- reads ----------------------------------------------------------------------------
     def _segment_index(self, offset: int) -> int:
         bases = [s.base_offset for s in self.segments]
         return max(bisect.bisect_right(bases, offset) - 1, 0)
 
-    def read(self, offset: int, max_bytes: int, max_offset: int, min_one: bool) -> bytes:
-        """Whole batches from the one containing offset, never past max_offset."""
+    def read_region(self, offset: int, max_bytes: int, max_offset: int, min_one: bool) -> FileRegion | None:
+        """Whole batches from the one containing offset, never past max_offset, as a file region
+        (no record bytes are read)."""
         segments = self.segments
         for seg in segments[self._segment_index(offset) :]:
             if seg.next_offset <= offset:
                 continue
-            data = seg.read_batches(offset, max_bytes, max_offset, min_one)
-            if data:
-                return data
-        return b""
+            found = seg.locate(offset, max_bytes, max_offset, min_one)
+            if found is not None:
+                return seg.region(*found)
+            if seg.next_offset >= max_offset:
+                return None
+        return None
+
+    def read(self, offset: int, max_bytes: int, max_offset: int, min_one: bool) -> bytes:
+        """The bytes read_region would send, for readers that decode them (coordinators, tests)."""
+        region = self.read_region(offset, max_bytes, max_offset, min_one)
+        if region is None:
+            return b""
+        try:
+            return region.read()
+        finally:
+            region.close()
 
     def iter_batch_headers(self, start_offset: int = 0) -> Iterator[tuple[LogSegment, int, BatchHeader]]:
         for seg in self.segments[self._segment_index(start_offset) :]:
@@ -192,20 +231,20 @@ class PartitionLog:
         return (best, found[0], found[1]) if found else None
 
     # ---- deletion -------------------------------------------------------------------------
-    def _delete_prefix(self, count: int, reason: str) -> int:
-        """Delete the first count segments (never the active one); returns how many went."""
+    def _detach_prefix(self, count: int, reason: str) -> list[LogSegment]:
+        """Remove the first count segments (never the active one) from the log and return them;
+        their files are deleted by the caller with delete_segments, off the event loop."""
         count = min(count, len(self.segments) - 1)
         if count <= 0:
-            return 0
+            return []
         doomed, self.segments = self.segments[:count], self.segments[count:]
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
         for seg in doomed:
             log.info("deleting segment %s (%s)", seg.log_path, reason)
-            seg.delete()
-        return count
+        return doomed
 
-    def apply_retention(self) -> int:
-        """Delete whole segments past retention.ms (by their largest timestamp) or beyond
+    def apply_retention(self) -> list[LogSegment]:
+        """Detach whole segments past retention.ms (by their largest timestamp) or beyond
         retention.bytes, and segments entirely below the log start offset."""
         now_ms = int(self.clock() * 1000)
         cfg = self.config
@@ -223,17 +262,47 @@ class PartitionLog:
             while n < len(self.segments) - 1 and excess >= self.segments[n].size:
                 excess -= self.segments[n].size
                 n += 1
-        return self._delete_prefix(n, "retention")
+        return self._detach_prefix(n, "retention")
 
-    def advance_log_start(self, offset: int) -> None:
-        """DeleteRecords: move the log start offset; segments wholly below it go."""
+    def advance_log_start(self, offset: int) -> list[LogSegment]:
+        """DeleteRecords: move the log start offset; segments wholly below it are detached."""
         if offset <= self.log_start_offset:
-            return
+            return []
         self.log_start_offset = offset
         n = 0
         while n < len(self.segments) - 1 and self.segments[n].next_offset <= offset:
             n += 1
-        self._delete_prefix(n, "log start offset moved")
+        return self._detach_prefix(n, "log start offset moved")
+
+    def truncate_to(self, offset: int) -> list[LogSegment]:
+        """Remove every batch holding an offset at or after offset (a follower's divergent tail;
+        a batch straddling offset goes whole, as in Kafka). Segments wholly
+        past it are detached and returned for deletion; the one holding it is cut in place.
+        Truncating below the log start empties the log and restarts it at offset."""
+        if offset >= self.log_end_offset:
+            return []
+        if offset < self.segments[0].base_offset or offset <= self.log_start_offset:
+            doomed = self.segments
+            self.segments = [LogSegment(self.dir, offset, self.config.index_interval_bytes)]
+            self.segments[0].created_ms = int(self.clock() * 1000)
+            self.log_start_offset = offset
+            self.recovery_point = offset
+            return doomed
+        keep = self._segment_index(offset)
+        doomed = self.segments[keep + 1:]
+        if self.segments[keep].base_offset == offset and keep > 0:
+            doomed = self.segments[keep:]
+            keep -= 1
+        self.segments = self.segments[: keep + 1]
+        self.active.truncate_to(offset)
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        return doomed
+
+    @staticmethod
+    def delete_segments(segments: list[LogSegment]) -> None:
+        """Close and unlink detached segments (worker-thread work)."""
+        for seg in segments:
+            seg.delete()
 
     def close(self) -> None:
         self.active.seal()

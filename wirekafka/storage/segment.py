@@ -9,11 +9,14 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence, Union
+
+Buffer = Union[bytes, bytearray, memoryview]
 
 from wirekafka.protocol import records
 from wirekafka.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
 from wirekafka.storage.index import OffsetIndex, TimeIndex
+from wirekafka.storage.region import FileRegion
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +53,15 @@ class LogSegment:
         self.closed = False
 
     # ---- writes ---------------------------------------------------------------------------
-    def append(self, batch: bytes | bytearray, header: BatchHeader) -> int:
-        """Append one offset-assigned batch; returns its file position."""
+    def append(self, parts: Sequence[Buffer], header: BatchHeader) -> int:
+        """Append one offset-assigned batch, given as consecutive buffers (a patched header and
+        the producer's bytes, so the records are never copied in Python); one writev call, so a
+        reader never sees half a batch. Returns its file position."""
         position = self.size
-        os.write(self._fd, batch)
-        self.size += len(batch)
+        written = os.writev(self._fd, parts)
+        if written != header.size:
+            raise OSError(f"short write of {written} of {header.size} bytes to {self.log_path}")
+        self.size += written
         self._track(header, position)
         return position
 
@@ -112,36 +119,67 @@ class LogSegment:
                 pos = header.size
             position += pos
 
+    def iter_headers_sparse(self, position: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
+        """Like iter_headers, but reads only each batch's 61-byte header: the read path uses it
+        to find batch boundaries without pulling record bytes into Python."""
+        end = self.size if end is None else end
+        while position + HEADER_SIZE <= end:
+            header = records.parse_header(os.pread(self._fd, HEADER_SIZE, position))
+            if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or position + header.size > end:
+                return
+            yield position, header
+            position += header.size
+
     def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
         """Position and header of the first batch whose last offset is >= offset."""
         _, start = self.index.lookup(offset)
-        for position, header in self.iter_headers(start):
+        for position, header in self.iter_headers_sparse(start):
             if header.last_offset >= offset:
                 return position, header
         return None
 
-    def read_batches(self, offset: int, max_bytes: int, max_offset: int, min_one: bool) -> bytes:
-        """Whole batches starting with the one holding offset, below max_offset, within
-        max_bytes; with min_one, the first batch even when it alone exceeds max_bytes."""
+    def locate(self, offset: int, max_bytes: int, max_offset: int, min_one: bool) -> tuple[int, int] | None:
+        """(position, length) of whole batches starting with the one holding offset, below
+        max_offset, within max_bytes; with min_one, the first batch even when it alone exceeds
+        max_bytes. None when there is nothing to read."""
         found = self.find_batch(offset)
-        if found is None:
-            return b""
-        start, _ = found
+        if found is None or found[1].base_offset >= max_offset:
+            return None
+        start, header = found
         total = 0
-        for position, header in self.iter_headers(start):
+        position = start
+        while True:
             if header.base_offset >= max_offset:
                 break
             if total + header.size > max_bytes and not (min_one and total == 0):
                 break
             total += header.size
-            if total >= max_bytes:
+            position += header.size
+            if total >= max_bytes or position + HEADER_SIZE > self.size:
                 break
-        return self.read_at(start, total) if total else b""
+            header = records.parse_header(os.pread(self._fd, HEADER_SIZE, position))
+            if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or position + header.size > self.size:
+                break
+        return (start, total) if total else None
+
+    def region(self, position: int, length: int) -> FileRegion:
+        return FileRegion(self._fd, position, length)
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch holding an offset >= offset (Kafka cuts at the batch that contains
+        it), then rebuild the indexes."""
+        cut = self.size
+        for position, header in self.iter_headers_sparse(0):
+            if header.last_offset >= offset:
+                cut = position
+                break
+        os.ftruncate(self._fd, cut)
+        self.recover()
 
     def find_timestamp(self, timestamp: int) -> tuple[int, BatchHeader] | None:
         """First batch (position, header) whose max timestamp is >= timestamp."""
         _, start = self.index.lookup(self.time_index.lookup(timestamp))
-        for position, header in self.iter_headers(start):
+        for position, header in self.iter_headers_sparse(start):
             if header.max_timestamp >= timestamp:
                 return position, header
         return None

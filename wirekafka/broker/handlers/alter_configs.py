@@ -30,7 +30,7 @@ def apply_topic_change(state: BrokerState, resource_type: int, name: str, change
         raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Dynamic broker configs are not supported by wirekafka")
     if resource_type != RESOURCE_TOPIC:
         raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource_type}")
-    topic = state.topics.get(name)
+    topic = state.metadata.topic(name)
     if topic is None:
         raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
     new = change(dict(topic.configs))
@@ -39,7 +39,7 @@ def apply_topic_change(state: BrokerState, resource_type: int, name: str, change
         if reason:
             raise KafkaApiError(ErrorCode.INVALID_CONFIG, reason)
     if not validate_only:
-        state.set_topic_configs(topic, new)
+        state.metadata.set_topic_configs(topic, new)
 
 
 def run_resources(ctx: RequestContext, request: object, response_cls: type,

@@ -22,7 +22,7 @@ def _check(ctx: RequestContext, t: object, duplicated: bool) -> None:
     state = ctx.state
     if duplicated:
         raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Duplicate topic in request.")
-    topic = state.topics.get(t.name)  # type: ignore[attr-defined]
+    topic = state.metadata.topic(t.name)  # type: ignore[attr-defined]
     if topic is None:
         raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{t.name}' does not exist.")  # type: ignore[attr-defined]
     current, count = len(topic.partitions), t.count  # type: ignore[attr-defined]
@@ -49,7 +49,7 @@ def handle(ctx: RequestContext, request: object) -> CreatePartitionsResponse:
         try:
             _check(ctx, t, counts[t.name] > 1)
             if not request.validate_only:  # type: ignore[attr-defined]
-                ctx.state.add_partitions(ctx.state.topics[t.name], t.count)
+                ctx.state.metadata.add_partitions(ctx.state.metadata.topic(t.name), t.count)
             results.append(_Result(name=t.name, error_code=ErrorCode.NONE, error_message=None))
         except KafkaApiError as exc:
             results.append(_Result(name=t.name, error_code=exc.code, error_message=exc.message))

@@ -58,10 +58,10 @@ def handle(ctx: RequestContext, request: object) -> CreateTopicsResponse:
             else:
                 partitions = state.config.int("num.partitions") if t.num_partitions == -1 else t.num_partitions
                 rf = state.config.int("default.replication.factor") if t.replication_factor == -1 else t.replication_factor
-            state.validate_new_topic(t.name, partitions, rf, configs)
+            state.metadata.validate_new_topic(t.name, partitions, rf, configs)
             topic_id = uuid.UUID(int=0)
             if not validate_only:
-                topic_id = state.create_topic(t.name, partitions, configs).topic_id
+                topic_id = state.metadata.create_topic(t.name, partitions, configs).topic_id
             results.append(_Result(name=t.name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
                                    num_partitions=partitions, replication_factor=rf,
                                    configs=_config_entries(ctx, configs)))

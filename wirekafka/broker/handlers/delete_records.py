@@ -18,7 +18,7 @@ _Topic = DeleteRecordsResponse.DeleteRecordsTopicResult
 _Part = _Topic.DeleteRecordsPartitionResult
 
 
-def handle(ctx: RequestContext, request: object) -> DeleteRecordsResponse:
+async def handle(ctx: RequestContext, request: object) -> DeleteRecordsResponse:
     state = ctx.state
     topics = []
     moved = False
@@ -26,12 +26,12 @@ def handle(ctx: RequestContext, request: object) -> DeleteRecordsResponse:
         parts = []
         for p in t.partitions:
             try:
-                partition = state.get_partition(t.name, p.partition_index)
+                partition = state.metadata.partition(t.name, p.partition_index)
                 offset = partition.high_watermark if p.offset == HIGH_WATERMARK else p.offset
                 if offset < 0 or offset > partition.high_watermark:
                     raise KafkaApiError(ErrorCode.OFFSET_OUT_OF_RANGE)
                 if offset > partition.log_start_offset:
-                    partition.log.advance_log_start(offset)
+                    await state.replicas.delete_records(partition, offset)
                     moved = True
                 parts.append(_Part(partition_index=p.partition_index, low_watermark=partition.log_start_offset,
                                    error_code=ErrorCode.NONE))
@@ -39,5 +39,5 @@ def handle(ctx: RequestContext, request: object) -> DeleteRecordsResponse:
                 parts.append(_Part(partition_index=p.partition_index, low_watermark=-1, error_code=exc.code))
         topics.append(_Topic(name=t.name, partitions=parts))
     if moved:
-        state.write_checkpoints()
+        await state.checkpoint()
     return DeleteRecordsResponse(version=ctx.version, throttle_time_ms=0, topics=topics)

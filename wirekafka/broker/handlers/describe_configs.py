@@ -37,7 +37,7 @@ def render(value: object) -> str | None:
 
 def _topic_entries(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool) -> list:
     state = ctx.state
-    topic = state.topics.get(name)
+    topic = state.metadata.topic(name)
     if topic is None:
         raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
     broker: BrokerConfig = state.config

@@ -20,4 +20,4 @@ def handle(ctx: RequestContext, request: object) -> InitProducerIdResponse:
                                       error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                                       producer_id=-1, producer_epoch=-1)
     return InitProducerIdResponse(version=ctx.version, throttle_time_ms=0, error_code=ErrorCode.NONE,
-                                  producer_id=ctx.state.allocate_producer_id(), producer_epoch=0)
+                                  producer_id=ctx.state.metadata.allocate_producer_id(), producer_epoch=0)

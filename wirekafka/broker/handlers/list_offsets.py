@@ -30,9 +30,8 @@ _PartResp = _TopicResp.ListOffsetsPartitionResponse
 
 
 def _first_record_at(partition: Partition, found, predicate) -> tuple[int, int] | None:
-    seg, pos, header = found
-    batch = partition.log.read_batch(seg, pos, header)
-    for rec in records.iter_records(batch):
+    _header, read = found
+    for rec in records.iter_records(read()):
         if rec.offset >= partition.log_start_offset and predicate(rec.timestamp):
             return rec.timestamp, rec.offset
     return None
@@ -47,20 +46,20 @@ def lookup(partition: Partition, timestamp: int, read_committed: bool) -> tuple[
     if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
         return -1, -1
     if timestamp == MAX_TIMESTAMP:
-        found = partition.log.max_timestamp_batch()
+        found = partition.batch_with_max_timestamp()
         if found is None:
             return -1, -1
-        max_ts = found[2].max_timestamp
+        max_ts = found[0].max_timestamp
         hit = _first_record_at(partition, found, lambda ts: ts == max_ts)
         return hit if hit else (-1, -1)
     if timestamp < 0:
         raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"invalid timestamp {timestamp}")
-    found = partition.log.find_timestamp(timestamp)
+    found = partition.batch_for_timestamp(timestamp)
     if found is None:
         return -1, -1
     # Usually the first candidate batch answers; one straddling the log start may not.
-    for candidate in partition.log.iter_batch_headers(found[2].base_offset):
-        if candidate[2].max_timestamp >= timestamp:
+    for candidate in partition.iter_batches(found[0].base_offset):
+        if candidate[0].max_timestamp >= timestamp:
             hit = _first_record_at(partition, candidate, lambda ts: ts >= timestamp)
             if hit:
                 return hit
@@ -79,7 +78,7 @@ def handle(ctx: RequestContext, request: object) -> ListOffsetsResponse:
             try:
                 if mentions[(rt.name, rp.partition_index)] > 1:
                     raise KafkaApiError(ErrorCode.INVALID_REQUEST, "partition is duplicated in the request")
-                partition = state.get_partition(rt.name, rp.partition_index)
+                partition = state.metadata.partition(rt.name, rp.partition_index)
                 partition.check_leader_epoch(rp.current_leader_epoch)
                 ts, offset = lookup(partition, rp.timestamp, read_committed)
                 parts.append(_PartResp(partition_index=rp.partition_index, error_code=ErrorCode.NONE,

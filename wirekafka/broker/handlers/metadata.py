@@ -16,7 +16,7 @@ import uuid
 from kafka.protocol.metadata.metadata import MetadataResponse
 
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.state import INTERNAL_TOPICS, Topic, topic_name_error
+from wirekafka.broker.metadata import INTERNAL_TOPICS, Topic, topic_name_error
 from wirekafka.protocol.errors import ErrorCode
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -62,25 +62,25 @@ def handle(ctx: RequestContext, request: object) -> MetadataResponse:
     requested = request.topics  # type: ignore[attr-defined]
     topics: list[_Topic] = []
     if requested is None or (v == 0 and not requested):
-        topics = [topic_metadata(ctx, t, with_ops) for t in state.topics.values()]
+        topics = [topic_metadata(ctx, t, with_ops) for t in state.metadata.all_topics()]
     else:
         auto = state.config.bool("auto.create.topics.enable") and (v < 4 or request.allow_auto_topic_creation)  # type: ignore[attr-defined]
         for req_topic in requested:
             name = req_topic.name
             if name is None:
                 tid = req_topic.topic_id
-                found = state.topics_by_id.get(tid) if tid else None
+                found = state.metadata.topic_by_id(tid) if tid else None
                 topics.append(
                     topic_metadata(ctx, found, with_ops) if found
                     else _error_topic(ErrorCode.UNKNOWN_TOPIC_ID, None, tid or ZERO_UUID)
                 )
                 continue
-            topic = state.topics.get(name)
+            topic = state.metadata.topic(name)
             if topic is None and auto and name not in INTERNAL_TOPICS:
                 if topic_name_error(name):
                     topics.append(_error_topic(ErrorCode.INVALID_TOPIC_EXCEPTION, name))
                     continue
-                topic = state.create_topic(name, state.config.int("num.partitions"))
+                topic = state.metadata.create_topic(name, state.config.int("num.partitions"))
             if topic is None:
                 topics.append(_error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name))
             else:

@@ -20,7 +20,7 @@ _Topic = OffsetCommitResponse.OffsetCommitResponseTopic
 _Part = _Topic.OffsetCommitResponsePartition
 
 
-def handle(ctx: RequestContext, request: object) -> OffsetCommitResponse:
+async def handle(ctx: RequestContext, request: object) -> OffsetCommitResponse:
     r = request
     state = ctx.state
     v = ctx.version
@@ -33,9 +33,10 @@ def handle(ctx: RequestContext, request: object) -> OffsetCommitResponse:
     max_metadata = state.config.int("offset.metadata.max.bytes")
     now_ms = state.now_ms()
     accepted: dict[tuple[str, int], gr.OffsetValue] = {}
+    accepted_parts: list[_Part] = []
     topics = []
     for t in r.topics:  # type: ignore[attr-defined]
-        topic = state.topics_by_id.get(t.topic_id) if v >= 10 else state.topics.get(t.name)
+        topic = state.metadata.topic_by_id(t.topic_id) if v >= 10 else state.metadata.topic(t.name)
         parts = []
         for p in t.partitions:
             code = group_error
@@ -48,7 +49,13 @@ def handle(ctx: RequestContext, request: object) -> OffsetCommitResponse:
                     accepted[(topic.name, p.partition_index)] = gr.OffsetValue(
                         p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now_ms)
             parts.append(_Part(partition_index=p.partition_index, error_code=code))
+            if code == ErrorCode.NONE:
+                accepted_parts.append(parts[-1])
         topics.append(_Topic(name=t.name, topic_id=t.topic_id, partitions=parts))
     if group is not None and accepted:
-        state.groups.commit(group, accepted)
+        try:
+            await state.groups.commit(group, accepted)
+        except KafkaApiError as exc:  # not replicated in time: every accepted partition fails
+            for part in accepted_parts:
+                part.error_code = exc.code
     return OffsetCommitResponse(version=v, throttle_time_ms=0, topics=topics)

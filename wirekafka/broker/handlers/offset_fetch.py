@@ -29,12 +29,12 @@ def _answer(ctx: RequestContext, group_id: str, wanted: list | None, by_id: bool
         for (t, p), v in sorted(committed.items()):
             by_topic.setdefault(t, []).append((p, v.offset, v.leader_epoch, v.metadata))
         for t, parts in by_topic.items():
-            topic = ctx.state.topics.get(t)
+            topic = ctx.state.metadata.topic(t)
             out.append((t, topic.topic_id if topic else None, parts))
         return ErrorCode.NONE, out
     for t in wanted:
         if by_id:
-            topic = ctx.state.topics_by_id.get(t.topic_id)
+            topic = ctx.state.metadata.topic_by_id(t.topic_id)
             name = topic.name if topic else ""
         else:
             name = t.name

@@ -1,0 +1,162 @@
+"""Partition: offsets, high watermark, epochs, reads as file regions, truncation, DeleteRecords."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from wirekafka.broker.partition import AppendOrigin, Isolation, Partition
+from wirekafka.protocol import records
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+from wirekafka.storage import segment as segment_module
+from wirekafka.storage.epoch_cache import LeaderEpochCache
+from wirekafka.storage.log import LogConfig, PartitionLog
+
+NOW = 1_700_000_000_000
+
+
+def _open(directory: Path, **config) -> Partition:
+    plog = PartitionLog(directory, LogConfig(**config), clean_shutdown=True)
+    return Partition("t", 0, plog, LeaderEpochCache(directory / "leader-epoch-checkpoint"))
+
+
+def _batch(n: int, value_size: int = 10, **kw) -> tuple[bytes, records.BatchHeader]:
+    b = records.build_batch([(b"k%d" % i, b"v" * value_size, NOW + i) for i in range(n)], **kw)
+    return b, records.validate_batch(b)
+
+
+def _append(p: Partition, n: int, value_size: int = 10, **kw):
+    return p.append(*_batch(n, value_size, **kw), AppendOrigin.CLIENT)
+
+
+def _read_bytes(p: Partition, offset: int, max_bytes: int = 10**6, min_one: bool = True) -> bytes:
+    result = p.read(offset, max_bytes, Isolation.READ_UNCOMMITTED, min_one)
+    if result.region is None:
+        return b""
+    try:
+        return result.region.read()
+    finally:
+        result.region.close()
+
+
+def _offsets(data: bytes) -> list[int]:
+    out = []
+    for start, end in records.split_batches(data):
+        out.extend(r.offset for r in records.iter_records(data[start:end]))
+    return out
+
+
+def test_append_assigns_offsets_epoch_and_moves_high_watermark(tmp_path: Path) -> None:
+    p = _open(tmp_path / "t-0")
+    assert p.high_watermark == 0 and p.end_offset_for_epoch(0) == (0, 0)  # leader since offset 0
+    first = _append(p, 3)
+    second = _append(p, 2)
+    assert (first.base_offset, first.last_offset, second.base_offset) == (0, 2, 3)
+    assert p.high_watermark == p.log_end_offset == 5
+    assert _offsets(_read_bytes(p, 0)) == [0, 1, 2, 3, 4]
+    assert records.parse_header(_read_bytes(p, 3)).partition_leader_epoch == 0
+
+
+def test_read_stops_at_high_watermark_and_checks_range(tmp_path: Path) -> None:
+    p = _open(tmp_path / "t-0")
+    _append(p, 4)
+    assert p.read(4, 1000, Isolation.READ_COMMITTED, True).region is None  # nothing past the end
+    with pytest.raises(KafkaApiError) as exc:
+        p.read(5, 1000, Isolation.READ_UNCOMMITTED, True)
+    assert exc.value.code == ErrorCode.OFFSET_OUT_OF_RANGE
+    result = p.read(0, 1, Isolation.READ_UNCOMMITTED, min_one=False)
+    assert result.region is None and (result.high_watermark, result.log_start_offset) == (4, 0)
+
+
+def test_epoch_bump_is_recorded_and_answers_offset_for_leader_epoch(tmp_path: Path) -> None:
+    p = _open(tmp_path / "t-0")
+    _append(p, 5)
+    p.become_leader(3)
+    _append(p, 2)
+    assert p.epochs.entries == [(0, 0), (3, 5)]
+    assert p.end_offset_for_epoch(0) == (0, 5)
+    assert p.end_offset_for_epoch(3) == (3, 7)
+    assert p.end_offset_for_epoch(1) == (0, 5)
+    reopened = _open(tmp_path / "t-0")  # the checkpoint file is read at start
+    assert reopened.epochs.entries == [(0, 0), (3, 5)]
+
+
+def test_truncate_to_cuts_log_epochs_producer_state_and_high_watermark(tmp_path: Path) -> None:
+    p = _open(tmp_path / "t-0", segment_bytes=300)
+    for i in range(6):
+        _append(p, 2, producer_id=7, producer_epoch=0, base_sequence=2 * i)
+    p.become_leader(1)
+    _append(p, 2, producer_id=7, producer_epoch=0, base_sequence=12)
+    doomed = p.truncate_to(5)
+    Partition.delete_segment_files(doomed)
+    assert p.log_end_offset == 4  # the batch holding 5 starts at 4 and goes whole
+    assert p.high_watermark == 4
+    assert p.epochs.entries == [(0, 0)]
+    assert _offsets(_read_bytes(p, 0)) == [0, 1, 2, 3]
+    # producer state follows the log: sequence 4 is next again
+    again = _append(p, 2, producer_id=7, producer_epoch=0, base_sequence=4)
+    assert again.base_offset == 4 and not again.duplicate
+
+
+def test_duplicate_batch_answers_its_first_offset(tmp_path: Path) -> None:
+    p = _open(tmp_path / "t-0")
+    batch = _batch(3, producer_id=9, producer_epoch=0, base_sequence=0)
+    first = p.append(*batch, AppendOrigin.CLIENT)
+    dup = p.append(*batch, AppendOrigin.CLIENT)
+    assert dup.duplicate and dup.base_offset == first.base_offset and p.log_end_offset == 3
+
+
+def test_replicated_batches_keep_their_offsets(tmp_path: Path) -> None:
+    p = _open(tmp_path / "t-0")
+    data, _ = _batch(2, base_offset=0)
+    buf = bytearray(data)
+    records.assign_offsets(buf, 0, 4)
+    p.append(bytes(buf), records.parse_header(buf), AppendOrigin.REPLICATION)
+    assert p.log_end_offset == 2 and p.epochs.entries[-1] == (4, 0)
+
+
+def test_delete_records_moves_start_and_epochs(tmp_path: Path) -> None:
+    p = _open(tmp_path / "t-0", segment_bytes=300)
+    for _ in range(10):
+        _append(p, 2)
+    doomed = p.delete_records_before(9)
+    assert doomed and all(s.next_offset <= 9 for s in doomed)
+    Partition.delete_segment_files(doomed)
+    assert p.log_start_offset == 9 and p.epochs.entries == [(0, 9)]
+    with pytest.raises(KafkaApiError):
+        p.read(8, 1000, Isolation.READ_UNCOMMITTED, True)
+
+
+def test_cold_megabyte_fetch_moves_no_record_bytes_through_python(tmp_path: Path, monkeypatch) -> None:
+    """A 1 MB fetch from a closed-and-reopened (cold) segment reads only batch headers: the
+    records leave as a file region for sendfile."""
+    p = _open(tmp_path / "t-0")
+    for _ in range(128):
+        _append(p, 8, value_size=1024)  # ~8 KB batches, 1 MB in all
+    p.close()
+    p = _open(tmp_path / "t-0")
+    read_bytes = []
+    real_pread = os.pread
+
+    def counting_pread(fd: int, n: int, offset: int) -> bytes:
+        data = real_pread(fd, n, offset)
+        read_bytes.append(len(data))
+        return data
+
+    monkeypatch.setattr(segment_module.os, "pread", counting_pread)
+    result = p.read(0, 2**20, Isolation.READ_UNCOMMITTED, min_one=True)
+    monkeypatch.undo()
+    assert result.region is not None and result.region.length > 1_000_000
+    assert sum(read_bytes) <= 128 * records.HEADER_SIZE  # headers only, never record bytes
+    result.region.close()
+
+
+def test_offline_partition_refuses_reads_and_appends(tmp_path: Path) -> None:
+    p = _open(tmp_path / "t-0")
+    p.take_offline()
+    with pytest.raises(KafkaApiError):
+        _append(p, 1)
+    with pytest.raises(KafkaApiError):
+        p.read(0, 100, Isolation.READ_UNCOMMITTED, True)

@@ -1,0 +1,81 @@
+"""CoordinatorRuntime: what a coordinator whose state lives in an internal topic needs.
+
+Kafka's coordinators (groups, transactions) are state machines over a compacted internal topic:
+they load a partition's state by replaying it when this broker becomes its leader, and every
+change is a record batch appended through the replica manager, answered once it is replicated
+(like an acks=all write). This runtime gives them exactly that — the topic's partitions (created
+on first use with the coordinator's configs), writes, waiting, replay in a worker thread — so a
+coordinator depends on neither the broker state nor the storage layer."""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+import trio
+
+from wirekafka.broker.metadata import ClusterMetadata
+from wirekafka.broker.partition import AppendResult, Partition
+from wirekafka.broker.replica_manager import ReplicaManager
+from wirekafka.config import BrokerConfig
+from wirekafka.protocol import records
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+
+log = logging.getLogger(__name__)
+
+Entry = tuple[bytes, bytes | None]
+
+
+class CoordinatorRuntime:
+    def __init__(self, metadata: ClusterMetadata, replicas: ReplicaManager, config: BrokerConfig,
+                 now_ms: Callable[[], int]) -> None:
+        self.metadata = metadata
+        self.replicas = replicas
+        self.config = config
+        self.now_ms = now_ms
+
+    def partitions(self, topic: str) -> list[Partition]:
+        """The internal topic's partitions this broker leads (all of them on one node)."""
+        t = self.metadata.topic(topic)
+        return list(t.partitions) if t is not None else []
+
+    def partition(self, topic: str, index: int, num_partitions: int, configs: dict[str, str]) -> Partition:
+        """One partition of the internal topic, creating the topic on first use."""
+        t = self.metadata.topic(topic)
+        if t is None:
+            t = self.metadata.create_topic(topic, num_partitions, configs)
+        return t.partitions[index]
+
+    def write(self, partition: Partition, entries: list[Entry]) -> AppendResult:
+        """Append key/value records as one batch now (stamped with the broker's time)."""
+        now_ms = self.now_ms()
+        batch = records.build_batch([(k, v, now_ms) for k, v in entries])
+        return self.replicas.append_coordinator_records(partition, batch)
+
+    async def write_and_wait(self, partition: Partition, entries: list[Entry], timeout_ms: int) -> None:
+        """write(), then wait until the batch is replicated; REQUEST_TIMED_OUT otherwise (the
+        records stay in the log, as in Kafka, and are applied on the next load)."""
+        result = self.write(partition, entries)
+        deadline = trio.current_time() + timeout_ms / 1000
+        if not await self.replicas.wait_for_high_watermark(partition, result.last_offset + 1, deadline):
+            raise KafkaApiError(ErrorCode.REQUEST_TIMED_OUT)
+
+    async def read_entries(self, partition: Partition) -> list[Entry]:
+        """Every keyed record of a partition up to its high watermark, in log order, read in a
+        worker thread (the loop keeps serving; the segment list is copy-on-write)."""
+        end = partition.high_watermark
+        start = partition.log_start_offset
+        return await trio.to_thread.run_sync(_read_entries, partition, start, end)
+
+
+def _read_entries(partition: Partition, start: int, end: int) -> list[Entry]:
+    out: list[Entry] = []
+    for header, read in partition.iter_batches(start):
+        if header.base_offset >= end:
+            break
+        if header.is_control:
+            continue
+        for rec in records.iter_records(read()):
+            if rec.key is not None and start <= rec.offset < end:
+                out.append((rec.key, rec.value))
+    return out

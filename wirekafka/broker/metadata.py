@@ -1,0 +1,222 @@
+"""Cluster metadata: which topics exist, their ids, partitions and config overrides, and the
+producer-id blocks — the one place topics are created, deleted, altered and looked up.
+
+`ClusterMetadata` is the interface the rest of the broker uses. `LocalMetadata` is the single-node
+implementation: it keeps the metadata in `wirekafka-topics.json` in the log dir (Kafka keeps it in
+its KRaft metadata log, which one node without a controller quorum does not need). A ZooKeeper
+implementation (Kafka 3.9's znodes) plugs in here for a cluster.
+
+Partitions are this broker's replicas: the metadata asks the broker's `open_partition` for them
+when a topic or partition appears, and closes and deletes them when the topic goes."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Protocol
+
+from wirekafka.broker import topic_config
+from wirekafka.broker.partition import Partition
+from wirekafka.config import BrokerConfig
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+from wirekafka.storage import checkpoint
+
+log = logging.getLogger(__name__)
+
+TOPICS_FILE = "wirekafka-topics.json"
+MAX_TOPIC_NAME = 249
+PRODUCER_ID_BLOCK = 1000
+ZERO_UUID = uuid.UUID(int=0)
+_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+def uuid_to_base64(u: uuid.UUID) -> str:
+    """Kafka's text form of a Uuid: URL-safe base64 of the 16 bytes without padding."""
+    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
+
+
+def base64_to_uuid(s: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(s + "=" * (-len(s) % 4)))
+
+
+def topic_name_error(name: str) -> str | None:
+    if not name or name in (".", ".."):
+        return f"Topic name {name!r} is illegal"
+    if len(name) > MAX_TOPIC_NAME:
+        return f"Topic name is longer than {MAX_TOPIC_NAME} characters"
+    if not _TOPIC_NAME.match(name):
+        return f"Topic name {name!r} is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+    return None
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[Partition] = field(default_factory=list)
+    configs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+# open_partition(topic, index, new): this broker's replica of a partition; new=True when the
+# partition is being created now (no log to recover).
+OpenPartition = Callable[[Topic, int, bool], Partition]
+
+
+class ClusterMetadata(Protocol):
+    """What the broker asks of cluster metadata, whatever keeps it."""
+
+    def topic(self, name: str) -> Topic | None: ...
+    def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None: ...
+    def resolve(self, name: str | None, topic_id: uuid.UUID | None, by_id: bool) -> tuple[Topic | None, ErrorCode]: ...
+    def partition(self, topic: str, index: int) -> Partition: ...
+    def all_topics(self) -> list[Topic]: ...
+    def iter_partitions(self) -> Iterator[Partition]: ...
+    def validate_new_topic(self, name: str, num_partitions: int, replication_factor: int,
+                           configs: dict[str, str]) -> None: ...
+    def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None) -> Topic: ...
+    def delete_topic(self, name: str) -> Topic: ...
+    def add_partitions(self, topic: Topic, total: int) -> None: ...
+    def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None: ...
+    def topic_config_value(self, topic: Topic, name: str) -> str: ...
+    def allocate_producer_id(self) -> int: ...
+
+
+class LocalMetadata:
+    """Single-node metadata persisted in the log dir's wirekafka-topics.json."""
+
+    def __init__(self, log_dir: Path, config: BrokerConfig, open_partition: OpenPartition) -> None:
+        self.path = log_dir / TOPICS_FILE
+        self.config = config
+        self._open_partition = open_partition
+        self._topics: dict[str, Topic] = {}
+        self._by_id: dict[uuid.UUID, Topic] = {}
+        self._next_producer_id = 0
+        self._producer_id_ceiling = 0
+
+    # ---- persistence ---------------------------------------------------------------------------
+    def load(self) -> None:
+        """Read the topics file and open every partition (recovering logs as needed)."""
+        saved = json.loads(self.path.read_text()) if self.path.exists() else {"topics": []}
+        # Producer ids are handed out in persisted blocks, so none is reused after a crash.
+        self._next_producer_id = self._producer_id_ceiling = saved.get("producer_id_block_end", 0)
+        for t in saved["topics"]:
+            topic = Topic(t["name"], base64_to_uuid(t["id"]), configs=dict(t.get("configs", {})))
+            topic.partitions = [self._open_partition(topic, p, False) for p in range(t["partitions"])]
+            self._index(topic)
+        self.save()
+
+    def save(self) -> None:
+        data = {
+            "version": 1,
+            "producer_id_block_end": self._producer_id_ceiling,
+            "topics": [
+                {"name": t.name, "id": uuid_to_base64(t.topic_id), "partitions": len(t.partitions), "configs": t.configs}
+                for t in self._topics.values()
+            ],
+        }
+        checkpoint.atomic_write(self.path, json.dumps(data, indent=1))
+
+    def _index(self, topic: Topic) -> None:
+        self._topics[topic.name] = topic
+        self._by_id[topic.topic_id] = topic
+
+    # ---- look-ups ------------------------------------------------------------------------------
+    def topic(self, name: str) -> Topic | None:
+        return self._topics.get(name)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        return self._by_id.get(topic_id)
+
+    def resolve(self, name: str | None, topic_id: uuid.UUID | None, by_id: bool) -> tuple[Topic | None, ErrorCode]:
+        """The topic a request names, by id (newer request versions) or by name, with the error
+        Kafka answers when it does not exist (UNKNOWN_TOPIC_ID / UNKNOWN_TOPIC_OR_PARTITION)."""
+        if by_id:
+            return (self._by_id.get(topic_id) if topic_id else None), ErrorCode.UNKNOWN_TOPIC_ID
+        return (self._topics.get(name) if name is not None else None), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    def partition(self, topic: str, index: int) -> Partition:
+        t = self._topics.get(topic)
+        if t is None or not 0 <= index < len(t.partitions):
+            raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return t.partitions[index]
+
+    def all_topics(self) -> list[Topic]:
+        """A snapshot list: callers may create or delete topics while iterating it."""
+        return list(self._topics.values())
+
+    def iter_partitions(self) -> Iterator[Partition]:
+        for t in self.all_topics():
+            yield from list(t.partitions)
+
+    def topic_config_value(self, topic: Topic, name: str) -> str:
+        return topic_config.effective(name, topic.configs, self.config)[0]
+
+    # ---- changes -------------------------------------------------------------------------------
+    def validate_new_topic(self, name: str, num_partitions: int, replication_factor: int,
+                           configs: dict[str, str]) -> None:
+        if name in self._topics:
+            raise KafkaApiError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        reason = topic_name_error(name)
+        if reason:
+            raise KafkaApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
+        if num_partitions <= 0:
+            raise KafkaApiError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+        if replication_factor <= 0:
+            raise KafkaApiError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
+        if replication_factor > 1:
+            raise KafkaApiError(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"Unable to replicate the partition {replication_factor} time(s): The target replication factor "
+                f"of {replication_factor} cannot be reached because only 1 broker(s) are registered.",
+            )
+        for k, v in configs.items():
+            reason = topic_config.invalid_reason(k, v)
+            if reason:
+                raise KafkaApiError(ErrorCode.INVALID_CONFIG, reason)
+
+    def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None) -> Topic:
+        topic = Topic(name, uuid.uuid4(), configs=dict(configs or {}))
+        topic.partitions = [self._open_partition(topic, p, True) for p in range(num_partitions)]
+        self._index(topic)
+        self.save()
+        log.info("created topic %s with %d partitions", name, num_partitions)
+        return topic
+
+    def delete_topic(self, name: str) -> Topic:
+        """Forget the topic and return it; the caller deletes its partitions' files (off the loop)."""
+        topic = self._topics.pop(name)
+        self._by_id.pop(topic.topic_id, None)
+        self.save()
+        for p in topic.partitions:
+            p.take_offline()
+        log.info("deleted topic %s", name)
+        return topic
+
+    def add_partitions(self, topic: Topic, total: int) -> None:
+        topic.partitions.extend(self._open_partition(topic, p, True) for p in range(len(topic.partitions), total))
+        self.save()
+
+    def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:
+        topic.configs = dict(configs)
+        cfg = topic_config.log_config(topic.configs, self.config)
+        for p in topic.partitions:
+            p.set_log_config(cfg)
+        self.save()
+
+    def allocate_producer_id(self) -> int:
+        if self._next_producer_id >= self._producer_id_ceiling:
+            self._producer_id_ceiling = self._next_producer_id + PRODUCER_ID_BLOCK
+            self.save()
+        pid = self._next_producer_id
+        self._next_producer_id += 1
+        return pid

@@ -1,0 +1,216 @@
+"""ReplicaManager: where appends and fetches meet the partitions, and where waiting lives.
+
+- `append_records(entries, acks, timeout_ms)`: validate client batches (once-per-topic settings),
+  append them, and for acks=all wait as a delayed produce until every appended partition's high
+  watermark covers the batch (the in-sync replicas have it) or the timeout passes
+  (REQUEST_TIMED_OUT). acks=all with fewer in-sync replicas than min.insync.replicas is refused
+  before appending (NOT_ENOUGH_REPLICAS), as Kafka does.
+- `fetch(params, targets)`: read every partition (file regions, no record bytes in Python) and,
+  while fewer than min_bytes are available, wait as a delayed fetch for a high-watermark move on
+  any of them, up to max_wait_ms. Waiting is on events the partitions set: never polling.
+- `append_coordinator_records` / `wait_for_high_watermark`: coordinators write their internal
+  topics through the same path and wait like an acks=all write.
+- flush.messages reached by an append: the fsync runs in a worker thread before the producer is
+  answered; other connections are not held up."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable
+
+import trio
+
+from wirekafka.broker.batch_validation import AppendPolicy, validate_client_batch
+from wirekafka.broker.metadata import ClusterMetadata, Topic
+from wirekafka.broker.partition import AppendOrigin, AppendResult, Isolation, Partition, ReadResult
+from wirekafka.protocol import records
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+
+log = logging.getLogger(__name__)
+
+ADMIN_CLIENT_ID = "__admin_client"  # Kafka lets only this client id write internal topics
+
+
+@dataclass(slots=True)
+class ProduceEntry:
+    """One partition's records in a produce request; topic None when it does not exist."""
+
+    topic: Topic | None
+    index: int
+    records: bytes | memoryview | None
+    unknown: ErrorCode = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+@dataclass(slots=True)
+class ProduceOutcome:
+    error: ErrorCode = ErrorCode.NONE
+    message: str | None = None
+    base_offset: int = -1
+    log_append_time: int = -1
+    log_start_offset: int = -1
+
+
+@dataclass(slots=True)
+class FetchTarget:
+    partition: Partition | None
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1
+    unknown: ErrorCode = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+@dataclass(slots=True)
+class FetchParams:
+    max_bytes: int
+    min_bytes: int
+    max_wait_ms: int
+    isolation: Isolation = Isolation.READ_UNCOMMITTED
+
+
+@dataclass(slots=True)
+class FetchOutcome:
+    error: ErrorCode
+    read: ReadResult | None = None
+
+
+class ReplicaManager:
+    def __init__(self, metadata: ClusterMetadata, now_ms: Callable[[], int]) -> None:
+        self.metadata = metadata
+        self.now_ms = now_ms
+
+    # ---- produce -----------------------------------------------------------------------------
+    async def append_records(self, entries: list[ProduceEntry], acks: int, timeout_ms: int,
+                             client_id: str | None = None) -> list[ProduceOutcome]:
+        policies: dict[str, AppendPolicy] = {}
+        outcomes: list[ProduceOutcome] = []
+        waits: list[tuple[int, Partition, int]] = []
+        flushes: list[Partition] = []
+        now = self.now_ms()
+        for entry in entries:
+            topic = entry.topic
+            if topic is None or not 0 <= entry.index < len(topic.partitions):
+                outcomes.append(ProduceOutcome(entry.unknown))
+                continue
+            partition = topic.partitions[entry.index]
+            policy = policies.get(topic.name)
+            if policy is None:
+                policy = policies[topic.name] = AppendPolicy.from_values(
+                    lambda name: self.metadata.topic_config_value(topic, name))
+            try:
+                if topic.is_internal and client_id != ADMIN_CLIENT_ID:
+                    raise KafkaApiError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                        f"Cannot append to internal topic {topic.name}")
+                header = validate_client_batch(entry.records, policy, now)
+                if acks == -1 and partition.in_sync_replica_count < policy.min_insync_replicas:
+                    raise KafkaApiError(
+                        ErrorCode.NOT_ENOUGH_REPLICAS,
+                        f"The size of the current ISR {partition.in_sync_replica_count} is insufficient to "
+                        f"satisfy the min.isr requirement of {policy.min_insync_replicas} for partition "
+                        f"{topic.name}-{entry.index}")
+                result = partition.append(entry.records, header, AppendOrigin.CLIENT,  # type: ignore[arg-type]
+                                          now if policy.log_append_time else None)
+            except KafkaApiError as exc:
+                outcomes.append(ProduceOutcome(exc.code, exc.message, log_start_offset=partition.log_start_offset))
+                continue
+            if result.flush_due:
+                flushes.append(partition)
+            if acks == -1:
+                waits.append((len(outcomes), partition, result.last_offset + 1))
+            outcomes.append(ProduceOutcome(base_offset=result.base_offset, log_append_time=result.log_append_time,
+                                           log_start_offset=partition.log_start_offset))
+        for partition in flushes:
+            await self.flush(partition)
+        if waits:
+            deadline = trio.current_time() + max(timeout_ms, 0) / 1000
+            for i, partition, offset in waits:
+                if not await self.wait_for_high_watermark(partition, offset, deadline):
+                    outcomes[i] = ProduceOutcome(ErrorCode.REQUEST_TIMED_OUT,
+                                                 log_start_offset=partition.log_start_offset)
+        return outcomes
+
+    def append_coordinator_records(self, partition: Partition, batch: bytes) -> AppendResult:
+        """A coordinator's own batch (offset commits, group metadata): no producer checks."""
+        return partition.append(batch, records.validate_batch(batch), AppendOrigin.COORDINATOR)
+
+    async def wait_for_high_watermark(self, partition: Partition, offset: int, deadline: float) -> bool:
+        """Delayed produce: wait until the partition's high watermark reaches offset (the in-sync
+        replicas have everything below it). False on timeout or if the partition went offline."""
+        while partition.high_watermark < offset:
+            if not partition.online or trio.current_time() >= deadline:
+                return False
+            moved = trio.Event()
+            partition.add_data_waiter(moved)
+            try:
+                with trio.move_on_at(deadline):
+                    await moved.wait()
+            finally:
+                partition.remove_data_waiter(moved)
+        return True
+
+    async def flush(self, partition: Partition) -> None:
+        """fsync a partition in a worker thread, then move its recovery point."""
+        work = partition.flush_work()
+        await trio.to_thread.run_sync(work.run)
+        partition.flushed(work.end)
+
+    async def delete_records(self, partition: Partition, offset: int) -> None:
+        """DeleteRecords: move the log start offset now; the segments below it are deleted in a
+        worker thread."""
+        doomed = partition.delete_records_before(offset)
+        if doomed:
+            await trio.to_thread.run_sync(Partition.delete_segment_files, doomed)
+
+    # ---- fetch -------------------------------------------------------------------------------
+    async def fetch(self, params: FetchParams, targets: list[FetchTarget]) -> list[FetchOutcome]:
+        """Read every target; wait (delayed fetch) while fewer than min_bytes are available.
+        The caller owns the regions of the returned reads and must close them."""
+        deadline = trio.current_time() + max(params.max_wait_ms, 0) / 1000
+        while True:
+            outcomes, total, errored = self._read_all(params, targets)
+            if total >= params.min_bytes or errored or not targets or trio.current_time() >= deadline:
+                return outcomes
+            _close_regions(outcomes)
+            await self._wait_for_data(targets, deadline)
+
+    def _read_all(self, params: FetchParams, targets: list[FetchTarget]) -> tuple[list[FetchOutcome], int, bool]:
+        remaining = params.max_bytes
+        total = 0
+        errored = False
+        outcomes = []
+        for t in targets:
+            p = t.partition
+            if p is None or not p.online:
+                outcomes.append(FetchOutcome(t.unknown))
+                errored = True
+                continue
+            try:
+                p.check_leader_epoch(t.current_leader_epoch)
+                budget = min(t.max_bytes, remaining)
+                result = p.read(t.fetch_offset, max(budget, 0), params.isolation, min_one=total == 0)
+            except KafkaApiError as exc:
+                outcomes.append(FetchOutcome(exc.code))
+                errored = True
+                continue
+            total += result.size
+            remaining -= result.size
+            outcomes.append(FetchOutcome(ErrorCode.NONE, result))
+        return outcomes, total, errored
+
+    async def _wait_for_data(self, targets: list[FetchTarget], deadline: float) -> None:
+        woken = trio.Event()
+        parts = [t.partition for t in targets if t.partition is not None]
+        for p in parts:
+            p.add_data_waiter(woken)
+        try:
+            with trio.move_on_at(deadline):
+                await woken.wait()
+        finally:
+            for p in parts:
+                p.remove_data_waiter(woken)
+
+
+def _close_regions(outcomes: list[FetchOutcome]) -> None:
+    for o in outcomes:
+        if o.read is not None and o.read.region is not None:
+            o.read.region.close()

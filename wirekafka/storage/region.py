@@ -1,0 +1,34 @@
+"""FileRegion: a byte range of a segment file, to be sent to a socket without entering Python.
+
+A fetch answer carries regions instead of record bytes; the connection hands each to
+`os.sendfile` (the seeds' zero-copy transfer from page cache to socket). The region owns a
+duplicate of the segment's file descriptor, so retention or a topic deletion closing the segment
+while the response is still being sent cannot make it read from a reused descriptor."""
+
+from __future__ import annotations
+
+import os
+
+
+class FileRegion:
+    __slots__ = ("fd", "position", "length")
+
+    def __init__(self, fd: int, position: int, length: int) -> None:
+        self.fd = os.dup(fd)
+        self.position = position
+        self.length = length
+
+    def __len__(self) -> int:
+        return self.length
+
+    def read(self) -> bytes:
+        """The bytes themselves, for callers that cannot send a file (tests, TLS, coordinators)."""
+        return os.pread(self.fd, self.length, self.position)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self) -> None:  # a region dropped unsent must not leak its descriptor
+        self.close()

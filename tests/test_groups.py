@@ -36,6 +36,7 @@ def _run(tmp_path: Path, body, **overrides: str) -> None:
     async def main() -> None:
         async with trio.open_nursery() as nursery:
             await nursery.start(state.groups.run_timers)
+            await state.groups.ensure_offsets_topic()  # what FindCoordinator does first
             await body(state, nursery)
             nursery.cancel_scope.cancel()
 
@@ -150,7 +151,7 @@ def test_offsets_survive_a_reload(tmp_path: Path) -> None:
     from wirekafka.broker import group_records as gr
 
     async def body(state, nursery):
-        state.metadata.create_topic("t", 2)
+        await state.metadata.create_topic("t", 2)
         grp = state.groups.validate_commit("c", -1, "", None)
         await state.groups.commit(grp, {("t", 0): gr.OffsetValue(42, 0, "meta", 1),
                                         ("t", 1): gr.OffsetValue(7, -1, "", 2)})

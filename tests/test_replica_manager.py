@@ -30,10 +30,10 @@ def _batch(n: int = 1, key: bytes | None = b"k") -> bytes:
 
 def test_produce_outcomes_and_errors(tmp_path: Path) -> None:
     state = _state(tmp_path, **{"log.message.timestamp.before.max.ms": str(2**62)})
-    topic = state.metadata.create_topic("t", 2)
-    strict = state.metadata.create_topic("strict", 1, {"min.insync.replicas": "2"})
 
     async def main() -> None:
+        topic = await state.metadata.create_topic("t", 2)
+        strict = await state.metadata.create_topic("strict", 1, {"min.insync.replicas": "2"})
         rm = state.replicas
         out = await rm.append_records([ProduceEntry(topic, 0, _batch(3)), ProduceEntry(topic, 1, _batch(1)),
                                        ProduceEntry(topic, 0, _batch(2)), ProduceEntry(None, 0, _batch(1)),
@@ -50,7 +50,7 @@ def test_produce_outcomes_and_errors(tmp_path: Path) -> None:
         out = await rm.append_records([ProduceEntry(strict, 0, _batch())], acks=1, timeout_ms=1000)
         assert out[0].error == ErrorCode.NONE
         # internal topics take writes only from Kafka's admin client id
-        offsets = state.metadata.create_topic("__consumer_offsets", 1)
+        offsets = await state.metadata.create_topic("__consumer_offsets", 1)
         out = await rm.append_records([ProduceEntry(offsets, 0, _batch())], acks=1, timeout_ms=1000)
         assert out[0].error == ErrorCode.INVALID_TOPIC_EXCEPTION
 
@@ -59,10 +59,10 @@ def test_produce_outcomes_and_errors(tmp_path: Path) -> None:
 
 def test_delayed_fetch_wakes_on_append_and_times_out_empty(tmp_path: Path) -> None:
     state = _state(tmp_path, **{"log.message.timestamp.before.max.ms": str(2**62)})
-    topic = state.metadata.create_topic("t", 1)
-    partition = topic.partitions[0]
 
     async def main() -> None:
+        topic = await state.metadata.create_topic("t", 1)
+        partition = topic.partitions[0]
         rm = state.replicas
         params = FetchParams(max_bytes=10**6, min_bytes=1, max_wait_ms=30_000)
         got = []
@@ -92,8 +92,12 @@ def test_stalled_flush_of_one_partition_does_not_stall_other_producers(tmp_path:
     the test releases it; meanwhile a producer to another topic is answered. No timing involved:
     the other produce completes while the stalled fsync is still provably blocked."""
     state = _state(tmp_path, **{"log.message.timestamp.before.max.ms": str(2**62)})
-    slow = state.metadata.create_topic("slow", 1, {"flush.messages": "1"})
-    fast = state.metadata.create_topic("fast", 1)
+
+    async def topics() -> tuple:
+        return (await state.metadata.create_topic("slow", 1, {"flush.messages": "1"}),
+                await state.metadata.create_topic("fast", 1))
+
+    slow, fast = trio.run(topics)
     slow_dir = str(tmp_path / "data" / "slow-0")
     stalled = threading.Event()
     release = threading.Event()

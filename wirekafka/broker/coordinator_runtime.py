@@ -33,17 +33,26 @@ class CoordinatorRuntime:
         self.replicas = replicas
         self.config = config
         self.now_ms = now_ms
+        self._create_lock = trio.Lock()
 
     def partitions(self, topic: str) -> list[Partition]:
         """The internal topic's partitions this broker leads (all of them on one node)."""
         t = self.metadata.topic(topic)
         return list(t.partitions) if t is not None else []
 
-    def partition(self, topic: str, index: int, num_partitions: int, configs: dict[str, str]) -> Partition:
-        """One partition of the internal topic, creating the topic on first use."""
+    async def ensure_topic(self, topic: str, num_partitions: int, configs: dict[str, str]) -> None:
+        """Create the internal topic on first use (FindCoordinator does this, as in Kafka);
+        concurrent callers wait for the one creation."""
+        async with self._create_lock:
+            if self.metadata.topic(topic) is None:
+                await self.metadata.create_topic(topic, num_partitions, configs)
+
+    def partition(self, topic: str, index: int) -> Partition:
+        """One partition of the internal topic; NOT_COORDINATOR while the topic does not exist
+        (a client must find its coordinator first, which creates it)."""
         t = self.metadata.topic(topic)
-        if t is None:
-            t = self.metadata.create_topic(topic, num_partitions, configs)
+        if t is None or not 0 <= index < len(t.partitions):
+            raise KafkaApiError(ErrorCode.NOT_COORDINATOR)
         return t.partitions[index]
 
     def write(self, partition: Partition, entries: list[Entry]) -> AppendResult:

@@ -135,9 +135,14 @@ class GroupCoordinator:
             raise KafkaApiError(ErrorCode.INVALID_GROUP_ID, "group id must not be empty")
         if self.partition_of(group_id) in self.loading:
             raise KafkaApiError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        self.offsets_partition(group_id)  # NOT_COORDINATOR until FindCoordinator created the topic
 
     def offsets_partition(self, group_id: str) -> "Partition":
-        return self.runtime.partition(OFFSETS_TOPIC, self.partition_of(group_id), self.num_partitions, {
+        return self.runtime.partition(OFFSETS_TOPIC, self.partition_of(group_id))
+
+    async def ensure_offsets_topic(self) -> None:
+        """Create __consumer_offsets on first use, with Kafka's settings for it."""
+        await self.runtime.ensure_topic(OFFSETS_TOPIC, self.num_partitions, {
             "cleanup.policy": "compact",
             "compression.type": "producer",
             "segment.bytes": str(self.config.int("offsets.topic.segment.bytes")),

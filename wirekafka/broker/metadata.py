@@ -7,7 +7,9 @@ its KRaft metadata log, which one node without a controller quorum does not need
 implementation (Kafka 3.9's znodes) plugs in here for a cluster.
 
 Partitions are this broker's replicas: the metadata asks the broker's `open_partition` for them
-when a topic or partition appears, and closes and deletes them when the topic goes."""
+when a topic or partition appears (in a worker thread: it creates directories and files), and takes
+them offline when the topic goes. Changes are applied on the event loop and persisted by a worker
+that writes the newest snapshot under a lock, so saves never land out of order."""
 
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Protocol
+
+import trio
 
 from wirekafka.broker import topic_config
 from wirekafka.broker.partition import Partition
@@ -83,12 +87,12 @@ class ClusterMetadata(Protocol):
     def iter_partitions(self) -> Iterator[Partition]: ...
     def validate_new_topic(self, name: str, num_partitions: int, replication_factor: int,
                            configs: dict[str, str]) -> None: ...
-    def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None) -> Topic: ...
-    def delete_topic(self, name: str) -> Topic: ...
-    def add_partitions(self, topic: Topic, total: int) -> None: ...
-    def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None: ...
+    async def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None) -> Topic: ...
+    async def delete_topic(self, name: str) -> Topic: ...
+    async def add_partitions(self, topic: Topic, total: int) -> None: ...
+    async def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None: ...
     def topic_config_value(self, topic: Topic, name: str) -> str: ...
-    def allocate_producer_id(self) -> int: ...
+    async def allocate_producer_id(self) -> int: ...
 
 
 class LocalMetadata:
@@ -102,6 +106,9 @@ class LocalMetadata:
         self._by_id: dict[uuid.UUID, Topic] = {}
         self._next_producer_id = 0
         self._producer_id_ceiling = 0
+        self._creating: set[str] = set()  # names whose partitions are being opened right now
+        self._save_lock = trio.Lock()
+        self._change_lock = trio.Lock()  # changes that must not interleave (partition growth, pid blocks)
 
     # ---- persistence ---------------------------------------------------------------------------
     def load(self) -> None:
@@ -116,6 +123,15 @@ class LocalMetadata:
         self.save()
 
     def save(self) -> None:
+        """Write the topics file now (start-up and shutdown, when nothing else runs)."""
+        checkpoint.atomic_write(self.path, self._snapshot())
+
+    async def _persist(self) -> None:
+        """Write the newest state in a worker; the lock keeps an older snapshot from landing last."""
+        async with self._save_lock:
+            await trio.to_thread.run_sync(checkpoint.atomic_write, self.path, self._snapshot())
+
+    def _snapshot(self) -> str:
         data = {
             "version": 1,
             "producer_id_block_end": self._producer_id_ceiling,
@@ -124,7 +140,7 @@ class LocalMetadata:
                 for t in self._topics.values()
             ],
         }
-        checkpoint.atomic_write(self.path, json.dumps(data, indent=1))
+        return json.dumps(data, indent=1)
 
     def _index(self, topic: Topic) -> None:
         self._topics[topic.name] = topic
@@ -164,7 +180,7 @@ class LocalMetadata:
     # ---- changes -------------------------------------------------------------------------------
     def validate_new_topic(self, name: str, num_partitions: int, replication_factor: int,
                            configs: dict[str, str]) -> None:
-        if name in self._topics:
+        if name in self._topics or name in self._creating:
             raise KafkaApiError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         reason = topic_name_error(name)
         if reason:
@@ -184,39 +200,62 @@ class LocalMetadata:
             if reason:
                 raise KafkaApiError(ErrorCode.INVALID_CONFIG, reason)
 
-    def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None) -> Topic:
+    async def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None) -> Topic:
+        """Create a validated topic: its partitions are opened in a worker; the topic becomes
+        visible once they all exist. A second creation of the name meanwhile is refused."""
+        if name in self._topics or name in self._creating:
+            raise KafkaApiError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         topic = Topic(name, uuid.uuid4(), configs=dict(configs or {}))
-        topic.partitions = [self._open_partition(topic, p, True) for p in range(num_partitions)]
+        self._creating.add(name)
+        try:
+            topic.partitions = await trio.to_thread.run_sync(self._open_new, topic, 0, num_partitions)
+        finally:
+            self._creating.discard(name)
         self._index(topic)
-        self.save()
+        await self._persist()
         log.info("created topic %s with %d partitions", name, num_partitions)
         return topic
 
-    def delete_topic(self, name: str) -> Topic:
-        """Forget the topic and return it; the caller deletes its partitions' files (off the loop)."""
+    def _open_new(self, topic: Topic, first: int, total: int) -> list[Partition]:
+        """New partitions first..total-1 of topic (worker thread: nobody else sees them yet)."""
+        return [self._open_partition(topic, p, True) for p in range(first, total)]
+
+    async def delete_topic(self, name: str) -> Topic:
+        """Forget the topic (its partitions go offline at once) and return it; the caller deletes
+        its partitions' files off the loop."""
         topic = self._topics.pop(name)
         self._by_id.pop(topic.topic_id, None)
-        self.save()
         for p in topic.partitions:
             p.take_offline()
+        await self._persist()
         log.info("deleted topic %s", name)
         return topic
 
-    def add_partitions(self, topic: Topic, total: int) -> None:
-        topic.partitions.extend(self._open_partition(topic, p, True) for p in range(len(topic.partitions), total))
-        self.save()
+    async def add_partitions(self, topic: Topic, total: int) -> None:
+        """Grow a topic to total partitions; concurrent requests are applied one after another."""
+        async with self._change_lock:
+            if self._topics.get(topic.name) is not topic:
+                raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic.name} does not exist.")
+            first = len(topic.partitions)
+            if total <= first:
+                raise KafkaApiError(ErrorCode.INVALID_PARTITIONS, f"Topic currently has {first} partitions, "
+                                    f"which is higher than the requested {total}.")
+            topic.partitions.extend(await trio.to_thread.run_sync(self._open_new, topic, first, total))
+            await self._persist()
 
-    def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:
+    async def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:
         topic.configs = dict(configs)
         cfg = topic_config.log_config(topic.configs, self.config)
         for p in topic.partitions:
             p.set_log_config(cfg)
-        self.save()
+        await self._persist()
 
-    def allocate_producer_id(self) -> int:
-        if self._next_producer_id >= self._producer_id_ceiling:
-            self._producer_id_ceiling = self._next_producer_id + PRODUCER_ID_BLOCK
-            self.save()
-        pid = self._next_producer_id
-        self._next_producer_id += 1
-        return pid
+    async def allocate_producer_id(self) -> int:
+        """Producer ids come from blocks whose end is persisted before any id of it is used."""
+        async with self._change_lock:
+            if self._next_producer_id >= self._producer_id_ceiling:
+                self._producer_id_ceiling = self._next_producer_id + PRODUCER_ID_BLOCK
+                await self._persist()
+            pid = self._next_producer_id
+            self._next_producer_id += 1
+            return pid

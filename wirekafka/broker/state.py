@@ -138,7 +138,7 @@ class BrokerState:
     async def delete_topic(self, name: str) -> None:
         """Remove the topic from the metadata (its partitions go offline at once, waking their
         waiters), then delete its files in a worker thread."""
-        topic = self.metadata.delete_topic(name)
+        topic = await self.metadata.delete_topic(name)
         for p in topic.partitions:
             await trio.to_thread.run_sync(p.delete_files)
 

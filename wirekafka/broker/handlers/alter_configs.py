@@ -23,7 +23,7 @@ from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 ConfigChange = Callable[[dict[str, str]], dict[str, str]]
 
 
-def apply_topic_change(state: BrokerState, resource_type: int, name: str, change: ConfigChange,
+async def apply_topic_change(state: BrokerState, resource_type: int, name: str, change: ConfigChange,
                        validate_only: bool) -> None:
     """Validate and (unless validate_only) store a new override set computed from the old one."""
     if resource_type == RESOURCE_BROKER:
@@ -39,10 +39,10 @@ def apply_topic_change(state: BrokerState, resource_type: int, name: str, change
         if reason:
             raise KafkaApiError(ErrorCode.INVALID_CONFIG, reason)
     if not validate_only:
-        state.metadata.set_topic_configs(topic, new)
+        await state.metadata.set_topic_configs(topic, new)
 
 
-def run_resources(ctx: RequestContext, request: object, response_cls: type,
+async def run_resources(ctx: RequestContext, request: object, response_cls: type,
                   change_for: Callable[[object], ConfigChange]) -> object:
     """Apply each resource's change and answer per resource (AlterConfigs and Incremental)."""
     counts = Counter((r.resource_type, r.resource_name) for r in request.resources)  # type: ignore[attr-defined]
@@ -51,7 +51,7 @@ def run_resources(ctx: RequestContext, request: object, response_cls: type,
         try:
             if counts[(r.resource_type, r.resource_name)] > 1:
                 raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Duplicate resource in request")
-            apply_topic_change(ctx.state, r.resource_type, r.resource_name, change_for(r),
+            await apply_topic_change(ctx.state, r.resource_type, r.resource_name, change_for(r),
                                bool(request.validate_only))  # type: ignore[attr-defined]
             code, message = ErrorCode.NONE, None
         except KafkaApiError as exc:
@@ -66,5 +66,5 @@ def _replace_all(resource: object) -> ConfigChange:
     return lambda _old: dict(wanted)
 
 
-def handle(ctx: RequestContext, request: object) -> AlterConfigsResponse:
-    return run_resources(ctx, request, AlterConfigsResponse, _replace_all)  # type: ignore[return-value]
+async def handle(ctx: RequestContext, request: object) -> AlterConfigsResponse:
+    return await run_resources(ctx, request, AlterConfigsResponse, _replace_all)  # type: ignore[return-value]

@@ -42,14 +42,14 @@ def _check(ctx: RequestContext, t: object, duplicated: bool) -> None:
                                     f"The manual partition assignment includes broker(s) {list(a.broker_ids)} that are not {state.node_id}.")
 
 
-def handle(ctx: RequestContext, request: object) -> CreatePartitionsResponse:
+async def handle(ctx: RequestContext, request: object) -> CreatePartitionsResponse:
     counts = Counter(t.name for t in request.topics)  # type: ignore[attr-defined]
     results = []
     for t in request.topics:  # type: ignore[attr-defined]
         try:
             _check(ctx, t, counts[t.name] > 1)
             if not request.validate_only:  # type: ignore[attr-defined]
-                ctx.state.metadata.add_partitions(ctx.state.metadata.topic(t.name), t.count)
+                await ctx.state.metadata.add_partitions(ctx.state.metadata.topic(t.name), t.count)
             results.append(_Result(name=t.name, error_code=ErrorCode.NONE, error_message=None))
         except KafkaApiError as exc:
             results.append(_Result(name=t.name, error_code=exc.code, error_message=exc.message))

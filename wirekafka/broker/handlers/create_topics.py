@@ -32,7 +32,7 @@ def _config_entries(ctx: RequestContext, overrides: dict[str, str]) -> list:
     return out
 
 
-def handle(ctx: RequestContext, request: object) -> CreateTopicsResponse:
+async def handle(ctx: RequestContext, request: object) -> CreateTopicsResponse:
     state = ctx.state
     validate_only = bool(getattr(request, "validate_only", False))
     counts = Counter(t.name for t in request.topics)  # type: ignore[attr-defined]
@@ -61,7 +61,7 @@ def handle(ctx: RequestContext, request: object) -> CreateTopicsResponse:
             state.metadata.validate_new_topic(t.name, partitions, rf, configs)
             topic_id = uuid.UUID(int=0)
             if not validate_only:
-                topic_id = state.metadata.create_topic(t.name, partitions, configs).topic_id
+                topic_id = (await state.metadata.create_topic(t.name, partitions, configs)).topic_id
             results.append(_Result(name=t.name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
                                    num_partitions=partitions, replication_factor=rf,
                                    configs=_config_entries(ctx, configs)))

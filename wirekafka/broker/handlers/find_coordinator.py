@@ -15,31 +15,31 @@ from wirekafka.protocol.errors import ErrorCode
 GROUP, TRANSACTION = 0, 1
 
 
-def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, str | None]:
+async def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, str | None]:
     if key_type == TRANSACTION:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, "Transactions are not supported by wirekafka."
     if key_type != GROUP:
         return ErrorCode.INVALID_REQUEST, f"Unknown coordinator key type {key_type}"
     if not key:
         return ErrorCode.INVALID_GROUP_ID, None
-    ctx.state.groups.offsets_partition(key)  # creates __consumer_offsets on first use
+    await ctx.state.groups.ensure_offsets_topic()
     return ErrorCode.NONE, None
 
 
-def handle(ctx: RequestContext, request: object) -> FindCoordinatorResponse:
+async def handle(ctx: RequestContext, request: object) -> FindCoordinatorResponse:
     adv = ctx.state.config.advertised_listener
     node = ctx.state.node_id
     key_type = getattr(request, "key_type", GROUP)
     if ctx.version >= 4:
         coordinators = []
         for key in request.coordinator_keys:  # type: ignore[attr-defined]
-            code, message = _lookup(ctx, key, key_type)
+            code, message = await _lookup(ctx, key, key_type)
             ok = code == ErrorCode.NONE
             coordinators.append(FindCoordinatorResponse.Coordinator(
                 key=key, node_id=node if ok else -1, host=adv.host if ok else "", port=adv.port if ok else -1,
                 error_code=code, error_message=message))
         return FindCoordinatorResponse(version=ctx.version, throttle_time_ms=0, coordinators=coordinators)
-    code, message = _lookup(ctx, request.key, key_type)  # type: ignore[attr-defined]
+    code, message = await _lookup(ctx, request.key, key_type)  # type: ignore[attr-defined]
     ok = code == ErrorCode.NONE
     return FindCoordinatorResponse(version=ctx.version, throttle_time_ms=0, error_code=code, error_message=message,
                                    node_id=node if ok else -1, host=adv.host if ok else "",

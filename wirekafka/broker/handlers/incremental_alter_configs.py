@@ -48,6 +48,6 @@ def _incremental(ctx: RequestContext, resource: object) -> ConfigChange:
     return change
 
 
-def handle(ctx: RequestContext, request: object) -> IncrementalAlterConfigsResponse:
-    return run_resources(ctx, request, IncrementalAlterConfigsResponse,  # type: ignore[return-value]
+async def handle(ctx: RequestContext, request: object) -> IncrementalAlterConfigsResponse:
+    return await run_resources(ctx, request, IncrementalAlterConfigsResponse,  # type: ignore[return-value]
                          lambda r: _incremental(ctx, r))

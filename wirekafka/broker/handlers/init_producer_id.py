@@ -14,10 +14,10 @@ from wirekafka.broker.context import RequestContext
 from wirekafka.protocol.errors import ErrorCode
 
 
-def handle(ctx: RequestContext, request: object) -> InitProducerIdResponse:
+async def handle(ctx: RequestContext, request: object) -> InitProducerIdResponse:
     if request.transactional_id is not None:  # type: ignore[attr-defined]
         return InitProducerIdResponse(version=ctx.version, throttle_time_ms=0,
                                       error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                                       producer_id=-1, producer_epoch=-1)
     return InitProducerIdResponse(version=ctx.version, throttle_time_ms=0, error_code=ErrorCode.NONE,
-                                  producer_id=ctx.state.metadata.allocate_producer_id(), producer_epoch=0)
+                                  producer_id=await ctx.state.metadata.allocate_producer_id(), producer_epoch=0)

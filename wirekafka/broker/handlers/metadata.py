@@ -55,7 +55,7 @@ def _error_topic(code: ErrorCode, name: str | None, topic_id: uuid.UUID = ZERO_U
                   authorized_operations=None)
 
 
-def handle(ctx: RequestContext, request: object) -> MetadataResponse:
+async def handle(ctx: RequestContext, request: object) -> MetadataResponse:
     v = ctx.version
     state = ctx.state
     with_ops = bool(getattr(request, "include_topic_authorized_operations", False)) and v >= 8
@@ -80,7 +80,7 @@ def handle(ctx: RequestContext, request: object) -> MetadataResponse:
                 if topic_name_error(name):
                     topics.append(_error_topic(ErrorCode.INVALID_TOPIC_EXCEPTION, name))
                     continue
-                topic = state.metadata.create_topic(name, state.config.int("num.partitions"))
+                topic = await state.metadata.create_topic(name, state.config.int("num.partitions"))
             if topic is None:
                 topics.append(_error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name))
             else:

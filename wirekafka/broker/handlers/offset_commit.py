@@ -36,13 +36,13 @@ async def handle(ctx: RequestContext, request: object) -> OffsetCommitResponse:
     accepted_parts: list[_Part] = []
     topics = []
     for t in r.topics:  # type: ignore[attr-defined]
-        topic = state.metadata.topic_by_id(t.topic_id) if v >= 10 else state.metadata.topic(t.name)
+        topic, unknown = state.metadata.resolve(t.name, t.topic_id, by_id=v >= 10)
         parts = []
         for p in t.partitions:
             code = group_error
             if code == ErrorCode.NONE:
                 if topic is None or not 0 <= p.partition_index < len(topic.partitions):
-                    code = ErrorCode.UNKNOWN_TOPIC_ID if v >= 10 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    code = unknown
                 elif p.committed_metadata is not None and len(p.committed_metadata.encode()) > max_metadata:
                     code = ErrorCode.OFFSET_METADATA_TOO_LARGE
                 else:

@@ -33,11 +33,8 @@ def _answer(ctx: RequestContext, group_id: str, wanted: list | None, by_id: bool
             out.append((t, topic.topic_id if topic else None, parts))
         return ErrorCode.NONE, out
     for t in wanted:
-        if by_id:
-            topic = ctx.state.metadata.topic_by_id(t.topic_id)
-            name = topic.name if topic else ""
-        else:
-            name = t.name
+        topic, _ = ctx.state.metadata.resolve(getattr(t, "name", None), getattr(t, "topic_id", None), by_id)
+        name = topic.name if topic else ("" if by_id else t.name)
         parts = []
         for p in t.partition_indexes:
             v = committed.get((name, p))

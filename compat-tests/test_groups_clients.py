@@ -83,45 +83,70 @@ class ProcConsumer:
         self._thread.join(5)
 
 
+def _wait(predicate, seconds: float) -> bool:
+    """Poll `predicate` every 0.1 s: True once it holds, False if `seconds` pass first."""
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def test_three_consumers_share_partitions_and_take_over_after_kill(broker, topic_name):
-    _topic(broker.bootstrap, topic_name, 6, records_per_partition=50)
+    """Records are produced only once the three members share the partitions, so each record is
+    first consumed by its partition's final owner, and the victim is killed only once it has
+    consumed all of its records: its last commit (every 5th record) then leaves a known, non-empty
+    uncommitted tail, which the survivors must redeliver starting exactly at the commit."""
+    partitions, per_partition, commit_every = 6, 51, 5
+    _topic(broker.bootstrap, topic_name, partitions)
     group = topic_name + "-g"
-    procs = [ProcConsumer(broker.bootstrap, topic_name, group, seconds=90, commit_every=5) for _ in range(3)]
+    procs = [ProcConsumer(broker.bootstrap, topic_name, group, seconds=240, commit_every=commit_every)
+             for _ in range(3)]
     try:
-        deadline = time.monotonic() + 40
-        while time.monotonic() < deadline:
+        def shared() -> bool:
             current = [p.assignments[-1] if p.assignments else None for p in procs]
-            if all(current) and sorted(sum(current, [])) == list(range(6)):
-                break
-            time.sleep(0.2)
-        current = [p.assignments[-1] for p in procs]
-        assert sorted(sum(current, [])) == list(range(6)) and all(current)  # all partitions, none twice
+            return all(current) and sorted(sum(current, [])) == list(range(partitions))
+
+        assert _wait(shared, 60), [p.assignments for p in procs]  # all partitions, none twice
         victim, survivors = procs[0], procs[1:]
-        victim_parts = set(current[0])
-        deadline = time.monotonic() + 20  # let the victim consume and commit something first
-        while time.monotonic() < deadline and not victim.committed:
-            time.sleep(0.1)
+        victim_parts = set(victim.assignments[-1])
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "log_level": 3})
+        for part in range(partitions):
+            for i in range(per_partition):
+                producer.produce(topic_name, value=b"%d-%d" % (part, i), partition=part)
+        assert producer.flush(10) == 0
+
+        mine = per_partition * len(victim_parts)
+        uncommitted = mine % commit_every  # records the victim consumed after its last commit
+        assert uncommitted > 0, "the scenario needs an uncommitted tail"
+        # The victim reports a commit before the record that follows it, so once all its records
+        # are reported, so is its last commit; with nothing left to consume it is idle when killed.
+        assert _wait(lambda: len({r for r in victim.records if r[0] in victim_parts}) == mine, 30), victim.records
+        assert {r[0] for r in victim.records} == victim_parts  # the group did not rebalance meanwhile
         victim.kill()
-        deadline = time.monotonic() + 40
-        while time.monotonic() < deadline:
-            owned = {p for s in survivors if s.assignments for p in s.assignments[-1]}
-            if owned == set(range(6)):
-                break
-            time.sleep(0.2)
-        assert {p for s in survivors for p in s.assignments[-1]} == set(range(6))
-        deadline = time.monotonic() + 40
-        while time.monotonic() < deadline:
-            seen = {r for p in procs for r in p.records}
-            if len(seen) == 300:
-                break
-            time.sleep(0.2)
-        seen = {r for p in procs for r in p.records}
-        assert seen == {(p, o) for p in range(6) for o in range(50)}  # every record consumed
-        # Redelivery only within the victim's uncommitted window.
+        committed = {part: victim.committed.get(part, 0) for part in victim_parts}
+        assert sum(per_partition - offset for offset in committed.values()) == uncommitted, committed
+
+        assert _wait(lambda: {p for s in survivors if s.assignments for p in s.assignments[-1]}
+                     == set(range(partitions)), 40), [s.assignments for s in survivors]
+
+        def redelivered(part: int) -> list[int]:
+            return sorted({o for s in survivors for (p, o) in s.records if p == part})
+
+        everything = {(p, o) for p in range(partitions) for o in range(per_partition)}
+
+        def done() -> bool:
+            # Every record consumed, and the victim's tail consumed again by its partitions' new
+            # owners (the victim had seen every record of its own, so the first alone would not wait).
+            return ({r for p in procs for r in p.records} == everything
+                    and all(redelivered(part)[-1:] == [per_partition - 1] for part in victim_parts
+                            if committed[part] < per_partition))
+
+        assert _wait(done, 40), (committed, {part: redelivered(part) for part in victim_parts})
+        # Redelivery exactly from the victim's last commit: nothing before it, everything after it.
         for part in victim_parts:
-            redelivered = [o for s in survivors for (p, o) in s.records if p == part]
-            if redelivered:
-                assert min(redelivered) == victim.committed.get(part, 0)
+            assert redelivered(part) == list(range(committed[part], per_partition)), (part, committed)
     finally:
         for p in procs:
             if p.proc.poll() is None:

@@ -497,14 +497,23 @@ def test_dump_log_after_clean_restart(broker_factory, topic_name):
     assert dumped[files[2]] == before[1] + after[1]
 
 
+#: A fixed group id with a negative Java String.hashCode, for which Kafka's Utils.abs(hash) % 50
+#: (partition 42) and the tempting hash & 0x7fffffff % 50 (partition 6) differ, so writing the
+#: group to the wrong __consumer_offsets partition cannot go unnoticed. (Not every negative hash
+#: would do: "kafka-dump-log-offsets-group-5" hashes to -1946454849, partition 49 either way.)
+#: Fixed rather than derived from the random topic name, so every run tests the same case.
+OFFSETS_DECODER_GROUP = "dump-log-offsets-decoder-group-0"
+
+
 def test_dump_log_decodes_consumer_offsets(broker, topic_name):
     """kafka-dump-log's offsets decoder reads wirekafka's __consumer_offsets records, in the
-    partition Kafka's coordinator would use. The group id is chosen with a negative Java hash,
-    where Utils.abs(hash) and (hash & 0x7fffffff) pick different partitions."""
+    partition Kafka's coordinator would use. The group id has a negative Java hash, where
+    Utils.abs(hash) and (hash & 0x7fffffff) pick different partitions."""
     b = broker.bootstrap
     _create(broker, topic_name, 2)
-    group = next(g for g in (f"{topic_name}-g{i}" for i in range(1000))
-                 if offsets_partition(g) != (java_string_hash(g) & 0x7FFFFFFF) % 50)
+    group = OFFSETS_DECODER_GROUP
+    assert java_string_hash(group) == -2012277142  # Java's "dump-log-offsets-decoder-group-0".hashCode()
+    assert offsets_partition(group) == 42 and (java_string_hash(group) & 0x7FFFFFFF) % 50 == 6
     consumer = Consumer({"bootstrap.servers": b, "group.id": group, "log_level": 3})
     try:
         consumer.commit(offsets=[TopicPartition(topic_name, 0, 7), TopicPartition(topic_name, 1, 3)],
@@ -523,5 +532,6 @@ def test_dump_log_decodes_consumer_offsets(broker, topic_name):
     _no_problems(out)
     commits = {(key["data"]["topic"], key["data"]["partition"]): value["data"]["offset"]
                for key, value in parse_offsets_dump(out)
-               if key["type"] == "1" and key["data"]["group"] == group and value is not None}
+               if key["type"] == "1" and key["data"]["group"] == group and key["data"]["topic"] == topic_name
+               and value is not None}
     assert commits == {(topic_name, 0): 7, (topic_name, 1): 3}

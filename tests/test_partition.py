@@ -138,15 +138,23 @@ def test_cold_megabyte_fetch_moves_no_record_bytes_through_python(tmp_path: Path
     p.close()
     p = _open(tmp_path / "t-0")
     read_bytes = []
-    real_pread = os.pread
+    real_pread, real_preadv = os.pread, os.preadv
 
     def counting_pread(fd: int, n: int, offset: int) -> bytes:
         data = real_pread(fd, n, offset)
         read_bytes.append(len(data))
         return data
 
+    def counting_preadv(fd: int, buffers, offset: int, flags: int = 0) -> int:
+        n = real_preadv(fd, buffers, offset, flags)
+        read_bytes.append(n)
+        return n
+
     monkeypatch.setattr(segment_module.os, "pread", counting_pread)
+    monkeypatch.setattr(segment_module.os, "preadv", counting_preadv)
     result = p.read(0, 2**20, Isolation.READ_UNCOMMITTED, min_one=True)
+    if result.cold is not None:  # not in the page cache here: the worker-thread path reads headers too
+        result.region = result.cold()
     monkeypatch.undo()
     assert result.region is not None and result.region.length > 1_000_000
     assert sum(read_bytes) <= 128 * records.HEADER_SIZE  # headers only, never record bytes
@@ -160,3 +168,40 @@ def test_offline_partition_refuses_reads_and_appends(tmp_path: Path) -> None:
         _append(p, 1)
     with pytest.raises(KafkaApiError):
         p.read(0, 100, Isolation.READ_UNCOMMITTED, True)
+
+
+def test_data_not_in_page_cache_is_read_by_a_worker_not_the_loop(tmp_path: Path, monkeypatch) -> None:
+    """When a header read would wait for the disk (RWF_NOWAIT says EAGAIN), Partition.read
+    answers with a `cold` read to run in a worker, which finds the same batches."""
+    p = _open(tmp_path / "t-0")
+    for _ in range(4):
+        _append(p, 3)
+    warm = p.read(3, 10**6, Isolation.READ_UNCOMMITTED, True)
+
+    def would_block(*_args, **_kwargs):
+        raise BlockingIOError
+
+    monkeypatch.setattr(segment_module.os, "preadv", would_block)
+    cold = p.read(3, 10**6, Isolation.READ_UNCOMMITTED, True)
+    assert cold.region is None and cold.cold is not None
+    monkeypatch.undo()
+    region = cold.cold()  # what the replica manager runs in trio.to_thread
+    assert (region.position, region.length) == (warm.region.position, warm.region.length)
+    assert region.read() == warm.region.read()
+    region.close()
+    warm.region.close()
+
+
+def test_segment_close_waits_for_pinned_reader(tmp_path: Path, monkeypatch) -> None:
+    p = _open(tmp_path / "t-0")
+    _append(p, 2)
+    seg = p._log.segments[0]
+    closed: list[int] = []
+    real_close = os.close
+    monkeypatch.setattr(segment_module.os, "close", lambda fd: (closed.append(fd), real_close(fd)))
+    assert seg.pin()
+    seg.close()  # retention or deletion from another thread
+    assert seg.closed and not seg.pin() and seg._fd not in closed
+    assert seg.locate(0, 10**6, 2, True) is not None  # the pinned reader still reads
+    seg.unpin()  # the last reader closes the descriptors
+    assert seg._fd in closed

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -30,7 +31,7 @@ from wirekafka.broker.producers import ProducerStateTable
 from wirekafka.storage.epoch_cache import LeaderEpochCache
 from wirekafka.storage.log import FlushWork, LogConfig, PartitionLog
 from wirekafka.storage.region import FileRegion
-from wirekafka.storage.segment import LogSegment
+from wirekafka.storage.segment import ColdData, LogSegment
 
 
 class AppendOrigin(enum.Enum):
@@ -65,6 +66,7 @@ class ReadResult:
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
+    cold: Callable[[], FileRegion | None] | None = None  # run in a worker, it gives the region
 
     @property
     def size(self) -> int:
@@ -193,15 +195,21 @@ class Partition:
 
     def read(self, offset: int, max_bytes: int, isolation: Isolation, min_one: bool) -> ReadResult:
         """Whole batches from the one holding offset, up to the high watermark (or the last stable
-        offset for read_committed), within max_bytes unless min_one lets the first batch through."""
+        offset for read_committed), within max_bytes unless min_one lets the first batch through.
+        Only page-cache reads happen here; data that would need the disk comes back as `cold`,
+        a read to run in a worker thread."""
         if not self.online:
             raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         self.check_fetch_offset(offset)
         limit = self.last_stable_offset if isolation is Isolation.READ_COMMITTED else self._high_watermark
         region = None
+        cold = None
         if offset < limit and (max_bytes > 0 or min_one):
-            region = self._log.read_region(offset, max(max_bytes, 0), limit, min_one)
-        return ReadResult(region, self._high_watermark, self.last_stable_offset, self.log_start_offset)
+            try:
+                region = self._log.read_region(offset, max(max_bytes, 0), limit, min_one, nowait=True)
+            except ColdData:  # not in the page cache: the replica manager reads it in a worker
+                cold = functools.partial(self._log.read_region_cold, offset, max(max_bytes, 0), limit, min_one)
+        return ReadResult(region, self._high_watermark, self.last_stable_offset, self.log_start_offset, cold)
 
     def iter_batches(self, start_offset: int) -> Iterator[tuple[BatchHeader, Callable[[], bytes]]]:
         """Each batch header from start_offset with a function reading the batch's bytes: for

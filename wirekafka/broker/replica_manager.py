@@ -167,13 +167,13 @@ class ReplicaManager:
         The caller owns the regions of the returned reads and must close them."""
         deadline = trio.current_time() + max(params.max_wait_ms, 0) / 1000
         while True:
-            outcomes, total, errored = self._read_all(params, targets)
+            outcomes, total, errored = await self._read_all(params, targets)
             if total >= params.min_bytes or errored or not targets or trio.current_time() >= deadline:
                 return outcomes
             _close_regions(outcomes)
             await self._wait_for_data(targets, deadline)
 
-    def _read_all(self, params: FetchParams, targets: list[FetchTarget]) -> tuple[list[FetchOutcome], int, bool]:
+    async def _read_all(self, params: FetchParams, targets: list[FetchTarget]) -> tuple[list[FetchOutcome], int, bool]:
         remaining = params.max_bytes
         total = 0
         errored = False
@@ -188,6 +188,9 @@ class ReplicaManager:
                 p.check_leader_epoch(t.current_leader_epoch)
                 budget = min(t.max_bytes, remaining)
                 result = p.read(t.fetch_offset, max(budget, 0), params.isolation, min_one=total == 0)
+                if result.cold is not None:  # data not in the page cache: read it off the loop
+                    result.region = await trio.to_thread.run_sync(result.cold)
+                    result.cold = None
             except KafkaApiError as exc:
                 outcomes.append(FetchOutcome(exc.code))
                 errored = True

@@ -21,6 +21,22 @@ class FileRegion:
     def __len__(self) -> int:
         return self.length
 
+    def warm(self) -> None:
+        """Bring the range into the page cache without copying it to user space (worker thread):
+        sendfile to /dev/null reads the pages and discards them, so the sendfile to the client
+        that follows on the event loop does not wait for the disk."""
+        sink = os.open(os.devnull, os.O_WRONLY)
+        try:
+            position, remaining = self.position, self.length
+            while remaining > 0:
+                sent = os.sendfile(sink, self.fd, position, remaining)
+                if sent <= 0:
+                    return
+                position += sent
+                remaining -= sent
+        finally:
+            os.close(sink)
+
     def read(self) -> bytes:
         """The bytes themselves, for callers that cannot send a file (tests, TLS, coordinators)."""
         return os.pread(self.fd, self.length, self.position)

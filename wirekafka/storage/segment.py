@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence, Union
@@ -22,6 +23,16 @@ log = logging.getLogger(__name__)
 
 _SCAN_CHUNK = 1 << 20
 NO_TIMESTAMP = -1
+_nowait_supported = hasattr(os, "RWF_NOWAIT")
+
+
+class ColdData(Exception):
+    """A read on the event loop would have waited for the disk (see LogSegment._header_at)."""
+
+
+def _disable_nowait() -> None:
+    global _nowait_supported
+    _nowait_supported = False
 
 
 def segment_name(base_offset: int) -> str:
@@ -50,7 +61,9 @@ class LogSegment:
         self.first_batch_timestamp: int | None = None
         self.created_ms: int | None = None
         self._bytes_since_index_entry = 0
-        self.closed = False
+        self.closed = False  # close requested: no new readers
+        self._pins = 0  # worker-thread readers holding the descriptors open
+        self._pin_lock = threading.Lock()
 
     # ---- writes ---------------------------------------------------------------------------
     def append(self, parts: Sequence[Buffer], header: BatchHeader) -> int:
@@ -119,30 +132,50 @@ class LogSegment:
                 pos = header.size
             position += pos
 
-    def iter_headers_sparse(self, position: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
+    def _header_at(self, position: int, nowait: bool) -> BatchHeader:
+        """The batch header at position. With nowait, only from the page cache: ColdData if the
+        bytes would have to come from disk (the caller retries in a worker thread)."""
+        if nowait and _nowait_supported:
+            buf = bytearray(HEADER_SIZE)
+            try:
+                n = os.preadv(self._fd, [buf], position, os.RWF_NOWAIT)
+            except BlockingIOError:
+                raise ColdData(self.log_path) from None
+            except OSError:  # a file system without RWF_NOWAIT: read as Kafka does
+                _disable_nowait()
+                return records.parse_header(os.pread(self._fd, HEADER_SIZE, position))
+            if n == HEADER_SIZE:
+                return records.parse_header(buf)
+            raise ColdData(self.log_path)  # partly cached: let a worker read it
+        return records.parse_header(os.pread(self._fd, HEADER_SIZE, position))
+
+    def iter_headers_sparse(self, position: int = 0, end: int | None = None,
+                            nowait: bool = False) -> Iterator[tuple[int, BatchHeader]]:
         """Like iter_headers, but reads only each batch's 61-byte header: the read path uses it
         to find batch boundaries without pulling record bytes into Python."""
         end = self.size if end is None else end
         while position + HEADER_SIZE <= end:
-            header = records.parse_header(os.pread(self._fd, HEADER_SIZE, position))
+            header = self._header_at(position, nowait)
             if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or position + header.size > end:
                 return
             yield position, header
             position += header.size
 
-    def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
+    def find_batch(self, offset: int, nowait: bool = False) -> tuple[int, BatchHeader] | None:
         """Position and header of the first batch whose last offset is >= offset."""
         _, start = self.index.lookup(offset)
-        for position, header in self.iter_headers_sparse(start):
+        for position, header in self.iter_headers_sparse(start, nowait=nowait):
             if header.last_offset >= offset:
                 return position, header
         return None
 
-    def locate(self, offset: int, max_bytes: int, max_offset: int, min_one: bool) -> tuple[int, int] | None:
+    def locate(self, offset: int, max_bytes: int, max_offset: int, min_one: bool,
+               nowait: bool = False) -> tuple[int, int] | None:
         """(position, length) of whole batches starting with the one holding offset, below
         max_offset, within max_bytes; with min_one, the first batch even when it alone exceeds
-        max_bytes. None when there is nothing to read."""
-        found = self.find_batch(offset)
+        max_bytes. None when there is nothing to read. nowait: see _header_at."""
+        end = self.size
+        found = self.find_batch(offset, nowait)
         if found is None or found[1].base_offset >= max_offset:
             return None
         start, header = found
@@ -155,10 +188,10 @@ class LogSegment:
                 break
             total += header.size
             position += header.size
-            if total >= max_bytes or position + HEADER_SIZE > self.size:
+            if total >= max_bytes or position + HEADER_SIZE > end:
                 break
-            header = records.parse_header(os.pread(self._fd, HEADER_SIZE, position))
-            if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or position + header.size > self.size:
+            header = self._header_at(position, nowait)
+            if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or position + header.size > end:
                 break
         return (start, total) if total else None
 
@@ -227,12 +260,35 @@ class LogSegment:
             self._note(header)
 
     # ---- lifecycle ------------------------------------------------------------------------
+    def pin(self) -> bool:
+        """Keep the descriptors open for a reader in a worker thread; False if already closed.
+        A close requested meanwhile (retention, topic deletion) waits for unpin."""
+        with self._pin_lock:
+            if self.closed:
+                return False
+            self._pins += 1
+            return True
+
+    def unpin(self) -> None:
+        with self._pin_lock:
+            self._pins -= 1
+            close_now = self._pins == 0 and self.closed
+        if close_now:
+            self._close_files()
+
     def close(self) -> None:
-        if not self.closed:
+        with self._pin_lock:
+            if self.closed:
+                return
             self.closed = True
-            os.close(self._fd)
-            self.index.close()
-            self.time_index.close()
+            if self._pins:
+                return  # the last reader closes
+        self._close_files()
+
+    def _close_files(self) -> None:
+        os.close(self._fd)
+        self.index.close()
+        self.time_index.close()
 
     def delete(self) -> None:
         self.close()

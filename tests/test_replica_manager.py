@@ -49,6 +49,13 @@ def test_produce_outcomes_and_errors(tmp_path: Path) -> None:
         assert out[0].error == ErrorCode.NOT_ENOUGH_REPLICAS
         out = await rm.append_records([ProduceEntry(strict, 0, _batch())], acks=1, timeout_ms=1000)
         assert out[0].error == ErrorCode.NONE
+        # altered topic configs apply to the next batch (the per-topic policy cache follows them)
+        await state.metadata.set_topic_configs(topic, {"max.message.bytes": "64"})
+        out = await rm.append_records([ProduceEntry(topic, 0, _batch(3))], acks=1, timeout_ms=1000)
+        assert out[0].error == ErrorCode.MESSAGE_TOO_LARGE
+        await state.metadata.set_topic_configs(topic, {})
+        out = await rm.append_records([ProduceEntry(topic, 0, _batch(3))], acks=1, timeout_ms=1000)
+        assert out[0].error == ErrorCode.NONE
         # internal topics take writes only from Kafka's admin client id
         offsets = await state.metadata.create_topic("__consumer_offsets", 1)
         out = await rm.append_records([ProduceEntry(offsets, 0, _batch())], acks=1, timeout_ms=1000)

@@ -78,11 +78,13 @@ class ReplicaManager:
     def __init__(self, metadata: ClusterMetadata, now_ms: Callable[[], int]) -> None:
         self.metadata = metadata
         self.now_ms = now_ms
+        # topic id -> (the config overrides it was computed from, policy): configs are replaced as a
+        # whole when altered, so an identity check keeps this current without per-batch look-ups.
+        self._policies: dict[object, tuple[dict[str, str], AppendPolicy]] = {}
 
     # ---- produce -----------------------------------------------------------------------------
     async def append_records(self, entries: list[ProduceEntry], acks: int, timeout_ms: int,
                              client_id: str | None = None) -> list[ProduceOutcome]:
-        policies: dict[str, AppendPolicy] = {}
         outcomes: list[ProduceOutcome] = []
         waits: list[tuple[int, Partition, int]] = []
         flushes: list[Partition] = []
@@ -93,10 +95,7 @@ class ReplicaManager:
                 outcomes.append(ProduceOutcome(entry.unknown))
                 continue
             partition = topic.partitions[entry.index]
-            policy = policies.get(topic.name)
-            if policy is None:
-                policy = policies[topic.name] = AppendPolicy.from_values(
-                    lambda name: self.metadata.topic_config_value(topic, name))
+            policy = self._policy(topic)
             try:
                 if topic.is_internal and client_id != ADMIN_CLIENT_ID:
                     raise KafkaApiError(ErrorCode.INVALID_TOPIC_EXCEPTION,
@@ -128,6 +127,14 @@ class ReplicaManager:
                     outcomes[i] = ProduceOutcome(ErrorCode.REQUEST_TIMED_OUT,
                                                  log_start_offset=partition.log_start_offset)
         return outcomes
+
+    def _policy(self, topic: Topic) -> AppendPolicy:
+        cached = self._policies.get(topic.topic_id)
+        if cached is not None and cached[0] is topic.configs:
+            return cached[1]
+        policy = AppendPolicy.from_values(lambda name: self.metadata.topic_config_value(topic, name))
+        self._policies[topic.topic_id] = (topic.configs, policy)
+        return policy
 
     def append_coordinator_records(self, partition: Partition, batch: bytes) -> AppendResult:
         """A coordinator's own batch (offset commits, group metadata): no producer checks."""

@@ -3,6 +3,7 @@
 #
 #   kcat               librdkafka's command-line client (Debian package "kcat", formerly kafkacat),
 #                      used by compat tests as an independent Kafka client.
+#   strace             only for scripts/bench.py's syscall row (I/O syscalls per MB a broker serves).
 #   java (17+), mvn    only to run the real Apache Kafka reference broker (scripts/realkafka.py);
 #                      the polyglot machine image already has both, so normally nothing happens.
 #
@@ -59,6 +60,7 @@ ensure() {
 }
 
 ensure kcat kcat
+ensure strace strace
 ensure java openjdk-17-jre-headless
 ensure mvn maven
 echo "install_system_deps: done"

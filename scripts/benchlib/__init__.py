@@ -1,0 +1,8 @@
+"""Helpers of ``scripts/bench.py``: wirekafka and real Kafka side by side, the same workloads on each.
+
+Modules: :mod:`.brokers` (start/stop/kill the two brokers, RSS from /proc), :mod:`.workloads`
+(confluent-kafka produce/consume/latency), :mod:`.netprobe` (raw-socket ApiVersions connections),
+:mod:`.syscalls` (strace during a consume), :mod:`.recovery` (kill -9 and restart),
+:mod:`.report` (rows and the markdown table). ``scripts/`` is on ``sys.path`` when bench.py runs,
+so these import as ``benchlib.*`` and the Kafka launcher as ``realkafka``.
+"""

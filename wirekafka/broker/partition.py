@@ -148,8 +148,8 @@ class Partition:
                log_append_time_ms: int | None = None) -> AppendResult:
         """Append one validated batch. Client and coordinator batches get offsets and the leader
         epoch assigned here in a 16-byte copy of the header, the rest written from the request's
-        buffer; replicated batches keep theirs. log_append_time_ms is set for LogAppendTime topics. Raises KafkaApiError for
-        producer-state violations."""
+        buffer; replicated batches keep theirs. log_append_time_ms is set for LogAppendTime
+        topics. Raises KafkaApiError for producer-state violations."""
         if not self.online:
             raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if origin is AppendOrigin.CLIENT and header.has_producer_id and header.base_sequence >= 0:

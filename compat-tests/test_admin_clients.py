@@ -1,6 +1,7 @@
 """Admin clients against a live wirekafka: confluent-kafka's AdminClient and kafka-python's
-KafkaAdminClient for topics, partitions, configs, records and the cluster; retention set through
-AlterConfigs really deletes old segments."""
+KafkaAdminClient for topics, partitions, configs, records, offsets and the cluster; retention set
+through AlterConfigs really deletes old segments; records deleted with DeleteRecords stay deleted
+across a clean restart and a kill -9."""
 
 from __future__ import annotations
 
@@ -15,16 +16,31 @@ from confluent_kafka.admin import (
     ConfigResource,
     NewPartitions,
     NewTopic,
+    OffsetSpec,
 )
+from kafka import TopicPartition as KPTopicPartition
 from kafka.admin import ConfigResource as KPConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient
-from kafka.admin import NewPartitions as KPNewPartitions
-from kafka.admin import NewTopic as KPNewTopic
-from kafka.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
+from kafka.errors import (
+    InvalidPartitionsError,
+    InvalidReplicationFactorError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
 
 
 def _admin(broker) -> AdminClient:
     return AdminClient({"bootstrap.servers": broker.bootstrap, "log_level": 3})
+
+
+def _kp_admin(broker) -> KafkaAdminClient:
+    return KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10000)
+
+
+def _error_name(call) -> str:
+    with pytest.raises(KafkaException) as info:
+        call()
+    return info.value.args[0].name()
 
 
 def _produce(bootstrap: str, topic: str, n: int, partition: int = 0, timestamp: int | None = None) -> None:
@@ -43,29 +59,59 @@ def _watermarks(bootstrap: str, topic: str, partition: int = 0) -> tuple[int, in
         c.close()
 
 
+def _consume_offsets(bootstrap: str, topic: str, start: int, last: int) -> list[int]:
+    """Offsets read from `start` (reset to earliest if out of range) until `last`, bounded."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, "log_level": 3})
+    consumer.assign([TopicPartition(topic, 0, start)])
+    got: list[int] = []
+    try:
+        for _ in range(60):
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                got.append(msg.offset())
+            if got and got[-1] == last:
+                break
+    finally:
+        consumer.close()
+    return got
+
+
+# ---- confluent-kafka -----------------------------------------------------------------------------
 def test_confluent_topic_lifecycle(broker, topic_name):
     admin = _admin(broker)
     admin.create_topics([NewTopic(topic_name, 2, 1, config={"retention.ms": "1234567"})])[topic_name].result(10)
-    with pytest.raises(KafkaException) as info:
-        admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(10)
-    assert info.value.args[0].name() == "TOPIC_ALREADY_EXISTS"
-    md = admin.list_topics(timeout=10).topics[topic_name]
-    assert sorted(md.partitions) == [0, 1]
+    assert _error_name(lambda: admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(10)) == \
+        "TOPIC_ALREADY_EXISTS"
+    assert sorted(admin.list_topics(timeout=10).topics[topic_name].partitions) == [0, 1]
+    admin.create_partitions([NewPartitions(topic_name, 4)], validate_only=True)[topic_name].result(10)
+    assert sorted(admin.list_topics(timeout=10).topics[topic_name].partitions) == [0, 1]
     admin.create_partitions([NewPartitions(topic_name, 5)])[topic_name].result(10)
     assert sorted(admin.list_topics(timeout=10).topics[topic_name].partitions) == [0, 1, 2, 3, 4]
-    with pytest.raises(KafkaException) as info:
-        admin.create_partitions([NewPartitions(topic_name, 3)])[topic_name].result(10)
-    assert info.value.args[0].name() == "INVALID_PARTITIONS"
+    _produce(broker.bootstrap, topic_name, 2, partition=4)
+    assert _watermarks(broker.bootstrap, topic_name, 4) == (0, 2)
+    assert _error_name(lambda: admin.create_partitions([NewPartitions(topic_name, 3)])[topic_name].result(10)) == \
+        "INVALID_PARTITIONS"
+    assert _error_name(lambda: admin.create_partitions(
+        [NewPartitions(topic_name, 6, replica_assignment=[[7]])])[topic_name].result(10)) == "INVALID_REPLICA_ASSIGNMENT"
     admin.delete_topics([topic_name])[topic_name].result(10)
     assert topic_name not in admin.list_topics(timeout=10).topics
-    with pytest.raises(KafkaException) as info:
-        admin.delete_topics([topic_name])[topic_name].result(10)
-    assert info.value.args[0].name() == "UNKNOWN_TOPIC_OR_PART"
+    assert _error_name(lambda: admin.delete_topics([topic_name])[topic_name].result(10)) == "UNKNOWN_TOPIC_OR_PART"
+    # The name is free again: a new topic, empty, with default configs.
+    admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(10)
+    res = ConfigResource("topic", topic_name)
+    assert admin.describe_configs([res])[res].result(10)["retention.ms"].value == "604800000"
+    assert _watermarks(broker.bootstrap, topic_name) == (0, 0)
 
 
-def test_confluent_validate_only_creates_nothing(broker, topic_name):
+def test_confluent_create_topics_validation(broker, topic_name):
     admin = _admin(broker)
     admin.create_topics([NewTopic(topic_name, 3, 1)], validate_only=True)[topic_name].result(10)
+    assert topic_name not in admin.list_topics(timeout=10).topics
+    assert _error_name(lambda: admin.create_topics([NewTopic(topic_name, 1, 3)])[topic_name].result(10)) == \
+        "INVALID_REPLICATION_FACTOR"
+    assert _error_name(lambda: admin.create_topics(
+        [NewTopic(topic_name, 1, 1, config={"retention.ms": "soon"})])[topic_name].result(10)) == "INVALID_CONFIG"
     assert topic_name not in admin.list_topics(timeout=10).topics
 
 
@@ -76,64 +122,149 @@ def test_confluent_configs(broker, topic_name):
     configs = admin.describe_configs([res])[res].result(10)
     assert configs["retention.ms"].value == "604800000" and configs["retention.ms"].is_default
     assert configs["cleanup.policy"].value == "delete" and not configs["cleanup.policy"].is_default
-    admin.incremental_alter_configs([ConfigResource("topic", topic_name, incremental_configs=[
-        ConfigEntry("retention.ms", "86400000", incremental_operation=AlterConfigOpType.SET),
-        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND),
-    ])])[res].result(10)
+    assert configs["cleanup.policy"].source == 1  # DYNAMIC_TOPIC_CONFIG
+
+    def incremental(*entries, validate_only=False):
+        target = ConfigResource("topic", topic_name, incremental_configs=list(entries))
+        return admin.incremental_alter_configs([target], validate_only=validate_only)[target].result(10)
+
+    incremental(ConfigEntry("retention.ms", "1000", incremental_operation=AlterConfigOpType.SET), validate_only=True)
+    assert admin.describe_configs([res])[res].result(10)["retention.ms"].value == "604800000"
+    incremental(ConfigEntry("retention.ms", "86400000", incremental_operation=AlterConfigOpType.SET),
+                ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND))
     configs = admin.describe_configs([res])[res].result(10)
     assert configs["retention.ms"].value == "86400000"
     assert configs["cleanup.policy"].value == "delete,compact"
-    admin.incremental_alter_configs([ConfigResource("topic", topic_name, incremental_configs=[
-        ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE),
-    ])])[res].result(10)
-    assert admin.describe_configs([res])[res].result(10)["retention.ms"].value == "604800000"
-    with pytest.raises(KafkaException) as info:
-        admin.incremental_alter_configs([ConfigResource("topic", topic_name, incremental_configs=[
-            ConfigEntry("retention.ms", "not-a-number", incremental_operation=AlterConfigOpType.SET),
-        ])])[res].result(10)
-    assert info.value.args[0].name() == "INVALID_CONFIG"
-    broker_res = ConfigResource("broker", "1")
-    broker_configs = admin.describe_configs([broker_res])[broker_res].result(10)
-    assert broker_configs["message.max.bytes"].value == "1048588"
-    assert broker_configs["listeners"].value == f"PLAINTEXT://127.0.0.1:{broker.port}"
+    incremental(ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SUBTRACT),
+                ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE))
+    configs = admin.describe_configs([res])[res].result(10)
+    assert configs["retention.ms"].value == "604800000" and configs["retention.ms"].is_default
+    assert configs["cleanup.policy"].value == "compact"
+    assert _error_name(lambda: incremental(
+        ConfigEntry("retention.ms", "not-a-number", incremental_operation=AlterConfigOpType.SET))) == "INVALID_CONFIG"
+    assert _error_name(lambda: incremental(
+        ConfigEntry("retention.ms", "5", incremental_operation=AlterConfigOpType.APPEND))) == "INVALID_CONFIG"
+    # Legacy AlterConfigs replaces every override.
+    legacy = ConfigResource("topic", topic_name, set_config={"segment.bytes": "2097152"})
+    admin.alter_configs([legacy])[legacy].result(10)
+    configs = admin.describe_configs([res])[res].result(10)
+    assert configs["segment.bytes"].value == "2097152" and configs["cleanup.policy"].value == "delete"
+    ghost = ConfigResource("topic", topic_name + "-ghost")
+    assert _error_name(lambda: admin.describe_configs([ghost])[ghost].result(10)) == "UNKNOWN_TOPIC_OR_PART"
 
 
-def test_confluent_describe_cluster_and_delete_records(broker, topic_name):
+def test_confluent_broker_configs(broker):
     admin = _admin(broker)
-    cluster = admin.describe_cluster().result(10)
+    res = ConfigResource("broker", "1")
+    configs = admin.describe_configs([res])[res].result(10)
+    assert configs["message.max.bytes"].value == "1048588" and configs["message.max.bytes"].is_default
+    assert configs["listeners"].value == f"PLAINTEXT://127.0.0.1:{broker.port}"
+    assert configs["listeners"].source == 4  # STATIC_BROKER_CONFIG
+    assert configs["log.retention.ms"].value is None and configs["log.retention.hours"].value == "168"
+    change = ConfigResource("broker", "1", incremental_configs=[
+        ConfigEntry("log.retention.ms", "1000", incremental_operation=AlterConfigOpType.SET)])
+    assert _error_name(lambda: admin.incremental_alter_configs([change])[change].result(10)) == "INVALID_REQUEST"
+    assert admin.describe_configs([res])[res].result(10)["log.retention.ms"].value is None
+
+
+def test_confluent_cluster_records_and_offsets(broker, topic_name):
+    admin = _admin(broker)
+    cluster = admin.describe_cluster(include_authorized_operations=True).result(10)
     assert cluster.controller.id == 1 and [n.id for n in cluster.nodes] == [1]
-    assert len(cluster.cluster_id) == 22
+    assert (cluster.nodes[0].host, cluster.nodes[0].port) == ("127.0.0.1", broker.port)
+    assert len(cluster.cluster_id) == 22 and cluster.authorized_operations
     admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(10)
     _produce(broker.bootstrap, topic_name, 10)
-    deleted = admin.delete_records([TopicPartition(topic_name, 0, 4)])
-    (future,) = deleted.values()
+    tp = TopicPartition(topic_name, 0)
+    (future,) = admin.delete_records([TopicPartition(topic_name, 0, 4)]).values()
     assert future.result(10).low_watermark == 4
     assert _watermarks(broker.bootstrap, topic_name) == (4, 10)
+    offsets = admin.list_offsets({tp: OffsetSpec.earliest()})
+    assert offsets[tp].result(10).offset == 4
+    assert admin.list_offsets({tp: OffsetSpec.latest()})[tp].result(10).offset == 10
+    (future,) = admin.delete_records([TopicPartition(topic_name, 0, 11)]).values()
+    with pytest.raises(KafkaException) as info:
+        future.result(10)
+    assert info.value.args[0].name() == "OFFSET_OUT_OF_RANGE"
+    # A consumer positioned below the log start gets OFFSET_OUT_OF_RANGE and resets to it.
+    assert _consume_offsets(broker.bootstrap, topic_name, 1, 9) == list(range(4, 10))
 
 
+# ---- kafka-python --------------------------------------------------------------------------------
 def test_kafka_python_admin(broker, topic_name):
-    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10000)
+    admin = _kp_admin(broker)
     try:
-        admin.create_topics([KPNewTopic(topic_name, 2, 1, topic_configs={"segment.bytes": "1048576"})])
+        admin.create_topics({topic_name: {"num_partitions": 2, "replication_factor": 1,
+                                          "configs": {"segment.bytes": "1048576"}}})
         with pytest.raises(TopicAlreadyExistsError):
-            admin.create_topics([KPNewTopic(topic_name, 2, 1)], raise_errors=True) \
-                if "raise_errors" in KafkaAdminClient.create_topics.__code__.co_varnames \
-                else admin.create_topics([KPNewTopic(topic_name, 2, 1)])
-        admin.create_partitions({topic_name: KPNewPartitions(4)})
-        described = admin.describe_configs([KPConfigResource(ConfigResourceType.TOPIC, topic_name)])
-        text = repr(described)
-        assert "segment.bytes" in text and "1048576" in text
-        admin.alter_configs([KPConfigResource(ConfigResourceType.TOPIC, topic_name,
-                                              configs={"retention.ms": "3600000"})])
-        described = repr(admin.describe_configs([KPConfigResource(ConfigResourceType.TOPIC, topic_name)]))
-        assert "3600000" in described
+            admin.create_topics({topic_name: {"num_partitions": 2, "replication_factor": 1}})
+        with pytest.raises(InvalidReplicationFactorError):
+            admin.create_topics({topic_name + "-rf3": {"num_partitions": 1, "replication_factor": 3}})
+        admin.create_topics({topic_name + "-vo": {"num_partitions": 1, "replication_factor": 1}}, validate_only=True)
+        assert topic_name + "-vo" not in admin.list_topics()
+        admin.create_partitions({topic_name: 4})
+        with pytest.raises(InvalidPartitionsError):
+            admin.create_partitions({topic_name: 3})
+        assert len(admin.describe_topics([topic_name])[0]["partitions"]) == 4
+
+        resource = KPConfigResource(ConfigResourceType.TOPIC, topic_name)
+        modified = admin.describe_configs([resource])["topic"][topic_name]
+        assert modified["segment.bytes"]["value"] == "1048576"
+        assert modified["segment.bytes"]["config_source"] == "DYNAMIC_TOPIC_CONFIG"
+        everything = admin.describe_configs([resource], include_synonyms=True, config_filter="all")
+        ret = everything["topic"][topic_name]["retention.ms"]
+        assert (ret["value"], ret["config_source"], ret["config_type"]) == ("604800000", "DEFAULT_CONFIG", "LONG")
+        # Incremental by default (the broker advertises it), then the legacy API on request.
+        result = admin.alter_configs([KPConfigResource(ConfigResourceType.TOPIC, topic_name,
+                                                       configs={"retention.ms": "3600000"})])
+        assert result == {"topic": {topic_name: "OK"}}
+        modified = admin.describe_configs([resource])["topic"][topic_name]
+        assert modified["retention.ms"]["value"] == "3600000" and modified["segment.bytes"]["value"] == "1048576"
+        admin.alter_configs([KPConfigResource(ConfigResourceType.TOPIC, topic_name, configs={"flush.ms": "60000"})],
+                            incremental=False)
+        modified = admin.describe_configs([resource])["topic"][topic_name]
+        # kafka-python's legacy path re-sends the other modified keys, so nothing is lost.
+        assert {k: v["value"] for k, v in modified.items()} == {
+            "segment.bytes": "1048576", "retention.ms": "3600000", "flush.ms": "60000"}
+        broker_configs = admin.describe_configs([KPConfigResource(ConfigResourceType.BROKER, "1")],
+                                                config_filter="all")["broker"]["1"]
+        assert broker_configs["num.partitions"]["value"] == "1"
+
         cluster = admin.describe_cluster()
-        assert cluster["controller_id"] == 1
+        assert cluster["controller_id"] == 1 and cluster["cluster_id"]
+        assert [(b["broker_id"], b["host"], b["port"]) for b in cluster["brokers"]] == [(1, "127.0.0.1", broker.port)]
+
+        _produce(broker.bootstrap, topic_name, 5)
+        deleted = admin.delete_records({KPTopicPartition(topic_name, 0): 3})
+        assert deleted[KPTopicPartition(topic_name, 0)]["low_watermark"] == 3
+        assert _watermarks(broker.bootstrap, topic_name) == (3, 5)
+
         admin.delete_topics([topic_name])
+        assert topic_name not in admin.list_topics()
         with pytest.raises(UnknownTopicOrPartitionError):
             admin.delete_topics([topic_name])
     finally:
         admin.close()
+
+
+# ---- dedicated brokers ---------------------------------------------------------------------------
+def test_delete_records_survives_restart_and_kill(broker_factory, topic_name):
+    broker = broker_factory()
+    admin = _admin(broker)
+    admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(10)
+    _produce(broker.bootstrap, topic_name, 10)
+    (future,) = admin.delete_records([TopicPartition(topic_name, 0, 6)]).values()
+    assert future.result(10).low_watermark == 6
+    assert broker.stop() == 0
+    broker.start()
+    assert _watermarks(broker.bootstrap, topic_name) == (6, 10)
+    admin = _admin(broker)
+    (future,) = admin.delete_records([TopicPartition(topic_name, 0, 8)]).values()
+    assert future.result(10).low_watermark == 8
+    broker.kill()
+    broker.start()
+    assert _watermarks(broker.bootstrap, topic_name) == (8, 10)
+    assert _consume_offsets(broker.bootstrap, topic_name, 0, 9) == [8, 9]
 
 
 def test_retention_ms_set_through_alter_configs_deletes_old_segments(broker_factory, topic_name):
@@ -147,6 +278,8 @@ def test_retention_ms_set_through_alter_configs_deletes_old_segments(broker_fact
     seg_dir = broker.data_dir / f"{topic_name}-0"
     before = sorted(seg_dir.glob("*.log"))
     assert len(before) >= 4 and _watermarks(broker.bootstrap, topic_name)[0] == 0
+    time.sleep(1)  # a few retention checks pass: the default 7-day retention keeps everything
+    assert sorted(seg_dir.glob("*.log")) == before
     res = ConfigResource("topic", topic_name, set_config={"retention.ms": "600000"})
     admin.alter_configs([res])[res].result(10)
     # Legacy AlterConfigs replaces the whole override set: flush.ms went back to its default.
@@ -159,14 +292,4 @@ def test_retention_ms_set_through_alter_configs_deletes_old_segments(broker_fact
     after = sorted(seg_dir.glob("*.log"))
     assert before[0] not in after and len(after) < len(before)
     assert all(int(p.stem) >= low or p == after[0] for p in after)
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "r", "log_level": 3})
-    consumer.assign([TopicPartition(topic_name, 0, low)])
-    got = []
-    for _ in range(40):
-        msg = consumer.poll(0.5)
-        if msg is not None and not msg.error():
-            got.append(msg.offset())
-        if got and got[-1] == 62:
-            break
-    consumer.close()
-    assert got == list(range(low, 63))
+    assert _consume_offsets(broker.bootstrap, topic_name, low, 62) == list(range(low, 63))

@@ -59,6 +59,13 @@ def test_offset_for_leader_epoch(target, version):
 
         res = ask(epoch)
         assert (res.error_code, res.leader_epoch, res.end_offset) == (0, epoch, 3)
+        empty = unique()
+        e = create_topic(conn, empty).partitions[0].leader_epoch
+        # The leader's epoch entry exists before anything is written: (epoch, 0), not undefined.
+        res = conn.call(OffsetForLeaderEpochRequest(replica_id=-1, topics=[OffsetForLeaderEpochRequest.OffsetForLeaderTopic(
+            topic=empty, partitions=[OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition(
+                partition=0, current_leader_epoch=-1, leader_epoch=e)])]), version).topics[0].partitions[0]
+        assert (res.error_code, res.leader_epoch, res.end_offset) == (0, e, 0)
         res = ask(epoch + 1)
         assert (res.error_code, res.leader_epoch, res.end_offset) == (0, -1, -1)
         assert ask(epoch, current=epoch + 5).error_code == 75   # UNKNOWN_LEADER_EPOCH
@@ -73,6 +80,12 @@ def test_describe_cluster(target, version):
                                                 include_fenced_brokers=False), version)
     assert resp.error_code == 0 and len(resp.brokers) == 1 and resp.cluster_id
     assert resp.brokers[0].port == int(target.bootstrap.rsplit(":", 1)[1])
+    if version >= 1:  # a broker listener: controllers are asked for at the wrong endpoint; 3 is no type
+        for endpoint_type, code in ((2, 114), (3, 115)):  # MISMATCHED_ / UNSUPPORTED_ENDPOINT_TYPE
+            with Connection(target.bootstrap) as conn:
+                bad = conn.call(DescribeClusterRequest(include_cluster_authorized_operations=False,
+                                                       endpoint_type=endpoint_type, include_fenced_brokers=False), version)
+            assert (bad.error_code, bad.cluster_id, bad.controller_id, bad.brokers) == (code, "", -1, [])
 
 
 def _describe_once(conn, topic, key):

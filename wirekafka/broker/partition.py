@@ -259,6 +259,10 @@ class Partition:
             self.epochs.truncate_from_start(self._log.log_start_offset)
         return doomed
 
+    @property
+    def log_config(self) -> LogConfig:
+        return self._log.config
+
     def set_log_config(self, config: LogConfig) -> None:
         self._log.config = config
 

@@ -1,10 +1,14 @@
 """CreatePartitions (key 37), v0-3.
 
-- Raises a topic's partition count; the count must grow (INVALID_PARTITIONS otherwise, with
-  Kafka's messages); explicit assignments must give one list per new partition naming only
-  this node (INVALID_REPLICA_ASSIGNMENT).
-- validate_only checks and changes nothing; a topic named twice is INVALID_REQUEST;
-  UNKNOWN_TOPIC_OR_PARTITION for a missing topic."""
+- Raises a topic's partition count; the count must grow: INVALID_PARTITIONS otherwise, with
+  Kafka's two messages (equal count / smaller count).
+- Explicit assignments: exactly one replica list per new partition, and each list must be this
+  node alone: INVALID_REPLICA_ASSIGNMENT with Kafka's messages for a wrong number of lists, an
+  empty list, an unknown broker id and a repeated broker id (checked in that order, per list).
+- validate_only checks and changes nothing. A topic named twice in a request gets one
+  INVALID_REQUEST "Duplicate topic name." answer; a missing topic UNKNOWN_TOPIC_OR_PARTITION
+  (no message, as Kafka).
+- New partitions start empty at offset 0 with leader epoch 0, like the topic's first ones."""
 
 from __future__ import annotations
 
@@ -13,43 +17,63 @@ from collections import Counter
 from kafka.protocol.admin.topics import CreatePartitionsResponse
 
 from wirekafka.broker.context import RequestContext
+from wirekafka.broker.metadata import Topic
+from wirekafka.broker.state import BrokerState
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 _Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
-def _check(ctx: RequestContext, t: object, duplicated: bool) -> None:
-    state = ctx.state
-    if duplicated:
-        raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Duplicate topic in request.")
-    topic = state.metadata.topic(t.name)  # type: ignore[attr-defined]
+def _check_assignment(state: BrokerState, broker_ids: list[int]) -> None:
+    if not broker_ids:
+        raise KafkaApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                            "The manual partition assignment includes an empty replica list.")
+    previous = None
+    for broker in sorted(broker_ids):
+        if broker != state.node_id:
+            raise KafkaApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                f"The manual partition assignment includes broker {broker}, but no such broker is "
+                                "registered.")
+        if broker == previous:
+            raise KafkaApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                f"The manual partition assignment includes the broker {broker} more than once.")
+        previous = broker
+
+
+def _check(state: BrokerState, t: object) -> Topic:
+    """The topic to grow, or KafkaApiError with Kafka's code and message."""
+    name, count, assignments = t.name, t.count, t.assignments  # type: ignore[attr-defined]
+    topic = state.metadata.topic(name)
     if topic is None:
-        raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{t.name}' does not exist.")  # type: ignore[attr-defined]
-    current, count = len(topic.partitions), t.count  # type: ignore[attr-defined]
-    if count < current:
-        raise KafkaApiError(ErrorCode.INVALID_PARTITIONS,
-                            f"The topic {t.name} currently has {current} partition(s); {count} would not be an increase.")  # type: ignore[attr-defined]
+        raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    current = len(topic.partitions)
     if count == current:
         raise KafkaApiError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s).")
-    if t.assignments is not None:  # type: ignore[attr-defined]
-        if len(t.assignments) != count - current:  # type: ignore[attr-defined]
+    if count < current:
+        raise KafkaApiError(ErrorCode.INVALID_PARTITIONS,
+                            f"The topic {name} currently has {current} partition(s); {count} would not be an increase.")
+    if assignments is not None:
+        if len(assignments) != count - current:
             raise KafkaApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                 f"Attempted to add {count - current} additional partition(s), but only "
-                                f"{len(t.assignments)} assignment(s) were specified.")  # type: ignore[attr-defined]
-        for a in t.assignments:  # type: ignore[attr-defined]
-            if list(a.broker_ids) != [state.node_id]:
-                raise KafkaApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                    f"The manual partition assignment includes broker(s) {list(a.broker_ids)} that are not {state.node_id}.")
+                                f"{len(assignments)} assignment(s) were specified.")
+        for a in assignments:
+            _check_assignment(state, list(a.broker_ids))
+    return topic
 
 
 async def handle(ctx: RequestContext, request: object) -> CreatePartitionsResponse:
+    state = ctx.state
     counts = Counter(t.name for t in request.topics)  # type: ignore[attr-defined]
-    results = []
+    results = [_Result(name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name.")
+               for name, n in counts.items() if n > 1]
     for t in request.topics:  # type: ignore[attr-defined]
+        if counts[t.name] > 1:
+            continue
         try:
-            _check(ctx, t, counts[t.name] > 1)
+            topic = _check(state, t)
             if not request.validate_only:  # type: ignore[attr-defined]
-                await ctx.state.metadata.add_partitions(ctx.state.metadata.topic(t.name), t.count)
+                await state.metadata.add_partitions(topic, t.count)
             results.append(_Result(name=t.name, error_code=ErrorCode.NONE, error_message=None))
         except KafkaApiError as exc:
             results.append(_Result(name=t.name, error_code=exc.code, error_message=exc.message))

@@ -1,46 +1,103 @@
 """DeleteTopics (key 20), v1-6.
 
-- By name (v1-5) or by name or topic id (v6+); the topic leaves the metadata at once and its
-  partition directories are removed in a worker thread before the answer.
-- UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID; TOPIC_DELETION_DISABLED when
-  delete.topic.enable=false; internal topics cannot be deleted (INVALID_REQUEST)."""
+- By name (v1-5); by name or by topic id (v6+), with Kafka's checks: both or neither given is
+  INVALID_REQUEST, and so is a name or id named twice (one "Duplicate topic name." / "Duplicate
+  topic id." answer per duplicate), or a name that maps to an id also given.
+- Missing topics: UNKNOWN_TOPIC_OR_PARTITION by name, UNKNOWN_TOPIC_ID by id.
+- delete.topic.enable=false refuses the whole request, as Kafka's controller does: every entry
+  gets TOPIC_DELETION_DISABLED (v3+) or INVALID_REQUEST "Topic deletion is disabled." (v1-2).
+- The topic leaves the metadata at once (its partitions go offline, waking long-poll fetches);
+  its partition directories are removed in a worker thread before the answer.
+
+Deliberate deviation: Kafka 4 deletes internal topics when asked (only the CLI refuses);
+wirekafka answers INVALID_REQUEST for them, because its group coordinator keeps its state in
+__consumer_offsets and has no way to drop it mid-flight.
+Not implemented: removing the committed offsets of a deleted topic from consumer groups (Kafka's
+coordinator does that on partition deletion)."""
 
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 
 from kafka.protocol.admin.topics import DeleteTopicsResponse
 
 from wirekafka.broker.context import RequestContext
+from wirekafka.broker.metadata import Topic
+from wirekafka.broker.state import BrokerState
 from wirekafka.protocol.errors import ErrorCode
 
 ZERO_UUID = uuid.UUID(int=0)
 _Result = DeleteTopicsResponse.DeletableTopicResult
 
 
+def _result(name: str | None, topic_id: uuid.UUID | None, code: ErrorCode, message: str | None = None) -> _Result:
+    return _Result(name=name, topic_id=topic_id or ZERO_UUID, error_code=code, error_message=message)
+
+
+def _requested(ctx: RequestContext, request: object) -> list[tuple[str | None, uuid.UUID]]:
+    """(name, id) pairs as the client gave them; before v6 only names."""
+    if ctx.version >= 6:
+        return [(t.name, t.topic_id or ZERO_UUID) for t in request.topics]  # type: ignore[attr-defined]
+    return [(name, ZERO_UUID) for name in request.topic_names]  # type: ignore[attr-defined]
+
+
+def _disabled(ctx: RequestContext, wanted: list[tuple[str | None, uuid.UUID]]) -> DeleteTopicsResponse:
+    if ctx.version < 3:
+        code, message = ErrorCode.INVALID_REQUEST, "Topic deletion is disabled."
+    else:
+        code, message = ErrorCode.TOPIC_DELETION_DISABLED, None
+    return DeleteTopicsResponse(version=ctx.version, throttle_time_ms=0,
+                                responses=[_result(n, i, code, message) for n, i in wanted])
+
+
+async def _delete(state: BrokerState, topic: Topic) -> _Result:
+    if topic.is_internal:
+        return _result(topic.name, topic.topic_id, ErrorCode.INVALID_REQUEST,
+                       f"Internal topic {topic.name} cannot be deleted on wirekafka.")
+    await state.delete_topic(topic.name)
+    return _result(topic.name, topic.topic_id, ErrorCode.NONE)
+
+
 async def handle(ctx: RequestContext, request: object) -> DeleteTopicsResponse:
     state = ctx.state
-    if ctx.version >= 6:
-        wanted = [(t.name, t.topic_id) for t in request.topics]  # type: ignore[attr-defined]
-    else:
-        wanted = [(name, None) for name in request.topic_names]  # type: ignore[attr-defined]
-    results = []
+    wanted = _requested(ctx, request)
+    if not state.config.bool("delete.topic.enable"):
+        return _disabled(ctx, wanted)
+    results: list[_Result] = []
+    by_name: list[str] = []
+    by_id: list[uuid.UUID] = []
     for name, topic_id in wanted:
-        if name is not None:
-            topic = state.metadata.topic(name)
-            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if name is None and topic_id == ZERO_UUID:
+            results.append(_result(None, None, ErrorCode.INVALID_REQUEST, "Neither topic name nor id were specified."))
+        elif name is not None and topic_id != ZERO_UUID:
+            results.append(_result(name, topic_id, ErrorCode.INVALID_REQUEST,
+                                   "You may not specify both topic name and topic id."))
+        elif name is not None:
+            by_name.append(name)
         else:
-            topic = state.metadata.topic_by_id(topic_id) if topic_id else None
-            missing = ErrorCode.UNKNOWN_TOPIC_ID
-        code, message = ErrorCode.NONE, None
+            by_id.append(topic_id)
+    names, ids = Counter(by_name), Counter(by_id)
+    results += [_result(n, None, ErrorCode.INVALID_REQUEST, "Duplicate topic name.") for n, c in names.items() if c > 1]
+    results += [_result(None, i, ErrorCode.INVALID_REQUEST, "Duplicate topic id.") for i, c in ids.items() if c > 1]
+    doomed: dict[uuid.UUID, Topic] = {}
+    for topic_id in (i for i, c in ids.items() if c == 1):
+        topic = state.metadata.topic_by_id(topic_id)
         if topic is None:
-            code = missing
-        elif not state.config.bool("delete.topic.enable"):
-            code, message = ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled."
-        elif topic.is_internal:
-            code, message = ErrorCode.INVALID_REQUEST, f"Internal topic {topic.name} cannot be deleted."
+            results.append(_result(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID,
+                                   "This server does not host this topic ID."))
         else:
-            await state.delete_topic(topic.name)
-        results.append(_Result(name=topic.name if topic else name, topic_id=topic.topic_id if topic else (topic_id or ZERO_UUID),
-                               error_code=code, error_message=message))
+            doomed[topic_id] = topic
+    for name in (n for n, c in names.items() if c == 1):
+        topic = state.metadata.topic(name)
+        if topic is None:
+            results.append(_result(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                   "This server does not host this topic-partition."))
+        elif topic.topic_id in doomed:
+            del doomed[topic.topic_id]
+            results.append(_result(name, topic.topic_id, ErrorCode.INVALID_REQUEST,
+                                   "The provided topic name maps to an ID that was already supplied."))
+        else:
+            doomed[topic.topic_id] = topic
+    results += [await _delete(state, topic) for topic in doomed.values()]
     return DeleteTopicsResponse(version=ctx.version, throttle_time_ms=0, responses=results)

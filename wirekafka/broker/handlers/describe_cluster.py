@@ -1,8 +1,13 @@
 """DescribeCluster (key 60), v0-2.
 
-- The cluster id, this node as controller and as the one broker (at its advertised listener,
-  no rack, never fenced), for either endpoint type (brokers or controllers: this node is both).
-- Cluster authorized operations when asked for: no authorizer, so every cluster operation.
+- The cluster id, this node as controller and as the one broker at its advertised listener
+  (no rack, never fenced, so include_fenced_brokers changes nothing).
+- endpoint_type (v1+), answered as Kafka's broker listener does: 1 (brokers) describes the
+  cluster; 2 (controllers) is MISMATCHED_ENDPOINT_TYPE (wirekafka serves no controller APIs, so a
+  client bootstrapping from controllers learns it is talking to a broker); any other value
+  UNSUPPORTED_ENDPOINT_TYPE. Error answers carry endpoint type 1, no cluster id, controller -1.
+- include_cluster_authorized_operations: there is no authorizer, so every operation Kafka
+  defines on the cluster resource; otherwise the "not requested" value.
 Every field is filled: the Java AdminClient waits on this response."""
 
 from __future__ import annotations
@@ -13,9 +18,25 @@ from wirekafka.broker.context import RequestContext
 from wirekafka.broker.handlers.metadata import CLUSTER_OPERATIONS
 from wirekafka.protocol.errors import ErrorCode
 
+BROKERS, CONTROLLERS = 1, 2
+
+
+def _error(ctx: RequestContext, code: ErrorCode, message: str) -> DescribeClusterResponse:
+    """Kafka's error answer: endpoint type 1, no cluster id, no controller, no brokers."""
+    return DescribeClusterResponse(
+        version=ctx.version, throttle_time_ms=0, error_code=code, error_message=message, endpoint_type=BROKERS,
+        cluster_id="", controller_id=-1, brokers=[], authorized_operations=None)
+
 
 def handle(ctx: RequestContext, request: object) -> DescribeClusterResponse:
+    """Describe this one-node cluster, or refuse an endpoint type as Kafka's broker listener does."""
     state = ctx.state
+    endpoint_type = getattr(request, "endpoint_type", BROKERS)
+    if endpoint_type == CONTROLLERS:
+        return _error(ctx, ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+                      "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER")
+    if endpoint_type != BROKERS:
+        return _error(ctx, ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {endpoint_type}")
     adv = state.config.advertised_listener
     with_ops = bool(request.include_cluster_authorized_operations)  # type: ignore[attr-defined]
     return DescribeClusterResponse(
@@ -23,10 +44,10 @@ def handle(ctx: RequestContext, request: object) -> DescribeClusterResponse:
         throttle_time_ms=0,
         error_code=ErrorCode.NONE,
         error_message=None,
-        endpoint_type=getattr(request, "endpoint_type", 1),
+        endpoint_type=endpoint_type,
         cluster_id=state.cluster_id,
         controller_id=state.node_id,
         brokers=[DescribeClusterResponse.DescribeClusterBroker(
             broker_id=state.node_id, host=adv.host, port=adv.port, rack=None, is_fenced=False)],
-        authorized_operations=CLUSTER_OPERATIONS if with_ops else None,
+        authorized_operations=set(CLUSTER_OPERATIONS) if with_ops else None,
     )

@@ -1,32 +1,82 @@
 """DescribeConfigs (key 32), v1-4.
 
-- TOPIC (2): every topic config in broker/topic_config.py with its value, source (topic override,
-  static broker setting or Kafka's default), type (v3+) and, when asked, synonyms (the topic
-  override, then the broker key) — filtered by configuration_keys when given.
-- BROKER (4) named by this node's id: every server.properties key we know, read-only, source
-  STATIC_BROKER_CONFIG when set in the file/overrides else DEFAULT_CONFIG. The cluster-wide
-  default resource (empty name) has no dynamic defaults, so it lists nothing.
-- Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; another broker id or another resource type:
-  INVALID_REQUEST. Documentation is not provided (null)."""
+- TOPIC (2): every topic config of broker/topic_config.py with its effective value, source,
+  type (v3+) and, when include_synonyms is set, Kafka's synonym chain: the topic override, then
+  the broker keys it inherits from (STATIC_BROKER_CONFIG where server.properties sets them,
+  then DEFAULT_CONFIG where Kafka has a non-null default), cut to start at the topic config's
+  own broker key — so retention.ms without log.retention.ms set lists no broker synonym, as in
+  Kafka. The source is the first synonym's, DEFAULT_CONFIG when there is none.
+- BROKER (4) named by this node's id: every server.properties key wirekafka knows, with Kafka's
+  type, value (lists comma-joined, booleans lowercase, unset as null) and the same synonym
+  rules (log.retention.ms/minutes/hours, log.roll.*, log.flush.interval.ms share a chain).
+  The cluster-default resource (empty name) lists the dynamic cluster defaults: none.
+- BROKER_LOGGER (8) named by this node's id: the root logger and wirekafka's loggers with their
+  effective levels in log4j's names.
+- configuration_keys filters (null or empty = all; unknown keys are skipped); the result's
+  error_message is "" on success, as Kafka sends it.
+- Errors as Kafka: unknown topic UNKNOWN_TOPIC_OR_PARTITION (no message); an illegal topic
+  name INVALID_TOPIC_EXCEPTION with Kafka's "Topic name is invalid: ..." texts; a broker id that
+  is not a number or not ours INVALID_REQUEST with a message; any other resource type
+  INVALID_REQUEST with Kafka's generic text for it.
+
+Deliberate deviations: every broker config is read_only (wirekafka has no dynamic broker
+configs; Kafka marks its dynamically updatable ones read_only=false) and so is every logger.
+Not implemented: GROUP (32) and CLIENT_METRICS (16) configs (INVALID_REQUEST: wirekafka has
+neither KIP-848 groups nor client metrics); documentation (always null)."""
 
 from __future__ import annotations
 
+import logging
+
 from kafka.protocol.admin.configs import DescribeConfigsResponse
 
-from wirekafka.broker import topic_config
+from wirekafka.broker import topic_config as tc
 from wirekafka.broker.context import RequestContext
+from wirekafka.broker.metadata import MAX_TOPIC_NAME, Topic, topic_name_error
 from wirekafka.config import BROKER_KEYS, BrokerConfig
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
-RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
+RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER = 2, 4, 8
+RESOURCE_CLIENT_METRICS, RESOURCE_GROUP = 16, 32
+SOURCE_BROKER_LOGGER = 6
+
 _Result = DescribeConfigsResponse.DescribeConfigsResult
 _Entry = _Result.DescribeConfigsResourceResult
 _Synonym = _Entry.DescribeConfigsSynonym
 
+# Broker keys whose values stand in for one another, in Kafka's precedence order
+# (DynamicBrokerConfig.brokerConfigSynonyms).
+_SYNONYM_CHAINS = [
+    ("log.roll.ms", "log.roll.hours"),
+    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+]
+# Kafka's defaults of broker keys that topic configs inherit from but that wirekafka does not read.
+_UNREAD_DEFAULTS = {"log.preallocate": "false", "unclean.leader.election.enable": "false", "log.roll.jitter.hours": "0"}
+# Keys Kafka requires (it reports no default for them) but wirekafka defaults for a one-node setup.
+_NO_KAFKA_DEFAULT = frozenset({"node.id", "process.roles"})
+# Kafka's ConfigDef types where the Python default does not tell them apart (int vs LONG/SHORT).
+_LONG_KEYS = frozenset({
+    "log.roll.ms", "log.retention.ms", "log.retention.bytes", "log.retention.check.interval.ms",
+    "log.flush.interval.messages", "log.flush.interval.ms", "log.flush.scheduler.interval.ms",
+    "log.segment.delete.delay.ms", "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
+    "log.cleaner.max.compaction.lag.ms", "log.cleaner.backoff.ms", "log.message.timestamp.before.max.ms",
+    "log.message.timestamp.after.max.ms", "offsets.retention.check.interval.ms",
+})
+_SHORT_KEYS = frozenset({"offsets.topic.replication.factor"})
+_LIST_KEYS = frozenset({"log.dir"})
+# Kafka's INVALID_REQUEST text when the exception carries no message of its own.
+_INVALID_REQUEST_TEXT = ("This most likely occurs because of a request being malformed by the client library or the "
+                         "message was sent to an incompatible broker. See the broker logs for more details.")
+_LOG4J_LEVELS = [(logging.CRITICAL, "FATAL"), (logging.ERROR, "ERROR"), (logging.WARNING, "WARN"),
+                 (logging.INFO, "INFO"), (logging.DEBUG, "DEBUG")]
+
 
 def render(value: object) -> str | None:
-    """A broker config value as Kafka prints it."""
-    if value is None:
+    """A config value as Kafka prints it: lists comma-joined, booleans lowercase, unset (or an
+    empty list, which wirekafka uses for "not set") as null."""
+    if value is None or value == ():
         return None
     if isinstance(value, bool):
         return str(value).lower()
@@ -35,68 +85,151 @@ def render(value: object) -> str | None:
     return str(value)
 
 
-def _topic_entries(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool) -> list:
-    state = ctx.state
-    topic = state.metadata.topic(name)
+def broker_config_type(key: str) -> int:
+    """Kafka's ConfigDef type of a broker key, as DescribeConfigs reports it."""
+    if key in _LONG_KEYS:
+        return tc.TYPE_LONG
+    if key in _SHORT_KEYS:
+        return tc.TYPE_SHORT
+    default = BROKER_KEYS[key][1]
+    if isinstance(default, tuple) or key in _LIST_KEYS:
+        return tc.TYPE_LIST
+    if isinstance(default, bool):
+        return tc.TYPE_BOOLEAN
+    if isinstance(default, float):
+        return tc.TYPE_DOUBLE
+    if isinstance(default, str):
+        return tc.TYPE_STRING
+    return tc.TYPE_INT
+
+
+def kafka_default(key: str) -> str | None:
+    """Kafka's default of a broker key as a string (None where Kafka has none)."""
+    if key in _NO_KAFKA_DEFAULT:
+        return None
+    if key in BROKER_KEYS:
+        return render(BROKER_KEYS[key][1])
+    return _UNREAD_DEFAULTS.get(key)
+
+
+def broker_synonyms(config: BrokerConfig, key: str) -> list[_Synonym]:
+    """Kafka's synonym chain of a broker key: static settings of the key and its stand-ins,
+    then their non-null defaults, starting at the key itself."""
+    chain = next((c for c in _SYNONYM_CHAINS if key in c), (key,))
+    found = [_Synonym(name=k, value=render(config[k]), source=tc.SOURCE_STATIC_BROKER)
+             for k in chain if k in config.overridden]
+    found += [_Synonym(name=k, value=d, source=tc.SOURCE_DEFAULT)
+              for k in chain if (d := kafka_default(k)) is not None]
+    while found and found[0].name != key:
+        found.pop(0)
+    return found
+
+
+def _entry(name: str, value: str | None, synonyms: list[_Synonym], with_synonyms: bool, config_type: int,
+           read_only: bool) -> _Entry:
+    source = synonyms[0].source if synonyms else tc.SOURCE_DEFAULT
+    return _Entry(name=name, value=value, read_only=read_only, config_source=source,
+                  is_default=source == tc.SOURCE_DEFAULT, is_sensitive=False,
+                  synonyms=synonyms if with_synonyms else [], config_type=config_type, documentation=None)
+
+
+def _invalid_topic_name(name: str) -> str | None:
+    """Kafka's DescribeConfigs text for an illegal topic name, None for a legal one."""
+    if not topic_name_error(name):
+        return None
+    if not name:
+        return "Topic name is invalid: the empty string is not allowed"
+    if name in (".", ".."):
+        return f"Topic name is invalid: '{name}' is not allowed"
+    if len(name) > MAX_TOPIC_NAME:
+        return f"Topic name is invalid: the length of '{name}' is longer than the max allowed length {MAX_TOPIC_NAME}"
+    return (f"Topic name is invalid: '{name}' contains one or more characters other than ASCII alphanumerics, "
+            "'.', '_' and '-'")
+
+
+def _topic_entries(ctx: RequestContext, name: str, with_synonyms: bool) -> list[_Entry]:
+    reason = _invalid_topic_name(name)
+    if reason:
+        raise KafkaApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
+    topic: Topic | None = ctx.state.metadata.topic(name)
     if topic is None:
-        raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
-    broker: BrokerConfig = state.config
+        raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "")
+    config = ctx.state.config
     out = []
-    for cname in sorted(topic_config.TOPIC_CONFIGS):
-        if keys is not None and cname not in keys:
-            continue
-        d = topic_config.TOPIC_CONFIGS[cname]
-        value, source = topic_config.effective(cname, topic.configs, broker)
-        syn = []
-        if synonyms:
-            if cname in topic.configs:
-                syn.append(_Synonym(name=cname, value=topic.configs[cname], source=topic_config.SOURCE_DYNAMIC_TOPIC))
-            if d.broker_key:
-                broker_source = (topic_config.SOURCE_STATIC_BROKER if d.broker_key in broker.overridden
-                                 else topic_config.SOURCE_DEFAULT)
-                syn.append(_Synonym(name=d.broker_key, value=d.default(broker), source=broker_source))
-        out.append(_Entry(name=cname, value=value, read_only=False, config_source=source,
-                          is_default=source == topic_config.SOURCE_DEFAULT, is_sensitive=False,
-                          synonyms=syn, config_type=d.type, documentation=None))
+    for cname, d in sorted(tc.TOPIC_CONFIGS.items()):
+        synonyms = []
+        if cname in topic.configs:
+            synonyms.append(_Synonym(name=cname, value=topic.configs[cname], source=tc.SOURCE_DYNAMIC_TOPIC))
+        if d.broker_key:
+            synonyms += broker_synonyms(config, d.broker_key)
+        value = tc.effective(cname, topic.configs, config)[0]
+        out.append(_entry(cname, value, synonyms, with_synonyms, d.type, read_only=False))
     return out
 
 
-def _broker_entries(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool) -> list:
-    state = ctx.state
+def _check_broker_id(ctx: RequestContext, name: str, allow_empty: bool) -> None:
+    node = ctx.state.node_id
+    if not name:
+        raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
+    try:
+        broker = int(name)
+    except ValueError:
+        raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}") from None
+    if broker != node:
+        expected = f"{node} or empty string," if allow_empty else f"{node}"
+        raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {expected} but received {name}")
+
+
+def _broker_entries(ctx: RequestContext, name: str, with_synonyms: bool) -> list[_Entry]:
     if name == "":
-        return []
-    if name != str(state.node_id):
-        raise KafkaApiError(ErrorCode.INVALID_REQUEST,
-                            f"Unexpected broker id, expected {state.node_id} but received {name}")
-    out = []
-    for key in sorted(BROKER_KEYS):
-        if keys is not None and key not in keys:
-            continue
-        source = (topic_config.SOURCE_STATIC_BROKER if key in state.config.overridden
-                  else topic_config.SOURCE_DEFAULT)
-        value = render(state.config[key])
-        syn = [_Synonym(name=key, value=value, source=source)] if synonyms else []
-        out.append(_Entry(name=key, value=value, read_only=True, config_source=source,
-                          is_default=source == topic_config.SOURCE_DEFAULT, is_sensitive=False,
-                          synonyms=syn, config_type=topic_config.TYPE_STRING, documentation=None))
-    return out
+        return []  # the cluster-wide dynamic defaults: wirekafka has none
+    _check_broker_id(ctx, name, allow_empty=True)
+    config = ctx.state.config
+    return [_entry(key, render(config[key]), broker_synonyms(config, key), with_synonyms, broker_config_type(key),
+                   read_only=True)
+            for key in sorted(BROKER_KEYS)]
+
+
+def _log4j_level(logger: logging.Logger) -> str:
+    level = logger.getEffectiveLevel()
+    return next((n for lvl, n in _LOG4J_LEVELS if level >= lvl), "TRACE")
+
+
+def _logger_entries(ctx: RequestContext, name: str) -> list[_Entry]:
+    _check_broker_id(ctx, name, allow_empty=False)
+    names = ["root"] + sorted(n for n, lg in logging.root.manager.loggerDict.items()
+                              if n.split(".")[0] == "wirekafka" and isinstance(lg, logging.Logger))
+    return [_Entry(name=n, value=_log4j_level(logging.getLogger(None if n == "root" else n)), read_only=True,
+                   config_source=SOURCE_BROKER_LOGGER, is_default=False, is_sensitive=False, synonyms=[],
+                   config_type=0, documentation=None)
+            for n in names]
+
+
+def _entries(ctx: RequestContext, resource: object, with_synonyms: bool) -> list[_Entry]:
+    rtype, name = resource.resource_type, resource.resource_name  # type: ignore[attr-defined]
+    if rtype == RESOURCE_TOPIC:
+        return _topic_entries(ctx, name, with_synonyms)
+    if rtype == RESOURCE_BROKER:
+        return _broker_entries(ctx, name, with_synonyms)
+    if rtype == RESOURCE_BROKER_LOGGER:
+        return _logger_entries(ctx, name)
+    if rtype == RESOURCE_GROUP:
+        raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Group configs are not supported by wirekafka")
+    if rtype == RESOURCE_CLIENT_METRICS:
+        raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Client metrics subscriptions are not supported by wirekafka")
+    raise KafkaApiError(ErrorCode.INVALID_REQUEST, _INVALID_REQUEST_TEXT)
 
 
 def handle(ctx: RequestContext, request: object) -> DescribeConfigsResponse:
-    synonyms = bool(getattr(request, "include_synonyms", False))
+    with_synonyms = bool(getattr(request, "include_synonyms", False))
     results = []
     for r in request.resources:  # type: ignore[attr-defined]
-        keys = list(r.configuration_keys) if r.configuration_keys is not None else None
+        wanted = set(r.configuration_keys or ())
         try:
-            if r.resource_type == RESOURCE_TOPIC:
-                entries = _topic_entries(ctx, r.resource_name, keys, synonyms)
-            elif r.resource_type == RESOURCE_BROKER:
-                entries = _broker_entries(ctx, r.resource_name, keys, synonyms)
-            else:
-                raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {r.resource_type}")
-            results.append(_Result(error_code=ErrorCode.NONE, error_message=None, resource_type=r.resource_type,
-                                   resource_name=r.resource_name, configs=entries))
+            entries = [e for e in _entries(ctx, r, with_synonyms) if not wanted or e.name in wanted]
+            code, message = ErrorCode.NONE, ""
         except KafkaApiError as exc:
-            results.append(_Result(error_code=exc.code, error_message=exc.message, resource_type=r.resource_type,
-                                   resource_name=r.resource_name, configs=[]))
+            entries, code, message = [], exc.code, exc.message if exc.message is not None else ""
+        results.append(_Result(error_code=code, error_message=message, resource_type=r.resource_type,
+                               resource_name=r.resource_name, configs=entries))
     return DescribeConfigsResponse(version=ctx.version, throttle_time_ms=0, results=results)

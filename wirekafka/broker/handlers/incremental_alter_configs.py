@@ -1,9 +1,20 @@
 """IncrementalAlterConfigs (key 44), v0-1.
 
-- TOPIC resources: per config SET (0), DELETE (1, back to the default), APPEND (2) and SUBTRACT
-  (3) — the last two only for list configs (cleanup.policy), INVALID_REQUEST otherwise; names
-  and values validated (INVALID_CONFIG); validate_only; applied to the live logs at once.
-- BROKER resources: not supported (INVALID_REQUEST); unknown topic UNKNOWN_TOPIC_OR_PARTITION."""
+- TOPIC resources, per config: SET (0), DELETE (1: back to the inherited value; deleting a name
+  that is not a topic config is a no-op, as in Kafka), APPEND (2) and SUBTRACT (3) on list
+  configs (cleanup.policy): the items are added (skipping ones present) to, or removed from, the
+  topic's override or — without one — Kafka's default for the key. APPEND/SUBTRACT on any other
+  key: INVALID_CONFIG "Can't APPEND to key <k> because its type is not LIST.".
+- The resulting override set is validated as a whole (INVALID_CONFIG with Kafka's message);
+  validate_only changes nothing; accepted changes apply to the live logs at once.
+- Request checks shared with AlterConfigs (duplicate resources, duplicate keys, a null value
+  for anything but DELETE: INVALID_REQUEST with Kafka's messages); an operation code outside
+  0-3: INVALID_REQUEST "Unknown operations type <n>" (Kafka answers UNKNOWN_SERVER_ERROR for
+  topics). Unknown topic: UNKNOWN_TOPIC_OR_PARTITION.
+- BROKER resources: refused like AlterConfigs ("Cannot update these configs dynamically").
+
+Not implemented (INVALID_REQUEST with a message): BROKER_LOGGER (8) level changes, CLIENT_METRICS
+(16) and GROUP (32) configs."""
 
 from __future__ import annotations
 
@@ -11,43 +22,67 @@ from kafka.protocol.admin.configs import IncrementalAlterConfigsResponse
 
 from wirekafka.broker import topic_config
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.handlers.alter_configs import ConfigChange, run_resources
+from wirekafka.broker.handlers.alter_configs import run_resources, unknown_type
+from wirekafka.broker.handlers.describe_configs import (
+    RESOURCE_BROKER_LOGGER,
+    RESOURCE_CLIENT_METRICS,
+    RESOURCE_GROUP,
+    kafka_default,
+)
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+_OP_NAMES = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
 
-def _incremental(ctx: RequestContext, resource: object) -> ConfigChange:
-    ops = list(resource.configs)  # type: ignore[attr-defined]
+def _items(value: str | None) -> list[str]:
+    return [x for x in (value or "").split(",") if x]
 
-    def change(current: dict[str, str]) -> dict[str, str]:
-        for op in ops:
-            d = topic_config.TOPIC_CONFIGS.get(op.name)
-            if d is None:
-                raise KafkaApiError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {op.name}")
-            if op.config_operation == SET:
-                current[op.name] = op.value
-            elif op.config_operation == DELETE:
-                current.pop(op.name, None)
-            elif op.config_operation in (APPEND, SUBTRACT):
-                if d.type != topic_config.TYPE_LIST:
-                    raise KafkaApiError(ErrorCode.INVALID_REQUEST,
-                                        f"Config value append is not allowed for config key: {op.name}")
-                base = current.get(op.name) or topic_config.effective(op.name, current, ctx.state.config)[0]
-                items = [x for x in base.split(",") if x]
-                given = [x for x in (op.value or "").split(",") if x]
-                if op.config_operation == APPEND:
-                    items += [x for x in given if x not in items]
-                else:
-                    items = [x for x in items if x not in given]
-                current[op.name] = ",".join(items)
-            else:
-                raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Unknown config operation {op.config_operation}")
-        return current
 
-    return change
+def _list_change(name: str, op: int, value: str, current: dict[str, str]) -> str:
+    d = topic_config.TOPIC_CONFIGS.get(name)
+    if d is None or d.type != topic_config.TYPE_LIST:
+        raise KafkaApiError(ErrorCode.INVALID_CONFIG,
+                            f"Can't {_OP_NAMES[op]} to key {name} because its type is not LIST.")
+    base = current.get(name)
+    if base is None and d.broker_key:
+        base = kafka_default(d.broker_key)
+    items = _items(base)
+    given = _items(value)
+    if op == APPEND:
+        items += [x for x in dict.fromkeys(given) if x not in items]
+    else:
+        items = [x for x in items if x not in given]
+    return ",".join(items)
+
+
+def _incremental(resource: object, current: dict[str, str]) -> dict[str, str]:
+    for op in resource.configs:  # type: ignore[attr-defined]
+        if op.config_operation == SET:
+            current[op.name] = op.value
+        elif op.config_operation == DELETE:
+            current.pop(op.name, None)
+        elif op.config_operation in (APPEND, SUBTRACT):
+            current[op.name] = _list_change(op.name, op.config_operation, op.value, current)
+        else:
+            raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op.config_operation}")
+    return current
+
+
+def _nulls(resource: object) -> list[str]:
+    configs = resource.configs  # type: ignore[attr-defined]
+    return [c.name for c in configs if c.value is None and c.config_operation != DELETE]
+
+
+def _other_type(resource: object) -> None:
+    rtype = resource.resource_type  # type: ignore[attr-defined]
+    if rtype == RESOURCE_BROKER_LOGGER:
+        raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Broker logger levels cannot be changed on wirekafka")
+    if rtype in (RESOURCE_CLIENT_METRICS, RESOURCE_GROUP):
+        raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Resource type {rtype} is not supported by wirekafka")
+    unknown_type(resource)
 
 
 async def handle(ctx: RequestContext, request: object) -> IncrementalAlterConfigsResponse:
-    return await run_resources(ctx, request, IncrementalAlterConfigsResponse,  # type: ignore[return-value]
-                         lambda r: _incremental(ctx, r))
+    return await run_resources(ctx, request, IncrementalAlterConfigsResponse, _incremental,  # type: ignore[return-value]
+                         _nulls, _other_type)

@@ -21,7 +21,7 @@ from wirekafka.protocol.errors import ErrorCode
 
 ZERO_UUID = uuid.UUID(int=0)
 TOPIC_OPERATIONS = {3, 4, 5, 6, 7, 8, 10, 11}  # READ..ALTER_CONFIGS, as AclOperation codes
-CLUSTER_OPERATIONS = {4, 5, 7, 8, 9, 10, 11, 12}
+CLUSTER_OPERATIONS = {5, 7, 8, 9, 10, 11, 12}  # CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, ..., IDEMPOTENT_WRITE
 
 _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = _Topic.MetadataResponsePartition

@@ -5,8 +5,10 @@ Answered from the partition's leader-epoch cache (leader-epoch-checkpoint), Kafk
 - requested epoch above every known epoch, or undefined: (-1, -1);
 - otherwise the start offset of the next higher epoch, with the greatest known epoch at or below
   the requested one (the requested epoch itself when it is below every known epoch).
-- current_leader_epoch fencing: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH; unknown partitions
-  UNKNOWN_TOPIC_OR_PARTITION."""
+- a partition becomes leader in its epoch at its log end, so the entry exists even for an empty
+  log: (0, 0) there, as Kafka answers.
+- current_leader_epoch fencing (-1 skips it): FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH; unknown
+  partitions UNKNOWN_TOPIC_OR_PARTITION. replica_id (v3+) does not change the answer."""
 
 from __future__ import annotations
 

@@ -16,7 +16,6 @@ a worker thread (`flush_work`, the segments detached by retention) or done at op
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import functools
 from dataclasses import dataclass
@@ -147,7 +146,7 @@ class Partition:
     def append(self, batch: bytes | bytearray | memoryview, header: BatchHeader, origin: AppendOrigin,
                log_append_time_ms: int | None = None) -> AppendResult:
         """Append one validated batch. Client and coordinator batches get offsets and the leader
-        epoch assigned here in a 16-byte copy of the header, the rest written from the request's
+        epoch assigned here in a 61-byte copy of the header, the rest written from the request's
         buffer; replicated batches keep theirs. log_append_time_ms is set for LogAppendTime
         topics. Raises KafkaApiError for producer-state violations."""
         if not self.online:
@@ -164,12 +163,11 @@ class Partition:
             records.assign_offsets(buf, self._log.log_end_offset, self.leader_epoch)
             records.set_log_append_time(buf, log_append_time_ms)
             parts, assigned = (buf,), records.parse_header(buf)
-        else:  # offset and epoch sit in the first 16 bytes, outside the CRC: patch only those
-            head = bytearray(batch[:records.EPOCH_END])
+        else:  # offset and epoch sit in the header, outside the CRC: patch a copy of the header
+            head = bytearray(batch[:records.HEADER_SIZE])
             records.assign_offsets(head, self._log.log_end_offset, self.leader_epoch)
-            parts = (head, memoryview(batch)[records.EPOCH_END:])
-            assigned = dataclasses.replace(header, base_offset=self._log.log_end_offset,
-                                           partition_leader_epoch=self.leader_epoch)
+            parts = (head, memoryview(batch)[records.HEADER_SIZE:])
+            assigned = records.parse_header(head)
         self.epochs.assign(assigned.partition_leader_epoch, assigned.base_offset)
         flush_due = self._log.append(parts, assigned)
         append_time = -1 if log_append_time_ms is None else log_append_time_ms

@@ -21,7 +21,6 @@ import crc32c
 
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength: the bytes not counted by batchLength
-EPOCH_END = 16  # baseOffset, batchLength, partitionLeaderEpoch: the leader's fields, outside the CRC
 MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21

@@ -16,48 +16,40 @@
 
 from __future__ import annotations
 
-from kafka.protocol.producer.produce import ProduceResponse
-
 from wirekafka.broker.context import CloseConnection, RequestContext
 from wirekafka.broker.replica_manager import ProduceEntry
 from wirekafka.protocol.errors import ErrorCode
-
-_TopicResp = ProduceResponse.TopicProduceResponse
-_PartResp = _TopicResp.PartitionProduceResponse
+from wirekafka.protocol.produce_response import FastProduceResponse, PartitionAnswer, TopicAnswer
 
 
-async def handle(ctx: RequestContext, request: object) -> ProduceResponse | None:
+async def handle(ctx: RequestContext, request: object) -> FastProduceResponse | None:
     v = ctx.version
     state = ctx.state
     acks = request.acks  # type: ignore[attr-defined]
     entries: list[ProduceEntry] = []
-    shape: list[tuple[object, list[int]]] = []
     for td in request.topic_data:  # type: ignore[attr-defined]
         topic, unknown = state.metadata.resolve(td.name, td.topic_id, by_id=v >= 13)
-        shape.append((td, [pd.index for pd in td.partition_data]))
         entries.extend(ProduceEntry(topic, pd.index, pd.records, unknown) for pd in td.partition_data)
     if acks not in (-1, 0, 1):
-        outcomes = [None] * len(entries)
+        outcomes = None
     else:
-        outcomes = await state.replicas.append_records(entries, acks, request.timeout_ms,  # type: ignore[attr-defined]
-                                                       ctx.header.client_id)
-    responses = []
-    it = iter(outcomes)
-    for td, indexes in shape:
+        outcomes = iter(await state.replicas.append_records(entries, acks, request.timeout_ms,  # type: ignore[attr-defined]
+                                                            ctx.header.client_id))
+    topics = []
+    failed = False
+    for td in request.topic_data:  # type: ignore[attr-defined]
         parts = []
-        for index in indexes:
-            o = next(it)
+        for pd in td.partition_data:
+            o = next(outcomes) if outcomes is not None else None
             if o is None:
-                parts.append(_PartResp(index=index, error_code=ErrorCode.INVALID_REQUIRED_ACKS, base_offset=-1,
-                                       log_append_time_ms=-1, log_start_offset=-1, record_errors=[],
-                                       error_message=None))
+                parts.append(PartitionAnswer(pd.index, ErrorCode.INVALID_REQUIRED_ACKS, -1, -1, -1))
             else:
-                parts.append(_PartResp(index=index, error_code=o.error, base_offset=o.base_offset,
-                                       log_append_time_ms=o.log_append_time, log_start_offset=o.log_start_offset,
-                                       record_errors=[], error_message=o.message))
-        responses.append(_TopicResp(name=td.name, topic_id=td.topic_id, partition_responses=parts))  # type: ignore[attr-defined]
+                parts.append(PartitionAnswer(pd.index, o.error, o.base_offset, o.log_append_time,
+                                             o.log_start_offset, o.message))
+            failed = failed or parts[-1].error_code != ErrorCode.NONE
+        topics.append(TopicAnswer(td.name, td.topic_id, parts))
     if acks == 0:
-        if any(p.error_code for t in responses for p in t.partition_responses):
+        if failed:
             raise CloseConnection("acks=0 produce failed")
         return None
-    return ProduceResponse(version=v, responses=responses, throttle_time_ms=0, node_endpoints=[])
+    return FastProduceResponse(topics)

@@ -1,0 +1,47 @@
+"""The ProduceResponse fast path writes exactly what the schema codec writes, at every served
+Produce version, for the answers wirekafka gives (several topics and partitions, errors with and
+without messages, LogAppendTime, topic ids)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from kafka.protocol.producer.produce import ProduceResponse
+
+from wirekafka.protocol import api_versions, codec
+from wirekafka.protocol.produce_response import FastProduceResponse, PartitionAnswer, TopicAnswer
+
+PRODUCE = 0
+_T = ProduceResponse.TopicProduceResponse
+_P = _T.PartitionProduceResponse
+
+ANSWERS = [
+    TopicAnswer("orders", uuid.UUID(int=0x1234), [
+        PartitionAnswer(0, 0, 42, -1, 0),
+        PartitionAnswer(7, 0, 2**40, 1_700_000_000_123, 17),
+        PartitionAnswer(3, 10, -1, -1, 5, "the record batch of 2000 bytes exceeds max.message.bytes=1000"),
+    ]),
+    TopicAnswer("ünïcode-topic", uuid.UUID(int=7), [PartitionAnswer(1, 3, -1, -1, -1, None)]),
+    TopicAnswer("empty", uuid.UUID(int=9), []),
+]
+
+
+def _schema(version: int, topics: list[TopicAnswer], throttle: int) -> ProduceResponse:
+    return ProduceResponse(version=version, throttle_time_ms=throttle, node_endpoints=[], responses=[
+        _T(name=t.name, topic_id=t.topic_id, partition_responses=[
+            _P(index=p.index, error_code=p.error_code, base_offset=p.base_offset,
+               log_append_time_ms=p.log_append_time_ms, log_start_offset=p.log_start_offset,
+               record_errors=[], error_message=p.error_message) for p in t.partitions])
+        for t in topics])
+
+
+@pytest.mark.parametrize("version", range(api_versions.SUPPORTED[PRODUCE][0], api_versions.SUPPORTED[PRODUCE][1] + 1))
+@pytest.mark.parametrize("topics", [ANSWERS, ANSWERS[:1], []], ids=["several", "one", "none"])
+def test_fast_produce_response_is_byte_identical(version: int, topics: list[TopicAnswer]) -> None:
+    fast = FastProduceResponse(topics, throttle_time_ms=25)
+    assert fast.flexible_version_q(version) == ProduceResponse.flexible_version_q(version)
+    assert bytes(fast.encode(version)) == bytes(_schema(version, topics, 25).encode(version=version))
+    # framed by the same codec function as every response
+    assert codec.encode_response(PRODUCE, version, 9, fast) == \
+        codec.encode_response(PRODUCE, version, 9, _schema(version, topics, 25))

@@ -1,0 +1,109 @@
+"""A fast encoder for the common ProduceResponse, the hottest answer the broker writes.
+
+The schema codec builds a container object per topic and partition and walks the schema to
+encode them: about a third of a small produce request's broker-side cost (cProfile; figures in
+docs/perf/BENCHMARKS.md). This module writes the same bytes directly for the shape of every answer
+wirekafka gives today — no record errors, no current-leader hint, no node endpoints — at every
+version it serves (Produce v0-13, Kafka's ProduceResponse.json), and
+`tests/test_produce_response.py` checks it byte for byte against the schema codec. An answer that
+needs those fields (per-record errors, leader hints once replication exists) must be built with
+the codec's ProduceResponse instead.
+
+The object quacks like a kafka-python ApiMessage (encode, flexible_version_q), so the connection
+frames it like any response."""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from dataclasses import dataclass
+
+FLEXIBLE_FROM = 9  # compact strings/arrays and tagged fields
+TOPIC_ID_FROM = 13  # topics by id instead of name
+THROTTLE_FROM = 1
+ERRORS_FROM = 8  # record_errors and error_message
+
+# Partition fields by version: index, error_code, base_offset; log_append_time_ms (v2+);
+# log_start_offset (v5+).
+_PART_V0 = (struct.Struct(">ihq"), 3)
+_PART_V2 = (struct.Struct(">ihqq"), 4)
+_PART_V5 = (struct.Struct(">ihqqq"), 5)
+_I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+
+
+@dataclass(slots=True)
+class PartitionAnswer:
+    index: int
+    error_code: int
+    base_offset: int
+    log_append_time_ms: int
+    log_start_offset: int
+    error_message: str | None = None
+
+
+@dataclass(slots=True)
+class TopicAnswer:
+    name: str | None
+    topic_id: uuid.UUID | None
+    partitions: list[PartitionAnswer]
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _string(s: str | None, flexible: bool) -> bytes:
+    if s is None:
+        return b"\x00" if flexible else b"\xff\xff"
+    data = s.encode()
+    return (_uvarint(len(data) + 1) if flexible else _I16.pack(len(data))) + data
+
+
+def _count(n: int, flexible: bool) -> bytes:
+    return _uvarint(n + 1) if flexible else _I32.pack(n)
+
+
+class FastProduceResponse:
+    """ProduceResponse body for answers without record errors, leader hints or endpoints."""
+
+    __slots__ = ("topics", "throttle_time_ms")
+
+    def __init__(self, topics: list[TopicAnswer], throttle_time_ms: int = 0) -> None:
+        self.topics = topics
+        self.throttle_time_ms = throttle_time_ms
+
+    @staticmethod
+    def flexible_version_q(version: int) -> bool:
+        return version >= FLEXIBLE_FROM
+
+    def encode(self, version: int) -> bytes:
+        flexible = version >= FLEXIBLE_FROM
+        part, nfields = _PART_V5 if version >= 5 else _PART_V2 if version >= 2 else _PART_V0
+        out = [_count(len(self.topics), flexible)]
+        for t in self.topics:
+            if version >= TOPIC_ID_FROM:
+                out.append((t.topic_id or uuid.UUID(int=0)).bytes)
+            else:
+                out.append(_string(t.name, flexible))
+            out.append(_count(len(t.partitions), flexible))
+            for p in t.partitions:
+                fields = (p.index, p.error_code, p.base_offset, p.log_append_time_ms, p.log_start_offset)
+                out.append(part.pack(*fields[:nfields]))
+                if version >= ERRORS_FROM:
+                    out.append(_count(0, flexible))  # record_errors
+                    out.append(_string(p.error_message, flexible))
+                if flexible:
+                    out.append(b"\x00")  # partition tagged fields
+            if flexible:
+                out.append(b"\x00")  # topic tagged fields
+        if version >= THROTTLE_FROM:
+            out.append(_I32.pack(self.throttle_time_ms))
+        if flexible:
+            out.append(b"\x00")  # top-level tagged fields (no node endpoints)
+        return b"".join(out)

@@ -86,3 +86,13 @@ def test_records_carry_headers() -> None:
     (rec,) = records.iter_records(b)
     assert rec.headers == [("h1", b"x"), ("h2", None)]
     assert struct.unpack(">q", b[:8])[0] == 0
+
+
+def test_batch_bounds_agree_with_the_full_header() -> None:
+    """The fetch path's 27-byte read gives the same boundaries as the whole header."""
+    from wirekafka.protocol import records as r
+
+    for n, base in ((1, 0), (5, 10), (300, 2**40)):
+        batch = r.build_batch([(b"k", b"v" * 50, 0)] * n, base_offset=base)
+        h = r.parse_header(batch)
+        assert r.batch_bounds(batch[: r.BOUNDS_SIZE]) == (h.base_offset, h.size, h.last_offset)

@@ -40,6 +40,8 @@ _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
 _I16 = struct.Struct(">h")
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
+_BOUNDS = struct.Struct(">qi11xi")  # baseOffset, batchLength, (epoch, magic, crc, attributes), lastOffsetDelta
+BOUNDS_SIZE = _BOUNDS.size
 
 
 class InvalidBatch(Exception):
@@ -109,6 +111,12 @@ class BatchHeader:
 def peek_offset_and_length(buf: bytes | memoryview, pos: int = 0) -> tuple[int, int]:
     """(baseOffset, batchLength) of the batch at pos; needs 12 bytes."""
     return _OFFSET_AND_LENGTH.unpack_from(buf, pos)
+
+
+def batch_bounds(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[int, int, int]:
+    """(base offset, whole size, last offset) of the batch at pos; needs BOUNDS_SIZE bytes."""
+    base, length, last_delta = _BOUNDS.unpack_from(buf, pos)
+    return base, LOG_OVERHEAD + length, base + last_delta
 
 
 def parse_header(buf: bytes | memoryview, pos: int = 0) -> BatchHeader:

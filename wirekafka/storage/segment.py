@@ -132,22 +132,30 @@ class LogSegment:
                 pos = header.size
             position += pos
 
-    def _header_at(self, position: int, nowait: bool) -> BatchHeader:
-        """The batch header at position. With nowait, only from the page cache: ColdData if the
-        bytes would have to come from disk (the caller retries in a worker thread)."""
+    def _read_head(self, position: int, size: int, nowait: bool) -> bytes | bytearray:
+        """size bytes at position. With nowait, only from the page cache: ColdData if the bytes
+        would have to come from disk (the caller retries in a worker thread)."""
         if nowait and _nowait_supported:
-            buf = bytearray(HEADER_SIZE)
+            buf = bytearray(size)
             try:
                 n = os.preadv(self._fd, [buf], position, os.RWF_NOWAIT)
             except BlockingIOError:
                 raise ColdData(self.log_path) from None
             except OSError:  # a file system without RWF_NOWAIT: read as Kafka does
                 _disable_nowait()
-                return records.parse_header(os.pread(self._fd, HEADER_SIZE, position))
-            if n == HEADER_SIZE:
-                return records.parse_header(buf)
+                return os.pread(self._fd, size, position)
+            if n == size:
+                return buf
             raise ColdData(self.log_path)  # partly cached: let a worker read it
-        return records.parse_header(os.pread(self._fd, HEADER_SIZE, position))
+        return os.pread(self._fd, size, position)
+
+    def _header_at(self, position: int, nowait: bool) -> BatchHeader:
+        return records.parse_header(self._read_head(position, HEADER_SIZE, nowait))
+
+    def _bounds_at(self, position: int, nowait: bool) -> tuple[int, int, int]:
+        """(base offset, size, last offset) of the batch at position, from its first 27 bytes:
+        all the fetch path needs to find batch boundaries."""
+        return records.batch_bounds(self._read_head(position, records.BOUNDS_SIZE, nowait))
 
     def iter_headers_sparse(self, position: int = 0, end: int | None = None,
                             nowait: bool = False) -> Iterator[tuple[int, BatchHeader]]:
@@ -173,25 +181,28 @@ class LogSegment:
                nowait: bool = False) -> tuple[int, int] | None:
         """(position, length) of whole batches starting with the one holding offset, below
         max_offset, within max_bytes; with min_one, the first batch even when it alone exceeds
-        max_bytes. None when there is nothing to read. nowait: see _header_at."""
+        max_bytes. None when there is nothing to read. Reads 27 bytes per batch; nowait: see
+        _read_head."""
         end = self.size
-        found = self.find_batch(offset, nowait)
-        if found is None or found[1].base_offset >= max_offset:
-            return None
-        start, header = found
+        _, position = self.index.lookup(offset)
+        while True:  # skip to the batch holding offset
+            if position + HEADER_SIZE > end:
+                return None
+            base, size, last = self._bounds_at(position, nowait)
+            if size < HEADER_SIZE or position + size > end:
+                return None
+            if last >= offset:
+                break
+            position += size
+        start = position
         total = 0
-        position = start
-        while True:
-            if header.base_offset >= max_offset:
-                break
-            if total + header.size > max_bytes and not (min_one and total == 0):
-                break
-            total += header.size
-            position += header.size
+        while base < max_offset and (total + size <= max_bytes or (min_one and total == 0)):
+            total += size
+            position += size
             if total >= max_bytes or position + HEADER_SIZE > end:
                 break
-            header = self._header_at(position, nowait)
-            if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or position + header.size > end:
+            base, size, last = self._bounds_at(position, nowait)
+            if size < HEADER_SIZE or position + size > end:
                 break
         return (start, total) if total else None
 

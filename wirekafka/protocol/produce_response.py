@@ -18,6 +18,8 @@ import struct
 import uuid
 from dataclasses import dataclass
 
+from wirekafka.protocol.varint import encode_uvarint
+
 FLEXIBLE_FROM = 9  # compact strings/arrays and tagged fields
 TOPIC_ID_FROM = 13  # topics by id instead of name
 THROTTLE_FROM = 1
@@ -49,24 +51,15 @@ class TopicAnswer:
     partitions: list[PartitionAnswer]
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def _string(s: str | None, flexible: bool) -> bytes:
     if s is None:
         return b"\x00" if flexible else b"\xff\xff"
     data = s.encode()
-    return (_uvarint(len(data) + 1) if flexible else _I16.pack(len(data))) + data
+    return (encode_uvarint(len(data) + 1) if flexible else _I16.pack(len(data))) + data
 
 
 def _count(n: int, flexible: bool) -> bytes:
-    return _uvarint(n + 1) if flexible else _I32.pack(n)
+    return encode_uvarint(n + 1) if flexible else _I32.pack(n)
 
 
 class FastProduceResponse:

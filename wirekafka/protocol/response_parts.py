@@ -19,6 +19,8 @@ from typing import Protocol, Union
 
 from kafka.protocol.api_message import ApiMessage
 
+from wirekafka.protocol.varint import encode_uvarint
+
 TOKEN_SIZE = 16
 _INT32 = struct.Struct(">i")
 _PROCESS_PREFIX = secrets.token_bytes(TOKEN_SIZE - 4)  # makes a token impossible to forge or collide
@@ -33,15 +35,6 @@ class Region(Protocol):
 
 
 Part = Union[bytes, Region]
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 @dataclass
@@ -71,7 +64,7 @@ def splice(payload: bytes | bytearray, flexible: bool, placements: list[tuple[by
         if at < 0 or payload[at - len(prefix):at] != prefix:
             raise ValueError("placeholder token missing from the encoded response")
         parts.append(bytes(payload[pos:at - len(prefix)]))
-        parts.append(_uvarint(region.length + 1) if flexible else _INT32.pack(region.length))
+        parts.append(encode_uvarint(region.length + 1) if flexible else _INT32.pack(region.length))
         parts.append(region)
         pos = at + TOKEN_SIZE
     parts.append(bytes(payload[pos:]))

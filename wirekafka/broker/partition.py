@@ -113,10 +113,6 @@ class Partition:
     def recovery_point(self) -> int:
         return self._log.recovery_point
 
-    @property
-    def size_bytes(self) -> int:
-        return self._log.size_bytes
-
     def _maybe_advance_high_watermark(self) -> None:
         """The high watermark is the smallest log end among the in-sync replicas: here, ours."""
         new = self._log.log_end_offset

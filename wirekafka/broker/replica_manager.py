@@ -146,13 +146,7 @@ class ReplicaManager:
         while partition.high_watermark < offset:
             if not partition.online or trio.current_time() >= deadline:
                 return False
-            moved = trio.Event()
-            partition.add_data_waiter(moved)
-            try:
-                with trio.move_on_at(deadline):
-                    await moved.wait()
-            finally:
-                partition.remove_data_waiter(moved)
+            await _wait_for_data([partition], deadline)
         return True
 
     async def flush(self, partition: Partition) -> None:
@@ -178,7 +172,7 @@ class ReplicaManager:
             if total >= params.min_bytes or errored or not targets or trio.current_time() >= deadline:
                 return outcomes
             _close_regions(outcomes)
-            await self._wait_for_data(targets, deadline)
+            await _wait_for_data([t.partition for t in targets if t.partition is not None], deadline)
 
     async def _read_all(self, params: FetchParams, targets: list[FetchTarget]) -> tuple[list[FetchOutcome], int, bool]:
         remaining = params.max_bytes
@@ -207,17 +201,18 @@ class ReplicaManager:
             outcomes.append(FetchOutcome(ErrorCode.NONE, result))
         return outcomes, total, errored
 
-    async def _wait_for_data(self, targets: list[FetchTarget], deadline: float) -> None:
-        woken = trio.Event()
-        parts = [t.partition for t in targets if t.partition is not None]
-        for p in parts:
-            p.add_data_waiter(woken)
-        try:
-            with trio.move_on_at(deadline):
-                await woken.wait()
-        finally:
-            for p in parts:
-                p.remove_data_waiter(woken)
+
+async def _wait_for_data(partitions: list[Partition], deadline: float) -> None:
+    """Sleep until any of the partitions' high watermark moves (or it goes offline), or deadline."""
+    woken = trio.Event()
+    for p in partitions:
+        p.add_data_waiter(woken)
+    try:
+        with trio.move_on_at(deadline):
+            await woken.wait()
+    finally:
+        for p in partitions:
+            p.remove_data_waiter(woken)
 
 
 def _close_regions(outcomes: list[FetchOutcome]) -> None:

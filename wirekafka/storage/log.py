@@ -171,42 +171,36 @@ class PartitionLog:
         return max(bisect.bisect_right(bases, offset) - 1, 0)
 
     def read_region(self, offset: int, max_bytes: int, max_offset: int, min_one: bool,
-                    nowait: bool = False) -> FileRegion | None:
+                    nowait: bool = False, pin: bool = False) -> FileRegion | None:
         """Whole batches from the one containing offset, never past max_offset, as a file region
         (no record bytes are read). nowait (event loop): raise ColdData rather than wait for the
-        disk; the caller then uses read_region_cold in a worker thread."""
-        segments = self.segments
-        for seg in segments[self._segment_index(offset) :]:
+        disk. pin (worker thread): hold each segment open while reading it, so retention or a
+        deletion on the loop cannot close its descriptor underneath; the segment list itself is
+        replaced, never mutated, by the loop."""
+        for seg in self.segments[self._segment_index(offset) :]:
             if seg.next_offset <= offset:
                 continue
-            found = seg.locate(offset, max_bytes, max_offset, min_one, nowait)
-            if found is not None:
-                return seg.region(*found)
+            if pin and not seg.pin():
+                return None  # deleted meanwhile: the fetch sees the partition's new state next time
+            try:
+                found = seg.locate(offset, max_bytes, max_offset, min_one, nowait)
+                region = seg.region(*found) if found is not None else None
+            finally:
+                if pin:
+                    seg.unpin()
+            if region is not None:
+                return region
             if seg.next_offset >= max_offset:
                 return None
         return None
 
     def read_region_cold(self, offset: int, max_bytes: int, max_offset: int, min_one: bool) -> FileRegion | None:
         """read_region for a worker thread: reads headers from disk and warms the region's pages,
-        so sending it from the event loop does not block. It only reads; the segment list it
-        walks is replaced, never mutated, by the loop, and each segment is pinned while read so
-        retention or a deletion cannot close its descriptor underneath."""
-        for seg in self.segments[self._segment_index(offset) :]:
-            if seg.next_offset <= offset:
-                continue
-            if not seg.pin():
-                return None  # deleted meanwhile: the fetch sees the partition's new state next time
-            try:
-                found = seg.locate(offset, max_bytes, max_offset, min_one)
-                region = seg.region(*found) if found is not None else None
-            finally:
-                seg.unpin()
-            if region is not None:
-                region.warm()
-                return region
-            if seg.next_offset >= max_offset:
-                return None
-        return None
+        so sending it from the event loop does not block."""
+        region = self.read_region(offset, max_bytes, max_offset, min_one, pin=True)
+        if region is not None:
+            region.warm()
+        return region
 
     def read(self, offset: int, max_bytes: int, max_offset: int, min_one: bool) -> bytes:
         """The bytes read_region would send, for readers that decode them (coordinators, tests)."""

@@ -27,7 +27,7 @@ _nowait_supported = hasattr(os, "RWF_NOWAIT")
 
 
 class ColdData(Exception):
-    """A read on the event loop would have waited for the disk (see LogSegment._header_at)."""
+    """A read on the event loop would have waited for the disk (see LogSegment._read_head)."""
 
 
 def _disable_nowait() -> None:
@@ -149,30 +149,29 @@ class LogSegment:
             raise ColdData(self.log_path)  # partly cached: let a worker read it
         return os.pread(self._fd, size, position)
 
-    def _header_at(self, position: int, nowait: bool) -> BatchHeader:
-        return records.parse_header(self._read_head(position, HEADER_SIZE, nowait))
+    def _header_at(self, position: int) -> BatchHeader:
+        return records.parse_header(self._read_head(position, HEADER_SIZE, nowait=False))
 
     def _bounds_at(self, position: int, nowait: bool) -> tuple[int, int, int]:
         """(base offset, size, last offset) of the batch at position, from its first 27 bytes:
         all the fetch path needs to find batch boundaries."""
         return records.batch_bounds(self._read_head(position, records.BOUNDS_SIZE, nowait))
 
-    def iter_headers_sparse(self, position: int = 0, end: int | None = None,
-                            nowait: bool = False) -> Iterator[tuple[int, BatchHeader]]:
+    def iter_headers_sparse(self, position: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
         """Like iter_headers, but reads only each batch's 61-byte header: the read path uses it
         to find batch boundaries without pulling record bytes into Python."""
         end = self.size if end is None else end
         while position + HEADER_SIZE <= end:
-            header = self._header_at(position, nowait)
+            header = self._header_at(position)
             if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or position + header.size > end:
                 return
             yield position, header
             position += header.size
 
-    def find_batch(self, offset: int, nowait: bool = False) -> tuple[int, BatchHeader] | None:
+    def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
         """Position and header of the first batch whose last offset is >= offset."""
         _, start = self.index.lookup(offset)
-        for position, header in self.iter_headers_sparse(start, nowait=nowait):
+        for position, header in self.iter_headers_sparse(start):
             if header.last_offset >= offset:
                 return position, header
         return None

@@ -24,7 +24,7 @@ def produce(conn: Connection, topic: str, records: bytes | None, partition: int 
         ProduceRequest.TopicProduceData(name=topic, topic_id=topic_id, partition_data=[
             ProduceRequest.TopicProduceData.PartitionProduceData(index=partition, records=records)])])
     if acks == 0:
-        conn.send(req, version)
+        conn.send(req, version, expect_response=False)
         return None
     return conn.call(req, version).responses[0].partition_responses[0]
 

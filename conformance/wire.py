@@ -12,6 +12,7 @@ from typing import Any
 from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
+from conformance import transcript
 from wirekafka.protocol import api_versions
 
 
@@ -21,6 +22,7 @@ class Connection:
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         self.sock.settimeout(timeout)
         self._cid = 0
+        self._pending: dict[int, Any] = {}
 
     def close(self) -> None:
         self.sock.close()
@@ -31,12 +33,17 @@ class Connection:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def send(self, request: Any, version: int) -> int:
-        """Send without reading a response; returns the correlation id."""
+    def send(self, request: Any, version: int, expect_response: bool = True) -> int:
+        """Send without reading a response; returns the correlation id. The exchange is recorded
+        in the transcript when its response is received (at once if none is expected)."""
         self._cid += 1
         request.API_VERSION = version
         request.with_header(correlation_id=self._cid, client_id="conformance")
         self.sock.sendall(bytes(request.encode(header=True, framed=True)))
+        if expect_response:
+            self._pending[self._cid] = request
+        else:
+            transcript.record(type(request).API_KEY, version, request, None)
         return self._cid
 
     def receive(self, api_key: int, version: int, correlation_id: int) -> Any:
@@ -51,7 +58,11 @@ class Connection:
             (err,) = struct.unpack(">h", body[:2])
             if err:
                 version = 0  # KIP-511: an error answer is a v0 body
-        return cls.decode(body, version=version)
+        response = cls.decode(body, version=version)
+        request = self._pending.pop(correlation_id, None)
+        if request is not None:
+            transcript.record(api_key, request.API_VERSION, request, response)
+        return response
 
     def call(self, request: Any, version: int) -> Any:
         cid = self.send(request, version)

@@ -7,8 +7,11 @@ the high watermark or the last stable offset, truncation, retention, DeleteRecor
 
 Today the in-sync set is this node alone, so the high watermark follows the log end at once; the
 replica manager waits on `high_watermark_reached` all the same, so a follower's progress only has
-to move the high watermark for acks=all to wait for it. Without transactions the last stable
-offset equals the high watermark.
+to move the high watermark for acks=all to wait for it. The last stable offset is the first
+offset of the earliest open transaction, or the high watermark when none is open; a
+transaction's COMMIT or ABORT marker is appended by `append_marker` for the transaction
+coordinator, and an abort is indexed in the segment's transaction index for read_committed
+fetches.
 
 Threading: every method here runs on the event loop and only changes in-memory state or appends
 (page-cache writes); the slow file work (fsync, segment deletion, recovery) is returned as work for
@@ -26,11 +29,12 @@ import trio
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.protocol.records import BatchHeader
-from wirekafka.broker.producers import ProducerStateTable
+from wirekafka.broker.producers import CompletedTxn, ProducerStateTable
 from wirekafka.storage.epoch_cache import LeaderEpochCache
 from wirekafka.storage.log import FlushWork, LogConfig, PartitionLog
 from wirekafka.storage.region import FileRegion
 from wirekafka.storage.segment import ColdData, LogSegment
+from wirekafka.storage.txn_index import AbortedTxn
 
 
 class AppendOrigin(enum.Enum):
@@ -66,6 +70,7 @@ class ReadResult:
     last_stable_offset: int
     log_start_offset: int
     cold: Callable[[], FileRegion | None] | None = None  # run in a worker, it gives the region
+    aborted: list[AbortedTxn] | None = None  # read_committed: aborted transactions in the region
 
     @property
     def size(self) -> int:
@@ -94,7 +99,8 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        return self._high_watermark
+        first_unstable = self.producers.first_unstable_offset()
+        return self._high_watermark if first_unstable is None else min(first_unstable, self._high_watermark)
 
     @property
     def log_start_offset(self) -> int:
@@ -172,12 +178,49 @@ class Partition:
         self._maybe_advance_high_watermark()
         return AppendResult(assigned.base_offset, assigned.last_offset, append_time, flush_due=flush_due)
 
+    def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                      timestamp_ms: int) -> AppendResult:
+        """Write a transaction's COMMIT or ABORT marker (for the transaction coordinator) and close
+        the producer's transaction: the last stable offset moves past it, and an abort goes into
+        the active segment's transaction index. Raises KafkaApiError when the marker is fenced."""
+        if not self.online:
+            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        batch = records.build_marker_batch(producer_id, producer_epoch, coordinator_epoch, commit, timestamp_ms)
+        result = self.append(batch, records.parse_header(batch), AppendOrigin.COORDINATOR)
+        completed = self.producers.complete(producer_id, producer_epoch, coordinator_epoch, result.base_offset,
+                                            timestamp_ms, aborted=not commit)
+        self._index_if_aborted(completed, self._log.active)
+        self.producers.close_transaction(producer_id)
+        self._wake_readers()  # read_committed fetches wait on the last stable offset too
+        return result
+
+    def _index_if_aborted(self, completed: CompletedTxn, segment: LogSegment) -> None:
+        if completed.aborted:
+            segment.txn_index.append(AbortedTxn(completed.producer_id, completed.first_offset, completed.last_offset,
+                                                self.producers.stable_offset_after(completed)))
+
     def _rebuild_producer_state(self) -> None:
-        """Replay batch headers from the log start to restore idempotent producer state."""
+        """Replay batch headers from the log start to restore producer state and open
+        transactions; the markers of segments recovery re-validated (their transaction index was
+        emptied) put their aborts back into it."""
         self.producers.forget_all()
-        for _seg, _pos, header in self._log.iter_batch_headers(self._log.log_start_offset):
-            if header.has_producer_id and not header.is_control:
+        for seg, pos, header in self._log.iter_batch_headers(self._log.log_start_offset):
+            if not header.has_producer_id:
+                continue
+            if not header.is_control:
                 self.producers.record(header, header.max_timestamp if header.is_log_append_time else -1)
+                continue
+            try:
+                marker = records.parse_marker(self._log.read_batch(seg, pos, header))
+            except records.InvalidBatch:
+                continue  # a control batch that is not a transaction marker
+            completed = self.producers.complete(header.producer_id, header.producer_epoch, marker.coordinator_epoch,
+                                                header.base_offset, header.max_timestamp, aborted=not marker.commit)
+            if seg.recovered:
+                self._index_if_aborted(completed, seg)
+            self.producers.close_transaction(header.producer_id)
+        self._log.rebuilt_transaction_indexes()
 
     # ---- reads --------------------------------------------------------------------------------
     def check_fetch_offset(self, offset: int) -> None:
@@ -203,7 +246,15 @@ class Partition:
                 region = self._log.read_region(offset, max(max_bytes, 0), limit, min_one, nowait=True)
             except ColdData:  # not in the page cache: the replica manager reads it in a worker
                 cold = functools.partial(self._log.read_region_cold, offset, max(max_bytes, 0), limit, min_one)
-        return ReadResult(region, self._high_watermark, self.last_stable_offset, self.log_start_offset, cold)
+        result = ReadResult(region, self._high_watermark, self.last_stable_offset, self.log_start_offset, cold)
+        if isolation is Isolation.READ_COMMITTED:
+            result.aborted = self.aborted_transactions(offset, region)
+        return result
+
+    def aborted_transactions(self, offset: int, region: FileRegion | None) -> list[AbortedTxn]:
+        """The aborted transactions a read_committed reader of region (read from offset) must be
+        told about; none when nothing was read."""
+        return [] if region is None else self._log.aborted_transactions(offset, region)
 
     def iter_batches(self, start_offset: int) -> Iterator[tuple[BatchHeader, Callable[[], bytes]]]:
         """Each batch header from start_offset with a function reading the batch's bytes: for

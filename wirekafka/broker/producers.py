@@ -1,9 +1,17 @@
-"""Idempotent producer state for one partition: epoch and the last five batches per producer id.
+"""Producer state for one partition: per producer id its epoch, its last five batches, and its
+open transaction; across producers, the open transactions ordered by first offset, which give the
+partition its last stable offset.
 
 Kafka's rules: a retried batch that matches one of the producer's last five (same epoch, same
 first and last sequence) is a duplicate and is answered with its original offset; an older epoch
 is INVALID_PRODUCER_EPOCH; a new epoch must start at sequence 0; otherwise the first sequence
-must follow the last one (wrapping at 2^31-1), or it is OUT_OF_ORDER_SEQUENCE_NUMBER."""
+must follow the last one (wrapping at 2^31-1), or it is OUT_OF_ORDER_SEQUENCE_NUMBER.
+
+Transactions (Kafka's ProducerAppendInfo): a transactional batch opens the producer's transaction
+at its base offset unless one is open; a non-transactional batch while one is open is
+INVALID_TXN_STATE; a COMMIT or ABORT marker from the transaction coordinator closes it (an older
+producer epoch is INVALID_PRODUCER_EPOCH, an older coordinator epoch
+TRANSACTION_COORDINATOR_FENCED) and yields the completed transaction."""
 
 from __future__ import annotations
 
@@ -26,11 +34,21 @@ class BatchMetadata:
     append_time: int
 
 
+@dataclass(slots=True, frozen=True)
+class CompletedTxn:
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the marker's offset
+    aborted: bool
+
+
 @dataclass(slots=True)
 class ProducerEntry:
     epoch: int
     batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=RETAINED_BATCHES))
     last_timestamp: int = -1
+    current_txn_first_offset: int = -1  # first offset of the open transaction, -1 if none
+    coordinator_epoch: int = -1
 
     @property
     def last_seq(self) -> int:
@@ -44,6 +62,17 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
 class ProducerStateTable:
     def __init__(self) -> None:
         self.entries: dict[int, ProducerEntry] = {}
+        self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
+
+    def first_unstable_offset(self) -> int | None:
+        """First offset of the earliest open transaction: the last stable offset cannot pass it."""
+        return min(self.ongoing.values()) if self.ongoing else None
+
+    def stable_offset_after(self, completed: CompletedTxn) -> int:
+        """Kafka's lastStableOffset(completedTxn): the first offset of the earliest transaction
+        still open by another producer, else the offset after the marker."""
+        others = [first for pid, first in self.ongoing.items() if pid != completed.producer_id]
+        return min(others) if others else completed.last_offset + 1
 
     def check(self, header: BatchHeader) -> BatchMetadata | None:
         """Validate a producer batch before append. Returns the original batch's metadata if
@@ -51,6 +80,11 @@ class ProducerStateTable:
         entry = self.entries.get(header.producer_id)
         if entry is None:
             return None
+        if entry.current_txn_first_offset >= 0 and not header.is_transactional:
+            raise KafkaApiError(
+                ErrorCode.INVALID_TXN_STATE,
+                f"expected a transactional write from producer {header.producer_id}: its transaction is open",
+            )
         if header.producer_epoch == entry.epoch:
             for meta in entry.batches:
                 if meta.first_seq == header.base_sequence and meta.last_seq == header.last_sequence:
@@ -74,15 +108,56 @@ class ProducerStateTable:
         return None
 
     def record(self, header: BatchHeader, append_time: int) -> None:
-        """Remember an appended batch (header already carries its assigned offsets)."""
-        entry = self.entries.get(header.producer_id)
-        if entry is None or header.producer_epoch != entry.epoch:
-            entry = ProducerEntry(header.producer_epoch)
-            self.entries[header.producer_id] = entry
+        """Remember an appended data batch (header already carries its assigned offsets)."""
+        entry = self._entry_for_epoch(header.producer_id, header.producer_epoch)
         entry.batches.append(
             BatchMetadata(header.base_sequence, header.last_sequence, header.base_offset, header.last_offset, append_time)
         )
         entry.last_timestamp = header.max_timestamp
+        if header.is_transactional and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = header.base_offset
+            self.ongoing[header.producer_id] = header.base_offset
+
+    def _entry_for_epoch(self, producer_id: int, epoch: int) -> ProducerEntry:
+        """The producer's entry at epoch: a new epoch forgets the sequences of the old one but
+        keeps its open transaction and coordinator epoch (the coordinator closes it)."""
+        entry = self.entries.get(producer_id)
+        if entry is None:
+            entry = self.entries[producer_id] = ProducerEntry(epoch)
+        elif epoch != entry.epoch:
+            entry = self.entries[producer_id] = ProducerEntry(
+                epoch, current_txn_first_offset=entry.current_txn_first_offset,
+                coordinator_epoch=entry.coordinator_epoch, last_timestamp=entry.last_timestamp)
+        return entry
+
+    def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> None:
+        """Validate a transaction marker before it is appended (Kafka's fencing rules)."""
+        entry = self.entries.get(producer_id)
+        if entry is None:
+            return
+        if producer_epoch < entry.epoch:
+            raise KafkaApiError(ErrorCode.INVALID_PRODUCER_EPOCH,
+                                f"marker epoch {producer_epoch} is older than current epoch {entry.epoch}")
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise KafkaApiError(ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                                f"coordinator epoch {coordinator_epoch} is older than {entry.coordinator_epoch}")
+
+    def complete(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, marker_offset: int,
+                 timestamp: int, aborted: bool) -> CompletedTxn:
+        """A COMMIT or ABORT marker was appended at marker_offset: close the producer's
+        transaction (a marker with none open completes an empty one at its own offset)."""
+        entry = self._entry_for_epoch(producer_id, producer_epoch)
+        first = entry.current_txn_first_offset if entry.current_txn_first_offset >= 0 else marker_offset
+        completed = CompletedTxn(producer_id, first, marker_offset, aborted)
+        entry.current_txn_first_offset = -1
+        entry.coordinator_epoch = coordinator_epoch
+        entry.last_timestamp = timestamp
+        return completed
+
+    def close_transaction(self, producer_id: int) -> None:
+        """The completed transaction no longer holds the last stable offset back."""
+        self.ongoing.pop(producer_id, None)
 
     def forget_all(self) -> None:
         self.entries.clear()
+        self.ongoing.clear()

@@ -192,6 +192,8 @@ class ReplicaManager:
                 if result.cold is not None:  # data not in the page cache: read it off the loop
                     result.region = await trio.to_thread.run_sync(result.cold)
                     result.cold = None
+                    if result.aborted is not None:
+                        result.aborted = p.aborted_transactions(t.fetch_offset, result.region)
             except KafkaApiError as exc:
                 outcomes.append(FetchOutcome(exc.code))
                 errored = True

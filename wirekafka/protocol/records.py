@@ -203,13 +203,14 @@ def build_batch(
     producer_epoch: int = -1,
     base_sequence: int = NO_SEQUENCE,
     headers: list[tuple[str, bytes | None]] | None = None,
+    transactional: bool = False,
 ) -> bytes:
     """Encode one v2 batch of (key, value, timestamp_ms) records — for the broker's own internal
     records (group metadata, committed offsets) and for tests; clients build their own."""
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
     builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=compression, is_transactional=False, producer_id=producer_id,
+        magic=2, compression_type=compression, is_transactional=transactional, producer_id=producer_id,
         producer_epoch=producer_epoch, base_sequence=base_sequence, batch_size=2**31 - 1,
     )
     for i, (key, value, timestamp) in enumerate(entries):
@@ -217,3 +218,53 @@ def build_batch(
     batch = bytearray(builder.build())
     _I64.pack_into(batch, 0, base_offset)
     return bytes(batch)
+
+
+# Control records (transaction markers): key = version i16 (0), type i16 (0 ABORT, 1 COMMIT);
+# value = version i16 (0), coordinator epoch i32. Kafka's EndTransactionMarker format.
+_CONTROL_KEY = struct.Struct(">hh")
+_MARKER_VALUE = struct.Struct(">hi")
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+
+
+@dataclass(slots=True, frozen=True)
+class TxnMarker:
+    commit: bool
+    coordinator_epoch: int
+
+
+def build_marker_batch(producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                       timestamp_ms: int) -> bytes:
+    """A control batch holding one COMMIT or ABORT marker, as the transaction coordinator has
+    the partition leader write it (transactional and control bits set, base sequence -1)."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=0, is_transactional=True, producer_id=producer_id,
+        producer_epoch=producer_epoch, base_sequence=NO_SEQUENCE, batch_size=2**31 - 1,
+    )
+    builder.append(0, timestamp=timestamp_ms, headers=[],
+                   key=_CONTROL_KEY.pack(0, CONTROL_COMMIT if commit else CONTROL_ABORT),
+                   value=_MARKER_VALUE.pack(0, coordinator_epoch))
+    batch = bytearray(builder.build())
+    (attributes,) = _I16.unpack_from(batch, ATTRIBUTES_OFFSET)
+    _I16.pack_into(batch, ATTRIBUTES_OFFSET, attributes | CONTROL_MASK)
+    _U32.pack_into(batch, CRC_OFFSET, compute_crc(batch))
+    return bytes(batch)
+
+
+def parse_marker(batch: bytes) -> TxnMarker:
+    """The marker in a control batch; InvalidBatch if it holds something else."""
+    from kafka.record.default_records import DefaultRecordBatch
+
+    for rec in DefaultRecordBatch(bytes(batch)):
+        if rec.key is None or len(rec.key) < _CONTROL_KEY.size or rec.value is None \
+                or len(rec.value) < _MARKER_VALUE.size:
+            break
+        _, kind = _CONTROL_KEY.unpack_from(rec.key)
+        if kind not in (CONTROL_ABORT, CONTROL_COMMIT):
+            break
+        _, coordinator_epoch = _MARKER_VALUE.unpack_from(rec.value)
+        return TxnMarker(kind == CONTROL_COMMIT, coordinator_epoch)
+    raise InvalidBatch("control batch holds no transaction marker", corrupt=False)

@@ -75,6 +75,12 @@ class OffsetIndex(_IndexFile):
             return self.base_offset, 0
         return self._keys[i], self._values[i]
 
+    def upper_bound_offset(self, position: int) -> int | None:
+        """Kafka's fetchUpperBoundOffset: the offset of the first entry at or past position, or
+        None. Bounds the aborted transactions a read_committed fetch ending there must report."""
+        i = bisect.bisect_left(self._values, position)
+        return self._keys[i] if i < len(self._keys) else None
+
     def last_position(self) -> int:
         return self._values[-1] if self._values else 0
 

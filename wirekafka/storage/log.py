@@ -17,6 +17,7 @@ from typing import Callable, Iterator, Sequence
 from wirekafka.protocol.records import BatchHeader
 from wirekafka.storage.region import FileRegion
 from wirekafka.storage.segment import NO_TIMESTAMP, Buffer, LogSegment
+from wirekafka.storage.txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -211,6 +212,30 @@ class PartitionLog:
             return region.read()
         finally:
             region.close()
+
+    def aborted_transactions(self, fetch_offset: int, region: FileRegion) -> list[AbortedTxn]:
+        """Kafka's rule for a read_committed fetch: the aborted transactions overlapping the
+        fetched range, whose upper bound is the offset of the first index entry at or past the
+        region's end (else the next segment's base, else the log end), searched in the region's
+        segment and the ones after it until an entry's last stable offset passes the bound."""
+        start = next((i for i, s in enumerate(self.segments) if s.base_offset == region.segment_base), None)
+        if start is None:  # the segment went away (retention) since the read
+            return []
+        upper = self.segments[start].index.upper_bound_offset(region.position + region.length)
+        if upper is None:
+            upper = self.segments[start + 1].base_offset if start + 1 < len(self.segments) else self.log_end_offset
+        found: list[AbortedTxn] = []
+        for seg in self.segments[start:]:
+            txns, complete = seg.txn_index.collect(fetch_offset, upper)
+            found += txns
+            if complete:
+                break
+        return found
+
+    def rebuilt_transaction_indexes(self) -> None:
+        """The partition has re-indexed the aborts of the segments recovery re-validated."""
+        for seg in self.segments:
+            seg.recovered = False
 
     def iter_batch_headers(self, start_offset: int = 0) -> Iterator[tuple[LogSegment, int, BatchHeader]]:
         for seg in self.segments[self._segment_index(start_offset) :]:

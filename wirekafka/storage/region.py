@@ -11,12 +11,13 @@ import os
 
 
 class FileRegion:
-    __slots__ = ("fd", "position", "length")
+    __slots__ = ("fd", "position", "length", "segment_base")
 
-    def __init__(self, fd: int, position: int, length: int) -> None:
+    def __init__(self, fd: int, position: int, length: int, segment_base: int = 0) -> None:
         self.fd = os.dup(fd)
         self.position = position
         self.length = length
+        self.segment_base = segment_base  # base offset of the segment it was cut from
 
     def __len__(self) -> int:
         return self.length

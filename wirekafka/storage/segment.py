@@ -1,4 +1,5 @@
-"""LogSegment: one `%020d.log` file of record batches plus its `.index` and `.timeindex`.
+"""LogSegment: one `%020d.log` file of record batches plus its `.index`, `.timeindex` and
+`.txnindex` (the last only once the segment holds an aborted transaction's marker).
 
 Batches are appended as the producer sent them (offsets already assigned) with one write call,
 so a reader never sees half a batch and a killed process loses nothing the OS accepted."""
@@ -18,6 +19,7 @@ from wirekafka.protocol import records
 from wirekafka.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
 from wirekafka.storage.index import OffsetIndex, TimeIndex
 from wirekafka.storage.region import FileRegion
+from wirekafka.storage.txn_index import TransactionIndex
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,8 @@ class LogSegment:
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         self.index = OffsetIndex(directory / f"{name}.index", base_offset)
         self.time_index = TimeIndex(directory / f"{name}.timeindex", base_offset)
+        self.txn_index = TransactionIndex(directory / f"{name}.txnindex")
+        self.recovered = False  # its batches were re-validated at open: its aborts must be found again
         self.size = os.fstat(self._fd).st_size
         self.next_offset = base_offset
         self.max_timestamp = NO_TIMESTAMP  # largest batch max timestamp: drives time retention
@@ -107,6 +111,7 @@ class LogSegment:
         os.fsync(self._fd)
         self.index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     # ---- reads ----------------------------------------------------------------------------
     def read_at(self, position: int, size: int) -> bytes:
@@ -206,7 +211,7 @@ class LogSegment:
         return (start, total) if total else None
 
     def region(self, position: int, length: int) -> FileRegion:
-        return FileRegion(self._fd, position, length)
+        return FileRegion(self._fd, position, length, self.base_offset)
 
     def truncate_to(self, offset: int) -> None:
         """Remove every batch holding an offset >= offset (Kafka cuts at the batch that contains
@@ -216,8 +221,12 @@ class LogSegment:
             if header.last_offset >= offset:
                 cut = position
                 break
+        kept_aborts = [txn for txn in self.txn_index.entries if txn.last_offset < offset]
         os.ftruncate(self._fd, cut)
         self.recover()
+        for txn in kept_aborts:  # their markers are still in the log
+            self.txn_index.append(txn)
+        self.recovered = False
 
     def find_timestamp(self, timestamp: int) -> tuple[int, BatchHeader] | None:
         """First batch (position, header) whose max timestamp is >= timestamp."""
@@ -230,9 +239,13 @@ class LogSegment:
     # ---- recovery -------------------------------------------------------------------------
     def recover(self) -> int:
         """Validate every batch (size bounds, magic, CRC-32C), truncate at the first invalid
-        one, and rebuild both indexes. Returns the number of bytes truncated."""
+        one, and rebuild the offset and time indexes. The transaction index is emptied: which
+        transactions a marker aborted is producer state, so the partition finds them again when
+        it replays the log (`recovered`). Returns the number of bytes truncated."""
         self.index.reset()
         self.time_index.reset()
+        self.txn_index.reset()
+        self.recovered = True
         self.next_offset = self.base_offset
         self.max_timestamp = NO_TIMESTAMP
         self.offset_of_max_timestamp = -1
@@ -299,8 +312,9 @@ class LogSegment:
         os.close(self._fd)
         self.index.close()
         self.time_index.close()
+        self.txn_index.close()
 
     def delete(self) -> None:
         self.close()
-        for path in (self.log_path, self.index.path, self.time_index.path):
+        for path in (self.log_path, self.index.path, self.time_index.path, self.txn_index.path):
             path.unlink(missing_ok=True)

@@ -16,7 +16,9 @@
   an errored partition reports -1 watermarks and log start, as Kafka does.
 - Fetch sessions: every response is a full one with session id 0 (no session created), which
   clients answer with full fetches; a request naming a session id gets FETCH_SESSION_ID_NOT_FOUND.
-- Not implemented: incremental fetch sessions, preferred read replicas, aborted transactions."""
+- read_committed reads stop at the last stable offset and list the aborted transactions in
+  what they return (from the segments' transaction indexes).
+- Not implemented: incremental fetch sessions, preferred read replicas."""
 
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from wirekafka.protocol.response_parts import RegionResponse
 
 _TopicResp = FetchResponse.FetchableTopicResponse
 _PartResp = _TopicResp.PartitionData
+_Aborted = _PartResp.AbortedTransaction
 
 
 def _targets(ctx: RequestContext, request: object) -> list[FetchTarget]:
@@ -69,7 +72,9 @@ async def handle(ctx: RequestContext, request: object) -> FetchResponse | Region
             parts.append(_PartResp(partition_index=fp.partition, error_code=ErrorCode.NONE,
                                    high_watermark=r.high_watermark, last_stable_offset=r.last_stable_offset,
                                    log_start_offset=r.log_start_offset,
-                                   aborted_transactions=[] if read_committed else None,
+                                   aborted_transactions=None if r.aborted is None else [
+                                       _Aborted(producer_id=a.producer_id, first_offset=a.first_offset)
+                                       for a in r.aborted],
                                    preferred_read_replica=-1, records=data))
         response.body.responses.append(_TopicResp(topic=ft.topic, topic_id=ft.topic_id, partitions=parts))
     return response

@@ -151,13 +151,20 @@ def parse_index_dump(text: str) -> dict[str, list[tuple[int, int]]]:
     return files
 
 
+#: What the decoders print as the payload of a tombstone (a null value).
+DUMPED_TOMBSTONE = "<DELETE>"
+
+
 def parse_offsets_dump(text: str) -> list[tuple[dict, dict | None]]:
-    """``kafka-dump-log --offsets-decoder`` records as (key, value) JSON objects."""
+    """``kafka-dump-log --offsets-decoder`` (or ``--transaction-log-decoder``) records as (key,
+    value) JSON objects; the value is None for a tombstone."""
     out = []
     for line in text.splitlines():
         if m := _RECORD.match(line):
             if m["key"] is not None:
-                out.append((json.loads(m["key"]), None if m["payload"] is None else json.loads(m["payload"])))
+                payload = m["payload"]
+                out.append((json.loads(m["key"]),
+                            None if payload in (None, DUMPED_TOMBSTONE) else json.loads(payload)))
     return out
 
 

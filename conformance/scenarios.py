@@ -19,8 +19,8 @@ def batch(values: list[bytes], timestamps: list[int] | None = None, **kw: Any) -
 
 
 def produce(conn: Connection, topic: str, records: bytes | None, partition: int = 0, acks: int = -1,
-            version: int = 9, topic_id: Any = None) -> Any:
-    req = ProduceRequest(transactional_id=None, acks=acks, timeout_ms=10000, topic_data=[
+            version: int = 9, topic_id: Any = None, transactional_id: str | None = None) -> Any:
+    req = ProduceRequest(transactional_id=transactional_id, acks=acks, timeout_ms=10000, topic_data=[
         ProduceRequest.TopicProduceData(name=topic, topic_id=topic_id, partition_data=[
             ProduceRequest.TopicProduceData.PartitionProduceData(index=partition, records=records)])])
     if acks == 0:
@@ -31,9 +31,9 @@ def produce(conn: Connection, topic: str, records: bytes | None, partition: int 
 
 def fetch(conn: Connection, topic: str, offset: int, partition: int = 0, version: int = 12, max_wait_ms: int = 0,
           min_bytes: int = 1, max_bytes: int = 1 << 20, partition_max_bytes: int = 1 << 20,
-          topic_id: Any = None) -> Any:
+          topic_id: Any = None, isolation_level: int = 0) -> Any:
     req = FetchRequest(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes,
-                       isolation_level=0, session_id=0, session_epoch=-1, topics=[
+                       isolation_level=isolation_level, session_id=0, session_epoch=-1, topics=[
                            FetchRequest.FetchTopic(topic=topic, topic_id=topic_id, partitions=[
                                FetchRequest.FetchTopic.FetchPartition(
                                    partition=partition, current_leader_epoch=-1, fetch_offset=offset,
@@ -43,8 +43,9 @@ def fetch(conn: Connection, topic: str, offset: int, partition: int = 0, version
     return conn.call(req, version).responses[0].partitions[0]
 
 
-def list_offsets(conn: Connection, topic: str, timestamp: int, partition: int = 0, version: int = 8) -> Any:
-    req = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[ListOffsetsRequest.ListOffsetsTopic(
+def list_offsets(conn: Connection, topic: str, timestamp: int, partition: int = 0, version: int = 8,
+                 isolation_level: int = 0) -> Any:
+    req = ListOffsetsRequest(replica_id=-1, isolation_level=isolation_level, topics=[ListOffsetsRequest.ListOffsetsTopic(
         name=topic, partitions=[ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
             partition_index=partition, current_leader_epoch=-1, timestamp=timestamp)])], timeout_ms=10000)
     return conn.call(req, version).topics[0].partitions[0]

@@ -99,10 +99,16 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     "group.max.session.timeout.ms": (_int, 1800000),
     "group.max.size": (_int, INT_MAX),
     "transaction.state.log.num.partitions": (_int, 50),
+    "transaction.state.log.segment.bytes": (_int, 104857600),
+    "transaction.state.log.replication.factor": (_int, 3),
+    "transaction.state.log.min.isr": (_int, 2),
     "transaction.max.timeout.ms": (_int, 900000),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (_int, 10000),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": (_int, 3600000),
     "transactional.id.expiration.ms": (_int, 604800000),
     "producer.id.expiration.ms": (_int, 86400000),
     "max.incremental.fetch.session.cache.slots": (_int, 1000),
+    "request.timeout.ms": (_int, 30000),
     "controlled.shutdown.enable": (_bool, True),
     "shutdown.timeout.ms": (_int, 30000),  # wirekafka: deadline for in-flight requests on SIGTERM
 }

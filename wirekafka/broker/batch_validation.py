@@ -60,8 +60,6 @@ def validate_client_batch(data: bytes | memoryview | None, policy: AppendPolicy,
         raise KafkaApiError(ErrorCode.CORRUPT_MESSAGE if exc.corrupt else ErrorCode.INVALID_RECORD, str(exc)) from exc
     if header.is_control:
         raise KafkaApiError(ErrorCode.INVALID_RECORD, "clients are not allowed to write control records")
-    if header.is_transactional:
-        raise KafkaApiError(ErrorCode.INVALID_TXN_STATE, "transactions are not supported by this broker")
     if not policy.log_append_time:
         for ts in (header.base_timestamp, header.max_timestamp):
             if ts >= 0 and (now_ms - ts > policy.timestamp_before_ms or ts - now_ms > policy.timestamp_after_ms):

@@ -10,6 +10,7 @@ coordinator depends on neither the broker state nor the storage layer."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from typing import Callable
 
 import trio
@@ -55,36 +56,62 @@ class CoordinatorRuntime:
             raise KafkaApiError(ErrorCode.NOT_COORDINATOR)
         return t.partitions[index]
 
-    def write(self, partition: Partition, entries: list[Entry]) -> AppendResult:
-        """Append key/value records as one batch now (stamped with the broker's time)."""
+    def write(self, partition: Partition, entries: list[Entry], producer: tuple[int, int] | None = None
+              ) -> AppendResult:
+        """Append key/value records as one batch now (stamped with the broker's time); with
+        producer (id, epoch), as part of that producer's transaction (TxnOffsetCommit): the
+        records count only once its COMMIT marker follows."""
         now_ms = self.now_ms()
-        batch = records.build_batch([(k, v, now_ms) for k, v in entries])
+        entries_ts = [(k, v, now_ms) for k, v in entries]
+        if producer is None:
+            batch = records.build_batch(entries_ts)
+        else:
+            batch = records.build_batch(entries_ts, producer_id=producer[0], producer_epoch=producer[1],
+                                        transactional=True)
         return self.replicas.append_coordinator_records(partition, batch)
 
-    async def write_and_wait(self, partition: Partition, entries: list[Entry], timeout_ms: int) -> None:
+    async def write_and_wait(self, partition: Partition, entries: list[Entry], timeout_ms: int,
+                             producer: tuple[int, int] | None = None) -> None:
         """write(), then wait until the batch is replicated; REQUEST_TIMED_OUT otherwise (the
         records stay in the log, as in Kafka, and are applied on the next load)."""
-        result = self.write(partition, entries)
+        result = self.write(partition, entries, producer)
         deadline = trio.current_time() + timeout_ms / 1000
         if not await self.replicas.wait_for_high_watermark(partition, result.last_offset + 1, deadline):
             raise KafkaApiError(ErrorCode.REQUEST_TIMED_OUT)
 
-    async def read_entries(self, partition: Partition) -> list[Entry]:
-        """Every keyed record of a partition up to its high watermark, in log order, read in a
-        worker thread (the loop keeps serving; the segment list is copy-on-write)."""
+    async def read_entries(self, partition: Partition) -> Replay:
+        """Every keyed record of a partition up to its high watermark, read in a worker thread
+        (the loop keeps serving; the segment list is copy-on-write): records of committed
+        transactions where their COMMIT marker is, aborted ones dropped, open ones apart."""
         end = partition.high_watermark
         start = partition.log_start_offset
         return await trio.to_thread.run_sync(_read_entries, partition, start, end)
 
 
-def _read_entries(partition: Partition, start: int, end: int) -> list[Entry]:
-    out: list[Entry] = []
+@dataclass
+class Replay:
+    entries: list[Entry] = field(default_factory=list)  # in the order they take effect
+    open_transactions: dict[int, list[Entry]] = field(default_factory=dict)  # producer id -> records
+
+
+def _read_entries(partition: Partition, start: int, end: int) -> Replay:
+    replay = Replay()
     for header, read in partition.iter_batches(start):
         if header.base_offset >= end:
             break
         if header.is_control:
+            try:
+                marker = records.parse_marker(read())
+            except records.InvalidBatch:
+                continue
+            pending = replay.open_transactions.pop(header.producer_id, [])
+            if marker.commit:
+                replay.entries.extend(pending)
             continue
-        for rec in records.iter_records(read()):
-            if rec.key is not None and start <= rec.offset < end:
-                out.append((rec.key, rec.value))
-    return out
+        keyed = [(rec.key, rec.value) for rec in records.iter_records(read())
+                 if rec.key is not None and start <= rec.offset < end]
+        if header.is_transactional:
+            replay.open_transactions.setdefault(header.producer_id, []).extend(keyed)
+        else:
+            replay.entries.extend(keyed)
+    return replay

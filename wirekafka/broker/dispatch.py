@@ -12,6 +12,8 @@ from typing import Any, Callable
 
 from wirekafka.broker.context import CloseConnection, RequestContext
 from wirekafka.broker.handlers import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     api_versions,
     create_partitions,
@@ -22,6 +24,9 @@ from wirekafka.broker.handlers import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_producers,
+    describe_transactions,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -31,6 +36,7 @@ from wirekafka.broker.handlers import (
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -38,6 +44,8 @@ from wirekafka.broker.handlers import (
     offset_for_leader_epoch,
     produce,
     sync_group,
+    txn_offset_commit,
+    write_txn_markers,
 )
 from wirekafka.protocol.api_versions import SUPPORTED, response_class
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
@@ -66,6 +74,11 @@ HANDLERS: dict[int, Handler] = {
     21: delete_records.handle,
     22: init_producer_id.handle,
     23: offset_for_leader_epoch.handle,
+    24: add_partitions_to_txn.handle,
+    25: add_offsets_to_txn.handle,
+    26: end_txn.handle,
+    27: write_txn_markers.handle,
+    28: txn_offset_commit.handle,
     32: describe_configs.handle,
     33: alter_configs.handle,
     37: create_partitions.handle,
@@ -73,6 +86,9 @@ HANDLERS: dict[int, Handler] = {
     44: incremental_alter_configs.handle,
     47: offset_delete.handle,
     60: describe_cluster.handle,
+    61: describe_producers.handle,
+    65: describe_transactions.handle,
+    66: list_transactions.handle,
 }
 
 

@@ -110,6 +110,8 @@ class Group:
     initial_delay_deadline: float = 0.0
     state_timestamp_ms: int = -1
     offsets: dict[tuple[str, int], gr.OffsetValue] = field(default_factory=dict)
+    # TxnOffsetCommit offsets by producer id, in effect once its transaction commits
+    pending_txn: dict[int, dict[tuple[str, int], gr.OffsetValue]] = field(default_factory=dict)
 
     def awaiting_join(self) -> int:
         return sum(1 for m in self.members.values() if m.join_waiter is not None)
@@ -174,12 +176,22 @@ class GroupCoordinator:
         partitions = self.runtime.partitions(OFFSETS_TOPIC)
         self.loading = {p.index for p in partitions}
         for partition in partitions:
-            entries = await self.runtime.read_entries(partition)
-            for key, value in entries:
+            replay = await self.runtime.read_entries(partition)
+            for key, value in replay.entries:
                 self._replay(key, value)
+            for producer_id, entries in replay.open_transactions.items():
+                self._replay_pending(producer_id, entries)
             self.loading.discard(partition.index)
             await trio.lowlevel.checkpoint()
         log.info("loaded %d consumer groups from %s", len(self.groups), OFFSETS_TOPIC)
+
+    def _replay_pending(self, producer_id: int, entries: list[tuple[bytes, bytes | None]]) -> None:
+        """Offsets of a transaction still open in the log: pending until its marker."""
+        for key, value in entries:
+            k = gr.decode_key(key)
+            if isinstance(k, gr.OffsetKey) and value is not None:
+                g = self.groups.setdefault(k.group, Group(k.group))
+                g.pending_txn.setdefault(producer_id, {})[(k.topic, k.partition)] = gr.decode_offset_value(value)
 
     def _replay(self, key: bytes, value: bytes | None) -> None:
         k = gr.decode_key(key)
@@ -559,6 +571,50 @@ class GroupCoordinator:
         await self.runtime.write_and_wait(self.offsets_partition(g.group_id), entries,
                                           self.config.int("offsets.commit.timeout.ms"))
         g.offsets.update(offsets)
+
+    def validate_txn_commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> Group:
+        """Kafka's checks for TxnOffsetCommit: the member and generation only when given (a
+        producer outside the group sends generation -1 and no member id)."""
+        self.check_available(group_id)
+        g = self.groups.get(group_id)
+        if g is None:
+            g = self.groups[group_id] = Group(group_id)
+        if g.state == GroupState.DEAD:
+            raise KafkaApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if instance_id and g.static.get(instance_id) not in (None, member_id):
+            raise KafkaApiError(ErrorCode.FENCED_INSTANCE_ID)
+        if member_id and member_id not in g.members:
+            raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID)
+        if generation >= 0 and generation != g.generation:
+            raise KafkaApiError(ErrorCode.ILLEGAL_GENERATION)
+        return g
+
+    async def txn_commit(self, g: Group, producer_id: int, producer_epoch: int,
+                         offsets: dict[tuple[str, int], gr.OffsetValue]) -> None:
+        """Write offsets as part of the producer's transaction; they stay pending (OffsetFetch
+        with require_stable: UNSTABLE_OFFSET_COMMIT) until its COMMIT marker, and vanish on ABORT."""
+        if not offsets:
+            return
+        entries: list[tuple[bytes, bytes | None]] = [
+            (gr.encode_offset_key(gr.OffsetKey(g.group_id, t, p)), gr.encode_offset_value(v))
+            for (t, p), v in offsets.items()]
+        await self.runtime.write_and_wait(self.offsets_partition(g.group_id), entries,
+                                          self.config.int("offsets.commit.timeout.ms"),
+                                          producer=(producer_id, producer_epoch))
+        g.pending_txn.setdefault(producer_id, {}).update(offsets)
+
+    def complete_transaction(self, partition_index: int, producer_id: int, commit: bool) -> None:
+        """A marker reached a __consumer_offsets partition: the producer's pending offsets in
+        the groups of that partition take effect (commit) or are dropped (abort)."""
+        for g in self.groups.values():
+            if producer_id in g.pending_txn and self.partition_of(g.group_id) == partition_index:
+                pending = g.pending_txn.pop(producer_id)
+                if commit:
+                    g.offsets.update(pending)
+
+    def has_pending_offsets(self, group_id: str, topic: str, partition: int) -> bool:
+        g = self.groups.get(group_id)
+        return g is not None and any((topic, partition) in p for p in g.pending_txn.values())
 
     def committed(self, group_id: str) -> dict[tuple[str, int], gr.OffsetValue]:
         self.check_available(group_id)

@@ -173,7 +173,7 @@ class Partition:
         self.epochs.assign(assigned.partition_leader_epoch, assigned.base_offset)
         flush_due = self._log.append(parts, assigned)
         append_time = -1 if log_append_time_ms is None else log_append_time_ms
-        if assigned.has_producer_id:
+        if assigned.has_producer_id and not assigned.is_control:  # markers: see append_marker
             self.producers.record(assigned, append_time)
         self._maybe_advance_high_watermark()
         return AppendResult(assigned.base_offset, assigned.last_offset, append_time, flush_due=flush_due)

@@ -74,10 +74,17 @@ class FetchOutcome:
     read: ReadResult | None = None
 
 
+# (producer id, producer epoch, topic, partition) -> NONE if that partition is in the producer's
+# open transaction, else the error to answer: given by the transaction coordinator (Kafka's
+# produce-side verification, KIP-890).
+TransactionVerifier = Callable[[int, int, str, int], ErrorCode]
+
+
 class ReplicaManager:
     def __init__(self, metadata: ClusterMetadata, now_ms: Callable[[], int]) -> None:
         self.metadata = metadata
         self.now_ms = now_ms
+        self.verify_transaction: TransactionVerifier = lambda _pid, _epoch, _topic, _partition: ErrorCode.INVALID_TXN_STATE
         # topic id -> (the config overrides it was computed from, policy): configs are replaced as a
         # whole when altered, so an identity check keeps this current without per-batch look-ups.
         self._policies: dict[object, tuple[dict[str, str], AppendPolicy]] = {}
@@ -101,6 +108,10 @@ class ReplicaManager:
                     raise KafkaApiError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                         f"Cannot append to internal topic {topic.name}")
                 header = validate_client_batch(entry.records, policy, now)
+                if header.is_transactional:
+                    code = self.verify_transaction(header.producer_id, header.producer_epoch, topic.name, entry.index)
+                    if code != ErrorCode.NONE:
+                        raise KafkaApiError(code, f"transactional write to {topic.name}-{entry.index} refused")
                 if acks == -1 and partition.in_sync_replica_count < policy.min_insync_replicas:
                     raise KafkaApiError(
                         ErrorCode.NOT_ENOUGH_REPLICAS,
@@ -139,6 +150,23 @@ class ReplicaManager:
     def append_coordinator_records(self, partition: Partition, batch: bytes) -> AppendResult:
         """A coordinator's own batch (offset commits, group metadata): no producer checks."""
         return partition.append(batch, records.validate_batch(batch), AppendOrigin.COORDINATOR)
+
+    async def write_txn_marker(self, topic: str, index: int, producer_id: int, producer_epoch: int,
+                               coordinator_epoch: int, commit: bool, timeout_ms: int) -> ErrorCode:
+        """Write a transaction marker (for the transaction coordinator, or WriteTxnMarkers) and
+        wait until it is replicated; the error a marker request reports for the partition."""
+        t = self.metadata.topic(topic)
+        if t is None or not 0 <= index < len(t.partitions):
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        partition = t.partitions[index]
+        try:
+            result = partition.append_marker(producer_id, producer_epoch, coordinator_epoch, commit, self.now_ms())
+        except KafkaApiError as exc:
+            return exc.code
+        deadline = trio.current_time() + timeout_ms / 1000
+        if not await self.wait_for_high_watermark(partition, result.last_offset + 1, deadline):
+            return ErrorCode.REQUEST_TIMED_OUT
+        return ErrorCode.NONE
 
     async def wait_for_high_watermark(self, partition: Partition, offset: int, deadline: float) -> bool:
         """Delayed produce: wait until the partition's high watermark reaches offset (the in-sync

@@ -22,10 +22,12 @@ import trio
 
 from wirekafka.broker import topic_config
 from wirekafka.broker.coordinator_runtime import CoordinatorRuntime
-from wirekafka.broker.groups import GroupCoordinator
+from wirekafka.broker.groups import OFFSETS_TOPIC, GroupCoordinator
 from wirekafka.broker.metadata import LocalMetadata, Topic, uuid_to_base64
 from wirekafka.broker.partition import Partition
 from wirekafka.broker.replica_manager import ReplicaManager
+from wirekafka.broker.transactions import TransactionCoordinator
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.config import BrokerConfig
 from wirekafka.storage import checkpoint
 from wirekafka.storage.epoch_cache import LeaderEpochCache
@@ -59,7 +61,10 @@ class BrokerState:
         self.cluster_id = ""
         self.metadata = LocalMetadata(self.log_dir, config, self._open_partition)
         self.replicas = ReplicaManager(self.metadata, self.now_ms)
-        self.groups = GroupCoordinator(CoordinatorRuntime(self.metadata, self.replicas, config, self.now_ms))
+        runtime = CoordinatorRuntime(self.metadata, self.replicas, config, self.now_ms)
+        self.groups = GroupCoordinator(runtime)
+        self.transactions = TransactionCoordinator(runtime, self._write_marker, self.metadata.allocate_producer_id)
+        self.replicas.verify_transaction = self.transactions.verify_produce
         self._recovery: dict[tuple[str, int], int] = {}
         self._starts: dict[tuple[str, int], int] = {}
         self._clean = True
@@ -125,6 +130,30 @@ class BrokerState:
         epochs = LeaderEpochCache(directory / "leader-epoch-checkpoint")
         epochs.truncate_from_end(plog.log_end_offset)
         return Partition(topic.name, index, plog, epochs)
+
+    async def write_txn_marker(self, topic: str, index: int, producer_id: int, producer_epoch: int,
+                               coordinator_epoch: int, commit: bool) -> ErrorCode:
+        """Write a transaction marker to one partition; a marker on __consumer_offsets also
+        settles the producer's pending transactional offsets in the group coordinator."""
+        code = await self.replicas.write_txn_marker(topic, index, producer_id, producer_epoch, coordinator_epoch,
+                                                    commit, self.config.int("request.timeout.ms"))
+        if code == ErrorCode.NONE and topic == OFFSETS_TOPIC:
+            self.groups.complete_transaction(index, producer_id, commit)
+        return code
+
+    async def _write_marker(self, tp: tuple[str, int], producer_id: int, producer_epoch: int,
+                            coordinator_epoch: int, commit: bool) -> None:
+        """The transaction coordinator's marker writer: a partition deleted meanwhile needs no
+        marker; any other failure leaves the transaction in its Prepare state to be retried."""
+        code = await self.write_txn_marker(tp[0], tp[1], producer_id, producer_epoch, coordinator_epoch, commit)
+        if code not in (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+            raise KafkaApiError(code, f"transaction marker for {tp[0]}-{tp[1]} not written")
+
+    async def load_coordinators(self) -> None:
+        """Replay the group coordinator's topic, then the transaction coordinator's: finishing a
+        transaction's markers may settle offsets, so the groups must be loaded first."""
+        await self.groups.load()
+        await self.transactions.load()
 
     def checkpoint_snapshot(self) -> CheckpointSnapshot:
         """Copy every partition's recovery point and log start (on the event loop)."""

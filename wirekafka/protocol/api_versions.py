@@ -61,7 +61,28 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersions
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
-from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
+from kafka.protocol.admin.transactions import (
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
+from kafka.protocol.producer.transaction import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    EndTxnRequest,
+    EndTxnResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
 
 _PAIRS: list[tuple[type[ApiMessage], type[ApiMessage]]] = [
     (ProduceRequest, ProduceResponse),
@@ -90,6 +111,14 @@ _PAIRS: list[tuple[type[ApiMessage], type[ApiMessage]]] = [
     (ListGroupsRequest, ListGroupsResponse),
     (DeleteGroupsRequest, DeleteGroupsResponse),
     (OffsetDeleteRequest, OffsetDeleteResponse),
+    (AddPartitionsToTxnRequest, AddPartitionsToTxnResponse),
+    (AddOffsetsToTxnRequest, AddOffsetsToTxnResponse),
+    (EndTxnRequest, EndTxnResponse),
+    (WriteTxnMarkersRequest, WriteTxnMarkersResponse),
+    (TxnOffsetCommitRequest, TxnOffsetCommitResponse),
+    (DescribeProducersRequest, DescribeProducersResponse),
+    (DescribeTransactionsRequest, DescribeTransactionsResponse),
+    (ListTransactionsRequest, ListTransactionsResponse),
 ]
 
 REQUEST_CLASSES: dict[int, type[ApiMessage]] = {}

@@ -34,7 +34,8 @@ async def run_broker(config: BrokerConfig) -> None:
             await background.start(retention_task, state)
             await background.start(flush_task, state)
             await background.start(state.groups.run_timers)
-            background.start_soon(state.groups.load)
+            await background.start(state.transactions.run_timers)
+            background.start_soon(state.load_coordinators)
             listeners = await trio.open_tcp_listeners(listener.port, host=listener.host or None)
             async with trio.open_nursery() as connections:
 

@@ -2,8 +2,10 @@
 
 - Key type 0 (group): this node coordinates every group (it leads every partition of
   __consumer_offsets, which is created on first use). v4+ answers each of several keys.
-- Key type 1 (transaction): COORDINATOR_NOT_AVAILABLE — transactions are not implemented.
-- Other key types: INVALID_REQUEST; an empty group id: INVALID_GROUP_ID."""
+- Key type 1 (transaction): this node coordinates every transactional id (it leads every
+  partition of __transaction_state, created on first use).
+- Other key types: INVALID_REQUEST; an empty group id: INVALID_GROUP_ID; an empty
+  transactional id: INVALID_REQUEST."""
 
 from __future__ import annotations
 
@@ -17,7 +19,10 @@ GROUP, TRANSACTION = 0, 1
 
 async def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, str | None]:
     if key_type == TRANSACTION:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, "Transactions are not supported by wirekafka."
+        if not key:
+            return ErrorCode.INVALID_REQUEST, None
+        await ctx.state.transactions.ensure_topic()
+        return ErrorCode.NONE, None
     if key_type != GROUP:
         return ErrorCode.INVALID_REQUEST, f"Unknown coordinator key type {key_type}"
     if not key:

@@ -1,0 +1,259 @@
+"""Transactions on the wire: the transaction coordinator's APIs (FindCoordinator key type 1,
+InitProducerId with a transactional id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
+TxnOffsetCommit, DescribeTransactions, ListTransactions, DescribeProducers) and what a
+transaction does to Produce, Fetch and ListOffsets (last stable offset, markers, aborted list)."""
+
+from __future__ import annotations
+
+import pytest
+from kafka.protocol.admin.transactions import (
+    DescribeProducersRequest,
+    DescribeTransactionsRequest,
+    ListTransactionsRequest,
+)
+from kafka.protocol.consumer.group import OffsetFetchRequest
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
+from kafka.protocol.producer.transaction import (
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
+    EndTxnRequest,
+    InitProducerIdRequest,
+    TxnOffsetCommitRequest,
+)
+
+import time
+
+from conformance import transcript
+from conformance.scenarios import batch_bases, fetch, list_offsets, produce
+from conformance.wire import Connection, create_topic, ensure_group_coordinator, retry_transient, unique
+from wirekafka.protocol import records
+
+NOW = 1_700_000_000_000
+READ_COMMITTED = 1
+CONCURRENT_TRANSACTIONS = 51
+
+
+def _settled(probe, done, timeout: float = 30.0):
+    """Kafka answers EndTxn once the decision is durable and writes the markers after; poll
+    (outside the transcript) until probe() shows them, and return that answer."""
+    deadline = time.monotonic() + timeout
+    with transcript.quiet():
+        while True:
+            result = probe()
+            if done(result) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+    return probe()
+
+
+def _describe(conn: Connection, tid: str):
+    return conn.call(DescribeTransactionsRequest(transactional_ids=[tid]), 0).transaction_states[0]
+
+
+def _wait_complete(conn: Connection, tid: str):
+    return _settled(lambda: _describe(conn, tid), lambda s: s.transaction_state.startswith("Complete"))
+
+
+def _find_txn_coordinator(conn: Connection, tid: str, version: int = 3):
+    req = FindCoordinatorRequest(key=tid, key_type=1) if version < 4 else \
+        FindCoordinatorRequest(key_type=1, coordinator_keys=[tid])
+    code = (lambda r: r.error_code) if version < 4 else (lambda r: r.coordinators[0].error_code)
+    return retry_transient(lambda: conn.call(req, version), code)
+
+
+def _init(conn: Connection, tid: str, version: int = 4, timeout_ms: int = 60000, pid: int = -1, epoch: int = -1):
+    _find_txn_coordinator(conn, tid)
+    req = InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=timeout_ms, producer_id=pid,
+                                producer_epoch=epoch)
+    first = retry_transient(lambda: conn.call(req, version), lambda r: r.error_code)
+    if first.error_code != CONCURRENT_TRANSACTIONS:
+        return first
+    # An open transaction is being aborted: retry as clients do. Each retry that gets through
+    # bumps the epoch, so the answer that settles is the one recorded, not asked for again.
+    deadline = time.monotonic() + 30
+    with transcript.quiet():
+        result = first
+        while result.error_code == CONCURRENT_TRANSACTIONS and time.monotonic() < deadline:
+            time.sleep(0.05)
+            result = conn.call(req, version)
+    transcript.record(InitProducerIdRequest.API_KEY, version, req, result)
+    return result
+
+
+def _add_partitions(conn: Connection, tid: str, pid: int, epoch: int, topic: str, partitions=(0,), version: int = 3):
+    req = AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id=tid, v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+        v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic,
+                                                                                partitions=list(partitions))])
+    res = conn.call(req, version)
+    return {(t.name, p.partition_index): p.partition_error_code
+            for t in res.results_by_topic_v3_and_below for p in t.results_by_partition}
+
+
+def _end(conn: Connection, tid: str, pid: int, epoch: int, commit: bool, version: int = 3):
+    req = EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=commit)
+    return retry_transient(lambda: conn.call(req, version), lambda r: r.error_code).error_code
+
+
+def _txn_batch(pid: int, epoch: int, seq: int, values: list[bytes]) -> bytes:
+    return records.build_batch([(b"k", v, NOW + i) for i, v in enumerate(values)], producer_id=pid,
+                               producer_epoch=epoch, base_sequence=seq, transactional=True)
+
+
+def _open_transaction(conn: Connection, topic: str, tid: str):
+    init = _init(conn, tid)
+    assert init.error_code == 0
+    pid, epoch = init.producer_id, init.producer_epoch
+    assert _add_partitions(conn, tid, pid, epoch, topic) == {(topic, 0): 0}
+    res = produce(conn, topic, _txn_batch(pid, epoch, 0, [b"a", b"b"]), transactional_id=tid)
+    assert (res.error_code, res.base_offset) == (0, 0)
+    return pid, epoch
+
+
+@pytest.mark.parametrize("version", range(0, 7))
+def test_find_transaction_coordinator(target, version):
+    res = None
+    with Connection(target.bootstrap) as conn:
+        res = _find_txn_coordinator(conn, unique("tx"), version)
+    code = res.error_code if version < 4 else res.coordinators[0].error_code
+    assert code == 0
+
+
+@pytest.mark.parametrize("version", range(0, 6))
+def test_init_producer_id_with_transactional_id_bumps_the_epoch(target, version):
+    tid = unique("tx")
+    with Connection(target.bootstrap) as conn:
+        first = _init(conn, tid, version)
+        second = _init(conn, tid, version)
+        assert first.error_code == second.error_code == 0
+        assert second.producer_id == first.producer_id
+        assert second.producer_epoch == first.producer_epoch + 1
+        bad = _init(conn, unique("tx"), version, timeout_ms=10**9)
+        assert bad.error_code == 50  # INVALID_TRANSACTION_TIMEOUT
+
+
+@pytest.mark.parametrize("commit", [True, False], ids=["commit", "abort"])
+def test_transaction_moves_the_last_stable_offset(target, commit):
+    topic, tid = unique(), unique("tx")
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, topic)
+        pid, epoch = _open_transaction(conn, topic, tid)
+        assert list_offsets(conn, topic, -1, isolation_level=READ_COMMITTED).offset == 0
+        assert list_offsets(conn, topic, -1).offset == 2
+        pending = fetch(conn, topic, 0, isolation_level=READ_COMMITTED, version=12)
+        assert (pending.high_watermark, pending.last_stable_offset, pending.records) == (2, 0, b"")
+        assert pending.aborted_transactions == []
+        assert _end(conn, tid, pid, epoch, commit) == 0
+        _wait_complete(conn, tid)
+        done = fetch(conn, topic, 0, isolation_level=READ_COMMITTED, version=12)
+        assert (done.high_watermark, done.last_stable_offset) == (3, 3)
+        # The marker's timestamp (now) is past segment.ms after the batch's (2023): it opens a
+        # new segment, and a fetch never spans two segments.
+        assert batch_bases(done.records) == [0]
+        marker = fetch(conn, topic, 2, isolation_level=READ_COMMITTED, version=12)
+        assert batch_bases(marker.records) == [2]
+        expected = [] if commit else [(pid, 0)]
+        assert [(a.producer_id, a.first_offset) for a in done.aborted_transactions] == expected
+        assert fetch(conn, topic, 0, version=12).aborted_transactions is None  # read_uncommitted
+        assert _end(conn, tid, pid, epoch, commit) == 0  # a retry of the same decision
+        assert _end(conn, tid, pid, epoch, not commit) == 48  # INVALID_TXN_STATE
+
+
+@pytest.mark.parametrize("version", range(0, 4))
+def test_add_partitions_errors(target, version):
+    topic, tid = unique(), unique("tx")
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, topic)
+        init = _init(conn, tid)
+        pid, epoch = init.producer_id, init.producer_epoch
+        fenced = _add_partitions(conn, tid, pid, epoch - 1 if epoch else epoch + 1, topic, version=version)
+        assert fenced == {(topic, 0): 90 if version >= 2 else 47}  # PRODUCER_FENCED / INVALID_PRODUCER_EPOCH
+        assert _add_partitions(conn, tid, pid + 1000, epoch, topic, version=version) == {(topic, 0): 49}
+        missing = _add_partitions(conn, tid, pid, epoch, topic, partitions=(0, 7), version=version)
+        assert missing == {(topic, 0): 55, (topic, 7): 3}  # OPERATION_NOT_ATTEMPTED, UNKNOWN_TOPIC_OR_PARTITION
+        assert _add_partitions(conn, tid, pid, epoch, topic, version=version) == {(topic, 0): 0}
+
+
+def test_end_txn_without_a_transaction(target):
+    tid = unique("tx")
+    with Connection(target.bootstrap) as conn:
+        init = _init(conn, tid)
+        assert _end(conn, tid, init.producer_id, init.producer_epoch, True) == 48  # INVALID_TXN_STATE
+        assert _end(conn, tid, init.producer_id + 1000, init.producer_epoch, True) == 49  # INVALID_PRODUCER_ID_MAPPING
+
+
+def test_transactional_produce_to_a_partition_outside_the_transaction(target):
+    topic, tid = unique(), unique("tx")
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, topic, partitions=2)
+        pid, epoch = _open_transaction(conn, topic, tid)
+        res = produce(conn, topic, _txn_batch(pid, epoch, 0, [b"x"]), partition=1, transactional_id=tid)
+        assert res.error_code == 48  # INVALID_TXN_STATE: partition 1 was never added
+
+
+def test_new_producer_aborts_the_open_transaction(target):
+    topic, tid = unique(), unique("tx")
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, topic)
+        pid, epoch = _open_transaction(conn, topic, tid)
+        again = _init(conn, tid)  # CONCURRENT_TRANSACTIONS until the abort is done, then a new epoch
+        assert (again.error_code, again.producer_id) == (0, pid)
+        assert again.producer_epoch == epoch + 2  # one bump fences and aborts, one for the new producer
+        done = fetch(conn, topic, 0, isolation_level=READ_COMMITTED, version=12)
+        assert done.last_stable_offset == 3
+        assert [(a.producer_id, a.first_offset) for a in done.aborted_transactions] == [(pid, 0)]
+        stale = produce(conn, topic, _txn_batch(pid, epoch, 2, [b"zombie"]), transactional_id=tid)
+        assert stale.error_code == 47  # INVALID_PRODUCER_EPOCH
+
+
+def test_transactional_offsets_count_with_the_commit(target):
+    topic, tid, group = unique(), unique("tx"), unique("g")
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, topic)
+        ensure_group_coordinator(conn, group)
+        pid, epoch = _open_transaction(conn, topic, tid)
+        add = AddOffsetsToTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group)
+        assert conn.call(add, 3).error_code == 0
+        commit = TxnOffsetCommitRequest(
+            transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch, generation_id=-1,
+            member_id="", group_instance_id=None, topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(
+                name=topic, partitions=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition(
+                    partition_index=0, committed_offset=2, committed_leader_epoch=-1, committed_metadata="m")])])
+        res = conn.call(commit, 3)
+        assert [p.error_code for t in res.topics for p in t.partitions] == [0]
+
+        def fetch_offset(require_stable: bool):
+            req = OffsetFetchRequest(group_id=group, topics=[OffsetFetchRequest.OffsetFetchRequestTopic(
+                name=topic, partition_indexes=[0])], require_stable=require_stable)
+            part = conn.call(req, 7).topics[0].partitions[0]
+            return part.committed_offset, part.error_code
+
+        assert fetch_offset(require_stable=False) == (-1, 0)
+        assert fetch_offset(require_stable=True) == (-1, 88)  # UNSTABLE_OFFSET_COMMIT
+        assert _end(conn, tid, pid, epoch, True) == 0
+        _wait_complete(conn, tid)
+        assert fetch_offset(require_stable=True) == (2, 0)
+
+
+def test_describe_and_list_transactions_and_producers(target):
+    topic, tid = unique(), unique("tx")
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, topic)
+        pid, epoch = _open_transaction(conn, topic, tid)
+        described = conn.call(DescribeTransactionsRequest(transactional_ids=[tid, unique("missing")]), 0)
+        ongoing, missing = described.transaction_states
+        assert (ongoing.error_code, ongoing.transaction_state, ongoing.producer_id) == (0, "Ongoing", pid)
+        assert [(t.topic, t.partitions) for t in ongoing.topics] == [(topic, [0])]
+        assert missing.error_code == 105  # TRANSACTIONAL_ID_NOT_FOUND
+        listed = conn.call(ListTransactionsRequest(state_filters=["Ongoing", "Bogus"], producer_id_filters=[pid],
+                                                   duration_filter=-1, transactional_id_pattern=None), 1)
+        assert listed.unknown_state_filters == ["Bogus"]
+        assert [(s.transactional_id, s.transaction_state) for s in listed.transaction_states] == [(tid, "Ongoing")]
+        producers = conn.call(DescribeProducersRequest(topics=[DescribeProducersRequest.TopicRequest(
+            name=topic, partition_indexes=[0])]), 0).topics[0].partitions[0]
+        [state] = producers.active_producers
+        assert (state.producer_id, state.producer_epoch, state.last_sequence, state.current_txn_start_offset) == \
+            (pid, epoch, 1, 0)
+        assert _end(conn, tid, pid, epoch, False) == 0
+        after = _wait_complete(conn, tid)
+        assert (after.transaction_state, after.topics) == ("CompleteAbort", [])

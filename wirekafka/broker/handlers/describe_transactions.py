@@ -1,0 +1,35 @@
+"""DescribeTransactions (key 65), v0: each transactional id's state as Kafka names it
+("Ongoing", "CompleteCommit", ...), producer id and epoch, timeout, start time and partitions.
+An unknown id is TRANSACTIONAL_ID_NOT_FOUND; COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR
+as for the other transaction requests."""
+
+from __future__ import annotations
+
+from kafka.protocol.admin.transactions import DescribeTransactionsResponse
+
+from wirekafka.broker.context import RequestContext
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+
+_State = DescribeTransactionsResponse.TransactionState
+_Topic = _State.TopicData
+
+
+def handle(ctx: RequestContext, request: object) -> DescribeTransactionsResponse:
+    states = []
+    for tid in request.transactional_ids:  # type: ignore[attr-defined]
+        try:
+            meta = ctx.state.transactions.describe(tid)
+        except KafkaApiError as exc:
+            states.append(_State(error_code=exc.code, transactional_id=tid, transaction_state="",
+                                 transaction_timeout_ms=0, transaction_start_time_ms=-1, producer_id=-1,
+                                 producer_epoch=-1, topics=[]))
+            continue
+        by_topic: dict[str, list[int]] = {}
+        for topic, index in sorted(meta.partitions):
+            by_topic.setdefault(topic, []).append(index)
+        states.append(_State(error_code=ErrorCode.NONE, transactional_id=tid,
+                             transaction_state=meta.state.kafka_name, transaction_timeout_ms=meta.timeout_ms,
+                             transaction_start_time_ms=meta.start_ms, producer_id=meta.producer_id,
+                             producer_epoch=meta.producer_epoch,
+                             topics=[_Topic(topic=t, partitions=p) for t, p in by_topic.items()]))
+    return DescribeTransactionsResponse(version=ctx.version, throttle_time_ms=0, transaction_states=states)

@@ -12,6 +12,11 @@ import pytest
 
 from testsupport.broker_process import BrokerProcess
 
+# The conformance coverage plugin (it acts on conformance/ only). Registered here because pytest
+# accepts pytest_plugins only in the top-level conftest: in conformance/conftest.py it breaks
+# `pytest .`, where that conftest is found during collection.
+pytest_plugins = ["conformance.coverage"]
+
 
 @pytest.fixture(scope="session")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:

@@ -257,3 +257,132 @@ def test_describe_and_list_transactions_and_producers(target):
         assert _end(conn, tid, pid, epoch, False) == 0
         after = _wait_complete(conn, tid)
         assert (after.transaction_state, after.topics) == ("CompleteAbort", [])
+
+
+def _offset_commit_request(tid, group, pid, epoch, topic, offset):
+    P = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
+    return TxnOffsetCommitRequest(
+        transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch, generation_id=-1, member_id="",
+        group_instance_id=None, topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(
+            name=topic, partitions=[P(partition_index=0, committed_offset=offset, committed_leader_epoch=-1,
+                                      committed_metadata="")])])
+
+
+@pytest.mark.parametrize("version", range(0, 6))
+def test_end_txn_versions(target, version):
+    """A transaction ended at each EndTxn version; a stale epoch is PRODUCER_FENCED from v2
+    (INVALID_PRODUCER_EPOCH before, KIP-588)."""
+    topic, tid = unique(), unique("tx")
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, topic)
+        pid, epoch = _open_transaction(conn, topic, tid)
+        req = EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch + 1, committed=True)
+        assert conn.call(req, version).error_code == (90 if version >= 2 else 47)
+        req = EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=True)
+        res = conn.call(req, version)
+        assert res.error_code == 0
+        assert _wait_complete(conn, tid).transaction_state == "CompleteCommit"
+
+
+@pytest.mark.parametrize("version", range(0, 5))
+def test_add_offsets_to_txn_versions(target, version):
+    topic, tid, group = unique(), unique("tx"), unique("g")
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, topic)
+        ensure_group_coordinator(conn, group)
+        pid, epoch = _open_transaction(conn, topic, tid)
+        stale = AddOffsetsToTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch + 1, group_id=group)
+        assert conn.call(stale, version).error_code == (90 if version >= 2 else 47)
+        add = AddOffsetsToTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group)
+        assert conn.call(add, version).error_code == 0
+        described = _describe(conn, tid)
+        assert sorted(t.topic for t in described.topics) == sorted([topic, "__consumer_offsets"])
+        assert _end(conn, tid, pid, epoch, False) == 0
+        _wait_complete(conn, tid)
+
+
+@pytest.mark.parametrize("version", range(0, 6))
+def test_txn_offset_commit_versions(target, version):
+    """Offsets committed in a transaction at each TxnOffsetCommit version, then aborted: they
+    never count. A stale epoch is INVALID_PRODUCER_EPOCH at every version."""
+    topic, tid, group = unique(), unique("tx"), unique("g")
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, topic)
+        ensure_group_coordinator(conn, group)
+        pid, epoch = _open_transaction(conn, topic, tid)
+        add = AddOffsetsToTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group)
+        assert conn.call(add, 3).error_code == 0
+        stale = conn.call(_offset_commit_request(tid, group, pid, epoch + 1, topic, 1), version)
+        assert [p.error_code for t in stale.topics for p in t.partitions] == [47]
+        res = conn.call(_offset_commit_request(tid, group, pid, epoch, topic, 1), version)
+        assert [p.error_code for t in res.topics for p in t.partitions] == [0]
+        assert _end(conn, tid, pid, epoch, False) == 0
+        _wait_complete(conn, tid)
+        req = OffsetFetchRequest(group_id=group, topics=[OffsetFetchRequest.OffsetFetchRequestTopic(
+            name=topic, partition_indexes=[0])], require_stable=True)
+        assert conn.call(req, 7).topics[0].partitions[0].committed_offset == -1
+
+
+@pytest.mark.parametrize("version", [4, 5])
+def test_add_partitions_to_txn_batched_and_verify_only(target, version):
+    """v4+ is the brokers' form (KIP-890): several transactions in one request, each added to
+    or only verified."""
+    topic, tid = unique(), unique("tx")
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, topic, partitions=2)
+        pid, epoch = _open_transaction(conn, topic, tid)
+
+        def call(partitions, verify_only):
+            req = AddPartitionsToTxnRequest(transactions=[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
+                transactional_id=tid, producer_id=pid, producer_epoch=epoch, verify_only=verify_only,
+                topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction.AddPartitionsToTxnTopic(
+                    name=topic, partitions=partitions)])])
+            res = conn.call(req, version)
+            assert res.error_code == 0
+            [txn] = res.results_by_transaction
+            return {p.partition_index: p.partition_error_code for t in txn.topic_results for p in t.results_by_partition}
+
+        assert call([0, 1], verify_only=True) == {0: 0, 1: 120}  # TRANSACTION_ABORTABLE: 1 is not in it
+        assert call([1], verify_only=False) == {1: 0}
+        assert call([0, 1], verify_only=True) == {0: 0, 1: 0}
+        assert _end(conn, tid, pid, epoch, False) == 0
+        _wait_complete(conn, tid)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_write_txn_markers(target, version):
+    """The coordinator's request to partition leaders, sent directly: the marker closes the
+    producer's transaction on that partition; unknown partitions answer their own error."""
+    from kafka.protocol.producer.transaction import WriteTxnMarkersRequest
+
+    topic, tid = unique(), unique("tx")
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, topic)
+        pid, epoch = _open_transaction(conn, topic, tid)
+        M = WriteTxnMarkersRequest.WritableTxnMarker
+        req = WriteTxnMarkersRequest(markers=[M(
+            producer_id=pid, producer_epoch=epoch, transaction_result=False, coordinator_epoch=0,
+            transaction_version=0, topics=[M.WritableTxnMarkerTopic(name=topic, partition_indexes=[0, 9])])])
+        res = conn.call(req, version)
+        [marker] = res.markers
+        assert marker.producer_id == pid
+        assert {p.partition_index: p.error_code for t in marker.topics for p in t.partitions} == {0: 0, 9: 3}
+        done = fetch(conn, topic, 0, isolation_level=READ_COMMITTED, version=12)
+        assert (done.last_stable_offset, [(a.producer_id, a.first_offset) for a in done.aborted_transactions]) == \
+            (3, [(pid, 0)])
+
+
+@pytest.mark.parametrize("version", range(0, 3))
+def test_list_transactions_versions(target, version):
+    tid = unique("tx")
+    with Connection(target.bootstrap) as conn:
+        init = _init(conn, tid)
+        kwargs = {}
+        if version >= 1:
+            kwargs["duration_filter"] = -1
+        if version >= 2:
+            kwargs["transactional_id_pattern"] = tid.replace("-", ".")
+        res = conn.call(ListTransactionsRequest(state_filters=["Empty"], producer_id_filters=[init.producer_id],
+                                                **kwargs), version)
+        assert res.error_code == 0
+        assert [(s.transactional_id, s.transaction_state) for s in res.transaction_states] == [(tid, "Empty")]

@@ -47,8 +47,16 @@ class Connection:
         return self._cid
 
     def receive(self, api_key: int, version: int, correlation_id: int) -> Any:
-        (size,) = struct.unpack(">i", self._exact(4))
-        payload = self._exact(size)
+        """The response to `correlation_id`. If the broker closes the connection instead, the
+        request is recorded with no response (it was still exercised) and ConnectionError raised."""
+        try:
+            (size,) = struct.unpack(">i", self._exact(4))
+            payload = self._exact(size)
+        except ConnectionError:
+            request = self._pending.pop(correlation_id, None)
+            if request is not None:
+                transcript.record(api_key, request.API_VERSION, request, None)
+            raise
         (cid,) = struct.unpack(">i", payload[:4])
         assert cid == correlation_id, f"correlation id {cid} != {correlation_id}"
         cls = api_versions.response_class(api_key)

@@ -11,7 +11,14 @@ import pytest
 from tests.schema_samples import sample_message
 from wirekafka.protocol import api_versions, codec
 
-CASES = [(key, v) for key, (lo, hi) in sorted(api_versions.SUPPORTED.items()) for v in range(lo, hi + 1)]
+CASES = [(key, v) for key, (lo, hi) in sorted(api_versions.SERVED.items()) for v in range(lo, hi + 1)]
+
+
+def test_produce_v0_to_v2_are_advertised_but_not_served() -> None:
+    """As Kafka 4.3.1: listed in ApiVersions for librdkafka, refused (connection closed) on the wire."""
+    assert api_versions.SUPPORTED[0] == (0, 13) and api_versions.SERVED[0] == (3, 13)
+    assert not api_versions.is_served(0, 2) and api_versions.is_served(0, 3)
+    assert {k: r for k, r in api_versions.SERVED.items() if r != api_versions.SUPPORTED[k]} == {0: (3, 13)}
 
 
 @pytest.mark.parametrize("api_key,version", CASES)

@@ -105,12 +105,12 @@ def test_error_codes_where_kafka_returns_them(tmp_path: Path) -> None:
             g.delete_group("never-existed")
         assert info.value.code == ErrorCode.GROUP_ID_NOT_FOUND
         with pytest.raises(KafkaApiError) as info:
-            g.validate_commit("g", a.generation + 1, a.member_id, None)
+            g.validate_commit("g", a.generation + 1, a.member_id, None, ErrorCode.ILLEGAL_GENERATION)
         assert info.value.code == ErrorCode.ILLEGAL_GENERATION
         with pytest.raises(KafkaApiError) as info:
-            g.validate_commit("fresh-group", 3, "m", None)
-        assert info.value.code == ErrorCode.ILLEGAL_GENERATION
-        assert g.validate_commit("standalone", -1, "", None).state == GroupState.EMPTY
+            g.validate_commit("fresh-group", 3, "m", None, ErrorCode.GROUP_ID_NOT_FOUND)
+        assert info.value.code == ErrorCode.GROUP_ID_NOT_FOUND
+        assert g.validate_commit("standalone", -1, "", None, ErrorCode.ILLEGAL_GENERATION).state == GroupState.EMPTY
 
     _run(tmp_path, body)
 
@@ -129,8 +129,14 @@ def test_static_member_fencing_and_rejoin(tmp_path: Path) -> None:
             g.heartbeat("g", again.generation, a.member_id, "i-1")  # the old instance is fenced
         assert info.value.code == ErrorCode.FENCED_INSTANCE_ID
         with pytest.raises(KafkaApiError) as info:
-            g.validate_commit("g", again.generation, a.member_id, "i-1")
+            g.validate_commit("g", again.generation, a.member_id, "i-1", ErrorCode.ILLEGAL_GENERATION)
         assert info.value.code == ErrorCode.FENCED_INSTANCE_ID
+        for call in (lambda: g.heartbeat("g", again.generation, again.member_id, "i-unknown"),
+                     lambda: g.validate_commit("g", again.generation, again.member_id, "i-unknown",
+                                               ErrorCode.ILLEGAL_GENERATION)):
+            with pytest.raises(KafkaApiError) as info:
+                call()
+            assert info.value.code == ErrorCode.UNKNOWN_MEMBER_ID  # Kafka's validateMember
 
     _run(tmp_path, body)
 
@@ -152,7 +158,7 @@ def test_offsets_survive_a_reload(tmp_path: Path) -> None:
 
     async def body(state, nursery):
         await state.metadata.create_topic("t", 2)
-        grp = state.groups.validate_commit("c", -1, "", None)
+        grp = state.groups.validate_commit("c", -1, "", None, ErrorCode.ILLEGAL_GENERATION)
         await state.groups.commit(grp, {("t", 0): gr.OffsetValue(42, 0, "meta", 1),
                                         ("t", 1): gr.OffsetValue(7, -1, "", 2)})
         await state.groups.commit(grp, {("t", 0): gr.OffsetValue(43, 0, "", 3)})
@@ -167,6 +173,24 @@ def test_offsets_survive_a_reload(tmp_path: Path) -> None:
     _run(tmp_path, reload)
 
 
+def test_offsets_committed_with_a_retention_expire_at_their_own_timestamp(tmp_path: Path) -> None:
+    """OffsetCommit v2-4's retention_time_ms: such an offset expires at commit time + retention,
+    whatever offsets.retention.minutes says (Kafka's OffsetExpirationConditionImpl)."""
+    from wirekafka.broker import group_records as gr
+
+    async def body(state, nursery):
+        await state.metadata.create_topic("t", 3)
+        grp = state.groups.validate_commit("c", -1, "", None, ErrorCode.ILLEGAL_GENERATION)
+        now = state.now_ms()
+        await state.groups.commit(grp, {("t", 0): gr.OffsetValue(1, -1, "", now, now),
+                                        ("t", 1): gr.OffsetValue(2, -1, "", now, now + 3_600_000),
+                                        ("t", 2): gr.OffsetValue(3, -1, "", now)})
+        state.groups.expire_offsets()
+        assert set(state.groups.committed("c")) == {("t", 1), ("t", 2)}
+
+    _run(tmp_path, body)
+
+
 def test_record_schemas_round_trip() -> None:
     from wirekafka.broker import group_records as gr
 
@@ -174,6 +198,10 @@ def test_record_schemas_round_trip() -> None:
     assert key[:2] == b"\x00\x01" and gr.decode_key(key) == gr.OffsetKey("grp", "topic", 3)
     value = gr.encode_offset_value(gr.OffsetValue(99, 4, "md", 12345))
     assert value[:2] == b"\x00\x03" and gr.decode_offset_value(value) == gr.OffsetValue(99, 4, "md", 12345)
+    expiring = gr.encode_offset_value(gr.OffsetValue(99, -1, "md", 12345, 99999))  # Kafka's v1
+    assert expiring == b"\x00\x01" + (99).to_bytes(8, "big") + b"\x00\x02md" + (12345).to_bytes(8, "big") \
+        + (99999).to_bytes(8, "big")
+    assert gr.decode_offset_value(expiring) == gr.OffsetValue(99, -1, "md", 12345, 99999)
     gv = gr.GroupValue("consumer", 5, "range", "m1", 1000, [
         gr.MemberValue("m1", "inst", "cid", "/127.0.0.1", 30000, 10000, b"sub", b"asg")])
     assert gr.decode_group_value(gr.encode_group_value(gv)) == gv

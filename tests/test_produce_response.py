@@ -36,7 +36,7 @@ def _schema(version: int, topics: list[TopicAnswer], throttle: int) -> ProduceRe
         for t in topics])
 
 
-@pytest.mark.parametrize("version", range(api_versions.SUPPORTED[PRODUCE][0], api_versions.SUPPORTED[PRODUCE][1] + 1))
+@pytest.mark.parametrize("version", range(api_versions.SERVED[PRODUCE][0], api_versions.SERVED[PRODUCE][1] + 1))
 @pytest.mark.parametrize("topics", [ANSWERS, ANSWERS[:1], []], ids=["several", "one", "none"])
 def test_fast_produce_response_is_byte_identical(version: int, topics: list[TopicAnswer]) -> None:
     fast = FastProduceResponse(topics, throttle_time_ms=25)

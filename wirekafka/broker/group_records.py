@@ -3,7 +3,9 @@ that Kafka's own tools can read the topic.
 
 Keys begin with an int16 version: 1 = OffsetCommitKey (group, topic, partition), 2 =
 GroupMetadataKey (group). Values begin with an int16 version; wirekafka writes OffsetCommitValue
-v3 (offset, leader epoch, metadata, commit timestamp) and GroupMetadataValue v3 (protocol type,
+v3 (offset, leader epoch, metadata, commit timestamp) — or v1 (offset, metadata, commit and
+expire timestamps), as Kafka does, for an offset committed with a retention time (OffsetCommit
+v2-4) — and GroupMetadataValue v3 (protocol type,
 generation, protocol, leader, state timestamp, members with instance id, client id/host,
 timeouts, subscription, assignment). A null value (tombstone) deletes the key. Reading accepts
 the value versions Kafka 4 writes (0-4; the flexible v4 with its tagged fields)."""
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 OFFSET_KEY_VERSION = 1
 GROUP_KEY_VERSION = 2
 OFFSET_VALUE_VERSION = 3
+EXPIRING_OFFSET_VALUE_VERSION = 1  # the one version with an expire timestamp
 GROUP_VALUE_VERSION = 3
 
 
@@ -127,6 +130,7 @@ class OffsetValue:
     leader_epoch: int
     metadata: str
     commit_timestamp: int
+    expire_timestamp: int | None = None  # from OffsetCommit v2-4's retention_time_ms
 
 
 @dataclass
@@ -160,6 +164,9 @@ def encode_group_key(k: GroupKey) -> bytes:
 
 
 def encode_offset_value(v: OffsetValue) -> bytes:
+    if v.expire_timestamp is not None:  # no leader epoch in v1: OffsetCommit v2-4 carry none either
+        return (_Writer().i16(EXPIRING_OFFSET_VALUE_VERSION).i64(v.offset).string(v.metadata)
+                .i64(v.commit_timestamp).i64(v.expire_timestamp).done())
     return (_Writer().i16(OFFSET_VALUE_VERSION).i64(v.offset).i32(v.leader_epoch).string(v.metadata)
             .i64(v.commit_timestamp).done())
 
@@ -192,9 +199,8 @@ def decode_offset_value(data: bytes) -> OffsetValue:
     leader_epoch = r.i32() if version >= 3 else -1
     metadata = r.string(compact) or ""
     commit_ts = r.i64()
-    if version == 1:
-        r.i64()  # expire timestamp, no longer used
-    return OffsetValue(offset, leader_epoch, metadata, commit_ts)
+    expire_ts = r.i64() if version == EXPIRING_OFFSET_VALUE_VERSION else None
+    return OffsetValue(offset, leader_epoch, metadata, commit_ts, expire_ts)
 
 
 def decode_group_value(data: bytes) -> GroupValue:

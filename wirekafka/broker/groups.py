@@ -132,8 +132,11 @@ class GroupCoordinator:
     def partition_of(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions)
 
-    def check_available(self, group_id: str) -> None:
-        if not group_id:
+    def check_available(self, group_id: str, *, allow_empty_id: bool = False) -> None:
+        """Raise what Kafka answers before it looks at a group. An empty group id is
+        INVALID_GROUP_ID only where members are involved (JoinGroup, SyncGroup, Heartbeat,
+        LeaveGroup, OffsetDelete); Kafka 4 commits, fetches, describes and deletes it like any id."""
+        if not group_id and not allow_empty_id:
             raise KafkaApiError(ErrorCode.INVALID_GROUP_ID, "group id must not be empty")
         if self.partition_of(group_id) in self.loading:
             raise KafkaApiError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
@@ -402,10 +405,16 @@ class GroupCoordinator:
 
     # ---- membership ----------------------------------------------------------------------------
     def _member(self, g: Group | None, member_id: str, instance_id: str | None) -> Member:
+        """Kafka's validateMember: a static member is looked up by its instance id first (an
+        unknown instance is UNKNOWN_MEMBER_ID, another member id for it FENCED_INSTANCE_ID)."""
         if g is None or g.state == GroupState.DEAD:
             raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID)
-        if instance_id and g.static.get(instance_id) not in (None, member_id):
-            raise KafkaApiError(ErrorCode.FENCED_INSTANCE_ID)
+        if instance_id:
+            static_id = g.static.get(instance_id)
+            if static_id is None:
+                raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID)
+            if static_id != member_id:
+                raise KafkaApiError(ErrorCode.FENCED_INSTANCE_ID)
         member = g.members.get(member_id)
         if member is None:
             raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -522,13 +531,18 @@ class GroupCoordinator:
                 self._maybe_complete_join(g)
 
     def expire_offsets(self) -> None:
+        """Drop the offsets of Empty groups that outlived their retention: an offset committed
+        with OffsetCommit v2-4's retention_time_ms expires at its own expire timestamp, as in
+        Kafka; any other after offsets.retention.minutes."""
         retention_ms = self.config.int("offsets.retention.minutes") * 60_000
         now_ms = self.runtime.now_ms()
         for g in list(self.groups.values()):
             if g.state != GroupState.EMPTY:
                 continue
             since = max(g.state_timestamp_ms, 0)
-            expired = [tp for tp, v in g.offsets.items() if now_ms - max(since, v.commit_timestamp) > retention_ms]
+            expired = [tp for tp, v in g.offsets.items()
+                       if (now_ms >= v.expire_timestamp if v.expire_timestamp is not None
+                           else now_ms - max(since, v.commit_timestamp) > retention_ms)]
             if expired:
                 self._write(g.group_id, [(gr.encode_offset_key(gr.OffsetKey(g.group_id, t, p)), None)
                                          for t, p in expired])
@@ -537,27 +551,30 @@ class GroupCoordinator:
                 log.info("expired %d offsets of empty group %s", len(expired), g.group_id)
 
     # ---- offsets ---------------------------------------------------------------------------------
-    def validate_commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> Group:
-        """Kafka's checks for a commit from a group member or a standalone (generation -1) consumer."""
-        self.check_available(group_id)
+    def validate_commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
+                        unknown_group: ErrorCode) -> Group:
+        """Kafka's checks, in Kafka's order, for a commit from a group member or a standalone
+        (generation -1) consumer: a standalone commit creates the group or needs it Empty; a
+        member commit to a group that does not exist is `unknown_group` (the error depends on
+        the request version); the member, then its generation, then the group's state."""
+        self.check_available(group_id, allow_empty_id=True)
         g = self.groups.get(group_id)
         if g is None or g.state == GroupState.DEAD:
             if generation >= 0:
-                raise KafkaApiError(ErrorCode.ILLEGAL_GENERATION)
+                raise KafkaApiError(unknown_group)
             g = self.groups[group_id] = Group(group_id)
             return g
-        if instance_id and g.static.get(instance_id) not in (None, member_id):
-            raise KafkaApiError(ErrorCode.FENCED_INSTANCE_ID)
         if generation < 0 and g.state == GroupState.EMPTY:
             return g
+        if generation >= 0 or member_id or instance_id:
+            member = self._member(g, member_id, instance_id)
+            if generation != g.generation:
+                raise KafkaApiError(ErrorCode.ILLEGAL_GENERATION)
+            member.last_seen = self.now()
+        else:  # an anonymous commit, but the group has members
+            raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID)
         if g.state == GroupState.COMPLETING_REBALANCE:
             raise KafkaApiError(ErrorCode.REBALANCE_IN_PROGRESS)
-        member = g.members.get(member_id)
-        if member is None:
-            raise KafkaApiError(ErrorCode.UNKNOWN_MEMBER_ID)
-        if generation != g.generation:
-            raise KafkaApiError(ErrorCode.ILLEGAL_GENERATION)
-        member.last_seen = self.now()
         return g
 
     async def commit(self, g: Group, offsets: dict[tuple[str, int], gr.OffsetValue]) -> None:
@@ -617,7 +634,7 @@ class GroupCoordinator:
         return g is not None and any((topic, partition) in p for p in g.pending_txn.values())
 
     def committed(self, group_id: str) -> dict[tuple[str, int], gr.OffsetValue]:
-        self.check_available(group_id)
+        self.check_available(group_id, allow_empty_id=True)
         g = self.groups.get(group_id)
         return g.offsets if g is not None else {}
 
@@ -656,7 +673,7 @@ class GroupCoordinator:
         return topics
 
     def delete_group(self, group_id: str) -> None:
-        self.check_available(group_id)
+        self.check_available(group_id, allow_empty_id=True)
         g = self.groups.get(group_id)
         if g is None or g.state == GroupState.DEAD:
             raise KafkaApiError(ErrorCode.GROUP_ID_NOT_FOUND)

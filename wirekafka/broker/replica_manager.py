@@ -112,13 +112,14 @@ class ReplicaManager:
                     code = self.verify_transaction(header.producer_id, header.producer_epoch, topic.name, entry.index)
                     if code != ErrorCode.NONE:
                         raise KafkaApiError(code, f"transactional write to {topic.name}-{entry.index} refused")
+                batch = entry.records if len(entry.records) == header.size else memoryview(entry.records)[:header.size]
                 if acks == -1 and partition.in_sync_replica_count < policy.min_insync_replicas:
                     raise KafkaApiError(
                         ErrorCode.NOT_ENOUGH_REPLICAS,
                         f"The size of the current ISR {partition.in_sync_replica_count} is insufficient to "
                         f"satisfy the min.isr requirement of {policy.min_insync_replicas} for partition "
                         f"{topic.name}-{entry.index}")
-                result = partition.append(entry.records, header, AppendOrigin.CLIENT,  # type: ignore[arg-type]
+                result = partition.append(batch, header, AppendOrigin.CLIENT,  # type: ignore[arg-type]
                                           now if policy.log_append_time else None)
             except KafkaApiError as exc:
                 outcomes.append(ProduceOutcome(exc.code, exc.message, log_start_offset=partition.log_start_offset))

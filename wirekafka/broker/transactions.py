@@ -261,10 +261,11 @@ class TransactionCoordinator:
 
     def verify_only(self, transactional_id: str, producer_id: int, producer_epoch: int,
                     partitions: Iterable[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
-        """AddPartitionsToTxn v4+ verify_only: is each partition in the open transaction?"""
+        """AddPartitionsToTxn v4+ verify_only: is each partition in the open transaction?
+        Kafka answers TRANSACTION_ABORTABLE (KIP-890) for one that is not."""
         meta = self._checked(transactional_id, producer_id, producer_epoch)
         return {tp: ErrorCode.NONE if meta.state is TxnState.ONGOING and tp in meta.partitions
-                else ErrorCode.INVALID_TXN_STATE for tp in partitions}
+                else ErrorCode.TRANSACTION_ABORTABLE for tp in partitions}
 
     def verify_produce(self, producer_id: int, producer_epoch: int, topic: str, partition: int) -> ErrorCode:
         """Produce-side verification (KIP-890): may this producer write transactional data to

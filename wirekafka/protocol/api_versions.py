@@ -123,29 +123,37 @@ _PAIRS: list[tuple[type[ApiMessage], type[ApiMessage]]] = [
 
 REQUEST_CLASSES: dict[int, type[ApiMessage]] = {}
 RESPONSE_CLASSES: dict[int, type[ApiMessage]] = {}
-SUPPORTED: dict[int, tuple[int, int]] = {}
+SUPPORTED: dict[int, tuple[int, int]] = {}  # advertised in ApiVersions
+SERVED: dict[int, tuple[int, int]] = {}  # accepted on the wire: advertised and in the schema
 
 
 # Where Apache Kafka 4.3.1 advertises a range other than its schema's validVersions (as read
-# from a real 4.3.1 broker's ApiVersions response): Produce keeps v0-2 for old librdkafka
-# clients; InitProducerId v6 (two-phase commit) is not enabled.
+# from a real 4.3.1 broker's ApiVersions response): Produce advertises v0-2, which its schema
+# dropped, because librdkafka infers message-format support from the advertised minimum
+# (KAFKA-18659) — a request at v0-2 still closes the connection, as for any version the schema
+# does not know; InitProducerId v6 (two-phase commit) is not enabled.
 KAFKA_RANGES: dict[int, tuple[int, int]] = {0: (0, 13), 22: (0, 5)}
 
 
 def register(request_class: type[ApiMessage], response_class: type[ApiMessage]) -> None:
-    """Serve an API at the version range Kafka 4.3.1 advertises for it."""
+    """Advertise an API at the version range Kafka 4.3.1 advertises for it, and serve the part of
+    that range its schema defines."""
     key = request_class.API_KEY
     REQUEST_CLASSES[key] = request_class
     RESPONSE_CLASSES[key] = response_class
-    SUPPORTED[key] = KAFKA_RANGES.get(key, tuple(request_class.valid_versions))  # type: ignore[assignment]
+    lo, hi = request_class.valid_versions
+    advertised = KAFKA_RANGES.get(key, (lo, hi))
+    SUPPORTED[key] = advertised
+    SERVED[key] = (max(lo, advertised[0]), min(hi, advertised[1]))
 
 
 for _req, _resp in _PAIRS:
     register(_req, _resp)
 
 
-def is_supported(api_key: int, api_version: int) -> bool:
-    rng = SUPPORTED.get(api_key)
+def is_served(api_key: int, api_version: int) -> bool:
+    """Whether a request at this version is answered; any other request closes the connection."""
+    rng = SERVED.get(api_key)
     return rng is not None and rng[0] <= api_version <= rng[1]
 
 

@@ -136,7 +136,7 @@ def encode_response_parts(api_key: int, api_version: int, correlation_id: int,
 def warm_up() -> None:
     """Compile the schema encoders/decoders of every served API and version now, so the first
     client request of each kind does not pay for code generation."""
-    for api_key, (lo, hi) in api_versions.SUPPORTED.items():
+    for api_key, (lo, hi) in api_versions.SERVED.items():
         for version in range(lo, hi + 1):
             for cls in (api_versions.request_class(api_key), api_versions.response_class(api_key)):
                 flexible = cls.flexible_version_q(version)

@@ -4,7 +4,7 @@ The schema codec builds a container object per topic and partition and walks the
 encode them: about a third of a small produce request's broker-side cost (cProfile; figures in
 docs/perf/BENCHMARKS.md). This module writes the same bytes directly for the shape of every answer
 wirekafka gives today — no record errors, no current-leader hint, no node endpoints — at every
-version it serves (Produce v0-13, Kafka's ProduceResponse.json), and
+version it serves (Produce v3-13, Kafka's ProduceResponse.json), and
 `tests/test_produce_response.py` checks it byte for byte against the schema codec. An answer that
 needs those fields (per-record errors, leader hints once replication exists) must be built with
 the codec's ProduceResponse instead.
@@ -22,13 +22,11 @@ from wirekafka.protocol.varint import encode_uvarint
 
 FLEXIBLE_FROM = 9  # compact strings/arrays and tagged fields
 TOPIC_ID_FROM = 13  # topics by id instead of name
-THROTTLE_FROM = 1
 ERRORS_FROM = 8  # record_errors and error_message
 
-# Partition fields by version: index, error_code, base_offset; log_append_time_ms (v2+);
-# log_start_offset (v5+).
-_PART_V0 = (struct.Struct(">ihq"), 3)
-_PART_V2 = (struct.Struct(">ihqq"), 4)
+# Partition fields by version: index, error_code, base_offset, log_append_time_ms;
+# log_start_offset (v5+). Every served version (v3+) has throttle_time_ms.
+_PART_V3 = (struct.Struct(">ihqq"), 4)
 _PART_V5 = (struct.Struct(">ihqqq"), 5)
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
@@ -77,7 +75,7 @@ class FastProduceResponse:
 
     def encode(self, version: int) -> bytes:
         flexible = version >= FLEXIBLE_FROM
-        part, nfields = _PART_V5 if version >= 5 else _PART_V2 if version >= 2 else _PART_V0
+        part, nfields = _PART_V5 if version >= 5 else _PART_V3
         out = [_count(len(self.topics), flexible)]
         for t in self.topics:
             if version >= TOPIC_ID_FROM:
@@ -95,8 +93,7 @@ class FastProduceResponse:
                     out.append(b"\x00")  # partition tagged fields
             if flexible:
                 out.append(b"\x00")  # topic tagged fields
-        if version >= THROTTLE_FROM:
-            out.append(_I32.pack(self.throttle_time_ms))
+        out.append(_I32.pack(self.throttle_time_ms))
         if flexible:
             out.append(b"\x00")  # top-level tagged fields (no node endpoints)
         return b"".join(out)

@@ -134,7 +134,7 @@ async def _sendfile(sock: trio.socket.SocketType, region: FileRegion) -> None:
 
 async def _handle_frame(payload: bytes, state: BrokerState, peer: str) -> bytes | list[Part] | None:
     header = codec.parse_header(payload)
-    if not api_versions.is_supported(header.api_key, header.api_version):
+    if not api_versions.is_served(header.api_key, header.api_version):
         if header.api_key == codec.API_VERSIONS_KEY:
             return codec.encode_response(header.api_key, 0, header.correlation_id, unsupported_version_response())
         raise codec.ProtocolError(f"unsupported api {header.api_key} v{header.api_version}")

@@ -1,8 +1,8 @@
 """DeleteGroups (key 42), v0-2.
 
 - Deletes Empty groups with their committed offsets (tombstones in __consumer_offsets).
-- GROUP_ID_NOT_FOUND for unknown groups, NON_EMPTY_GROUP for groups with members,
-  INVALID_GROUP_ID for an empty id."""
+- GROUP_ID_NOT_FOUND for unknown groups (the empty id too, as in Kafka 4), NON_EMPTY_GROUP for
+  groups with members."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Heartbeat (key 12), v0-4.
 
 - Keeps a member alive; REBALANCE_IN_PROGRESS tells it to rejoin.
-- Errors: UNKNOWN_MEMBER_ID (also for an unknown group), ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
-  COORDINATOR_LOAD_IN_PROGRESS."""
+- Errors: UNKNOWN_MEMBER_ID (also for an unknown group, and from v3 for an unknown group
+  instance id), ILLEGAL_GENERATION, FENCED_INSTANCE_ID, COORDINATOR_LOAD_IN_PROGRESS."""
 
 from __future__ import annotations
 

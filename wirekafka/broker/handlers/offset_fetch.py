@@ -1,8 +1,10 @@
 """OffsetFetch (key 9), v1-10.
 
 - v1-7: one group; v8+: several groups, each with its own topics (null: every committed
-  partition) and error; v10 names topics by id.
-- A partition without a committed offset answers offset -1, empty metadata, no error.
+  partition) and error; v10 names topics by id, and an unknown topic id is UNKNOWN_TOPIC_ID on
+  each of its partitions.
+- A partition without a committed offset answers offset -1, empty metadata, no error (also for
+  an unknown topic name, an unknown group and the empty group id, as in Kafka 4).
 - require_stable (v7+): a partition with offsets pending in an open transaction
   (TxnOffsetCommit) answers UNSTABLE_OFFSET_COMMIT with offset -1, as Kafka does.
 - COORDINATOR_LOAD_IN_PROGRESS while the group's partition of __consumer_offsets is loading."""
@@ -15,13 +17,11 @@ from wirekafka.broker.context import RequestContext
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 NO_OFFSET = -1
-
-
-Part = tuple[int, int, int, str, ErrorCode]  # partition, offset, leader epoch, metadata, error
+Answer = tuple[int, int, int, str, ErrorCode]  # partition, offset, leader epoch, metadata, error
 
 
 def _answer(ctx: RequestContext, group_id: str, wanted: list | None, by_id: bool, require_stable: bool
-            ) -> tuple[ErrorCode, list[tuple[str, object, list[Part]]]]:
+            ) -> tuple[ErrorCode, list[tuple[str, object, list[Answer]]]]:
     """(group error, [(topic name, topic id, [(partition, offset, epoch, metadata, error)])])."""
     groups = ctx.state.groups
     try:
@@ -29,28 +29,26 @@ def _answer(ctx: RequestContext, group_id: str, wanted: list | None, by_id: bool
     except KafkaApiError as exc:
         return exc.code, []
 
-    def part(topic: str, p: int) -> Part:
+    def part(topic: str, p: int, missing: ErrorCode = ErrorCode.NONE) -> Answer:
         if require_stable and groups.has_pending_offsets(group_id, topic, p):
             return p, NO_OFFSET, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT
         v = committed.get((topic, p))
-        return (p, v.offset, v.leader_epoch, v.metadata, ErrorCode.NONE) if v else (p, NO_OFFSET, -1, "", ErrorCode.NONE)
+        return (p, v.offset, v.leader_epoch, v.metadata, ErrorCode.NONE) if v else (p, NO_OFFSET, -1, "", missing)
 
     out = []
     if wanted is None:
         by_topic: dict[str, list] = {}
-        for (t, p), v in sorted(committed.items()):
+        for t, p in sorted(committed):
             by_topic.setdefault(t, []).append(part(t, p))
         for t, parts in by_topic.items():
             topic = ctx.state.metadata.topic(t)
             out.append((t, topic.topic_id if topic else None, parts))
         return ErrorCode.NONE, out
     for t in wanted:
-        topic, _ = ctx.state.metadata.resolve(getattr(t, "name", None), getattr(t, "topic_id", None), by_id)
+        topic, unknown = ctx.state.metadata.resolve(getattr(t, "name", None), getattr(t, "topic_id", None), by_id)
         name = topic.name if topic else ("" if by_id else t.name)
-        parts = []
-        for p in t.partition_indexes:
-            parts.append(part(name, p))
-        out.append((name, getattr(t, "topic_id", None), parts))
+        missing = unknown if by_id and topic is None else ErrorCode.NONE
+        out.append((name, getattr(t, "topic_id", None), [part(name, p, missing) for p in t.partition_indexes]))
     return ErrorCode.NONE, out
 
 

@@ -1,8 +1,12 @@
-"""Produce (key 0), v0-13 (v0-2 carry magic-2 batches only, as in Kafka 4).
+"""Produce (key 0), v3-13. v0-2 are advertised, as Kafka 4.3.1 does, but not served: a request
+at those versions closes the connection (protocol/api_versions.py).
 
 - Topics by name (v3-12) or topic id (v13+).
-- Batch checks (broker/batch_validation.py): one magic-2 batch per partition, max.message.bytes,
-  CRC-32C, no client control batches, timestamp bounds, keys on compacted topics.
+- Request-level record checks first, answered without offsets or message as Kafka does: one
+  magic-2 batch per partition (INVALID_RECORD), no ZStandard before v7
+  (UNSUPPORTED_COMPRESSION_TYPE).
+- Batch checks (broker/batch_validation.py): max.message.bytes, CRC-32C, no client control
+  batches, timestamp bounds, keys on compacted topics.
 - LogAppendTime topics get the broker's time stamped into the batch header.
 - Idempotent batches go through the partition's producer state (duplicates answered with their
   original offset).
@@ -16,9 +20,10 @@
 
 from __future__ import annotations
 
+from wirekafka.broker.batch_validation import request_records_error
 from wirekafka.broker.context import CloseConnection, RequestContext
 from wirekafka.broker.replica_manager import ProduceEntry
-from wirekafka.protocol.errors import ErrorCode
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.protocol.produce_response import FastProduceResponse, PartitionAnswer, TopicAnswer
 
 
@@ -27,9 +32,14 @@ async def handle(ctx: RequestContext, request: object) -> FastProduceResponse | 
     state = ctx.state
     acks = request.acks  # type: ignore[attr-defined]
     entries: list[ProduceEntry] = []
+    rejected: list[KafkaApiError | None] = []  # per partition: refused before any append
     for td in request.topic_data:  # type: ignore[attr-defined]
         topic, unknown = state.metadata.resolve(td.name, td.topic_id, by_id=v >= 13)
-        entries.extend(ProduceEntry(topic, pd.index, pd.records, unknown) for pd in td.partition_data)
+        for pd in td.partition_data:
+            known = topic is not None and 0 <= pd.index < len(topic.partitions)
+            rejected.append(request_records_error(v, pd.records) if known else None)
+            if rejected[-1] is None:
+                entries.append(ProduceEntry(topic, pd.index, pd.records, unknown))
     if acks not in (-1, 0, 1):
         outcomes = None
     else:
@@ -37,11 +47,15 @@ async def handle(ctx: RequestContext, request: object) -> FastProduceResponse | 
                                                             ctx.header.client_id))
     topics = []
     failed = False
+    refusals = iter(rejected)
     for td in request.topic_data:  # type: ignore[attr-defined]
         parts = []
         for pd in td.partition_data:
-            o = next(outcomes) if outcomes is not None else None
-            if o is None:
+            refusal = next(refusals)
+            o = next(outcomes) if outcomes is not None and refusal is None else None
+            if refusal is not None:
+                parts.append(PartitionAnswer(pd.index, refusal.code, -1, -1, -1, refusal.message))
+            elif o is None:
                 parts.append(PartitionAnswer(pd.index, ErrorCode.INVALID_REQUIRED_ACKS, -1, -1, -1))
             else:
                 parts.append(PartitionAnswer(pd.index, o.error, o.base_offset, o.log_append_time,

@@ -2,24 +2,32 @@
 
 - The leader's assignments are stored and every member receives its own (empty if the leader
   left it out); followers wait for the leader.
+- v5+: protocol type and name are mandatory and must match the group's; the answer carries
+  them. A missing or different one is INCONSISTENT_GROUP_PROTOCOL, checked first, as Kafka does.
 - Errors: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID,
-  INCONSISTENT_GROUP_PROTOCOL (v5 protocol type/name mismatch), COORDINATOR_LOAD_IN_PROGRESS."""
+  COORDINATOR_LOAD_IN_PROGRESS."""
 
 from __future__ import annotations
 
 from kafka.protocol.consumer.group import SyncGroupResponse
 
 from wirekafka.broker.context import RequestContext
-from wirekafka.protocol.errors import KafkaApiError
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+
+PROTOCOL_FIELDS_FROM = 5
 
 
 async def handle(ctx: RequestContext, request: object) -> SyncGroupResponse:
     r = request
+    if ctx.version >= PROTOCOL_FIELDS_FROM and (r.protocol_type is None or r.protocol_name is None):  # type: ignore[attr-defined]
+        return SyncGroupResponse(version=ctx.version, throttle_time_ms=0,
+                                 error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL, protocol_type=None,
+                                 protocol_name=None, assignment=b"")
     try:
         code, assignment, ptype, pname = await ctx.state.groups.sync(
             r.group_id, r.generation_id, r.member_id, getattr(r, "group_instance_id", None),  # type: ignore[attr-defined]
-            getattr(r, "protocol_type", None) if ctx.version >= 5 else None,
-            getattr(r, "protocol_name", None) if ctx.version >= 5 else None,
+            r.protocol_type if ctx.version >= PROTOCOL_FIELDS_FROM else None,  # type: ignore[attr-defined]
+            r.protocol_name if ctx.version >= PROTOCOL_FIELDS_FROM else None,  # type: ignore[attr-defined]
             {a.member_id: a.assignment for a in r.assignments})  # type: ignore[attr-defined]
     except KafkaApiError as exc:
         code, assignment, ptype, pname = exc.code, b"", None, None

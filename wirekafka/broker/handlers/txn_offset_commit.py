@@ -2,8 +2,9 @@
 its transaction; they take effect with the COMMIT marker.
 
 - The producer must own the transactional id at its epoch and have added the group's offsets
-  partition (AddOffsetsToTxn), else Kafka's errors (INVALID_PRODUCER_ID_MAPPING,
-  PRODUCER_FENCED — INVALID_PRODUCER_EPOCH before v3 — or INVALID_TXN_STATE).
+  partition (AddOffsetsToTxn), else Kafka's errors: INVALID_PRODUCER_ID_MAPPING, a stale epoch
+  INVALID_PRODUCER_EPOCH at every version (Kafka 4 finds it when verifying the write to
+  __consumer_offsets, as for a produce), a partition outside the transaction INVALID_TXN_STATE.
 - v3+ carries the member's generation and member id (KIP-447): a stale generation is
   ILLEGAL_GENERATION, an unknown member UNKNOWN_MEMBER_ID; generation -1 skips the check.
 - Per partition: UNKNOWN_TOPIC_OR_PARTITION for partitions that do not exist,
@@ -16,7 +17,6 @@ from kafka.protocol.producer.transaction import TxnOffsetCommitResponse
 from wirekafka.broker import group_records as gr
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.groups import OFFSETS_TOPIC
-from wirekafka.broker.transactions import fenced_error
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 _Topic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
@@ -30,8 +30,9 @@ def _check_transaction(ctx: RequestContext, r: object) -> ErrorCode:
         codes = coordinator.verify_only(r.transactional_id, r.producer_id, r.producer_epoch,  # type: ignore[attr-defined]
                                         [(OFFSETS_TOPIC, offsets_partition)])
     except KafkaApiError as exc:
-        return fenced_error(exc.code, ctx.version, 3)
-    return next(iter(codes.values()))
+        return ErrorCode.INVALID_PRODUCER_EPOCH if exc.code is ErrorCode.PRODUCER_FENCED else exc.code
+    code = next(iter(codes.values()))
+    return ErrorCode.INVALID_TXN_STATE if code is ErrorCode.TRANSACTION_ABORTABLE else code
 
 
 async def handle(ctx: RequestContext, request: object) -> TxnOffsetCommitResponse:

@@ -13,7 +13,7 @@ import tomllib
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from wirekafka.protocol import records
 
@@ -30,6 +30,8 @@ VOLATILE: dict[str, str] = {
     "error_message": "free text for humans; only its presence (null or not) is compared",
     "log_append_time_ms": "the broker's clock at append; only -1 (CreateTime topics) is compared",
     "client_host": "the client's address as the broker sees it",
+    "transaction_start_time_ms": "the transaction coordinator's clock when the transaction began; "
+                                 "only -1 and 0 (none, not found) are compared",
 }
 # Identifiers a broker allocates: compared by identity within one exchange sequence (the first id
 # seen is #1, the next new one #2, ...), so that "the same id as before" and "a new id" still count.
@@ -39,8 +41,28 @@ ALLOCATED: dict[str, str] = {
     "producer_id": "allocated from the cluster's producer-id blocks",
     "session_id": "fetch session ids are random (KIP-227); 0 is kept as is",
 }
-_KEEP_RAW = {"topic_id": {uuid.UUID(int=0), "AAAAAAAAAAAAAAAAAAAAAA"}, "member_id": {"", None},
-             "producer_id": {-1}, "session_id": {0}}
+# Fields that hold an allocated id under another name; they share that id's ordinals.
+ALIASES: dict[str, str] = {
+    "leader": "member_id",  # JoinGroup: the leader's member id
+}
+_KEEP_RAW = {"topic_id": {uuid.UUID(int=0), "AAAAAAAAAAAAAAAAAAAAAA"}, "member_id": {""},
+             "producer_id": {-1}, "session_id": {0}}  # and null, for every one
+# Fields of a record batch written to a LogAppendTime topic (attributes bit 3), and of its
+# records, as to_tree decodes them: the broker stamps its clock into the batch when it appends it.
+APPEND_TIME_BATCH: dict[str, str] = {
+    "max_timestamp": "the broker's clock at append",
+    "crc": "covers max_timestamp, the broker's clock at append",
+}
+APPEND_TIME_RECORD: dict[str, str] = {
+    "timestamp": "every record of a LogAppendTime batch reads the batch's max timestamp",
+}
+# A control batch (attributes bit 5: a transaction's COMMIT or ABORT marker) is written by the
+# broker for its transaction coordinator, stamped with the coordinator's clock.
+CONTROL_BATCH: dict[str, str] = {
+    "base_timestamp": "the transaction coordinator's clock when it wrote the marker",
+    "max_timestamp": "the transaction coordinator's clock when it wrote the marker",
+    "crc": "covers the marker's timestamps",
+}
 
 
 class Normalizer:
@@ -49,11 +71,11 @@ class Normalizer:
     def __init__(self) -> None:
         self._ids: dict[str, dict[Any, int]] = {name: {} for name in ALLOCATED}
 
-    def __call__(self, tree: Any, key: str | None = None) -> Any:
+    def __call__(self, tree: Any) -> Any:
         if isinstance(tree, dict):
             return {k: self._value(k, v) for k, v in tree.items()}
         if isinstance(tree, list):
-            return [self(v, key) for v in tree]
+            return [self(v) for v in tree]
         return tree
 
     def _value(self, key: str, value: Any) -> Any:
@@ -62,15 +84,106 @@ class Normalizer:
                 return None if value is None else "<message>"
             if key == "log_append_time_ms":
                 return value if value == -1 else "<broker time>"
+            if key == "transaction_start_time_ms":
+                return value if value in (-1, 0) else "<broker time>"
             return f"<{key}>"
-        if key in ALLOCATED:
+        kind = ALIASES.get(key, key)
+        if kind in ALLOCATED:
             if isinstance(value, list):
                 return [self._value(key, v) for v in value]
-            if value in _KEEP_RAW[key]:
+            if value is None or value in _KEEP_RAW[kind]:
                 return value
-            seen = self._ids[key]
-            return f"<{key}#{seen.setdefault(value, len(seen) + 1)}>"
-        return self(value, key)
+            seen = self._ids[kind]
+            return f"<{kind}#{seen.setdefault(value, len(seen) + 1)}>"
+        if key == "records" and isinstance(value, list):
+            return [self(_stamped(batch)) for batch in value]
+        return self(value)
+
+
+# Lists whose order Kafka leaves to a hash map, so that it follows the hash of topic or group
+# names rather than the request (the protocol promises no order): both sides are sorted by the
+# given field before they are compared. (API, path of the list, items as [*]) -> (field, reason).
+UNORDERED: dict[tuple[str, str], tuple[str, str]] = {
+    ("ListOffsets", "topics"): ("name", "Kafka groups the answers by topic in a hash map"),
+    ("ListOffsets", "topics[*].partitions"): (
+        "partition_index", "Kafka collects the answers in a Scala HashMap keyed by TopicPartition"),
+    ("DeleteGroups", "results"): ("group_id", "Kafka groups the groups by __consumer_offsets partition in a HashMap"),
+    ("AddPartitionsToTxn", "results_by_topic_v3_and_below[*].results_by_partition"): (
+        "partition_index", "Kafka collects the partition results in a HashMap"),
+    ("AddPartitionsToTxn", "results_by_transaction[*].topic_results[*].results_by_partition"): (
+        "partition_index", "Kafka collects the partition results in a HashMap"),
+    ("WriteTxnMarkers", "markers[*].topics[*].partitions"): (
+        "partition_index", "Kafka collects the partition results in a HashMap"),
+    ("DescribeTransactions", "transaction_states[*].topics"): (
+        "topic", "Kafka keeps a transaction's partitions in a HashSet"),
+}
+# Lists of group members: Kafka keeps a group's members in a HashMap keyed by member id, a random
+# UUID, so their order is random. They are sorted by member id after normalisation, where each
+# member id is the ordinal of its first appearance (its own JoinGroup answer): join order.
+MEMBER_LISTS: dict[tuple[str, str], str] = {
+    ("JoinGroup", "members"): "member_id",
+    ("DescribeGroups", "groups[*].members"): "member_id",
+}
+
+
+def members_in_join_order(api: str, tree: Any, path: str = "") -> Any:
+    """`tree` (normalised) with its MEMBER_LISTS sorted by member ordinal."""
+    if isinstance(tree, dict):
+        return {k: members_in_join_order(api, v, f"{path}.{k}" if path else k) for k, v in tree.items()}
+    if isinstance(tree, list):
+        items = [members_in_join_order(api, v, f"{path}[*]") for v in tree]
+        key = MEMBER_LISTS.get((api, path))
+        if key and all(isinstance(i, dict) and isinstance(i.get(key), str) for i in items):
+            items.sort(key=lambda i: (len(i[key]), i[key]))
+        return items
+    return tree
+
+
+# Listings of everything a broker holds. Within one session they include what other scenarios
+# left behind, in states that depend on timing (a member expires after its session timeout),
+# so only the items the exchange sequence named itself are compared. (API, path) -> (name field,
+# reason).
+BROKER_WIDE: dict[tuple[str, str], tuple[str, str]] = {
+    ("ListGroups", "groups"): ("group_id", "every group on the broker, in coordinator-shard order"),
+}
+
+
+def canonical_order(api: str, tree: Any, owned: Callable[[str], bool] | None = None, path: str = "") -> Any:
+    """`tree` (one response of `api`) with its UNORDERED lists sorted by their key field and, when
+    `owned` tells which names belong to the exchange sequence, its BROKER_WIDE lists cut to those
+    (and sorted by name)."""
+    if isinstance(tree, dict):
+        return {k: canonical_order(api, v, owned, f"{path}.{k}" if path else k) for k, v in tree.items()}
+    if isinstance(tree, list):
+        items = [canonical_order(api, v, owned, f"{path}[*]") for v in tree]
+        rule = UNORDERED.get((api, path))
+        wide = BROKER_WIDE.get((api, path))
+        if wide and owned is not None:
+            rule = wide
+            items = [i for i in items if not isinstance(i, dict) or owned(str(i.get(wide[0])))]
+        if rule and all(isinstance(i, dict) and rule[0] in i for i in items):
+            items.sort(key=lambda i: (i[rule[0]] is None, 0 if i[rule[0]] is None else i[rule[0]]))
+        return items
+    return tree
+
+
+def _stamped(batch: Any) -> Any:
+    """A decoded batch with the values a broker stamps into it replaced: LogAppendTime batches
+    and transaction markers."""
+    if not (isinstance(batch, dict) and isinstance(batch.get("attributes"), int)):
+        return batch
+    attributes = batch["attributes"]
+    if attributes & records.CONTROL_MASK:
+        stamped = CONTROL_BATCH
+    elif attributes & records.TIMESTAMP_TYPE_MASK:
+        stamped = APPEND_TIME_BATCH
+    else:
+        return batch
+    out = {k: f"<stamped {k}>" if k in stamped else v for k, v in batch.items()}
+    if isinstance(out.get("records"), list):
+        out["records"] = [{k: f"<stamped {k}>" if k in APPEND_TIME_RECORD else v for k, v in r.items()}
+                          if isinstance(r, dict) else r for r in out["records"]]
+    return out
 
 
 def to_tree(message: Any) -> Any:
@@ -122,13 +235,25 @@ class Difference:
         return f"{self.path}: kafka={self.kafka!r} wirekafka={self.wirekafka!r}"
 
 
+# Lists whose items are compared by an identity field rather than by position, so that a missing
+# or extra item is reported as itself instead of as a change to every item after it. Their order
+# is still compared (as the sequence of the keys both have).
+KEYED: dict[str, str] = {
+    "api_keys": "api_key",  # ApiVersions
+    "configs": "name",      # CreateTopics, DescribeConfigs
+}
+
+
 def diff(kafka: Any, wirekafka: Any, path: str = "") -> Iterator[Difference]:
-    """Every leaf where two normalised trees differ, by field path (list items as [i])."""
+    """Every leaf where two normalised trees differ, by field path (list items as [i], items of
+    KEYED lists as [field=value])."""
     if isinstance(kafka, dict) and isinstance(wirekafka, dict):
         for k in list(kafka) + [k for k in wirekafka if k not in kafka]:
             sub = f"{path}.{k}" if path else k
             if k not in kafka or k not in wirekafka:
                 yield Difference(sub, kafka.get(k, "<absent>"), wirekafka.get(k, "<absent>"))
+            elif k in KEYED and _keyed(kafka[k], KEYED[k]) and _keyed(wirekafka[k], KEYED[k]):
+                yield from _diff_keyed(kafka[k], wirekafka[k], KEYED[k], sub)
             else:
                 yield from diff(kafka[k], wirekafka[k], sub)
     elif isinstance(kafka, list) and isinstance(wirekafka, list):
@@ -141,6 +266,27 @@ def diff(kafka: Any, wirekafka: Any, path: str = "") -> Iterator[Difference]:
                 yield from diff(kafka[i], wirekafka[i], sub)
     elif kafka != wirekafka:
         yield Difference(path, kafka, wirekafka)
+
+
+def _keyed(items: Any, key: str) -> bool:
+    return isinstance(items, list) and all(isinstance(i, dict) and key in i for i in items) \
+        and len({i[key] for i in items}) == len(items)
+
+
+def _diff_keyed(kafka: list[dict[str, Any]], wirekafka: list[dict[str, Any]], key: str,
+                path: str) -> Iterator[Difference]:
+    by_kafka = {i[key]: i for i in kafka}
+    by_wirekafka = {i[key]: i for i in wirekafka}
+    shared_kafka = [k for k in by_kafka if k in by_wirekafka]
+    shared_wirekafka = [k for k in by_wirekafka if k in by_kafka]
+    if shared_kafka != shared_wirekafka:
+        yield Difference(f"{path}.<order of {key}>", shared_kafka, shared_wirekafka)
+    for k in list(by_kafka) + [k for k in by_wirekafka if k not in by_kafka]:
+        sub = f"{path}[{key}={k}]"
+        if k not in by_kafka or k not in by_wirekafka:
+            yield Difference(sub, by_kafka.get(k, "<absent>"), by_wirekafka.get(k, "<absent>"))
+        else:
+            yield from diff(by_kafka[k], by_wirekafka[k], sub)
 
 
 @dataclass(frozen=True)
@@ -185,3 +331,39 @@ def judge(api: str, version: int, differences: list[Difference], deviations: lis
         else:
             verdict.deliberate.append((d, match))
     return verdict
+
+
+class Exchange(Protocol):
+    """One request and its decoded answer (conformance.transcript.Exchange)."""
+    api_key: int
+    version: int
+    request: Any
+    response: Any
+
+    @property
+    def api(self) -> str: ...
+
+
+def compare_transcripts(kafka: Sequence[Exchange], wirekafka: Sequence[Exchange], deviations: list[Deviation],
+                        scenario: str = "", owned: Callable[[str], bool] | None = None) -> Verdict:
+    """Compare the answers to the same request sequence sent to both brokers: the sequences must
+    have the same length and the same API and version at each step; then each response pair is
+    put in canonical order (`owned` names the topics and groups the sequence made itself),
+    normalised (one Normalizer per broker, so allocated ids count up on each side) and diffed.
+    Each difference's path starts with its exchange: "#3 Fetch v12 responses[0]..."."""
+    out = Verdict()
+    if len(kafka) != len(wirekafka):
+        out.unexplained.append(Difference("exchanges", len(kafka), len(wirekafka)))
+    norm_kafka, norm_wirekafka = Normalizer(), Normalizer()
+    for i, (k, w) in enumerate(zip(kafka, wirekafka)):
+        where = f"#{i} {k.api} v{k.version}"
+        if (k.api_key, k.version) != (w.api_key, w.version):
+            out.unexplained.append(Difference(f"#{i}", where, f"{w.api} v{w.version}"))
+            break
+        found = list(diff(
+            members_in_join_order(k.api, norm_kafka(canonical_order(k.api, to_tree(k.response), owned))),
+            members_in_join_order(w.api, norm_wirekafka(canonical_order(w.api, to_tree(w.response), owned)))))
+        verdict = judge(k.api, k.version, found, deviations, scenario)
+        out.unexplained += [dataclasses.replace(d, path=f"{where} {d.path}") for d in verdict.unexplained]
+        out.deliberate += [(dataclasses.replace(d, path=f"{where} {d.path}"), dev) for d, dev in verdict.deliberate]
+    return out

@@ -15,7 +15,7 @@ from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetDeleteReque
 from kafka.protocol.consumer.offsets import OffsetForLeaderEpochRequest
 
 from conformance.scenarios import batch, fetch, list_offsets, produce
-from conformance.wire import Connection, create_topic, ensure_group_coordinator, retry_transient, unique
+from conformance.wire import Connection, create_topic, ensure_group_coordinator, poll, retry_transient, unique
 
 
 def _delete_records(conn, topic, offset, version, partition=0):
@@ -98,14 +98,7 @@ def _describe_once(conn, topic, key):
 def _settled(conn, topic, key, expected, timeout=10.0):
     """Real Kafka applies config changes through its metadata log, so a describe right after an
     alter may still show the old value for a moment; wait (bounded) for the expected one."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while True:
-        got = _describe_once(conn, topic, key)
-        if got[: len(expected)] == expected or time.monotonic() > deadline:
-            return got[: len(expected)]
-        time.sleep(0.1)
+    return poll(lambda: _describe_once(conn, topic, key)[: len(expected)], lambda got: got == expected, timeout)
 
 
 @pytest.mark.parametrize("version", range(0, 2))

@@ -24,15 +24,8 @@ def test_unsupported_api_versions_version_gets_v0_error_body(target):
     with Connection(target.bootstrap) as conn:
         resp = conn.call(ApiVersionsRequest(client_software_name="x", client_software_version="1"), 4)
         assert resp.error_code == 0
-        req = ApiVersionsRequest(client_software_name="x", client_software_version="1")
-        # Version 127 of ApiVersions: encode as v4 (flexible) but claim 127 in the header.
-        conn._cid += 1
-        req.with_header(correlation_id=conn._cid, client_id="conformance")
-        body = bytes(req.encode(version=4))
-        import struct
-        header = struct.pack(">hhih", 18, 127, conn._cid, 11) + b"conformance" + b"\x00"
-        frame = header + body
-        conn.sock.sendall(struct.pack(">i", len(frame)) + frame)
-        resp = conn.receive(18, 127, conn._cid)
+        # Version 127 of ApiVersions: a v4 (flexible) body under a header that claims 127.
+        resp = conn.call_claiming(ApiVersionsRequest(client_software_name="x", client_software_version="1"),
+                                  body_version=4, claimed_version=127)
     assert resp.error_code == 35  # UNSUPPORTED_VERSION
     assert any(k.api_key == 18 and k.max_version == 4 for k in resp.api_keys)

@@ -26,7 +26,7 @@ from kafka.protocol.consumer.group import (
 
 from conformance import transcript
 from conformance.scenarios import fetch
-from conformance.wire import Connection, create_topic, ensure_group_coordinator, metadata, retry_transient, unique
+from conformance.wire import Connection, create_topic, ensure_group_coordinator, metadata, poll, retry_transient, unique
 from wirekafka.broker import group_records
 from wirekafka.broker.groups import partition_for
 from wirekafka.protocol import records
@@ -87,11 +87,8 @@ def _stable_member(conn: Connection, group: str, instance_id: str | None = None,
 
 def _wait_for_state(conn: Connection, group: str, state: str, timeout: float = 30.0) -> None:
     """Poll (quietly: timing, not behaviour) until the group is in `state`."""
-    deadline = time.monotonic() + timeout
-    with transcript.quiet():
-        while _describe(conn, group).group_state != state:
-            assert time.monotonic() < deadline, f"group {group} never reached {state}"
-            time.sleep(0.05)
+    described = poll(lambda: _describe(conn, group), lambda d: d.group_state == state, timeout, interval=0.05)
+    assert described.group_state == state, f"group {group} never reached {state}"
 
 
 def _start_joining(conn: Connection, group: str, observer: Connection, instance_id: str | None = None) -> int:
@@ -170,7 +167,7 @@ def _offsets_topic_records(conn: Connection, group: str) -> list[tuple[object, i
     first. Read quietly: the raw records carry member ids and timestamps of their broker; the
     scenarios compare the decoded fields that the API version is about."""
     out: list[tuple[object, int, bytes | None]] = []
-    with transcript.quiet():
+    with transcript.unrecorded():
         (offsets_topic,) = metadata(conn, ["__consumer_offsets"]).topics
         partition = partition_for(group, len(offsets_topic.partitions))
         position = 0

@@ -49,6 +49,21 @@ def test_find_coordinator(target, version):
         assert resp.error_code == 0 and resp.port > 0
 
 
+@pytest.mark.parametrize("version", [3, 4])
+def test_find_coordinator_empty_group_and_unknown_key_type(target, version):
+    """An empty group id is a group like any other to FindCoordinator (JoinGroup refuses it); an
+    unknown key type is INVALID_REQUEST."""
+    def ask(key, key_type):
+        req = FindCoordinatorRequest(key=key, key_type=key_type, coordinator_keys=[key])
+        resp = retry_transient(lambda: conn.call(req, version),
+                               lambda r: r.coordinators[0].error_code if version >= 4 else r.error_code)
+        return resp.coordinators[0].error_code if version >= 4 else resp.error_code
+
+    with Connection(target.bootstrap) as conn:
+        assert ask("", 0) == 0
+        assert ask(unique("grp"), 5) == 42
+
+
 @pytest.mark.parametrize("version", range(4, 10))
 def test_join_requires_member_id_then_completes(target, version):
     group = unique("grp")

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from conformance.scenarios import batch, batch_bases, fetch, produce, record_offsets
-from conformance.wire import Connection, create_topic, unique
+from conformance.wire import Connection, create_topic, poll, unique
 from wirekafka.protocol.records import build_batch
 
 
@@ -36,9 +36,7 @@ def test_produce_acks(target, acks):
         result = produce(conn, name, batch([b"x"]), acks=acks)
         if acks == 0:
             assert result is None  # no answer to wait for: wait (bounded) for the record instead
-            deadline = time.monotonic() + 10
-            while fetch(conn, name, 0).high_watermark != 1 and time.monotonic() < deadline:
-                time.sleep(0.05)
+            poll(lambda: fetch(conn, name, 0).high_watermark, lambda hw: hw == 1, timeout=10, interval=0.05)
         else:
             assert result.error_code == 0 and result.base_offset == 0
         assert fetch(conn, name, 0).high_watermark == 1

@@ -21,11 +21,8 @@ from kafka.protocol.producer.transaction import (
     TxnOffsetCommitRequest,
 )
 
-import time
-
-from conformance import transcript
 from conformance.scenarios import batch_bases, fetch, list_offsets, produce
-from conformance.wire import Connection, create_topic, ensure_group_coordinator, retry_transient, unique
+from conformance.wire import TRANSIENT, Connection, create_topic, ensure_group_coordinator, poll, retry_transient, unique
 from wirekafka.protocol import records
 
 NOW = 1_700_000_000_000
@@ -33,25 +30,14 @@ READ_COMMITTED = 1
 CONCURRENT_TRANSACTIONS = 51
 
 
-def _settled(probe, done, timeout: float = 30.0):
-    """Kafka answers EndTxn once the decision is durable and writes the markers after; poll
-    (outside the transcript) until probe() shows them, and return that answer."""
-    deadline = time.monotonic() + timeout
-    with transcript.quiet():
-        while True:
-            result = probe()
-            if done(result) or time.monotonic() > deadline:
-                break
-            time.sleep(0.05)
-    return probe()
-
-
 def _describe(conn: Connection, tid: str):
     return conn.call(DescribeTransactionsRequest(transactional_ids=[tid]), 0).transaction_states[0]
 
 
 def _wait_complete(conn: Connection, tid: str):
-    return _settled(lambda: _describe(conn, tid), lambda s: s.transaction_state.startswith("Complete"))
+    """Kafka answers EndTxn once the decision is durable and writes the markers after: wait
+    until the transaction is complete (only the settled answer is compared)."""
+    return poll(lambda: _describe(conn, tid), lambda s: s.transaction_state.startswith("Complete"), interval=0.05)
 
 
 def _find_txn_coordinator(conn: Connection, tid: str, version: int = 3):
@@ -65,19 +51,10 @@ def _init(conn: Connection, tid: str, version: int = 4, timeout_ms: int = 60000,
     _find_txn_coordinator(conn, tid)
     req = InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=timeout_ms, producer_id=pid,
                                 producer_epoch=epoch)
-    first = retry_transient(lambda: conn.call(req, version), lambda r: r.error_code)
-    if first.error_code != CONCURRENT_TRANSACTIONS:
-        return first
-    # An open transaction is being aborted: retry as clients do. Each retry that gets through
-    # bumps the epoch, so the answer that settles is the one recorded, not asked for again.
-    deadline = time.monotonic() + 30
-    with transcript.quiet():
-        result = first
-        while result.error_code == CONCURRENT_TRANSACTIONS and time.monotonic() < deadline:
-            time.sleep(0.05)
-            result = conn.call(req, version)
-    transcript.record(InitProducerIdRequest.API_KEY, version, req, result)
-    return result
+    # CONCURRENT_TRANSACTIONS while an open transaction is being aborted: clients retry, and
+    # only the answer that settles is compared (each retry that gets through bumps the epoch).
+    return poll(lambda: conn.call(req, version),
+                lambda r: r.error_code not in TRANSIENT | {CONCURRENT_TRANSACTIONS}, interval=0.05)
 
 
 def _add_partitions(conn: Connection, tid: str, pid: int, epoch: int, topic: str, partitions=(0,), version: int = 3):

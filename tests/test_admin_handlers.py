@@ -286,8 +286,10 @@ def test_describe_configs_filters_and_errors(tmp_path: Path, version: int) -> No
     assert (wrong.error_code, wrong.error_message) == (
         ErrorCode.INVALID_REQUEST, "Unexpected broker id, expected 1 or empty string, but received 7")
     assert _describe(state, version, BROKER, "abc").error_message == "Broker id must be an integer, but it is: abc"
+    # the cluster-wide dynamic defaults a Kafka 4 cluster is formatted with
     cluster_default = _describe(state, version, BROKER, "")
-    assert (cluster_default.error_code, cluster_default.configs) == (ErrorCode.NONE, [])
+    assert cluster_default.error_code == ErrorCode.NONE
+    assert [(c.name, c.value, c.config_source) for c in cluster_default.configs] == [("min.insync.replicas", "1", 3)]
     for rtype in (16, 32, 9):
         refused = _describe(state, version, rtype, "x")
         assert refused.error_code == ErrorCode.INVALID_REQUEST and refused.error_message

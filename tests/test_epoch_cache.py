@@ -25,9 +25,15 @@ def test_end_offset_for_follows_kafka(tmp_path: Path) -> None:
     assert cache.end_offset_for(-1, leo) == (-1, -1)
 
 
+def test_epoch_for_offset_follows_kafka(tmp_path: Path) -> None:
+    cache = _cache(tmp_path, [(2, 10), (4, 30)])
+    assert [cache.epoch_for_offset(o) for o in (9, 10, 29, 30, 99)] == [-1, 2, 2, 4, 4]
+
+
 def test_empty_cache_knows_nothing(tmp_path: Path) -> None:
     cache = LeaderEpochCache(tmp_path / "leader-epoch-checkpoint")
     assert cache.end_offset_for(0, 0) == (-1, -1)
+    assert cache.epoch_for_offset(0) == -1
     assert cache.latest_epoch == -1
 
 

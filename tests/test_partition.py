@@ -106,6 +106,8 @@ def test_duplicate_batch_answers_its_first_offset(tmp_path: Path) -> None:
     first = p.append(*batch, AppendOrigin.CLIENT)
     dup = p.append(*batch, AppendOrigin.CLIENT)
     assert dup.duplicate and dup.base_offset == first.base_offset and p.log_end_offset == 3
+    # Kafka answers a duplicate with the original batch's max timestamp as its log append time
+    assert (first.log_append_time, dup.log_append_time) == (-1, NOW + 2)
 
 
 def test_replicated_batches_keep_their_offsets(tmp_path: Path) -> None:

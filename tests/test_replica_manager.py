@@ -43,10 +43,11 @@ def test_produce_outcomes_and_errors(tmp_path: Path) -> None:
         corrupt = bytearray(_batch(1))
         corrupt[-1] ^= 0xFF
         out = await rm.append_records([ProduceEntry(topic, 0, bytes(corrupt))], acks=1, timeout_ms=1000)
-        assert out[0].error == ErrorCode.CORRUPT_MESSAGE and out[0].log_start_offset == 0
+        # refused before the log is involved: Kafka answers no log start offset and no message
+        assert (out[0].error, out[0].log_start_offset, out[0].message) == (ErrorCode.CORRUPT_MESSAGE, -1, None)
         # acks=all needs min.insync.replicas in sync; acks=1 does not
         out = await rm.append_records([ProduceEntry(strict, 0, _batch())], acks=-1, timeout_ms=1000)
-        assert out[0].error == ErrorCode.NOT_ENOUGH_REPLICAS
+        assert (out[0].error, out[0].log_start_offset, out[0].message) == (ErrorCode.NOT_ENOUGH_REPLICAS, 0, None)
         out = await rm.append_records([ProduceEntry(strict, 0, _batch())], acks=1, timeout_ms=1000)
         assert out[0].error == ErrorCode.NONE
         # altered topic configs apply to the next batch (the per-topic policy cache follows them)

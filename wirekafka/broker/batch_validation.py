@@ -8,11 +8,17 @@ ZStandard needs Produce v7+ (UNSUPPORTED_COMPRESSION_TYPE). Such a partition is 
 no offsets and no log start offset. Then, on the first batch, per topic settings:
 - within max.message.bytes (MESSAGE_TOO_LARGE), with a matching CRC-32C and consistent length
   fields (CORRUPT_MESSAGE);
-- no control batches from clients (INVALID_RECORD); transactional batches are refused
-  (INVALID_TXN_STATE) until transactions exist;
+- no control batches from clients (INVALID_RECORD) (transactional batches are checked against
+  the transaction coordinator by the replica manager);
 - CreateTime timestamps within message.timestamp.before/after.max.ms (INVALID_TIMESTAMP), checked
   on the batch's first and max timestamps without decoding records;
-- compacted topics need a key on every record (INVALID_RECORD): the one check that decodes."""
+- compacted topics need a key on every record (INVALID_RECORD): the one check that decodes.
+
+What the producer is told follows Kafka's three kinds of failure: a batch refused before the log
+is involved (`RefusedBeforeLog`: the produce request's own checks, corrupt or too large) is
+answered with log_start_offset -1 and no message; records the log's validator rejects
+(`InvalidRecords`, Kafka's RecordValidationException) with the log start offset and the message;
+any other error with the log start offset and no message."""
 
 from __future__ import annotations
 
@@ -20,6 +26,24 @@ from dataclasses import dataclass
 
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+
+
+class RefusedBeforeLog(KafkaApiError):
+    """Refused before the partition's log is involved: no log start offset and, unless
+    `explained`, no message."""
+
+    explained = False
+
+
+class TransactionNotVerified(RefusedBeforeLog):
+    """A transactional batch for a partition outside the producer's transaction: Kafka's
+    verification refuses it before the log, with a message (INVALID_TXN_STATE)."""
+
+    explained = True
+
+
+class InvalidRecords(KafkaApiError):
+    """Records the log's validator rejects: the one kind of produce error Kafka explains."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -98,27 +122,28 @@ def validate_client_batch(data: bytes | memoryview | None, policy: AppendPolicy,
     it, short of a second batch, are dropped as Kafka's trimInvalidBytes drops them: the caller
     appends `header.size` bytes); raises KafkaApiError."""
     if not data:
-        raise KafkaApiError(ErrorCode.INVALID_RECORD, "produce request has no record batch")
+        raise RefusedBeforeLog(ErrorCode.INVALID_RECORD, "produce request has no record batch")
     if len(data) < records.LOG_OVERHEAD:
-        raise KafkaApiError(ErrorCode.CORRUPT_MESSAGE, "record batch is truncated")
+        raise RefusedBeforeLog(ErrorCode.CORRUPT_MESSAGE, "record batch is truncated")
     _, length = records.peek_offset_and_length(data)
     size = records.LOG_OVERHEAD + length
     batch = memoryview(data)[:size] if size < len(data) else data
     if len(batch) > policy.max_message_bytes:
-        raise KafkaApiError(
+        raise RefusedBeforeLog(
             ErrorCode.MESSAGE_TOO_LARGE,
             f"the record batch of {len(batch)} bytes exceeds max.message.bytes={policy.max_message_bytes}",
         )
     try:
         header = records.validate_batch(batch)
     except records.InvalidBatch as exc:
-        raise KafkaApiError(ErrorCode.CORRUPT_MESSAGE if exc.corrupt else ErrorCode.INVALID_RECORD, str(exc)) from exc
+        raise RefusedBeforeLog(ErrorCode.CORRUPT_MESSAGE if exc.corrupt else ErrorCode.INVALID_RECORD,
+                               str(exc)) from exc
     if header.is_control:
         raise KafkaApiError(ErrorCode.INVALID_RECORD, "clients are not allowed to write control records")
     if not policy.log_append_time:
         for ts in (header.base_timestamp, header.max_timestamp):
             if ts >= 0 and (now_ms - ts > policy.timestamp_before_ms or ts - now_ms > policy.timestamp_after_ms):
-                raise KafkaApiError(ErrorCode.INVALID_TIMESTAMP, f"timestamp {ts} is out of range")
+                raise InvalidRecords(ErrorCode.INVALID_TIMESTAMP, f"timestamp {ts} is out of range")
     if policy.compacted and any(r.key is None for r in records.iter_records(bytes(batch))):
-        raise KafkaApiError(ErrorCode.INVALID_RECORD, "compacted topic cannot accept a record without a key")
+        raise InvalidRecords(ErrorCode.INVALID_RECORD, "compacted topic cannot accept a record without a key")
     return header

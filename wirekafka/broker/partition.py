@@ -55,7 +55,7 @@ class Isolation(enum.IntEnum):
 class AppendResult:
     base_offset: int
     last_offset: int
-    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_append_time: int  # -1 unless the topic uses LogAppendTime; a duplicate: its batch's max timestamp
     duplicate: bool = False
     flush_due: bool = False  # flush.messages reached: the caller fsyncs in a worker before answering
 
@@ -156,7 +156,7 @@ class Partition:
         if origin is AppendOrigin.CLIENT and header.has_producer_id and header.base_sequence >= 0:
             dup = self.producers.check(header)
             if dup is not None:
-                return AppendResult(dup.first_offset, dup.last_offset, dup.append_time, duplicate=True)
+                return AppendResult(dup.first_offset, dup.last_offset, dup.max_timestamp, duplicate=True)
         parts: tuple[bytes | bytearray | memoryview, ...]
         if origin is AppendOrigin.REPLICATION:
             parts, assigned = (batch,), header
@@ -174,7 +174,7 @@ class Partition:
         flush_due = self._log.append(parts, assigned)
         append_time = -1 if log_append_time_ms is None else log_append_time_ms
         if assigned.has_producer_id and not assigned.is_control:  # markers: see append_marker
-            self.producers.record(assigned, append_time)
+            self.producers.record(assigned)
         self._maybe_advance_high_watermark()
         return AppendResult(assigned.base_offset, assigned.last_offset, append_time, flush_due=flush_due)
 
@@ -209,7 +209,7 @@ class Partition:
             if not header.has_producer_id:
                 continue
             if not header.is_control:
-                self.producers.record(header, header.max_timestamp if header.is_log_append_time else -1)
+                self.producers.record(header)
                 continue
             try:
                 marker = records.parse_marker(self._log.read_batch(seg, pos, header))

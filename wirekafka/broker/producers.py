@@ -31,7 +31,9 @@ class BatchMetadata:
     last_seq: int
     first_offset: int
     last_offset: int
-    append_time: int
+    # The appended batch's max timestamp (the broker's clock on LogAppendTime topics): Kafka
+    # answers a duplicate with it as log_append_time_ms, whatever the topic's timestamp type.
+    max_timestamp: int
 
 
 @dataclass(slots=True, frozen=True)
@@ -107,11 +109,13 @@ class ProducerStateTable:
             )
         return None
 
-    def record(self, header: BatchHeader, append_time: int) -> None:
-        """Remember an appended data batch (header already carries its assigned offsets)."""
+    def record(self, header: BatchHeader) -> None:
+        """Remember an appended data batch (header already carries its assigned offsets and, on
+        LogAppendTime topics, the append time as max timestamp)."""
         entry = self._entry_for_epoch(header.producer_id, header.producer_epoch)
         entry.batches.append(
-            BatchMetadata(header.base_sequence, header.last_sequence, header.base_offset, header.last_offset, append_time)
+            BatchMetadata(header.base_sequence, header.last_sequence, header.base_offset, header.last_offset,
+                          header.max_timestamp)
         )
         entry.last_timestamp = header.max_timestamp
         if header.is_transactional and entry.current_txn_first_offset < 0:

@@ -21,7 +21,13 @@ from typing import Callable
 
 import trio
 
-from wirekafka.broker.batch_validation import AppendPolicy, validate_client_batch
+from wirekafka.broker.batch_validation import (
+    AppendPolicy,
+    InvalidRecords,
+    RefusedBeforeLog,
+    TransactionNotVerified,
+    validate_client_batch,
+)
 from wirekafka.broker.metadata import ClusterMetadata, Topic
 from wirekafka.broker.partition import AppendOrigin, AppendResult, Isolation, Partition, ReadResult
 from wirekafka.protocol import records
@@ -105,13 +111,16 @@ class ReplicaManager:
             policy = self._policy(topic)
             try:
                 if topic.is_internal and client_id != ADMIN_CLIENT_ID:
-                    raise KafkaApiError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    raise RefusedBeforeLog(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                         f"Cannot append to internal topic {topic.name}")
                 header = validate_client_batch(entry.records, policy, now)
                 if header.is_transactional:
                     code = self.verify_transaction(header.producer_id, header.producer_epoch, topic.name, entry.index)
+                    if code == ErrorCode.INVALID_TXN_STATE:
+                        raise TransactionNotVerified(code, f"{topic.name}-{entry.index} is not part of the "
+                                                           f"producer's ongoing transaction")
                     if code != ErrorCode.NONE:
-                        raise KafkaApiError(code, f"transactional write to {topic.name}-{entry.index} refused")
+                        raise RefusedBeforeLog(code)
                 batch = entry.records if len(entry.records) == header.size else memoryview(entry.records)[:header.size]
                 if acks == -1 and partition.in_sync_replica_count < policy.min_insync_replicas:
                     raise KafkaApiError(
@@ -121,8 +130,12 @@ class ReplicaManager:
                         f"{topic.name}-{entry.index}")
                 result = partition.append(batch, header, AppendOrigin.CLIENT,  # type: ignore[arg-type]
                                           now if policy.log_append_time else None)
-            except KafkaApiError as exc:
-                outcomes.append(ProduceOutcome(exc.code, exc.message, log_start_offset=partition.log_start_offset))
+            except RefusedBeforeLog as exc:
+                outcomes.append(ProduceOutcome(exc.code, exc.message if exc.explained else None))
+                continue
+            except KafkaApiError as exc:  # Kafka explains only what its log validator rejects
+                message = exc.message if isinstance(exc, InvalidRecords) else None
+                outcomes.append(ProduceOutcome(exc.code, message, log_start_offset=partition.log_start_offset))
                 continue
             if result.flush_due:
                 flushes.append(partition)

@@ -1,7 +1,11 @@
 """Topic-level configs: names, types, the broker key each inherits from, and validation.
 
 DescribeConfigs reports every topic config with its value and source (a per-topic override,
-a static broker setting, or Kafka's default), so each entry names its broker synonym."""
+a cluster-wide dynamic default, a static broker setting, or Kafka's default), so each entry names
+its broker synonym. The set is Kafka 4.3.1's; those wirekafka accepts but does not act on
+(compression levels: batches are stored as sent; tiered storage; replication throttles; and the
+flush/preallocate settings it documents) are validated and reported all the same, because
+clients and tools list, copy and set them."""
 
 from __future__ import annotations
 
@@ -13,7 +17,14 @@ from wirekafka.storage.log import LogConfig
 
 # DescribeConfigs enums, as on the wire
 TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_SHORT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST = 1, 2, 3, 4, 5, 6, 7
-SOURCE_DYNAMIC_TOPIC, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 4, 5
+SOURCE_DYNAMIC_TOPIC, SOURCE_DYNAMIC_DEFAULT_BROKER, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 3, 4, 5
+
+# Broker keys that a Kafka 4 cluster holds as dynamic cluster-wide defaults from the moment its
+# storage is formatted: the formatter copies min.insync.replicas (from server.properties, else its
+# default) into the metadata log (KIP-966), so Kafka reports it with source
+# DYNAMIC_DEFAULT_BROKER_CONFIG. wirekafka has no dynamic broker configs; it reports the same
+# source, with the static value the formatter would have copied.
+CLUSTER_DEFAULT_KEYS = frozenset({"min.insync.replicas"})
 
 
 @dataclass(frozen=True)
@@ -23,6 +34,36 @@ class TopicConfigDef:
     broker_key: str | None
     default: Callable[[BrokerConfig], str]
     validate: Callable[[str], str | None]  # None if valid, else Kafka's reason
+
+
+def _int_between(lo: int, hi: int, *also: int) -> Callable[[str], str | None]:
+    def check(v: str) -> str | None:
+        try:
+            n = int(v)
+        except ValueError:
+            return "Not a number of type INT"
+        if lo <= n <= hi or n in also:
+            return None
+        return f"Value must be between {lo} and {hi}" + "".join(f" or {a}" for a in also)
+
+    return check
+
+
+def _throttled_replicas(v: str) -> str | None:
+    """Kafka's ThrottledReplicaListValidator: empty, "*", or partition:broker pairs."""
+    entries = [e.strip() for e in v.split(",") if e.strip()]
+    if entries == ["*"] or all(p.isdigit() and b.isdigit() for p, _, b in (e.partition(":") for e in entries)):
+        return None
+    return ("must be the literal '*' or a list of replicas in the following format: "
+            "[partitionId]:[brokerId],[partitionId]:[brokerId],...")
+
+
+def _remote_storage(v: str) -> str | None:
+    problem = _bool(v)
+    if problem is None and v.lower() == "true":
+        return ("Tiered Storage functionality is disabled in the broker. Topic cannot be configured with "
+                "remote log storage.")
+    return problem
 
 
 def _int_at_least(lo: int) -> Callable[[str], str | None]:
@@ -74,10 +115,18 @@ def _fixed(value: str) -> Callable[[BrokerConfig], str]:
     return lambda _cfg: value
 
 
+# Topic configs wirekafka does not act on default to Kafka's value whatever server.properties
+# says (wirekafka does not read their broker keys), so `_fixed`.
+
+
 _DEFS = [
     TopicConfigDef("cleanup.policy", TYPE_LIST, "log.cleanup.policy", _broker("log.cleanup.policy"), _policy),
+    TopicConfigDef("compression.gzip.level", TYPE_INT, "compression.gzip.level", _fixed("-1"), _int_between(1, 9, -1)),
+    TopicConfigDef("compression.lz4.level", TYPE_INT, "compression.lz4.level", _fixed("9"), _int_between(1, 17)),
     TopicConfigDef("compression.type", TYPE_STRING, "compression.type", _broker("compression.type"),
                    _one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
+    TopicConfigDef("compression.zstd.level", TYPE_INT, "compression.zstd.level", _fixed("3"),
+                   _int_between(-131072, 22)),
     TopicConfigDef("delete.retention.ms", TYPE_LONG, "log.cleaner.delete.retention.ms",
                    _broker("log.cleaner.delete.retention.ms"), _int_at_least(0)),
     TopicConfigDef("file.delete.delay.ms", TYPE_LONG, "log.segment.delete.delay.ms",
@@ -86,8 +135,12 @@ _DEFS = [
                    _broker("log.flush.interval.messages"), _int_at_least(1)),
     TopicConfigDef("flush.ms", TYPE_LONG, "log.flush.interval.ms",
                    lambda c: str(c.flush_interval_ms), _int_at_least(0)),
+    TopicConfigDef("follower.replication.throttled.replicas", TYPE_LIST, None, _fixed(""), _throttled_replicas),
     TopicConfigDef("index.interval.bytes", TYPE_INT, "log.index.interval.bytes",
                    _broker("log.index.interval.bytes"), _int_at_least(0)),
+    TopicConfigDef("leader.replication.throttled.replicas", TYPE_LIST, None, _fixed(""), _throttled_replicas),
+    TopicConfigDef("local.retention.bytes", TYPE_LONG, "log.local.retention.bytes", _fixed("-2"), _int_at_least(-2)),
+    TopicConfigDef("local.retention.ms", TYPE_LONG, "log.local.retention.ms", _fixed("-2"), _int_at_least(-2)),
     TopicConfigDef("max.compaction.lag.ms", TYPE_LONG, "log.cleaner.max.compaction.lag.ms",
                    _broker("log.cleaner.max.compaction.lag.ms"), _int_at_least(1)),
     TopicConfigDef("max.message.bytes", TYPE_INT, "message.max.bytes", _broker("message.max.bytes"), _int_at_least(0)),
@@ -104,6 +157,9 @@ _DEFS = [
     TopicConfigDef("min.insync.replicas", TYPE_INT, "min.insync.replicas", _broker("min.insync.replicas"),
                    _int_at_least(1)),
     TopicConfigDef("preallocate", TYPE_BOOLEAN, "log.preallocate", _fixed("false"), _bool),
+    TopicConfigDef("remote.log.copy.disable", TYPE_BOOLEAN, None, _fixed("false"), _bool),
+    TopicConfigDef("remote.log.delete.on.disable", TYPE_BOOLEAN, None, _fixed("false"), _bool),
+    TopicConfigDef("remote.storage.enable", TYPE_BOOLEAN, None, _fixed("false"), _remote_storage),
     TopicConfigDef("retention.bytes", TYPE_LONG, "log.retention.bytes", _broker("log.retention.bytes"),
                    _int_at_least(-1)),
     TopicConfigDef("retention.ms", TYPE_LONG, "log.retention.ms", lambda c: str(c.retention_ms), _int_at_least(-1)),
@@ -135,6 +191,8 @@ def effective(name: str, overrides: Mapping[str, str], broker: BrokerConfig) -> 
     if name in overrides:
         return overrides[name], SOURCE_DYNAMIC_TOPIC
     d = TOPIC_CONFIGS[name]
+    if d.broker_key in CLUSTER_DEFAULT_KEYS:
+        return d.default(broker), SOURCE_DYNAMIC_DEFAULT_BROKER
     source = SOURCE_STATIC_BROKER if d.broker_key in broker.overridden else SOURCE_DEFAULT
     return d.default(broker), source
 

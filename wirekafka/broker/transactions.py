@@ -60,13 +60,15 @@ class TransactionMetadata:
     update_ms: int = -1
     previous_producer_id: int = NO_PRODUCER_ID
     last_producer_epoch: int = NO_EPOCH
+    client_transaction_version: int = 0  # 2 once the producer ends transactions with EndTxn v5
     pending: bool = False  # a transition is being written: CONCURRENT_TRANSACTIONS meanwhile
 
     def to_record(self) -> tr.TransactionLogValue:
         return tr.TransactionLogValue(
             producer_id=self.producer_id, producer_epoch=self.producer_epoch, timeout_ms=self.timeout_ms,
             state=self.state, last_update_timestamp_ms=self.update_ms, start_timestamp_ms=self.start_ms,
-            partitions=tr.group_partitions(self.partitions), previous_producer_id=self.previous_producer_id)
+            partitions=tr.group_partitions(self.partitions), previous_producer_id=self.previous_producer_id,
+            client_transaction_version=self.client_transaction_version)
 
 
 MarkerWriter = Callable[[TopicPartition, int, int, int, bool], Awaitable[None]]
@@ -173,7 +175,8 @@ class TransactionCoordinator:
         self._adopt(TransactionMetadata(
             transactional_id, value.producer_id, value.producer_epoch, value.timeout_ms, value.state,
             {(p.topic, i) for p in value.partitions for i in p.partition_ids}, value.start_timestamp_ms,
-            value.last_update_timestamp_ms, value.previous_producer_id))
+            value.last_update_timestamp_ms, value.previous_producer_id,
+            client_transaction_version=value.client_transaction_version))
 
     # ---- InitProducerId --------------------------------------------------------------------
     async def init_producer_id(self, transactional_id: str, timeout_ms: int, producer_id: int,
@@ -230,7 +233,8 @@ class TransactionCoordinator:
         fields = dict(transactional_id=meta.transactional_id, producer_id=meta.producer_id,
                       producer_epoch=meta.producer_epoch, timeout_ms=meta.timeout_ms, state=meta.state,
                       partitions=set(meta.partitions), start_ms=meta.start_ms, update_ms=meta.update_ms,
-                      previous_producer_id=meta.previous_producer_id, last_producer_epoch=meta.last_producer_epoch)
+                      previous_producer_id=meta.previous_producer_id, last_producer_epoch=meta.last_producer_epoch,
+                      client_transaction_version=meta.client_transaction_version)
         fields.update(changes)
         return TransactionMetadata(**fields)  # type: ignore[arg-type]
 
@@ -281,24 +285,34 @@ class TransactionCoordinator:
         return ErrorCode.INVALID_TXN_STATE
 
     # ---- EndTxn --------------------------------------------------------------------------------
-    async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> None:
+    async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
+                      bump_epoch: bool = False) -> tuple[int, int]:
+        """Commit or abort; the producer id and epoch to use from now on. bump_epoch (EndTxn v5,
+        transaction version 2, KIP-890): the decision, the markers and the producer move to the
+        next epoch, so a late write of the finished transaction is fenced."""
         self._check_available(transactional_id)
         meta = self.transactions.get(transactional_id)
         if meta is None or meta.producer_id != producer_id:
             raise KafkaApiError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
-        if meta.producer_epoch != producer_epoch:
+        done, preparing = ((TxnState.COMPLETE_COMMIT, TxnState.PREPARE_COMMIT) if commit
+                           else (TxnState.COMPLETE_ABORT, TxnState.PREPARE_ABORT))
+        retried_after_bump = bump_epoch and meta.state is done and producer_epoch == meta.producer_epoch - 1
+        if meta.producer_epoch != producer_epoch and not retried_after_bump:
             raise KafkaApiError(ErrorCode.PRODUCER_FENCED)
         if meta.pending:
             raise KafkaApiError(ErrorCode.CONCURRENT_TRANSACTIONS)
-        done, preparing = ((TxnState.COMPLETE_COMMIT, TxnState.PREPARE_COMMIT) if commit
-                           else (TxnState.COMPLETE_ABORT, TxnState.PREPARE_ABORT))
         if meta.state is done:
-            return  # a retry of an EndTxn that completed
+            return meta.producer_id, meta.producer_epoch  # a retry of an EndTxn that completed
         if meta.state is preparing:
             raise KafkaApiError(ErrorCode.CONCURRENT_TRANSACTIONS)
         if meta.state is not TxnState.ONGOING:
             raise KafkaApiError(ErrorCode.INVALID_TXN_STATE)
-        await self._end(meta, self._copy(meta), commit)
+        base = self._copy(meta)
+        if bump_epoch:
+            base.producer_epoch, base.last_producer_epoch = meta.producer_epoch + 1, meta.producer_epoch
+            base.client_transaction_version = 2
+        await self._end(meta, base, commit)
+        return base.producer_id, base.producer_epoch
 
     async def _end(self, meta: TransactionMetadata, base: TransactionMetadata, commit: bool) -> None:
         """Write the decision (PrepareCommit/PrepareAbort), then the markers and the completion."""

@@ -67,6 +67,12 @@ class LeaderEpochCache:
         epoch = requested_epoch if floor < 0 else self._epochs[floor]
         return epoch, self._starts[higher]
 
+    def epoch_for_offset(self, offset: int) -> int:
+        """Kafka's LeaderEpochFileCache.epochForOffset: the epoch whose range holds offset (the
+        latest one for offsets past its start), or -1 below the first entry or with none."""
+        i = bisect.bisect_right(self._starts, offset) - 1
+        return self._epochs[i] if i >= 0 else UNDEFINED_EPOCH
+
     def truncate_from_end(self, end_offset: int) -> None:
         """Drop epochs that start at or after end_offset (the log was truncated there)."""
         if self._starts and self._starts[-1] >= end_offset:

@@ -1,8 +1,9 @@
 """ApiVersions (key 18), v0-4.
 
 - Lists exactly the APIs in protocol.api_versions.SUPPORTED.
-- An unsupported ApiVersions version is answered at v0 with UNSUPPORTED_VERSION and the same
-  list (KIP-511), so a newer client can retry with a version we serve.
+- An unsupported ApiVersions version is answered at v0 with UNSUPPORTED_VERSION and, as Kafka
+  does (KIP-511), only ApiVersions' own range: all a newer client needs to retry with a version
+  we serve, after which it gets the full list.
 - No features are advertised (no finalized metadata/transaction/group versions): clients then
   use the classic behaviour for each."""
 
@@ -15,10 +16,10 @@ from wirekafka.protocol.api_versions import SUPPORTED
 from wirekafka.protocol.errors import ErrorCode
 
 
-def _keys() -> list:
+def _keys(only: int | None = None) -> list:
     return [
         ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
-        for k, (lo, hi) in sorted(SUPPORTED.items())
+        for k, (lo, hi) in sorted(SUPPORTED.items()) if only is None or k == only
     ]
 
 
@@ -37,4 +38,5 @@ def handle(ctx: RequestContext, request: object) -> ApiVersionsResponse:
 
 def unsupported_version_response() -> ApiVersionsResponse:
     """The v0 body sent when the client asked for an ApiVersions version we do not serve."""
-    return ApiVersionsResponse(version=0, error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=_keys())
+    return ApiVersionsResponse(version=0, error_code=ErrorCode.UNSUPPORTED_VERSION,
+                               api_keys=_keys(only=ApiVersionsResponse.API_KEY))

@@ -4,7 +4,8 @@
   default.replication.factor); a manual assignment must name only this node, once per partition.
 - Replication factor above 1 is INVALID_REPLICATION_FACTOR (one broker), as Kafka says it.
 - Per-topic configs are validated (INVALID_CONFIG) and stored as topic overrides.
-- validate_only checks everything and creates nothing.
+- validate_only checks everything and creates nothing; the answer still carries a fresh topic
+  id, as Kafka's controller draws one before it validates (the id is then never used).
 - v5+ responses carry the resulting partitions, replication factor and every topic config with
   its source; v7+ the topic id.
 - A name given twice in one request is INVALID_REQUEST for that name."""
@@ -59,13 +60,14 @@ async def handle(ctx: RequestContext, request: object) -> CreateTopicsResponse:
                 partitions = state.config.int("num.partitions") if t.num_partitions == -1 else t.num_partitions
                 rf = state.config.int("default.replication.factor") if t.replication_factor == -1 else t.replication_factor
             state.metadata.validate_new_topic(t.name, partitions, rf, configs)
-            topic_id = uuid.UUID(int=0)
-            if not validate_only:
+            if validate_only:
+                topic_id = uuid.uuid4()
+            else:
                 topic_id = (await state.metadata.create_topic(t.name, partitions, configs)).topic_id
             results.append(_Result(name=t.name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
                                    num_partitions=partitions, replication_factor=rf,
                                    configs=_config_entries(ctx, configs)))
         except KafkaApiError as exc:
             results.append(_Result(name=t.name, topic_id=uuid.UUID(int=0), error_code=exc.code,
-                                   error_message=exc.message, num_partitions=-1, replication_factor=-1, configs=None))
+                                   error_message=exc.message, num_partitions=-1, replication_factor=-1, configs=[]))
     return CreateTopicsResponse(version=ctx.version, throttle_time_ms=0, topics=results)

@@ -2,14 +2,16 @@
 
 - TOPIC (2): every topic config of broker/topic_config.py with its effective value, source,
   type (v3+) and, when include_synonyms is set, Kafka's synonym chain: the topic override, then
-  the broker keys it inherits from (STATIC_BROKER_CONFIG where server.properties sets them,
+  the broker keys it inherits from (DYNAMIC_DEFAULT_BROKER_CONFIG for min.insync.replicas, which
+  Kafka 4 formats as a cluster default; STATIC_BROKER_CONFIG where server.properties sets them;
   then DEFAULT_CONFIG where Kafka has a non-null default), cut to start at the topic config's
   own broker key — so retention.ms without log.retention.ms set lists no broker synonym, as in
   Kafka. The source is the first synonym's, DEFAULT_CONFIG when there is none.
 - BROKER (4) named by this node's id: every server.properties key wirekafka knows, with Kafka's
   type, value (lists comma-joined, booleans lowercase, unset as null) and the same synonym
   rules (log.retention.ms/minutes/hours, log.roll.*, log.flush.interval.ms share a chain).
-  The cluster-default resource (empty name) lists the dynamic cluster defaults: none.
+  The cluster-default resource (empty name) lists the dynamic cluster defaults a Kafka 4
+  cluster is formatted with: min.insync.replicas.
 - BROKER_LOGGER (8) named by this node's id: the root logger and wirekafka's loggers with their
   effective levels in log4j's names.
 - configuration_keys filters (null or empty = all; unknown keys are skipped); the result's
@@ -53,7 +55,9 @@ _SYNONYM_CHAINS = [
     ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
 ]
 # Kafka's defaults of broker keys that topic configs inherit from but that wirekafka does not read.
-_UNREAD_DEFAULTS = {"log.preallocate": "false", "unclean.leader.election.enable": "false", "log.roll.jitter.hours": "0"}
+_UNREAD_DEFAULTS = {"log.preallocate": "false", "unclean.leader.election.enable": "false", "log.roll.jitter.hours": "0",
+                    "compression.gzip.level": "-1", "compression.lz4.level": "9", "compression.zstd.level": "3",
+                    "log.local.retention.ms": "-2", "log.local.retention.bytes": "-2"}
 # Keys Kafka requires (it reports no default for them) but wirekafka defaults for a one-node setup.
 _NO_KAFKA_DEFAULT = frozenset({"node.id", "process.roles"})
 # Kafka's ConfigDef types where the Python default does not tell them apart (int vs LONG/SHORT).
@@ -113,11 +117,14 @@ def kafka_default(key: str) -> str | None:
 
 
 def broker_synonyms(config: BrokerConfig, key: str) -> list[_Synonym]:
-    """Kafka's synonym chain of a broker key: static settings of the key and its stand-ins,
-    then their non-null defaults, starting at the key itself."""
+    """Kafka's synonym chain of a broker key: its cluster-wide dynamic default (Kafka 4 formats
+    one for min.insync.replicas), static settings of the key and its stand-ins, then their
+    non-null defaults, starting at the key itself."""
     chain = next((c for c in _SYNONYM_CHAINS if key in c), (key,))
-    found = [_Synonym(name=k, value=render(config[k]), source=tc.SOURCE_STATIC_BROKER)
-             for k in chain if k in config.overridden]
+    found = [_Synonym(name=k, value=render(config[k]), source=tc.SOURCE_DYNAMIC_DEFAULT_BROKER)
+             for k in chain if k in tc.CLUSTER_DEFAULT_KEYS]
+    found += [_Synonym(name=k, value=render(config[k]), source=tc.SOURCE_STATIC_BROKER)
+              for k in chain if k in config.overridden]
     found += [_Synonym(name=k, value=d, source=tc.SOURCE_DEFAULT)
               for k in chain if (d := kafka_default(k)) is not None]
     while found and found[0].name != key:
@@ -181,10 +188,12 @@ def _check_broker_id(ctx: RequestContext, name: str, allow_empty: bool) -> None:
 
 
 def _broker_entries(ctx: RequestContext, name: str, with_synonyms: bool) -> list[_Entry]:
-    if name == "":
-        return []  # the cluster-wide dynamic defaults: wirekafka has none
-    _check_broker_id(ctx, name, allow_empty=True)
     config = ctx.state.config
+    if name == "":  # the cluster-wide dynamic defaults: those a Kafka 4 cluster is formatted with
+        return [_entry(key, render(config[key]), broker_synonyms(config, key)[:1], with_synonyms,
+                       broker_config_type(key), read_only=True)
+                for key in sorted(tc.CLUSTER_DEFAULT_KEYS)]
+    _check_broker_id(ctx, name, allow_empty=True)
     return [_entry(key, render(config[key]), broker_synonyms(config, key), with_synonyms, broker_config_type(key),
                    read_only=True)
             for key in sorted(BROKER_KEYS)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from kafka.protocol.admin.groups import DescribeGroupsResponse
 
 from wirekafka.broker.context import RequestContext
+from wirekafka.broker.groups import GroupState
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 GROUP_OPERATIONS = {3, 6, 8, 10, 11}  # READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS
@@ -41,10 +42,14 @@ def handle(ctx: RequestContext, request: object) -> DescribeGroupsResponse:
                 out.append(_Group(error_code=ErrorCode.NONE, error_message=None, group_id=group_id, group_state="Dead",
                                   protocol_type="", protocol_data="", members=[], authorized_operations=operations))
             continue
+        # Kafka describes a group's protocol and members' metadata only once it is Stable; while
+        # it rebalances, members come with their last assignment and no metadata.
+        stable = g.state is GroupState.STABLE
         members = [_Member(member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
-                           client_host=m.client_host, member_metadata=m.metadata_for(g.protocol),
+                           client_host=m.client_host, member_metadata=m.metadata_for(g.protocol) if stable else b"",
                            member_assignment=m.assignment) for m in g.members.values()]
         out.append(_Group(error_code=ErrorCode.NONE, error_message=None, group_id=group_id,
                           group_state=g.state.value, protocol_type=g.protocol_type or "",
-                          protocol_data=g.protocol or "", members=members, authorized_operations=operations))
+                          protocol_data=(g.protocol or "") if stable else "", members=members,
+                          authorized_operations=operations))
     return DescribeGroupsResponse(version=ctx.version, throttle_time_ms=0, groups=out)

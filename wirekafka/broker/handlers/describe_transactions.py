@@ -20,9 +20,9 @@ def handle(ctx: RequestContext, request: object) -> DescribeTransactionsResponse
         try:
             meta = ctx.state.transactions.describe(tid)
         except KafkaApiError as exc:
-            states.append(_State(error_code=exc.code, transactional_id=tid, transaction_state="",
-                                 transaction_timeout_ms=0, transaction_start_time_ms=-1, producer_id=-1,
-                                 producer_epoch=-1, topics=[]))
+            states.append(_State(error_code=exc.code, transactional_id=tid, transaction_state="",  # schema defaults
+                                 transaction_timeout_ms=0, transaction_start_time_ms=0, producer_id=0,
+                                 producer_epoch=0, topics=[]))
             continue
         by_topic: dict[str, list[int]] = {}
         for topic, index in sorted(meta.partitions):

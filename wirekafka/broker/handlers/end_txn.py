@@ -1,7 +1,8 @@
 """EndTxn (key 26), v0-5: commit or abort the open transaction. The answer comes once the
 decision is durable and every partition has its marker. PRODUCER_FENCED is
 INVALID_PRODUCER_EPOCH before v2 (KIP-588); v5's producer id and epoch are the ones in use
-(transaction version 1 keeps the epoch)."""
+(v5 is transaction version 2, KIP-890: every EndTxn moves the producer to the next epoch, and
+the answer carries it)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,12 @@ from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 async def handle(ctx: RequestContext, request: object) -> EndTxnResponse:
     r = request
     try:
-        await ctx.state.transactions.end_txn(r.transactional_id, r.producer_id, r.producer_epoch,  # type: ignore[attr-defined]
-                                             r.committed)  # type: ignore[attr-defined]
+        pid, epoch = await ctx.state.transactions.end_txn(
+            r.transactional_id, r.producer_id, r.producer_epoch, r.committed,  # type: ignore[attr-defined]
+            bump_epoch=ctx.version >= 5)
         code = ErrorCode.NONE
     except KafkaApiError as exc:
         code = fenced_error(exc.code, ctx.version, 2)
-    ok = code == ErrorCode.NONE
-    return EndTxnResponse(version=ctx.version, throttle_time_ms=0, error_code=code,
-                          producer_id=r.producer_id if ok else -1,  # type: ignore[attr-defined]
-                          producer_epoch=r.producer_epoch if ok else -1)  # type: ignore[attr-defined]
+        pid, epoch = -1, -1
+    return EndTxnResponse(version=ctx.version, throttle_time_ms=0, error_code=code, producer_id=pid,
+                          producer_epoch=epoch)

@@ -13,7 +13,9 @@
   sendfile by the connection; no record bytes pass through Python.
 - Errors per partition: UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID, OFFSET_OUT_OF_RANGE
   (below the log start or past the high watermark), FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH;
-  an errored partition reports -1 watermarks and log start, as Kafka does.
+  an errored partition reports -1 watermarks and log start, as Kafka does, and aborted
+  transactions as Kafka does: an empty list for a partition it does not know, null when the
+  read failed.
 - Fetch sessions: every response is a full one with session id 0 (no session created), which
   clients answer with full fetches; a request naming a session id gets FETCH_SESSION_ID_NOT_FOUND.
 - read_committed reads stop at the last stable offset and list the aborted transactions in
@@ -55,17 +57,19 @@ async def handle(ctx: RequestContext, request: object) -> FetchResponse | Region
     read_committed = getattr(request, "isolation_level", 0) == 1
     params = FetchParams(request.max_bytes, request.min_bytes, request.max_wait_ms,  # type: ignore[attr-defined]
                          Isolation.READ_COMMITTED if read_committed else Isolation.READ_UNCOMMITTED)
-    outcomes = iter(await ctx.state.replicas.fetch(params, _targets(ctx, request)))
+    targets = _targets(ctx, request)
+    outcomes = iter(zip(targets, await ctx.state.replicas.fetch(params, targets)))
     response = RegionResponse(FetchResponse(version=v, throttle_time_ms=0, error_code=ErrorCode.NONE,
                                             session_id=0, responses=[], node_endpoints=[]))
     for ft in request.topics:  # type: ignore[attr-defined]
         parts = []
         for fp in ft.partitions:
-            o = next(outcomes)
+            target, o = next(outcomes)
             r = o.read
             if r is None:  # Kafka answers -1 watermarks with a partition error
                 parts.append(_PartResp(partition_index=fp.partition, error_code=o.error, high_watermark=-1,
-                                       last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None,
+                                       last_stable_offset=-1, log_start_offset=-1,
+                                       aborted_transactions=[] if target.partition is None else None,
                                        preferred_read_replica=-1, records=b""))
                 continue
             data = response.placeholder(r.region) if r.region is not None else b""

@@ -7,7 +7,9 @@
 - LATEST_TIERED (-5, v9+) and EARLIEST_PENDING_UPLOAD (-6, v11): no tiered storage, so -1/-1.
 - A timestamp >= 0: the first record at or after the log start whose timestamp is >= it, found
   through the time index and then the records of one batch; -1/-1 if there is none.
-- Returned timestamps are -1 for the special offsets; the leader epoch is the partition's.
+- Returned timestamps are -1 for the special offsets. The leader epoch, as Kafka gives it: the
+  current one for LATEST, the epoch cache's for the log start offset for EARLIEST, the found
+  batch's partition leader epoch for a record found by timestamp, -1 when nothing is found.
 - Errors: UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH; a partition
   named more than once in one request is INVALID_REQUEST at each mention, as Kafka answers
   (a client maps answers back by partition, so duplicates could not be told apart)."""
@@ -29,41 +31,43 @@ _TopicResp = ListOffsetsResponse.ListOffsetsTopicResponse
 _PartResp = _TopicResp.ListOffsetsPartitionResponse
 
 
-def _first_record_at(partition: Partition, found, predicate) -> tuple[int, int] | None:
-    _header, read = found
+NOT_FOUND = (-1, -1, -1)
+
+
+def _first_record_at(partition: Partition, found, predicate) -> tuple[int, int, int] | None:
+    header, read = found
     for rec in records.iter_records(read()):
         if rec.offset >= partition.log_start_offset and predicate(rec.timestamp):
-            return rec.timestamp, rec.offset
+            return rec.timestamp, rec.offset, header.partition_leader_epoch
     return None
 
 
-def lookup(partition: Partition, timestamp: int, read_committed: bool) -> tuple[int, int]:
-    """(timestamp, offset) answering a ListOffsets query for one partition."""
+def lookup(partition: Partition, timestamp: int, read_committed: bool) -> tuple[int, int, int]:
+    """(timestamp, offset, leader epoch) answering a ListOffsets query for one partition."""
     if timestamp == LATEST:
-        return -1, partition.last_stable_offset if read_committed else partition.high_watermark
+        return -1, partition.last_stable_offset if read_committed else partition.high_watermark, partition.leader_epoch
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
-        return -1, partition.log_start_offset
+        return -1, partition.log_start_offset, partition.epochs.epoch_for_offset(partition.log_start_offset)
     if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
-        return -1, -1
+        return NOT_FOUND
     if timestamp == MAX_TIMESTAMP:
         found = partition.batch_with_max_timestamp()
         if found is None:
-            return -1, -1
+            return NOT_FOUND
         max_ts = found[0].max_timestamp
-        hit = _first_record_at(partition, found, lambda ts: ts == max_ts)
-        return hit if hit else (-1, -1)
+        return _first_record_at(partition, found, lambda ts: ts == max_ts) or NOT_FOUND
     if timestamp < 0:
         raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"invalid timestamp {timestamp}")
     found = partition.batch_for_timestamp(timestamp)
     if found is None:
-        return -1, -1
+        return NOT_FOUND
     # Usually the first candidate batch answers; one straddling the log start may not.
     for candidate in partition.iter_batches(found[0].base_offset):
         if candidate[0].max_timestamp >= timestamp:
             hit = _first_record_at(partition, candidate, lambda ts: ts >= timestamp)
             if hit:
                 return hit
-    return -1, -1
+    return NOT_FOUND
 
 
 def handle(ctx: RequestContext, request: object) -> ListOffsetsResponse:
@@ -80,9 +84,9 @@ def handle(ctx: RequestContext, request: object) -> ListOffsetsResponse:
                     raise KafkaApiError(ErrorCode.INVALID_REQUEST, "partition is duplicated in the request")
                 partition = state.metadata.partition(rt.name, rp.partition_index)
                 partition.check_leader_epoch(rp.current_leader_epoch)
-                ts, offset = lookup(partition, rp.timestamp, read_committed)
+                ts, offset, epoch = lookup(partition, rp.timestamp, read_committed)
                 parts.append(_PartResp(partition_index=rp.partition_index, error_code=ErrorCode.NONE,
-                                       timestamp=ts, offset=offset, leader_epoch=partition.leader_epoch))
+                                       timestamp=ts, offset=offset, leader_epoch=epoch))
             except KafkaApiError as exc:
                 parts.append(_PartResp(partition_index=rp.partition_index, error_code=exc.code,
                                        timestamp=-1, offset=-1, leader_epoch=-1))

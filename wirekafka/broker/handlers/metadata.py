@@ -4,8 +4,10 @@
 - Topics by name (all versions) or by topic id (v10+); null topics (v1+) or an empty list at v0
   means every topic.
 - Auto-creation of unknown, validly named, non-internal topics when auto.create.topics.enable
-  is set and the request allows it (v4+), with num.partitions partitions. The new topic is
-  answered at once with its partitions (a single node has nothing to propagate).
+  is set and the request allows it (v4+), with num.partitions partitions. The request that
+  creates a topic is answered as Kafka answers it, UNKNOWN_TOPIC_OR_PARTITION without partitions
+  (Kafka's controller creates the topic after the answer), and so is a request that arrives
+  while the creation is under way; the next request sees the topic.
 - Topic authorized operations (v8+) when asked for: no authorizer, so everything is allowed.
 - Not implemented: racks, offline replicas (there is one replica, always online)."""
 
@@ -79,8 +81,11 @@ async def handle(ctx: RequestContext, request: object) -> MetadataResponse:
             if topic is None and auto and name not in INTERNAL_TOPICS:
                 if topic_name_error(name):
                     topics.append(_error_topic(ErrorCode.INVALID_TOPIC_EXCEPTION, name))
-                    continue
-                topic = await state.metadata.create_topic(name, state.config.int("num.partitions"))
+                else:
+                    if not state.metadata.being_created(name):  # another request may be creating it now
+                        await state.metadata.create_topic(name, state.config.int("num.partitions"))
+                    topics.append(_error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name))
+                continue
             if topic is None:
                 topics.append(_error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name))
             else:

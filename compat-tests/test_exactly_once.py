@@ -1,0 +1,158 @@
+"""Exactly-once under crashes: a consume-transform-produce job (read A, write B in transactions
+with the consumed offsets sent to each transaction) keeps running while the broker is killed
+with SIGKILL twenty times; afterwards B, read with read_committed, holds every record of A
+exactly once — none lost, none duplicated.
+
+The job does what an EOS application does after any error: it drops its producer and consumer,
+starts a new producer with the same transactional id (InitProducerId fences the old one and
+aborts its open transaction) and resumes from the offsets the last committed transaction
+stored. Kills are spaced by progress (each waits for a transaction committed since the last
+restart), so the run is bounded and makes progress whatever the machine's speed."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+log = logging.getLogger(__name__)
+
+RECORDS = 3000
+PARTITIONS = 2
+KILLS = 20
+BATCH = 50
+
+
+def _conf(bootstrap: str, **extra: Any) -> dict[str, Any]:
+    return {"bootstrap.servers": bootstrap, "logger": logging.getLogger("librdkafka"), **extra}
+
+
+class Copier:
+    """The EOS job: copies A to B one transaction per batch of up to BATCH records."""
+
+    def __init__(self, bootstrap: str, source: str, sink: str, group: str, tid: str) -> None:
+        self.bootstrap, self.source, self.sink, self.group, self.tid = bootstrap, source, sink, group, tid
+        self.commits = 0
+        self.restarts = 0
+        self.committed_total = 0
+        self.progress = threading.Condition()
+        self.stop = threading.Event()
+
+    def _start(self) -> tuple[Producer, Consumer]:
+        producer = Producer(_conf(self.bootstrap, **{"transactional.id": self.tid, "transaction.timeout.ms": 30000,
+                                                      "message.timeout.ms": 30000}))
+        producer.init_transactions(60)
+        consumer = Consumer(_conf(self.bootstrap, **{"group.id": self.group, "enable.auto.commit": False,
+                                                     "isolation.level": "read_committed",
+                                                     "auto.offset.reset": "earliest"}))
+        partitions = [TopicPartition(self.source, p) for p in range(PARTITIONS)]
+        committed = consumer.committed(partitions, timeout=30)
+        consumer.assign([TopicPartition(self.source, tp.partition, tp.offset if tp.offset >= 0 else 0)
+                         for tp in committed])
+        return producer, consumer
+
+    def run(self, deadline: float) -> None:
+        while not self.stop.is_set() and time.monotonic() < deadline:
+            producer = consumer = None
+            try:
+                producer, consumer = self._start()
+                while not self.stop.is_set() and time.monotonic() < deadline:
+                    msgs = [m for m in consumer.consume(BATCH, timeout=0.5) if not m.error()]
+                    if not msgs:
+                        if self.done(consumer):
+                            return
+                        continue
+                    producer.begin_transaction()
+                    for m in msgs:
+                        producer.produce(self.sink, key=m.key(), value=m.value(), partition=m.partition())
+                    positions = consumer.position(consumer.assignment())
+                    producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 30)
+                    producer.commit_transaction(30)
+                    with self.progress:
+                        self.commits += 1
+                        self.progress.notify_all()
+            except KafkaException as exc:  # any failure: fence ourselves and resume from the last commit
+                log.info("copier restarts after %s", exc.args[0])
+                self.restarts += 1
+            finally:
+                if consumer is not None:
+                    consumer.close()
+                if producer is not None:
+                    producer.flush(0)
+
+    def done(self, consumer: Consumer) -> bool:
+        committed = consumer.committed([TopicPartition(self.source, p) for p in range(PARTITIONS)], timeout=30)
+        total = sum(max(tp.offset, 0) for tp in committed)
+        self.committed_total = total
+        return total >= RECORDS
+
+    def wait_for_commit_after(self, count: int, timeout: float) -> bool:
+        with self.progress:
+            return self.progress.wait_for(lambda: self.commits > count, timeout)
+
+
+def _read_committed(bootstrap: str, topic: str, timeout: float = 60) -> list[bytes]:
+    c = Consumer(_conf(bootstrap, **{"group.id": f"verify-{topic}", "isolation.level": "read_committed",
+                                     "enable.auto.commit": False, "enable.partition.eof": True}))
+    c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    values: list[bytes] = []
+    at_end: set[int] = set()
+    deadline = time.monotonic() + timeout
+    try:
+        while len(at_end) < PARTITIONS and time.monotonic() < deadline:
+            msg = c.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == -191:  # _PARTITION_EOF
+                    at_end.add(msg.partition())
+                continue
+            at_end.discard(msg.partition())
+            values.append(msg.value())
+    finally:
+        c.close()
+    return values
+
+
+def test_copy_is_exactly_once_across_twenty_broker_kills(broker_factory, topic_name: str) -> None:
+    b = broker_factory({"group.initial.rebalance.delay.ms": "0"})
+    source, sink = f"{topic_name}-a", f"{topic_name}-b"
+    admin = AdminClient(_conf(b.bootstrap))
+    for t in admin.create_topics([NewTopic(source, PARTITIONS, 1), NewTopic(sink, PARTITIONS, 1)]).values():
+        t.result(30)
+    producer = Producer(_conf(b.bootstrap, **{"enable.idempotence": True}))
+    expected = [b"record-%05d" % i for i in range(RECORDS)]
+    for i, value in enumerate(expected):
+        producer.produce(source, value=value, partition=i % PARTITIONS)
+    assert producer.flush(60) == 0
+
+    copier = Copier(b.bootstrap, source, sink, f"eos-{topic_name}", f"eos-{topic_name}")
+    deadline = time.monotonic() + 480
+    job = threading.Thread(target=copier.run, args=(deadline,), daemon=True)
+    job.start()
+    kills = 0
+    try:
+        while kills < KILLS and job.is_alive():
+            seen = copier.commits
+            if not copier.wait_for_commit_after(seen, timeout=120):
+                break
+            b.kill()
+            kills += 1
+            b.start()
+        job.join(max(deadline - time.monotonic(), 1))
+    finally:
+        copier.stop.set()
+        job.join(30)
+    assert kills == KILLS, f"only {kills} kills: the copier stopped making progress ({copier.restarts} restarts)"
+    assert copier.committed_total >= RECORDS, f"copier committed {copier.committed_total} of {RECORDS}"
+    got = _read_committed(b.bootstrap, sink)
+    missing = set(expected) - set(got)
+    duplicated = len(got) - len(set(got))
+    assert not missing and duplicated == 0, f"{len(missing)} lost, {duplicated} duplicated of {RECORDS}"
+    assert sorted(got) == expected

@@ -30,7 +30,12 @@ BATCH = 50
 
 
 def _conf(bootstrap: str, **extra: Any) -> dict[str, Any]:
-    return {"bootstrap.servers": bootstrap, "logger": logging.getLogger("librdkafka"), **extra}
+    # metadata.recovery.strategy=none: with every broker down (one node, killed), librdkafka's
+    # re-bootstrap decommissions the broker it knew, and a handle left terminating can keep a
+    # transactional request waiting past its timeout; reconnecting to the same address is what
+    # a one-node cluster needs.
+    return {"bootstrap.servers": bootstrap, "logger": logging.getLogger("librdkafka"),
+            "metadata.recovery.strategy": "none", **extra}
 
 
 class Copier:

@@ -48,9 +48,10 @@ EXERCISED_BY_TEST: dict[str, set[Pair]] = {}
 
 
 def recorded_pairs() -> set[Pair]:
-    """(API key, version) pairs exercised by the recorded client sessions. There are none in this
-    tree yet; this is the one place to plug them in (conformance.recordings.exercised())."""
-    return set()
+    """(API key, version) pairs exercised by the recorded client sessions (conformance/recordings)."""
+    from conformance import recordings
+
+    return recordings.exercised()
 
 
 # ---- pure logic -------------------------------------------------------------------------------

@@ -21,6 +21,8 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 
+from conformance import coverage
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 log = logging.getLogger("conformance.report")
@@ -59,9 +61,9 @@ API_OF = {
 TARGETS = ("kafka", "wirekafka")
 
 
-def run(junit: Path, results: Path) -> None:
+def run(junit: Path, results: Path, pairs: Path) -> None:
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(HERE), "--target", "both",
-           f"--junitxml={junit}"]
+           f"--junitxml={junit}", f"--coverage-out={pairs}"]
     log.info("running %s", " ".join(cmd))
     subprocess.run(cmd, cwd=REPO, check=False, env={**os.environ, "WIREKAFKA_CONFORMANCE_RESULTS": str(results)})
 
@@ -144,10 +146,13 @@ def matrix(results: dict[str, str], comparisons: dict[str, dict[str, object]]) -
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     with tempfile.TemporaryDirectory() as tmp:
-        junit, results = Path(tmp) / "junit.xml", Path(tmp) / "comparisons.json"
-        run(junit, results)
+        junit, results, pairs = Path(tmp) / "junit.xml", Path(tmp) / "comparisons.json", Path(tmp) / "pairs.json"
+        run(junit, results, pairs)
         test_outcomes = outcomes(junit) if junit.exists() else {}
         comparisons = json.loads(results.read_text()) if results.exists() else {}
+        if pairs.exists():
+            coverage.write_coverage(coverage.load_exercised(pairs), coverage.recorded_pairs(), HERE / "COVERAGE.md")
+            log.info("wrote %s", HERE / "COVERAGE.md")
     text, counts = matrix(test_outcomes, comparisons)
     (HERE / "MATRIX.md").write_text(text)
     log.info("wrote %s (%s)", HERE / "MATRIX.md", dict(counts))

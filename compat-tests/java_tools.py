@@ -208,3 +208,48 @@ def offsets_partition(group: str, partitions: int = 50) -> int:
     Utils.abs(groupId.hashCode()) % partitions, where Utils.abs is Math.abs except MIN_VALUE -> 0."""
     h = java_string_hash(group)
     return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+# ---- kafka-dump-log on producer snapshots ------------------------------------------------------
+
+_SNAPSHOT_ENTRY = re.compile(
+    r"^producerId: (?P<pid>-?\d+) producerEpoch: (?P<epoch>-?\d+) coordinatorEpoch: (?P<coordinator_epoch>-?\d+) "
+    r"currentTxnFirstOffset: OptionalLong(?:\[(?P<txn_first>-?\d+)\]|\.empty) lastTimestamp: (?P<last_ts>-?\d+) ?"
+    r"(?:firstSequence: (?P<first_seq>-?\d+) lastSequence: (?P<last_seq>-?\d+) lastOffset: (?P<last_offset>-?\d+) "
+    r"offsetDelta: (?P<delta>-?\d+) timestamp: (?P<batch_ts>-?\d+))?$")
+
+
+@dataclass(frozen=True)
+class DumpedProducer:
+    """One producer of a `.snapshot` file as DumpLogSegments.dumpProducerIdSnapshot prints it
+    (the batch fields are None when the snapshot holds no batch for the producer)."""
+
+    producer_id: int
+    epoch: int
+    coordinator_epoch: int
+    current_txn_first_offset: int | None
+    last_timestamp: int
+    first_sequence: int | None
+    last_sequence: int | None
+    last_offset: int | None
+    offset_delta: int | None
+    batch_timestamp: int | None
+
+
+def parse_snapshot_dump(text: str) -> list[DumpedProducer]:
+    """``kafka-dump-log --files X.snapshot`` output: one line per producer entry. Any other
+    non-blank line but the "Dumping" header fails, so a format change shows up."""
+    out = []
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("Dumping "):
+            continue
+        m = _SNAPSHOT_ENTRY.match(line.rstrip())
+        assert m, f"unexpected kafka-dump-log snapshot line {line!r}"
+
+        def opt(name: str) -> int | None:
+            return None if m[name] is None else int(m[name])
+
+        out.append(DumpedProducer(int(m["pid"]), int(m["epoch"]), int(m["coordinator_epoch"]), opt("txn_first"),
+                                  int(m["last_ts"]), opt("first_seq"), opt("last_seq"), opt("last_offset"),
+                                  opt("delta"), opt("batch_ts")))
+    return out

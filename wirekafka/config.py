@@ -107,6 +107,7 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     "transaction.remove.expired.transaction.cleanup.interval.ms": (_int, 3600000),
     "transactional.id.expiration.ms": (_int, 604800000),
     "producer.id.expiration.ms": (_int, 86400000),
+    "producer.id.expiration.check.interval.ms": (_int, 600000),  # internal in Kafka, settable all the same
     "max.incremental.fetch.session.cache.slots": (_int, 1000),
     "request.timeout.ms": (_int, 30000),
     "controlled.shutdown.enable": (_bool, True),

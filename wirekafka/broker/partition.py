@@ -13,14 +13,28 @@ transaction's COMMIT or ABORT marker is appended by `append_marker` for the tran
 coordinator, and an abort is indexed in the segment's transaction index for read_committed
 fetches.
 
+Producer state survives restarts in Kafka's `.snapshot` files (ProducerStateManager's rules): one
+is taken at every segment roll (named after the new segment's base offset) and at a clean close
+(at the log end); opening loads the newest usable one and replays batch headers only after it.
+After a crash, segments recovery re-validated lost their transaction index, so the snapshot must
+not lie past the first of them: the replay from there re-indexes their aborts. Snapshots past the
+log end or at or below the log start are deleted when the partition is opened or truncated, those
+below the log start when it moves, stray ones at open; producers idle for
+producer.id.expiration.ms without an open transaction are forgotten (`remove_expired_producers`,
+and when a snapshot is loaded).
+
 Threading: every method here runs on the event loop and only changes in-memory state or appends
-(page-cache writes); the slow file work (fsync, segment deletion, recovery) is returned as work for
-a worker thread (`flush_work`, the segments detached by retention) or done at open/close."""
+(page-cache writes); the slow file work (fsync, segment deletion, recovery, snapshot files) is
+returned as work for a worker thread (`flush_work`, the segments detached by retention,
+`producer_snapshot_work`) or done at open/close. `truncate_to` (a follower's operation) does its
+file work on the caller's thread, as the log's own truncation does."""
 
 from __future__ import annotations
 
 import enum
 import functools
+import logging
+import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -32,9 +46,14 @@ from wirekafka.protocol.records import BatchHeader
 from wirekafka.broker.producers import CompletedTxn, ProducerStateTable
 from wirekafka.storage.epoch_cache import LeaderEpochCache
 from wirekafka.storage.log import FlushWork, LogConfig, PartitionLog
+from wirekafka.storage.producer_snapshot import ProducerSnapshots, SnapshotEntry, SnapshotWork
 from wirekafka.storage.region import FileRegion
 from wirekafka.storage.segment import ColdData, LogSegment
 from wirekafka.storage.txn_index import AbortedTxn
+
+logger = logging.getLogger(__name__)
+
+PRODUCER_ID_EXPIRATION_MS = 86400000  # Kafka's producer.id.expiration.ms default
 
 
 class AppendOrigin(enum.Enum):
@@ -79,17 +98,34 @@ class ReadResult:
 
 class Partition:
     def __init__(self, topic: str, index: int, log: PartitionLog, epoch_cache: LeaderEpochCache,
-                 leader_epoch: int = 0) -> None:
+                 leader_epoch: int = 0, clock: Callable[[], float] = time.time,
+                 producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS) -> None:
+        """Open the partition over a loaded log: producer state from the newest usable snapshot
+        plus a replay after it, a snapshot at the log end if that replayed anything. Opening
+        does file work: it runs in a worker thread (start-up, new partitions)."""
         self.topic = topic
         self.index = index
         self._log = log
         self.epochs = epoch_cache
         self.leader_epoch = leader_epoch
+        self.clock = clock
+        self.producer_id_expiration_ms = producer_id_expiration_ms
         self.producers = ProducerStateTable()
+        self.snapshots = ProducerSnapshots(log.dir)
         self.online = True
         self._high_watermark = 0
         self._data_waiters: set[trio.Event] = set()
-        self._rebuild_producer_state()
+        # Kafka's lastSnapOffset: the newest snapshot taken or loaded; another one is only worth
+        # taking at a higher offset. Snapshots to write and the log start to clean below wait
+        # for producer_snapshot_work.
+        self._snapshot_offset = log.log_start_offset
+        self._pending_snapshots: list[tuple[int, tuple[SnapshotEntry, ...]]] = []
+        self._pending_delete_below: int | None = None
+        self.snapshots.remove_strays(s.base_offset for s in log.segments)
+        self._load_producer_state()
+        work = self.producer_snapshot_work()
+        if work is not None:
+            work.run()
         self.become_leader(leader_epoch)
 
     # ---- offsets ------------------------------------------------------------------------------
@@ -171,7 +207,10 @@ class Partition:
             parts = (head, memoryview(batch)[records.HEADER_SIZE:])
             assigned = records.parse_header(head)
         self.epochs.assign(assigned.partition_leader_epoch, assigned.base_offset)
+        active = self._log.active
         flush_due = self._log.append(parts, assigned)
+        if self._log.active is not active:  # rolled: the state so far covers exactly the old segments
+            self._take_snapshot(assigned.base_offset)
         append_time = -1 if log_append_time_ms is None else log_append_time_ms
         if assigned.has_producer_id and not assigned.is_control:  # markers: see append_marker
             self.producers.record(assigned)
@@ -200,12 +239,61 @@ class Partition:
             segment.txn_index.append(AbortedTxn(completed.producer_id, completed.first_offset, completed.last_offset,
                                                 self.producers.stable_offset_after(completed)))
 
-    def _rebuild_producer_state(self) -> None:
-        """Replay batch headers from the log start to restore producer state and open
-        transactions; the markers of segments recovery re-validated (their transaction index was
-        emptied) put their aborts back into it."""
-        self.producers.forget_all()
-        for seg, pos, header in self._log.iter_batch_headers(self._log.log_start_offset):
+    # ---- producer state and its snapshots ------------------------------------------------------
+    def _load_producer_state(self) -> None:
+        """Kafka's rebuildProducerState: drop snapshots outside the log, load the newest one at or
+        below the first segment recovery re-validated (else the log end), replay the batch headers
+        after it, and take a snapshot at the log end if the replay went past it."""
+        start, end = self._log.log_start_offset, self._log.log_end_offset
+        self.snapshots.retain(start, end)
+        self._pending_snapshots.clear()  # taken before the log changed under them
+        upper = next((seg.base_offset for seg in self._log.segments if seg.recovered), end)
+        loaded = self.snapshots.latest(upper)
+        if loaded is None:
+            self.producers.forget_all()
+            self._snapshot_offset = start
+        else:
+            offset, entries = loaded
+            self.producers.restore(entries, self._now_ms(), self.producer_id_expiration_ms)
+            self._snapshot_offset = offset
+            logger.info("%s-%d: producer state loaded from the snapshot at offset %d (%d producers), replaying "
+                        "to %d", self.topic, self.index, offset, len(self.producers.entries), end)
+        self._replay_producer_state(self._snapshot_offset)  # retain left no snapshot at or below the start
+        self._take_snapshot(end)
+
+    def _take_snapshot(self, offset: int) -> None:
+        """Kafka's takeSnapshot: the state now, as the snapshot at offset, unless one at or past
+        it was taken already; the file is written by producer_snapshot_work's worker."""
+        if offset > self._snapshot_offset:
+            self._pending_snapshots.append((offset, self.producers.snapshot_entries()))
+            self._snapshot_offset = offset
+
+    def producer_snapshot_work(self) -> SnapshotWork | None:
+        """The snapshot files to write and delete since the last call, taken on the loop (the
+        entries are already copied); run() it in a worker thread. None when there is nothing."""
+        if not self._pending_snapshots and self._pending_delete_below is None:
+            return None
+        work = SnapshotWork(self.snapshots, tuple(self._pending_snapshots), self._pending_delete_below,
+                            self.snapshots.generation)
+        self._pending_snapshots = []
+        self._pending_delete_below = None
+        return work
+
+    def remove_expired_producers(self) -> None:
+        """Kafka's periodic producer expiration: forget producers idle for
+        producer.id.expiration.ms that have no open transaction."""
+        gone = self.producers.remove_expired(self._now_ms(), self.producer_id_expiration_ms)
+        if gone:
+            logger.info("%s-%d: expired producer ids %s", self.topic, self.index, gone)
+
+    def _now_ms(self) -> int:
+        return int(self.clock() * 1000)
+
+    def _replay_producer_state(self, start: int) -> None:
+        """Replay batch headers from start into producer state and open transactions; the
+        markers of segments recovery re-validated (their transaction index was emptied) put their
+        aborts back into it."""
+        for seg, pos, header in self._log.iter_batch_headers(start):
             if not header.has_producer_id:
                 continue
             if not header.is_control:
@@ -288,21 +376,31 @@ class Partition:
         derived from it: epochs, producer state, high watermark. Returns segments to delete."""
         doomed = self._log.truncate_to(offset)
         self.epochs.truncate_from_end(self._log.log_end_offset)
-        self._rebuild_producer_state()
+        self._load_producer_state()
         self._high_watermark = min(self._high_watermark, self._log.log_end_offset)
         return doomed
 
     def delete_records_before(self, offset: int) -> list[LogSegment]:
         """DeleteRecords: move the log start offset; returns segments now wholly below it."""
+        before = self._log.log_start_offset
         doomed = self._log.advance_log_start(offset)
         self.epochs.truncate_from_start(self._log.log_start_offset)
+        self._log_start_moved(before)
         return doomed
 
     def apply_retention(self) -> list[LogSegment]:
+        before = self._log.log_start_offset
         doomed = self._log.apply_retention()
         if doomed:
             self.epochs.truncate_from_start(self._log.log_start_offset)
+        self._log_start_moved(before)
         return doomed
+
+    def _log_start_moved(self, before: int) -> None:
+        """Snapshots below the new log start describe data that is gone: producer_snapshot_work
+        deletes them."""
+        if self._log.log_start_offset > before:
+            self._pending_delete_below = self._log.log_start_offset
 
     @property
     def log_config(self) -> LogConfig:
@@ -324,6 +422,13 @@ class Partition:
         self._log.flush()
 
     def close(self) -> None:
+        """Clean shutdown (worker thread, the loop no longer running): the pending snapshot work,
+        then a snapshot at the log end so that the next start replays nothing, as Kafka's
+        UnifiedLog.close does; then the log."""
+        self._take_snapshot(self._log.log_end_offset)
+        work = self.producer_snapshot_work()
+        if work is not None:
+            work.run()
         self._log.close()
 
     @staticmethod
@@ -338,6 +443,7 @@ class Partition:
 
     def delete_files(self) -> None:
         """Close and remove the partition directory (worker thread, after take_offline)."""
+        self.snapshots.close()
         self._log.close()
         self._log.delete()
 

@@ -11,7 +11,13 @@ Transactions (Kafka's ProducerAppendInfo): a transactional batch opens the produ
 at its base offset unless one is open; a non-transactional batch while one is open is
 INVALID_TXN_STATE; a COMMIT or ABORT marker from the transaction coordinator closes it (an older
 producer epoch is INVALID_PRODUCER_EPOCH, an older coordinator epoch
-TRANSACTION_COORDINATOR_FENCED) and yields the completed transaction."""
+TRANSACTION_COORDINATOR_FENCED) and yields the completed transaction.
+
+Snapshots (Kafka's ProducerStateEntry as ProducerStateManager writes it): a snapshot keeps each
+producer's epoch, coordinator epoch, last timestamp, open transaction and only its *last* batch,
+so after a restart from a snapshot duplicates are detected against that one batch, as in Kafka.
+Expiry (Kafka's removeExpiredProducers): a producer without an open transaction whose last
+timestamp is producer.id.expiration.ms old or older is forgotten."""
 
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from dataclasses import dataclass, field
 
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.protocol.records import BatchHeader
+from wirekafka.storage.producer_snapshot import SnapshotEntry
 
 RETAINED_BATCHES = 5
 INT32_MAX = 2**31 - 1
@@ -59,6 +66,15 @@ class ProducerEntry:
 
 def _in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
+
+
+def _decrement_sequence(sequence: int, decrement: int) -> int:
+    """Kafka's DefaultRecordBatch.decrementSequence: sequences wrap at 2^31-1 back to 0."""
+    return INT32_MAX - (decrement - sequence) + 1 if sequence < decrement else sequence - decrement
+
+
+def _expired(entry: ProducerEntry, now_ms: int, expiration_ms: int) -> bool:
+    return entry.current_txn_first_offset < 0 and now_ms - entry.last_timestamp >= expiration_ms
 
 
 class ProducerStateTable:
@@ -165,3 +181,44 @@ class ProducerStateTable:
     def forget_all(self) -> None:
         self.entries.clear()
         self.ongoing.clear()
+
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> list[int]:
+        """Forget producers idle for expiration_ms (never one with an open transaction); returns
+        their ids."""
+        gone = [pid for pid, entry in self.entries.items() if _expired(entry, now_ms, expiration_ms)]
+        for pid in gone:
+            del self.entries[pid]
+        return gone
+
+    def snapshot_entries(self) -> tuple[SnapshotEntry, ...]:
+        """An immutable copy of the state as Kafka snapshots it (last batch only), for a worker
+        thread to write."""
+        out = []
+        for pid, entry in self.entries.items():
+            last = entry.batches[-1] if entry.batches else None
+            out.append(SnapshotEntry(
+                pid, entry.epoch,
+                -1 if last is None else last.last_seq,
+                -1 if last is None else last.last_offset,
+                0 if last is None else last.last_offset - last.first_offset,
+                entry.last_timestamp, entry.coordinator_epoch, entry.current_txn_first_offset))
+        return tuple(out)
+
+    def restore(self, entries: list[SnapshotEntry], now_ms: int, expiration_ms: int) -> None:
+        """Replace the state with a snapshot's, leaving out producers already expired (Kafka's
+        loadFromSnapshot). The entry's timestamp is its last batch's max timestamp, which a
+        duplicate of that batch reports as its append time."""
+        self.forget_all()
+        for e in entries:
+            entry = ProducerEntry(e.epoch, last_timestamp=e.timestamp,
+                                  current_txn_first_offset=e.current_txn_first_offset,
+                                  coordinator_epoch=e.coordinator_epoch)
+            if _expired(entry, now_ms, expiration_ms):
+                continue
+            if e.last_offset >= 0:
+                entry.batches.append(BatchMetadata(
+                    _decrement_sequence(e.last_sequence, e.offset_delta), e.last_sequence,
+                    e.last_offset - e.offset_delta, e.last_offset, e.timestamp))
+            self.entries[e.producer_id] = entry
+            if e.current_txn_first_offset >= 0:
+                self.ongoing[e.producer_id] = e.current_txn_first_offset

@@ -129,7 +129,8 @@ class BrokerState:
             checkpoint.atomic_write(meta, f"version: 0\ntopic_id: {uuid_to_base64(topic.topic_id)}\n")
         epochs = LeaderEpochCache(directory / "leader-epoch-checkpoint")
         epochs.truncate_from_end(plog.log_end_offset)
-        return Partition(topic.name, index, plog, epochs)
+        return Partition(topic.name, index, plog, epochs, clock=self.clock,
+                         producer_id_expiration_ms=self.config.int("producer.id.expiration.ms"))
 
     async def write_txn_marker(self, topic: str, index: int, producer_id: int, producer_epoch: int,
                                coordinator_epoch: int, commit: bool) -> ErrorCode:
@@ -181,8 +182,9 @@ class BrokerState:
         checkpoint.write_offsets(self.log_dir / LOG_START_CHECKPOINT, snapshot.starts)
 
     def shutdown(self) -> None:
-        """Flush and close every log, checkpoint, and leave the clean-shutdown marker. Runs in
-        a worker after every connection and background task has stopped."""
+        """Flush and close every log (closing writes its producer snapshot at the log end),
+        checkpoint, and leave the clean-shutdown marker. Runs in a worker after every connection
+        and background task has stopped."""
         partitions = list(self.metadata.iter_partitions())
         for p in partitions:
             p.flush()

@@ -1,8 +1,9 @@
-"""Periodic broker work: retention, flushing and checkpoints.
+"""Periodic broker work: retention, flushing, checkpoints, producer snapshots and producer expiry.
 
 Decisions and state changes happen on the event loop (which segments go, what a flush covers, the
-offsets to checkpoint); the file work — segment deletion, fsync, writing checkpoint files — runs in
-a worker thread on what the loop handed over, so a slow disk never stalls other connections."""
+offsets to checkpoint, the producer state a snapshot holds); the file work — segment deletion,
+fsync, writing checkpoint and snapshot files — runs in a worker thread on what the loop handed
+over, so a slow disk never stalls other connections."""
 
 from __future__ import annotations
 
@@ -32,8 +33,10 @@ async def retention_task(state: BrokerState, *, task_status=trio.TASK_STATUS_IGN
 
 
 async def flush_task(state: BrokerState, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-    """Flush logs whose flush.ms elapsed and write the checkpoint files every
-    log.flush.offset.checkpoint.interval.ms."""
+    """Flush logs whose flush.ms elapsed, write the checkpoint files every
+    log.flush.offset.checkpoint.interval.ms, and on every tick (at most a second) the producer
+    snapshots partitions took at segment rolls and the deletions of those below a moved log
+    start. A crash before a snapshot is written costs only a longer replay at the next start."""
     checkpoint_every = state.config.int("log.flush.offset.checkpoint.interval.ms") / 1000
     flush_every = state.config.flush_interval_ms / 1000
     tick = min(checkpoint_every, flush_every, 1.0)
@@ -44,6 +47,7 @@ async def flush_task(state: BrokerState, *, task_status=trio.TASK_STATUS_IGNORED
         await trio.sleep(tick)
         since_checkpoint += tick
         since_flush += tick
+        await write_producer_snapshots(state)
         if since_flush >= flush_every:
             since_flush = 0.0
             for p in list(state.metadata.iter_partitions()):
@@ -51,3 +55,23 @@ async def flush_task(state: BrokerState, *, task_status=trio.TASK_STATUS_IGNORED
         if since_checkpoint >= checkpoint_every:
             since_checkpoint = 0.0
             await state.checkpoint()
+
+
+async def write_producer_snapshots(state: BrokerState) -> None:
+    """Run each partition's pending snapshot work in a worker thread."""
+    for p in list(state.metadata.iter_partitions()):
+        work = p.producer_snapshot_work()
+        if work is not None:
+            await trio.to_thread.run_sync(work.run)
+
+
+async def producer_expiration_task(state: BrokerState, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Kafka's PeriodicProducerExpirationCheck: every producer.id.expiration.check.interval.ms,
+    forget producers idle for producer.id.expiration.ms (in memory only: the next snapshot
+    leaves them out)."""
+    interval = state.config.int("producer.id.expiration.check.interval.ms") / 1000
+    task_status.started()
+    while True:
+        await trio.sleep(interval)
+        for p in list(state.metadata.iter_partitions()):
+            p.remove_expired_producers()

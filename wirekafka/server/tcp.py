@@ -16,7 +16,7 @@ from wirekafka.broker.dispatch import check_table
 from wirekafka.broker.state import BrokerState
 from wirekafka.config import BrokerConfig
 from wirekafka.protocol import codec
-from wirekafka.server.background import flush_task, retention_task
+from wirekafka.server.background import flush_task, producer_expiration_task, retention_task
 from wirekafka.server.connection import Shutdown, serve_connection
 
 log = logging.getLogger(__name__)
@@ -33,6 +33,7 @@ async def run_broker(config: BrokerConfig) -> None:
         async with trio.open_nursery() as background:
             await background.start(retention_task, state)
             await background.start(flush_task, state)
+            await background.start(producer_expiration_task, state)
             await background.start(state.groups.run_timers)
             await background.start(state.transactions.run_timers)
             background.start_soon(state.load_coordinators)

@@ -42,9 +42,6 @@ OUT = REPO / "compat-tests" / "external"
 CACHE = Path(os.environ.get("WIREKAFKA_CACHE", Path.home() / ".cache" / "wirekafka")) / "external"
 KAFKA_PYTHON = "3.0.12"
 KGO_VERSION = "v1.22.2"
-# kgo's transactional tests are skipped: wirekafka has no transaction coordinator, and kgo retries
-# FindCoordinator(transaction) -> COORDINATOR_NOT_AVAILABLE until the test times out.
-KGO_SKIP = "TestTxn|TestIssue523"
 log = logging.getLogger("external_suites")
 
 
@@ -83,7 +80,7 @@ def _kgo_dir() -> Path:
 
 def run_kgo(bootstrap: str) -> dict[str, str]:
     env = dict(os.environ, KGO_SEEDS=bootstrap, KGO_TEST_RF="1", KGO_TEST_RECORDS="20000")
-    proc = subprocess.run(["go", "test", "-json", "-count=1", "-timeout", "300s", "-skip", KGO_SKIP,
+    proc = subprocess.run(["go", "test", "-json", "-count=1", "-timeout", "300s",
                            "github.com/twmb/franz-go/pkg/kgo"], cwd=_kgo_dir(), env=env, capture_output=True,
                           text=True, timeout=420)
     results: dict[str, str] = {}

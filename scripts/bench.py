@@ -56,7 +56,7 @@ from typing import Callable
 
 import confluent_kafka
 
-from benchlib import netprobe, recovery, syscalls, workloads
+from benchlib import netprobe, recovery, syscalls, transactions, workloads
 from benchlib.brokers import HOST, REPO, Broker, KafkaBroker, WirekafkaBroker, peak_rss_mb, rss_mb
 from benchlib.report import Report
 from benchlib.workloads import BASE, LoadSpec
@@ -74,7 +74,10 @@ THROUGHPUT: dict[str, tuple[str, Callable[[LoadSpec], LoadSpec]]] = {
     "tput-lz4": ("lz4 compression", lambda s: replace(s, compression="lz4")),
     "tput-zstd": ("zstd compression", lambda s: replace(s, compression="zstd")),
 }
-OTHER_ROWS = ["latency", "rss", "connect", "idle-conns", "syscalls", "recovery"]
+#: Transactional rows: id -> producers; 1 KB records, TXN_RECORDS per transaction, 3 partitions.
+TRANSACTIONAL: dict[str, int] = {"txn-1prod": 1, "txn-8prod": 8}
+TXN_RECORDS = 100
+OTHER_ROWS = [*TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "syscalls", "recovery"]
 ROW_IDS = [*THROUGHPUT, *OTHER_ROWS]
 
 
@@ -84,6 +87,7 @@ class Settings:
     2-core machine; the defaults (500 MB) should stay well under the 20 minutes allowed."""
 
     mb: float = 500               # payload MB per 1 KB throughput row
+    txn_mb: float = 100           # payload MB per transactional row
     small_mb: float = 100         # payload MB for the 100 B row (client-bound: 10x the records per MB)
     latency_rate: float = 1000
     latency_seconds: float = 10
@@ -95,7 +99,7 @@ class Settings:
     settle: float = 3.0           # idle seconds before an RSS reading
 
 
-QUICK = Settings(mb=5, small_mb=1, latency_rate=200, latency_seconds=2, syscall_mb=5,
+QUICK = Settings(mb=5, small_mb=1, txn_mb=1, latency_rate=200, latency_seconds=2, syscall_mb=5,
                  recovery_bytes=50 << 20, load_timeout=60, settle=1.0)
 
 
@@ -178,6 +182,26 @@ class Bench:
             if r.acked < spec.records or r.consumed < r.acked:
                 self.report.note(f"{row_id} on {broker.name}: {r.acked:,} of {spec.records:,} acked, "
                                  f"{r.consumed:,} consumed within the time limit")
+
+        self.each(row_id, one)
+
+    def run_transactional(self, row_id: str) -> None:
+        producers = TRANSACTIONAL[row_id]
+        records = int(self.s.txn_mb * 1e6 / 1024)
+        workload = (f"transactions: 1 KB, {TXN_RECORDS} records each, 3 partitions, {producers} producer"
+                    f"{'s' if producers > 1 else ''} ({records:,} records)")
+
+        def one(broker: Broker) -> None:
+            r = transactions.transactional(broker, producers, records, TXN_RECORDS, self.payloads(1024),
+                                           self.s.load_timeout)
+            self.report.set(workload, "produce MB/s", broker.name, r.produce_mbps)
+            for label, p in (("p50", 50), ("p99", 99)):
+                self.report.set(workload, f"commit_transaction {label} ms", broker.name, r.commit.percentile(p),
+                                "lower", 2)
+            self.report.set(workload, "read_committed consume MB/s", broker.name, r.consume_mbps)
+            if r.committed_records < records:
+                self.report.note(f"{row_id} on {broker.name}: {r.committed_records:,} of {records:,} committed "
+                                 f"within the time limit")
 
         self.each(row_id, one)
 
@@ -401,6 +425,9 @@ def main(argv: list[str] | None = None) -> int:
             for row_id in THROUGHPUT:
                 if row_id in selected:
                     bench.run_throughput(row_id)
+            for row_id in TRANSACTIONAL:
+                if row_id in selected:
+                    bench.run_transactional(row_id)
             if "latency" in selected:
                 bench.run_latency()
             if "syscalls" in selected:

@@ -244,13 +244,15 @@ def _send(producer: Producer, topic: str, partitions: int, payloads: list[bytes]
     return count
 
 
-def consume(bootstrap: str, topic: str, partitions: int, expected: int, deadline: float) -> tuple[float, int, int]:
+def consume(bootstrap: str, topic: str, partitions: int, expected: int, deadline: float,
+            isolation: str = "read_uncommitted") -> tuple[float, int, int]:
     """Read ``topic`` from the beginning with one assign()ed consumer until ``expected`` records.
 
     Returns (seconds, records, payload bytes). The clock starts once the consumer is connected to
     the leader (a ListOffsets goes there first), so it covers fetching, not the client's start-up."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
-                         "enable.auto.commit": False, "fetch.max.bytes": 50 * 1024 * 1024, "log_level": 3})
+                         "enable.auto.commit": False, "fetch.max.bytes": 50 * 1024 * 1024, "log_level": 3,
+                         "isolation.level": isolation})
     try:
         consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])

@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from testsupport.java_tools import realkafka
 
@@ -26,10 +27,12 @@ class ToolRun:
         return f"$ {' '.join(self.args)}\n(exit {self.returncode})\n{self.stdout[-2000:]}\n{self.stderr[-3000:]}"
 
 
-def run(name: str, *args: str, input: str | None = None, timeout: float = 120) -> ToolRun:
-    """Run tool ``name`` (a realkafka.TOOLS short name such as "kafka-topics") to completion."""
+def run(name: str, *args: str, input: str | None = None, timeout: float = 120,
+        jvm_opts: Sequence[str] | None = None) -> ToolRun:
+    """Run tool ``name`` (a realkafka.TOOLS short name such as "kafka-topics") to completion;
+    ``jvm_opts`` replaces realkafka's TOOL_JVM_OPTS."""
     try:
-        proc = realkafka().run_tool(name, list(args), timeout=timeout,
+        proc = realkafka().run_tool(name, list(args), timeout=timeout, jvm_opts=jvm_opts,
                                     input=None if input is None else input.encode())
     except subprocess.TimeoutExpired as exc:
         raise AssertionError(f"{name} {' '.join(args)} did not finish in {timeout}s") from exc
@@ -37,9 +40,10 @@ def run(name: str, *args: str, input: str | None = None, timeout: float = 120) -
                    proc.stderr.decode(errors="replace"))
 
 
-def ok(name: str, *args: str, input: str | None = None, timeout: float = 120) -> str:
+def ok(name: str, *args: str, input: str | None = None, timeout: float = 120,
+       jvm_opts: Sequence[str] | None = None) -> str:
     """Run a tool that must succeed (exit 0); returns its stdout."""
-    result = run(name, *args, input=input, timeout=timeout)
+    result = run(name, *args, input=input, timeout=timeout, jvm_opts=jvm_opts)
     assert result.returncode == 0, result.describe()
     return result.stdout
 

@@ -20,6 +20,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from txn_support import read_values
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 log = logging.getLogger(__name__)
 
@@ -102,29 +104,6 @@ class Copier:
             return self.progress.wait_for(lambda: self.commits > count, timeout)
 
 
-def _read_committed(bootstrap: str, topic: str, timeout: float = 60) -> list[bytes]:
-    c = Consumer(_conf(bootstrap, **{"group.id": f"verify-{topic}", "isolation.level": "read_committed",
-                                     "enable.auto.commit": False, "enable.partition.eof": True}))
-    c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-    values: list[bytes] = []
-    at_end: set[int] = set()
-    deadline = time.monotonic() + timeout
-    try:
-        while len(at_end) < PARTITIONS and time.monotonic() < deadline:
-            msg = c.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == -191:  # _PARTITION_EOF
-                    at_end.add(msg.partition())
-                continue
-            at_end.discard(msg.partition())
-            values.append(msg.value())
-    finally:
-        c.close()
-    return values
-
-
 def test_copy_is_exactly_once_across_twenty_broker_kills(broker_factory, topic_name: str) -> None:
     b = broker_factory({"group.initial.rebalance.delay.ms": "0"})
     source, sink = f"{topic_name}-a", f"{topic_name}-b"
@@ -156,7 +135,7 @@ def test_copy_is_exactly_once_across_twenty_broker_kills(broker_factory, topic_n
         job.join(30)
     assert kills == KILLS, f"only {kills} kills: the copier stopped making progress ({copier.restarts} restarts)"
     assert copier.committed_total >= RECORDS, f"copier committed {copier.committed_total} of {RECORDS}"
-    got = _read_committed(b.bootstrap, sink)
+    got = read_values(b.bootstrap, sink, "read_committed", RECORDS, PARTITIONS, timeout=60)
     missing = set(expected) - set(got)
     duplicated = len(got) - len(set(got))
     assert not missing and duplicated == 0, f"{len(missing)} lost, {duplicated} duplicated of {RECORDS}"

@@ -5,7 +5,8 @@ same tests against real Apache Kafka (spark_support.targets()).
 Batch reads by subscribe/subscribePattern/assign with earliest/latest/JSON offsets, timestamps,
 headers and minPartitions; batch writes with keys, values, headers and an explicit partition;
 a checkpointed streaming query stopped and restarted without losing or duplicating input;
-failOnDataLoss when DeleteRecords or retention removed records a query still wanted."""
+failOnDataLoss when DeleteRecords or retention removed records a query still wanted;
+kafka.isolation.level=read_committed never returning rows of aborted or open transactions."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 
 from examples.activity_stream.spark_session import spark_session
 from spark_support import WIREKAFKA, all_records, dedicated, real_kafka, targets
+from txn_support import ABORTED, COMMITTED, ENDS, LOG_END, PARTITIONS, settled_end, write_with_confluent
 
 pytestmark = pytest.mark.spark
 
@@ -258,3 +260,35 @@ def test_fail_on_data_loss_after_retention(spark, target, broker_factory, tmp_pa
         assert "failOnDataLoss" in str(info.value)
         _run_available_now(spark, kafka, source, sink, checkpoint, failOnDataLoss="false")
         assert [m.value() for m in all_records(kafka.bootstrap, sink)] == [b"v%d-out" % i for i in (0, 1, 2, 3, 4, 10)]
+
+
+def _rows(df) -> list[tuple[int, int, bytes]]:
+    return sorted((r.partition, r.offset, bytes(r.value)) for r in df.select("partition", "offset", "value").collect())
+
+
+def test_read_committed_skips_aborted_and_open_transactions(spark, kafka, tmp_path):
+    topic = _topic(kafka, partitions=PARTITIONS)
+    write_with_confluent(kafka.bootstrap, topic)
+    for p in range(PARTITIONS):
+        settled_end(kafka.bootstrap, topic, p, LOG_END[p])  # the markers are in, before the next producer writes
+    # An open transaction after the scenario: read_committed ends at the last stable offset
+    # (Spark asks the admin client for latest offsets with the isolation level), read_uncommitted
+    # at the high watermark.
+    pending = Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": f"open-{topic}", "log_level": 0})
+    pending.init_transactions(30)
+    pending.begin_transaction()
+    pending.produce(topic, value=b"open-0", partition=0)
+    assert pending.flush(30) == 0  # at offset 12 of partition 0
+    committed = {"kafka.isolation.level": "read_committed"}
+    assert _rows(_read(spark, kafka, subscribe=topic, **committed)) == sorted(COMMITTED + ENDS)
+    assert _rows(_read(spark, kafka, subscribe=topic)) == sorted(COMMITTED + ABORTED + ENDS + [(0, 12, b"open-0")])
+    query = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrap)
+             .option("subscribe", topic).option("startingOffsets", "earliest").options(**committed).load()
+             .writeStream.format("memory").queryName(f"committed_{topic.replace('-', '_')}")
+             .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+    query.awaitTermination(180)
+    assert not query.isActive and query.exception() is None
+    assert _rows(spark.table(f"committed_{topic.replace('-', '_')}")) == sorted(COMMITTED + ENDS)
+    pending.abort_transaction(30)
+    settled_end(kafka.bootstrap, topic, 0, 14)  # its ABORT marker at 13
+    assert _rows(_read(spark, kafka, subscribe=topic, **committed)) == sorted(COMMITTED + ENDS)

@@ -15,6 +15,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from txn_support import read_values
+
 pytestmark = pytest.mark.timeout(180)
 
 
@@ -34,33 +36,6 @@ def _producer(bootstrap: str, transactional_id: str, **extra: Any) -> Producer:
     return p
 
 
-def _read_all(bootstrap: str, topic: str, isolation: str, expected: int, partitions: int = 1,
-              timeout: float = 20.0) -> list[bytes]:
-    """Values read from the start of every partition until `expected` arrive or the log end is
-    reached with nothing more coming (bounded by timeout)."""
-    c = Consumer(_conf(bootstrap, **{"group.id": f"reader-{topic}-{isolation}", "isolation.level": isolation,
-                                     "enable.auto.commit": False, "enable.partition.eof": True}))
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    values: list[bytes] = []
-    at_end: set[int] = set()
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline and (len(values) < expected or len(at_end) < partitions):
-            msg = c.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == -191:  # _PARTITION_EOF
-                    at_end.add(msg.partition())
-                    continue
-                raise KafkaException(msg.error())
-            at_end.discard(msg.partition())
-            values.append(msg.value())
-    finally:
-        c.close()
-    return values
-
-
 def test_commit_is_visible_and_abort_is_not(broker, topic_name: str) -> None:
     _create(broker.bootstrap, topic_name, partitions=2)
     p = _producer(broker.bootstrap, f"tx-{topic_name}")
@@ -76,9 +51,9 @@ def test_commit_is_visible_and_abort_is_not(broker, topic_name: str) -> None:
     p.begin_transaction()
     p.produce(topic_name, value=b"after-abort", partition=0)
     p.commit_transaction(30)
-    committed = _read_all(broker.bootstrap, topic_name, "read_committed", 11, partitions=2)
+    committed = read_values(broker.bootstrap, topic_name, "read_committed", 11, partitions=2)
     assert sorted(committed) == sorted([b"committed-%d" % i for i in range(10)] + [b"after-abort"])
-    everything = _read_all(broker.bootstrap, topic_name, "read_uncommitted", 16, partitions=2)
+    everything = read_values(broker.bootstrap, topic_name, "read_uncommitted", 16, partitions=2)
     assert sorted(v for v in everything if v.startswith(b"aborted")) == [b"aborted-%d" % i for i in range(5)]
 
 
@@ -88,7 +63,7 @@ def test_open_transaction_is_invisible_to_read_committed_until_commit(broker, to
     p.begin_transaction()
     p.produce(topic_name, value=b"pending")
     p.flush(30)
-    assert _read_all(broker.bootstrap, topic_name, "read_committed", 1, timeout=3) == []
+    assert read_values(broker.bootstrap, topic_name, "read_committed", 1, timeout=3) == []
     c = Consumer(_conf(broker.bootstrap, **{"group.id": f"wm-{topic_name}", "isolation.level": "read_committed"}))
     try:
         low, high = c.get_watermark_offsets(TopicPartition(topic_name, 0), timeout=10)
@@ -96,7 +71,7 @@ def test_open_transaction_is_invisible_to_read_committed_until_commit(broker, to
     finally:
         c.close()
     p.commit_transaction(30)
-    assert _read_all(broker.bootstrap, topic_name, "read_committed", 1) == [b"pending"]
+    assert read_values(broker.bootstrap, topic_name, "read_committed", 1) == [b"pending"]
 
 
 def test_second_producer_fences_the_first_and_aborts_its_transaction(broker, topic_name: str) -> None:
@@ -114,7 +89,7 @@ def test_second_producer_fences_the_first_and_aborts_its_transaction(broker, top
     with pytest.raises(KafkaException) as fenced:
         old.commit_transaction(30)
     assert fenced.value.args[0].fatal()
-    assert _read_all(broker.bootstrap, topic_name, "read_committed", 1) == [b"fresh"]
+    assert read_values(broker.bootstrap, topic_name, "read_committed", 1) == [b"fresh"]
 
 
 def test_offsets_sent_to_a_transaction_are_committed_with_it(broker, topic_name: str) -> None:
@@ -155,7 +130,7 @@ def test_offsets_sent_to_a_transaction_are_committed_with_it(broker, topic_name:
         assert consumer.committed([TopicPartition(source, 0)], timeout=10)[0].offset == 3
     finally:
         consumer.close()
-    assert sorted(_read_all(broker.bootstrap, sink, "read_committed", 3)) == [b"out-0", b"out-1", b"out-2"]
+    assert sorted(read_values(broker.bootstrap, sink, "read_committed", 3)) == [b"out-0", b"out-1", b"out-2"]
 
 
 def test_transactions_survive_a_restart(broker_factory, topic_name: str) -> None:
@@ -173,9 +148,9 @@ def test_transactions_survive_a_restart(broker_factory, topic_name: str) -> None
     b.start()
     # The open transaction is still open after the crash: invisible to read_committed until the
     # new incarnation of the producer aborts it.
-    assert _read_all(b.bootstrap, topic_name, "read_committed", 1) == [b"committed"]
+    assert read_values(b.bootstrap, topic_name, "read_committed", 1) == [b"committed"]
     again = _producer(b.bootstrap, tid)
     again.begin_transaction()
     again.produce(topic_name, value=b"second")
     again.commit_transaction(30)
-    assert _read_all(b.bootstrap, topic_name, "read_committed", 2) == [b"committed", b"second"]
+    assert read_values(b.bootstrap, topic_name, "read_committed", 2) == [b"committed", b"second"]

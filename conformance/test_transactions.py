@@ -363,3 +363,30 @@ def test_list_transactions_versions(target, version):
                                                 **kwargs), version)
         assert res.error_code == 0
         assert [(s.transactional_id, s.transaction_state) for s in res.transaction_states] == [(tid, "Empty")]
+
+
+def test_list_transactions_duration_filter_counts_from_the_last_start(target):
+    """ListTransactions v1's duration filter keeps every id whose last transaction began more
+    than that long ago, whatever its state now; an id that never began one has start time -1, so
+    it passes any filter (Kafka's TransactionStateManager.listTransactionStates)."""
+    empty, done, ongoing = unique("tx"), unique("tx"), unique("tx")
+    with Connection(target.bootstrap) as conn:
+        assert _init(conn, empty).error_code == 0
+        done_topic, ongoing_topic = unique(), unique()
+        create_topic(conn, done_topic)
+        create_topic(conn, ongoing_topic)
+        pid, epoch = _open_transaction(conn, done_topic, done)
+        assert _end(conn, done, pid, epoch, True) == 0
+        _wait_complete(conn, done)
+        ongoing_pid, ongoing_epoch = _open_transaction(conn, ongoing_topic, ongoing)
+
+        def listed(duration_ms: int) -> list[tuple[str, str]]:
+            req = ListTransactionsRequest(state_filters=[], producer_id_filters=[], duration_filter=duration_ms,
+                                          transactional_id_pattern="|".join((empty, done, ongoing)))
+            res = conn.call(req, 2)
+            assert res.error_code == 0
+            return sorted((s.transactional_id, s.transaction_state) for s in res.transaction_states)
+
+        assert listed(0) == sorted([(empty, "Empty"), (done, "CompleteCommit"), (ongoing, "Ongoing")])
+        assert listed(10**12) == [(empty, "Empty")]  # ~32 years: only a start time of -1 is that old
+        assert _end(conn, ongoing, ongoing_pid, ongoing_epoch, False) == 0

@@ -390,8 +390,13 @@ class TransactionCoordinator:
 
     def list(self, states: set[str], producer_ids: set[int], min_duration_ms: int,
              id_pattern: str | None) -> list[TransactionMetadata]:
-        """ListTransactions' filters: states by Kafka's names, producer ids, open for at least
-        min_duration_ms (v1), transactional ids matching a regular expression (v2)."""
+        """ListTransactions' filters: states by Kafka's names, producer ids, a duration (v1),
+        transactional ids matching a regular expression (v2).
+
+        The duration filter keeps ids whose last transaction started more than min_duration_ms
+        ago, whatever their state, as Kafka's TransactionStateManager does: a completed
+        transaction keeps its start time, and an id that never began one (start -1) always
+        passes (what `kafka-transactions.sh list --duration-filter` shows)."""
         import re
 
         regex = re.compile(id_pattern) if id_pattern else None
@@ -402,7 +407,7 @@ class TransactionCoordinator:
                 continue
             if producer_ids and meta.producer_id not in producer_ids:
                 continue
-            if min_duration_ms >= 0 and (meta.state is not TxnState.ONGOING or now - meta.start_ms < min_duration_ms):
+            if min_duration_ms >= 0 and now - meta.start_ms <= min_duration_ms:
                 continue
             if regex is not None and not regex.fullmatch(meta.transactional_id):
                 continue

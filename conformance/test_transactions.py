@@ -390,3 +390,42 @@ def test_list_transactions_duration_filter_counts_from_the_last_start(target):
         assert listed(0) == sorted([(empty, "Empty"), (done, "CompleteCommit"), (ongoing, "Ongoing")])
         assert listed(10**12) == [(empty, "Empty")]  # ~32 years: only a start time of -1 is that old
         assert _end(conn, ongoing, ongoing_pid, ongoing_epoch, False) == 0
+
+
+def test_txn_offset_commit_from_a_stale_member(target):
+    """TxnOffsetCommit v3+ carries the consumer's generation and member id (KIP-447): a stale
+    generation is ILLEGAL_GENERATION and an unknown member UNKNOWN_MEMBER_ID, as for OffsetCommit."""
+    from conformance.test_groups_protocol import _member
+
+    topic, tid, group = unique(), unique("tx"), unique("g")
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, topic)
+        joined = _member(conn, group)
+        pid, epoch = _open_transaction(conn, topic, tid)
+        add = AddOffsetsToTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group)
+        assert conn.call(add, 3).error_code == 0
+
+        def commit(generation: int, member_id: str) -> list[int]:
+            req = _offset_commit_request(tid, group, pid, epoch, topic, 1)
+            req.generation_id, req.member_id = generation, member_id
+            return [p.error_code for t in conn.call(req, 3).topics for p in t.partitions]
+
+        assert commit(joined.generation_id + 1, joined.member_id) == [22]  # ILLEGAL_GENERATION
+        assert commit(joined.generation_id, "someone-else") == [25]  # UNKNOWN_MEMBER_ID
+        assert _end(conn, tid, pid, epoch, False) == 0
+        _wait_complete(conn, tid)
+
+
+def test_clients_may_not_write_control_batches(target):
+    """A produce request holding a COMMIT marker built by a client is refused (INVALID_RECORD);
+    the log is untouched."""
+    topic, tid = unique(), unique("tx")
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, topic)
+        pid, epoch = _open_transaction(conn, topic, tid)
+        marker = records.build_marker_batch(pid, epoch, 0, True, NOW)
+        res = produce(conn, topic, marker, transactional_id=tid)
+        assert res.error_code == 87  # INVALID_RECORD
+        assert fetch(conn, topic, 0, version=12).high_watermark == 2
+        assert _end(conn, tid, pid, epoch, False) == 0
+        _wait_complete(conn, tid)

@@ -172,3 +172,27 @@ def test_timed_out_transaction_is_aborted_and_its_producer_fenced(broker_factory
         assert _state(conn, tid) == "CompleteAbort"
         end = conn.call(EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=True), 3)
         assert end.error_code == 90  # PRODUCER_FENCED: the abort bumped the epoch
+
+
+def test_idle_transactional_id_expires(broker_factory):
+    """A transactional id idle past transactional.id.expiration.ms is forgotten (a tombstone in
+    __transaction_state): describing it answers TRANSACTIONAL_ID_NOT_FOUND, and a new
+    InitProducerId for it starts over with epoch 0."""
+    b = broker_factory({"group.initial.rebalance.delay.ms": "0", "transactional.id.expiration.ms": "500",
+                        "transaction.remove.expired.transaction.cleanup.interval.ms": "200"})
+    tid = "tx-expiring"
+    with Connection(b.bootstrap) as conn:
+        _retry(lambda: conn.call(FindCoordinatorRequest(key=tid, key_type=1), 3), lambda r: r.error_code)
+        init = conn.call(InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60000, producer_id=-1,
+                                               producer_epoch=-1), 4)
+        assert (init.error_code, init.producer_epoch) == (0, 0)
+        deadline = time.monotonic() + 30
+        described = conn.call(DescribeTransactionsRequest(transactional_ids=[tid]), 0).transaction_states[0]
+        while described.error_code == 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            described = conn.call(DescribeTransactionsRequest(transactional_ids=[tid]), 0).transaction_states[0]
+        assert described.error_code == 105  # TRANSACTIONAL_ID_NOT_FOUND
+        again = conn.call(InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60000, producer_id=-1,
+                                                producer_epoch=-1), 4)
+        assert (again.error_code, again.producer_epoch) == (0, 0)
+        assert again.producer_id != init.producer_id

@@ -26,6 +26,7 @@ feature, so Kafka 4.x clients use it."""
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Iterable
 
@@ -397,8 +398,6 @@ class TransactionCoordinator:
         ago, whatever their state, as Kafka's TransactionStateManager does: a completed
         transaction keeps its start time, and an id that never began one (start -1) always
         passes (what `kafka-transactions.sh list --duration-filter` shows)."""
-        import re
-
         regex = re.compile(id_pattern) if id_pattern else None
         now = self._now()
         out = []

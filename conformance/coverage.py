@@ -173,7 +173,7 @@ def whole_suite(suite_files: Iterable[str], collected_files: Iterable[str], sele
 _deselected_in_suite = False
 
 
-def _in_suite(path: Path) -> bool:
+def in_suite(path: Path) -> bool:
     return HERE in Path(path).resolve().parents
 
 
@@ -184,18 +184,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_deselected(items: list[pytest.Item]) -> None:
     global _deselected_in_suite
-    if any(_in_suite(item.path) for item in items):
+    if any(in_suite(item.path) for item in items):
         _deselected_in_suite = True
 
 
 @pytest.hookimpl(trylast=True)  # after -k/-m deselection and every other reordering
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    checks = [item for item in items if item.path.name == CHECK_FILE and _in_suite(item.path)]
+    checks = [item for item in items if item.path.name == CHECK_FILE and in_suite(item.path)]
     if not checks:
         return
     suite_files = {str(p) for p in HERE.glob("test_*.py")}
     collected = {str(item.path) for item in items}
-    selectors = [str(a) for a in config.args if _in_suite(Path(str(a).split("::")[0]))]
+    selectors = [str(a) for a in config.args if in_suite(Path(str(a).split("::")[0]))]
     for check in checks:
         items.remove(check)
     if whole_suite(suite_files, collected, selectors, _deselected_in_suite):
@@ -206,7 +206,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
-    if not _in_suite(item.path) or item.path.name == CHECK_FILE:
+    if not in_suite(item.path) or item.path.name == CHECK_FILE:
         return (yield)
     with transcript.collecting_pairs(EXERCISED_BY_TEST.setdefault(item.nodeid, set())):
         return (yield)

@@ -191,11 +191,7 @@ def test_transactional_offsets_count_with_the_commit(target):
         pid, epoch = _open_transaction(conn, topic, tid)
         add = AddOffsetsToTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group)
         assert conn.call(add, 3).error_code == 0
-        commit = TxnOffsetCommitRequest(
-            transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch, generation_id=-1,
-            member_id="", group_instance_id=None, topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(
-                name=topic, partitions=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition(
-                    partition_index=0, committed_offset=2, committed_leader_epoch=-1, committed_metadata="m")])])
+        commit = _offset_commit_request(tid, group, pid, epoch, topic, 2)
         res = conn.call(commit, 3)
         assert [p.error_code for t in res.topics for p in t.partitions] == [0]
 

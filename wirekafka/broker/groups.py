@@ -580,14 +580,20 @@ class GroupCoordinator:
     async def commit(self, g: Group, offsets: dict[tuple[str, int], gr.OffsetValue]) -> None:
         """Write the offsets and answer once they are replicated, like an acks=all produce
         (offsets.commit.timeout.ms, then REQUEST_TIMED_OUT); the cache follows the log."""
+        await self._write_offsets(g, offsets)
+        g.offsets.update(offsets)
+
+    async def _write_offsets(self, g: Group, offsets: dict[tuple[str, int], gr.OffsetValue],
+                             producer: tuple[int, int] | None = None) -> None:
+        """Offset records for the group's partition of __consumer_offsets, written and waited for
+        (offsets.commit.timeout.ms); with producer (id, epoch), inside that transaction."""
         if not offsets:
             return
         entries: list[tuple[bytes, bytes | None]] = [
             (gr.encode_offset_key(gr.OffsetKey(g.group_id, t, p)), gr.encode_offset_value(v))
             for (t, p), v in offsets.items()]
         await self.runtime.write_and_wait(self.offsets_partition(g.group_id), entries,
-                                          self.config.int("offsets.commit.timeout.ms"))
-        g.offsets.update(offsets)
+                                          self.config.int("offsets.commit.timeout.ms"), producer)
 
     def validate_txn_commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> Group:
         """Kafka's checks for TxnOffsetCommit: the member and generation only when given (a
@@ -612,12 +618,7 @@ class GroupCoordinator:
         with require_stable: UNSTABLE_OFFSET_COMMIT) until its COMMIT marker, and vanish on ABORT."""
         if not offsets:
             return
-        entries: list[tuple[bytes, bytes | None]] = [
-            (gr.encode_offset_key(gr.OffsetKey(g.group_id, t, p)), gr.encode_offset_value(v))
-            for (t, p), v in offsets.items()]
-        await self.runtime.write_and_wait(self.offsets_partition(g.group_id), entries,
-                                          self.config.int("offsets.commit.timeout.ms"),
-                                          producer=(producer_id, producer_epoch))
+        await self._write_offsets(g, offsets, (producer_id, producer_epoch))
         g.pending_txn.setdefault(producer_id, {}).update(offsets)
 
     def complete_transaction(self, partition_index: int, producer_id: int, commit: bool) -> None:

@@ -186,11 +186,7 @@ def test_new_producer_aborts_the_open_transaction(target):
 def test_transactional_offsets_count_with_the_commit(target):
     topic, tid, group = unique(), unique("tx"), unique("g")
     with Connection(target.bootstrap) as conn:
-        create_topic(conn, topic)
-        ensure_group_coordinator(conn, group)
-        pid, epoch = _open_transaction(conn, topic, tid)
-        add = AddOffsetsToTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group)
-        assert conn.call(add, 3).error_code == 0
+        pid, epoch = _transaction_with_offsets(conn, topic, tid, group)
         commit = _offset_commit_request(tid, group, pid, epoch, topic, 2)
         res = conn.call(commit, 3)
         assert [p.error_code for t in res.topics for p in t.partitions] == [0]
@@ -230,6 +226,16 @@ def test_describe_and_list_transactions_and_producers(target):
         assert _end(conn, tid, pid, epoch, False) == 0
         after = _wait_complete(conn, tid)
         assert (after.transaction_state, after.topics) == ("CompleteAbort", [])
+
+
+def _transaction_with_offsets(conn: Connection, topic: str, tid: str, group: str) -> tuple[int, int]:
+    """A new topic with an open transaction writing to it, the group's offsets added to it."""
+    create_topic(conn, topic)
+    ensure_group_coordinator(conn, group)
+    pid, epoch = _open_transaction(conn, topic, tid)
+    add = AddOffsetsToTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group)
+    assert conn.call(add, 3).error_code == 0
+    return pid, epoch
 
 
 def _offset_commit_request(tid, group, pid, epoch, topic, offset):
@@ -280,11 +286,7 @@ def test_txn_offset_commit_versions(target, version):
     never count. A stale epoch is INVALID_PRODUCER_EPOCH at every version."""
     topic, tid, group = unique(), unique("tx"), unique("g")
     with Connection(target.bootstrap) as conn:
-        create_topic(conn, topic)
-        ensure_group_coordinator(conn, group)
-        pid, epoch = _open_transaction(conn, topic, tid)
-        add = AddOffsetsToTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group)
-        assert conn.call(add, 3).error_code == 0
+        pid, epoch = _transaction_with_offsets(conn, topic, tid, group)
         stale = conn.call(_offset_commit_request(tid, group, pid, epoch + 1, topic, 1), version)
         assert [p.error_code for t in stale.topics for p in t.partitions] == [47]
         res = conn.call(_offset_commit_request(tid, group, pid, epoch, topic, 1), version)

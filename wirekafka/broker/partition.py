@@ -326,7 +326,8 @@ class Partition:
         if not self.online:
             raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         self.check_fetch_offset(offset)
-        limit = self.last_stable_offset if isolation is Isolation.READ_COMMITTED else self._high_watermark
+        stable = self.last_stable_offset
+        limit = stable if isolation is Isolation.READ_COMMITTED else self._high_watermark
         region = None
         cold = None
         if offset < limit and (max_bytes > 0 or min_one):
@@ -334,7 +335,7 @@ class Partition:
                 region = self._log.read_region(offset, max(max_bytes, 0), limit, min_one, nowait=True)
             except ColdData:  # not in the page cache: the replica manager reads it in a worker
                 cold = functools.partial(self._log.read_region_cold, offset, max(max_bytes, 0), limit, min_one)
-        result = ReadResult(region, self._high_watermark, self.last_stable_offset, self.log_start_offset, cold)
+        result = ReadResult(region, self._high_watermark, stable, self.log_start_offset, cold)
         if isolation is Isolation.READ_COMMITTED:
             result.aborted = self.aborted_transactions(offset, region)
         return result

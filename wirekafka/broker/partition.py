@@ -44,6 +44,8 @@ from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.protocol.records import BatchHeader
 from wirekafka.broker.producers import CompletedTxn, ProducerStateTable
+from wirekafka.storage.cleaner import (CleanableRange, CleanerLogConfig, CleaningAborted, CleaningRound, LastRecord,
+                                       OffsetMap, Throttler, cleanable_range)
 from wirekafka.storage.epoch_cache import LeaderEpochCache
 from wirekafka.storage.log import FlushWork, LogConfig, PartitionLog
 from wirekafka.storage.producer_snapshot import ProducerSnapshots, SnapshotEntry, SnapshotWork
@@ -402,6 +404,42 @@ class Partition:
         deletes them."""
         if self._log.log_start_offset > before:
             self._pending_delete_below = self._log.log_start_offset
+
+    # ---- compaction ---------------------------------------------------------------------------
+    def cleanable_range(self, checkpoint: int | None, now_ms: int) -> CleanableRange:
+        """How much of the log the cleaner may clean now, from its checkpointed first dirty offset
+        (never past the last stable offset)."""
+        return cleanable_range(self._log.segments, self._log.log_start_offset, self._log.log_end_offset,
+                               self.last_stable_offset, checkpoint, self._cleaner_config(), now_ms)
+
+    def _cleaner_config(self) -> CleanerLogConfig:
+        cfg = self._log.config
+        return CleanerLogConfig(cfg.segment_bytes, cfg.max_index_bytes, cfg.delete_retention_ms,
+                                cfg.min_cleanable_ratio, cfg.min_compaction_lag_ms, cfg.max_compaction_lag_ms)
+
+    def cleaning_round(self, cleanable: CleanableRange, offset_map: OffsetMap, throttler: Throttler,
+                       now_ms: int) -> CleaningRound:
+        """A cleaning round over the log as it is now (its segment list and each live producer's
+        last batch, which the cleaner keeps); the round runs in worker threads and stops if the
+        partition goes offline."""
+        last = {pid: LastRecord(e.batches[-1].last_offset if e.batches else None, e.epoch)
+                for pid, e in self.producers.entries.items()}
+        return CleaningRound(f"{self.topic}-{self.index}", self._log.dir, list(self._log.segments),
+                             self._log.config.index_interval_bytes, cleanable, self._cleaner_config(), last, now_ms,
+                             offset_map, throttler, self._check_cleanable)
+
+    def _check_cleanable(self) -> None:
+        if not self.online:
+            raise CleaningAborted(f"{self.topic}-{self.index} went offline")
+
+    def swap_cleaned(self, cleaned: LogSegment, old: list[LogSegment]) -> bool:
+        """Put a cleaned segment in place of the ones it was written from; False when the log
+        changed meanwhile (the caller discards it). Then finish_swap in a worker."""
+        return self.online and self._log.replace_segments(cleaned, old)
+
+    @staticmethod
+    def finish_swap(cleaned: LogSegment, old: list[LogSegment]) -> None:
+        PartitionLog.finish_swap(cleaned, old)
 
     @property
     def log_config(self) -> LogConfig:

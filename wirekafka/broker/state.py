@@ -29,6 +29,7 @@ from wirekafka.broker.replica_manager import ReplicaManager
 from wirekafka.broker.transactions import TransactionCoordinator
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.config import BrokerConfig
+from wirekafka.broker.log_cleaner import LogCleaner
 from wirekafka.storage import checkpoint
 from wirekafka.storage.epoch_cache import LeaderEpochCache
 from wirekafka.storage.log import PartitionLog
@@ -65,6 +66,7 @@ class BrokerState:
         self.groups = GroupCoordinator(runtime)
         self.transactions = TransactionCoordinator(runtime, self._write_marker, self.metadata.allocate_producer_id)
         self.replicas.verify_transaction = self.transactions.verify_produce
+        self.cleaner = LogCleaner(self)
         self._recovery: dict[tuple[str, int], int] = {}
         self._starts: dict[tuple[str, int], int] = {}
         self._clean = True

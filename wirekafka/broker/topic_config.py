@@ -209,4 +209,10 @@ def log_config(overrides: Mapping[str, str], broker: BrokerConfig) -> LogConfig:
         retention_bytes=get("retention.bytes"),
         flush_messages=get("flush.messages"),
         flush_ms=get("flush.ms"),
+        compact="compact" in [p.strip() for p in effective("cleanup.policy", overrides, broker)[0].split(",")],
+        min_cleanable_ratio=float(effective("min.cleanable.dirty.ratio", overrides, broker)[0]),
+        min_compaction_lag_ms=get("min.compaction.lag.ms"),
+        max_compaction_lag_ms=get("max.compaction.lag.ms"),
+        delete_retention_ms=get("delete.retention.ms"),
+        max_index_bytes=get("segment.index.bytes"),
     )

@@ -34,6 +34,7 @@ async def run_broker(config: BrokerConfig) -> None:
             await background.start(retention_task, state)
             await background.start(flush_task, state)
             await background.start(producer_expiration_task, state)
+            await background.start(state.cleaner.run)
             await background.start(state.groups.run_timers)
             await background.start(state.transactions.run_timers)
             background.start_soon(state.load_coordinators)

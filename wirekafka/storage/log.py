@@ -16,7 +16,8 @@ from typing import Callable, Iterator, Sequence
 
 from wirekafka.protocol.records import BatchHeader
 from wirekafka.storage.region import FileRegion
-from wirekafka.storage.segment import NO_TIMESTAMP, Buffer, LogSegment
+from wirekafka.storage.cleaner import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX
+from wirekafka.storage.segment import NO_TIMESTAMP, Buffer, LogSegment, file_paths
 from wirekafka.storage.txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,12 @@ class LogConfig:
     retention_bytes: int = -1
     flush_messages: int = 2**63 - 1
     flush_ms: int = 2**63 - 1
+    compact: bool = False  # cleanup.policy holds "compact"
+    min_cleanable_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = 2**63 - 1
+    delete_retention_ms: int = 86400000
+    max_index_bytes: int = 10485760
 
 
 @dataclass
@@ -75,12 +82,13 @@ class PartitionLog:
     def _load(self, recovery_point: int, clean_shutdown: bool) -> None:
         for stray in self.dir.glob("*.tmp"):
             stray.unlink()
+        swapped = self._finish_interrupted_cleaning()
         bases = sorted(int(p.stem) for p in self.dir.glob("*.log") if p.stem.isdigit())
         segments = []
         for i, base in enumerate(bases):
             seg = LogSegment(self.dir, base, self.config.index_interval_bytes)
             segments.append(seg)
-            if clean_shutdown or seg.base_offset < recovery_point and base != bases[-1]:
+            if (clean_shutdown or seg.base_offset < recovery_point and base != bases[-1]) and base not in swapped:
                 seg.load()
             elif seg.recover():
                 # Invalid data mid-log: everything after it is unreachable, as in Kafka.
@@ -88,11 +96,12 @@ class PartitionLog:
                     log.warning("deleting segment %d of %s after a truncated segment", later, self.dir)
                     LogSegment(self.dir, later, self.config.index_interval_bytes).delete()
                 break
-        # A segment that recovery emptied, or whose offsets no longer follow the previous
-        # segment's end, is garbage from a crash: drop it and everything after it.
+        # A segment whose offsets no longer follow the previous segment's end is garbage from a
+        # crash: drop it. (An empty segment is legitimate: the cleaner leaves one where every
+        # record of a group was superseded, as Kafka's does.)
         kept: list[LogSegment] = []
         for seg in segments:
-            if kept and (seg.size == 0 or seg.base_offset < kept[-1].next_offset):
+            if kept and seg.base_offset < kept[-1].next_offset:
                 log.warning("removing segment %s left inconsistent by a crash", seg.log_path)
                 seg.delete()
                 continue
@@ -102,6 +111,35 @@ class PartitionLog:
         for seg in kept:
             seg.created_ms = int(self.clock() * 1000)
         self.segments = kept
+
+    def _finish_interrupted_cleaning(self) -> set[int]:
+        """Kafka's rules for a cleaner interrupted by a crash: an unfinished `.cleaned` segment
+        (and anything `.deleted`) is removed, the old segments being intact; a `.swap` segment
+        was complete when the swap was decided, so the swap is completed: the segments it
+        replaces are deleted and it takes its final name. Returns the base offsets of the
+        segments swapped in, which are recovered (indexes rebuilt, aborts re-indexed)."""
+        for path in list(self.dir.iterdir()):
+            if path.name.endswith((CLEANED_SUFFIX, DELETED_SUFFIX)):
+                path.unlink()
+        swap_logs = sorted(self.dir.glob("*.log" + SWAP_SUFFIX))
+        for path in self.dir.glob("*" + SWAP_SUFFIX):
+            if not path.name.endswith(".log" + SWAP_SUFFIX):
+                path.unlink()  # indexes are rebuilt from the swapped log
+        swapped: set[int] = set()
+        for path in swap_logs:
+            base = int(path.name.split(".")[0])
+            seg = LogSegment(self.dir, base, self.config.index_interval_bytes, SWAP_SUFFIX)
+            seg.recover()
+            end = seg.next_offset
+            for old in self.dir.glob("*.log"):
+                if old.stem.isdigit() and base <= int(old.stem) < max(end, base + 1):
+                    log.info("completing an interrupted swap in %s: deleting segment %s", self.dir, old.name)
+                    for stale in file_paths(self.dir, int(old.stem)):
+                        stale.unlink(missing_ok=True)
+            seg.rename_files("")
+            seg.close()
+            swapped.add(base)
+        return swapped
 
     # ---- state ----------------------------------------------------------------------------
     @property
@@ -341,6 +379,34 @@ class PartitionLog:
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         return doomed
 
+    # ---- the cleaner's swap ------------------------------------------------------------------
+    def replace_segments(self, cleaned: LogSegment, old: Sequence[LogSegment]) -> bool:
+        """Put a cleaned segment in place of the segments it was written from (event loop: the
+        list is replaced, not mutated). False, and nothing changes, when they are no longer all
+        in the log in that order (retention or DeleteRecords took some meanwhile)."""
+        current = self.segments
+        try:
+            i = next(k for k, seg in enumerate(current) if seg is old[0])
+        except StopIteration:
+            return False
+        if len(current) - i <= len(old) or any(current[i + k] is not seg for k, seg in enumerate(old)):
+            return False  # gone, or the group would include the active segment
+        cleaned.created_ms = old[-1].created_ms
+        self.segments = current[:i] + [cleaned] + current[i + len(old):]
+        return True
+
+    @staticmethod
+    def finish_swap(cleaned: LogSegment, old: Sequence[LogSegment]) -> None:
+        """The file side of replace_segments (worker thread), in Kafka's crash-safe order: the
+        cleaned files become `.swap` (from here recovery completes the swap), the old segments
+        are deleted, the swap files take their final names."""
+        cleaned.rename_files(SWAP_SUFFIX)
+        _fsync_dir(cleaned.log_path.parent)
+        for seg in old:
+            seg.delete()
+        cleaned.rename_files("")
+        _fsync_dir(cleaned.log_path.parent)
+
     @staticmethod
     def delete_segments(segments: list[LogSegment]) -> None:
         """Close and unlink detached segments (worker-thread work)."""
@@ -358,3 +424,12 @@ class PartitionLog:
         for p in self.dir.iterdir():
             p.unlink()
         os.rmdir(self.dir)
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make renames in directory durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -47,16 +47,22 @@ class TimestampOffset:
     offset: int
 
 
+_FILE_KINDS = (".log", ".index", ".timeindex", ".txnindex")
+
+
 class LogSegment:
-    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
+    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int, suffix: str = "") -> None:
+        """Open (or create) the segment's files; suffix is the cleaner's `.cleaned` or `.swap`
+        for a segment that is not (yet) part of the log under its own name."""
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         name = segment_name(base_offset)
-        self.log_path = directory / f"{name}.log"
+        self.suffix = suffix
+        self.log_path = directory / f"{name}.log{suffix}"
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        self.index = OffsetIndex(directory / f"{name}.index", base_offset)
-        self.time_index = TimeIndex(directory / f"{name}.timeindex", base_offset)
-        self.txn_index = TransactionIndex(directory / f"{name}.txnindex")
+        self.index = OffsetIndex(directory / f"{name}.index{suffix}", base_offset)
+        self.time_index = TimeIndex(directory / f"{name}.timeindex{suffix}", base_offset)
+        self.txn_index = TransactionIndex(directory / f"{name}.txnindex{suffix}")
         self.recovered = False  # its batches were re-validated at open: its aborts must be found again
         self.size = os.fstat(self._fd).st_size
         self.next_offset = base_offset
@@ -68,6 +74,30 @@ class LogSegment:
         self.closed = False  # close requested: no new readers
         self._pins = 0  # worker-thread readers holding the descriptors open
         self._pin_lock = threading.Lock()
+
+    @classmethod
+    def create_fresh(cls, directory: Path, base_offset: int, index_interval_bytes: int, suffix: str) -> "LogSegment":
+        """A new empty segment under suffix, replacing files a crashed attempt left behind."""
+        for path in file_paths(directory, base_offset, suffix):
+            path.unlink(missing_ok=True)
+        return cls(directory, base_offset, index_interval_bytes, suffix)
+
+    def _paths(self) -> list[Path]:
+        return [self.log_path, self.index.path, self.time_index.path, self.txn_index.path]
+
+    def rename_files(self, suffix: str) -> None:
+        """Give the segment's files another suffix (the cleaner's swap); descriptors stay open.
+        Serialised with delete, so a concurrent deletion unlinks whichever names are current."""
+        with self._pin_lock:
+            if self.closed:
+                return
+            for path in self._paths():
+                target = path.with_name(path.name[: len(path.name) - len(self.suffix)] + suffix)
+                if path.exists():
+                    os.replace(path, target)
+            self.log_path, self.index.path, self.time_index.path, self.txn_index.path = (
+                p.with_name(p.name[: len(p.name) - len(self.suffix)] + suffix) for p in self._paths())
+            self.suffix = suffix
 
     # ---- writes ---------------------------------------------------------------------------
     def append(self, parts: Sequence[Buffer], header: BatchHeader) -> int:
@@ -134,6 +164,29 @@ class LogSegment:
                 if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or position + header.size > end:
                     return
                 yield position, header
+                pos = header.size
+            position += pos
+
+    def iter_batches(self, position: int = 0) -> Iterator[tuple[int, BatchHeader, memoryview]]:
+        """(position, header, bytes) of each whole batch from position, read in large chunks: for
+        the cleaner, which looks inside every batch."""
+        end = self.size
+        while position + HEADER_SIZE <= end:
+            chunk = memoryview(os.pread(self._fd, min(_SCAN_CHUNK, end - position), position))
+            pos = 0
+            while pos + HEADER_SIZE <= len(chunk):
+                header = records.parse_header(chunk, pos)
+                if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or position + pos + header.size > end:
+                    return
+                if pos + header.size > len(chunk):
+                    break
+                yield position + pos, header, chunk[pos:pos + header.size]
+                pos += header.size
+            if pos == 0:  # one batch larger than the chunk: read it alone
+                header = records.parse_header(os.pread(self._fd, HEADER_SIZE, position))
+                if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or position + header.size > end:
+                    return
+                yield position, header, memoryview(os.pread(self._fd, header.size, position))
                 pos = header.size
             position += pos
 
@@ -316,5 +369,12 @@ class LogSegment:
 
     def delete(self) -> None:
         self.close()
-        for path in (self.log_path, self.index.path, self.time_index.path, self.txn_index.path):
-            path.unlink(missing_ok=True)
+        with self._pin_lock:
+            for path in self._paths():
+                path.unlink(missing_ok=True)
+
+
+def file_paths(directory: Path, base_offset: int, suffix: str = "") -> list[Path]:
+    """The paths a segment's files have under suffix."""
+    name = segment_name(base_offset)
+    return [directory / f"{name}{kind}{suffix}" for kind in _FILE_KINDS]

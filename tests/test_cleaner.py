@@ -1,0 +1,245 @@
+"""The log cleaner on a real Partition and its files: which records survive (Kafka's rules), offsets
+kept, tombstones and their delete horizon, compressed batches, a full offset map, transactions,
+producer state, and recovery from a crash at each step of the swap."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import pytest
+
+from wirekafka.broker.partition import AppendOrigin, Isolation, Partition
+from wirekafka.protocol import records
+from wirekafka.storage import batch_filter
+from wirekafka.storage.cleaner import CLEANED_SUFFIX, SWAP_SUFFIX, OffsetMap, Throttler
+from wirekafka.storage.epoch_cache import LeaderEpochCache
+from wirekafka.storage.log import LogConfig, PartitionLog
+
+NOW = 1_700_000_000_000
+DAY = 86_400_000
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.ms = NOW
+
+    def __call__(self) -> float:
+        return self.ms / 1000
+
+
+def _open(directory: Path, clock: Clock, clean_shutdown: bool = True, **config) -> Partition:
+    settings = dict(segment_bytes=400, compact=True, min_cleanable_ratio=0.0)
+    settings.update(config)
+    plog = PartitionLog(directory, LogConfig(**settings), clean_shutdown=clean_shutdown, clock=clock)
+    return Partition("t", 0, plog, LeaderEpochCache(directory / "leader-epoch-checkpoint"), clock=clock)
+
+
+def _append(p: Partition, entries: list[tuple[bytes | None, bytes | None]], clock: Clock, **kw) -> None:
+    batch = records.build_batch([(k, v, clock.ms) for k, v in entries], **kw)
+    p.append(batch, records.validate_batch(batch), AppendOrigin.CLIENT)
+
+
+def _clean(p: Partition, clock: Clock, checkpoint: int | None = None, map_bytes: int = 10**7) -> int:
+    """One cleaning round, the steps the broker's LogCleaner takes, on this thread."""
+    cleanable = p.cleanable_range(checkpoint, clock.ms)
+    rnd = p.cleaning_round(cleanable, OffsetMap(map_bytes, 0.9), Throttler(float("inf")), clock.ms)
+    end = rnd.build_offset_map()
+    for group in rnd.groups():
+        cleaned = rnd.clean_group(group)
+        assert p.swap_cleaned(cleaned, group)
+        Partition.finish_swap(cleaned, group)
+    return end
+
+
+def _records(p: Partition, start: int = 0) -> list[tuple[int, bytes | None, bytes | None]]:
+    out = []
+    for header, read in p.iter_batches(start):
+        if header.is_control:
+            continue
+        out += [(r.offset, r.key, r.value) for r in records.iter_records(read())]
+    return out
+
+
+def _headers(p: Partition) -> list[records.BatchHeader]:
+    return [h for h, _ in p.iter_batches(0)]
+
+
+def _fill(p: Partition, clock: Clock, rounds: int = 6, keys: int = 4) -> dict[bytes, tuple[int, bytes]]:
+    """rounds updates of each key, one record a batch; returns each key's latest (offset, value)."""
+    latest = {}
+    for r in range(rounds):
+        for k in range(keys):
+            key, value = b"key-%d" % k, b"value-%d-%d" % (k, r)
+            latest[key] = (p.log_end_offset, value)
+            _append(p, [(key, value)], clock)
+            clock.ms += 1
+    return latest
+
+
+def test_keeps_the_latest_record_of_each_key_at_its_offset(tmp_path: Path) -> None:
+    clock = Clock()
+    p = _open(tmp_path / "t-0", clock)
+    latest = _fill(p, clock)
+    active_base = p._log.active.base_offset
+    before = _records(p)
+    size_before = p._log.size_bytes
+    end = _clean(p, clock)
+    assert end == active_base  # everything before the active segment was mapped
+    after = _records(p)
+    cleaned_part = [r for r in after if r[0] < active_base]
+    for offset, key, value in cleaned_part:  # only a key's latest survives the cleaned part
+        later = [o for o, k, _ in before if k == key and o > offset]
+        assert all(o >= active_base for o in later) or latest[key] == (offset, value)
+    assert {k: (o, v) for o, k, v in after} == latest
+    assert [r for r in after if r[0] >= active_base] == [r for r in before if r[0] >= active_base]
+    assert p._log.size_bytes < size_before
+    assert (p.log_start_offset, p.log_end_offset) == (0, len(before))
+
+
+def test_groups_segments_up_to_segment_bytes_and_keeps_the_round_last_batch(tmp_path: Path) -> None:
+    clock = Clock()
+    p = _open(tmp_path / "t-0", clock)
+    _fill(p, clock, rounds=10)
+    segments_before = len(p._log.segments)
+    active_base = p._log.active.base_offset
+    p.set_log_config(dataclasses.replace(p.log_config, segment_bytes=2000))  # groups are sized on the old sizes
+    _clean(p, clock)
+    assert len(p._log.segments) < segments_before
+    last = [h for h in _headers(p) if h.next_offset == active_base]
+    assert last, "the batch ending the cleaned range stays, even emptied"
+    assert sorted(os.listdir(tmp_path / "t-0")) == sorted(
+        n for n in os.listdir(tmp_path / "t-0") if not n.endswith((CLEANED_SUFFIX, SWAP_SUFFIX)))
+
+
+def test_tombstone_survives_first_round_with_horizon_and_goes_after_it(tmp_path: Path) -> None:
+    clock = Clock()
+    p = _open(tmp_path / "t-0", clock, delete_retention_ms=DAY)
+    _append(p, [(b"a", b"1"), (b"b", b"1")], clock)
+    _append(p, [(b"a", None)], clock)
+    tombstone = p.log_end_offset - 1
+    _append(p, [(b"pad", b"p" * 350)], clock)  # rolls: the tombstone's segment is cleanable
+    _append(p, [(b"pad", b"q" * 350)], clock)
+    end = _clean(p, clock)
+    assert (tombstone, b"a", None) in _records(p)
+    header = next(h for h in _headers(p) if h.base_offset <= tombstone <= h.last_offset)
+    assert batch_filter.delete_horizon(header) == clock.ms + DAY
+    clock.ms += DAY + 1
+    _append(p, [(b"pad", b"r" * 350)], clock)  # new dirty data: a second round runs
+    _clean(p, clock, checkpoint=end)
+    assert all(o != tombstone for o, _, _ in _records(p))
+    assert (1, b"b", b"1") in _records(p)
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_compressed_batches_are_recompressed_with_their_codec(tmp_path: Path, codec: int) -> None:
+    clock = Clock()
+    p = _open(tmp_path / "t-0", clock)
+    v = b"1" * 100  # compressible: the producer's codec is really applied
+    _append(p, [(b"a", v), (b"b", v), (b"c", v)], clock, compression=codec)
+    assert _headers(p)[0].compression == codec
+    _append(p, [(b"b", b"2")], clock)
+    _append(p, [(b"pad", b"p" * 350)], clock)
+    _append(p, [(b"pad", b"q" * 350)], clock)
+    _clean(p, clock)
+    first = _headers(p)[0]
+    assert first.compression == codec and first.records_count == 2 and first.last_offset_delta == 2
+    assert _records(p)[:3] == [(0, b"a", v), (2, b"c", v), (3, b"b", b"2")]
+
+
+def test_a_full_offset_map_cleans_in_several_rounds(tmp_path: Path) -> None:
+    clock = Clock()
+    p = _open(tmp_path / "t-0", clock, segment_bytes=2000)
+    latest = _fill(p, clock, rounds=10, keys=40)
+    active_base = p._log.active.base_offset
+    small = 30 * 150  # room for 27 keys: the first round stops early
+    end = _clean(p, clock, map_bytes=small)
+    assert end < active_base
+    while end < active_base:
+        end = _clean(p, clock, checkpoint=end, map_bytes=small)
+    final = _records(p)
+    assert {k: (o, v) for o, k, v in final} == latest
+    cleaned = [k for o, k, _ in final if o < active_base]
+    assert len(cleaned) == len(set(cleaned))
+
+
+def test_records_without_a_key_are_dropped(tmp_path: Path) -> None:
+    clock = Clock()
+    p = _open(tmp_path / "t-0", clock)
+    _append(p, [(None, b"keyless"), (b"a", b"1")], clock)
+    _append(p, [(b"pad", b"p" * 350)], clock)
+    _append(p, [(b"pad", b"q" * 350)], clock)
+    _clean(p, clock)
+    assert (0, None, b"keyless") not in _records(p) and (1, b"a", b"1") in _records(p)
+
+
+def test_aborted_transactions_go_and_the_producers_last_batch_stays(tmp_path: Path) -> None:
+    clock = Clock()
+    p = _open(tmp_path / "t-0", clock)
+    pid, epoch = 7, 0
+    _append(p, [(b"a", b"aborted")], clock, producer_id=pid, producer_epoch=epoch, base_sequence=0,
+            transactional=True)
+    p.append_marker(pid, epoch, 0, commit=False, timestamp_ms=clock.ms)
+    _append(p, [(b"a", b"committed")], clock, producer_id=pid, producer_epoch=epoch, base_sequence=1,
+            transactional=True)
+    p.append_marker(pid, epoch, 0, commit=True, timestamp_ms=clock.ms)
+    _append(p, [(b"a", b"idempotent")], clock, producer_id=9, producer_epoch=0, base_sequence=0)
+    _append(p, [(b"a", b"newest")], clock)
+    _append(p, [(b"pad", b"p" * 350)], clock)
+    _append(p, [(b"pad", b"q" * 350)], clock)
+    _clean(p, clock)
+    values = [v for _, k, v in _records(p) if k == b"a"]
+    assert values == [b"newest"]
+    headers = _headers(p)
+    assert any(h.producer_id == 9 and h.records_count == 0 and h.last_offset == 4 for h in headers)
+    read = p.read(0, 10**6, Isolation.READ_COMMITTED, True)
+    assert read.region is not None
+    read.region.close()
+
+
+def test_producer_sequence_survives_cleaning_and_restart(tmp_path: Path) -> None:
+    clock = Clock()
+    p = _open(tmp_path / "t-0", clock)
+    _append(p, [(b"a", b"1")], clock, producer_id=5, producer_epoch=0, base_sequence=0)
+    _append(p, [(b"a", b"2")], clock, producer_id=5, producer_epoch=0, base_sequence=1)
+    _append(p, [(b"a", b"3")], clock)
+    _append(p, [(b"pad", b"p" * 350)], clock)
+    _append(p, [(b"pad", b"q" * 350)], clock)
+    _clean(p, clock)
+    p.close()
+    for snapshot in (tmp_path / "t-0").glob("*.snapshot"):
+        snapshot.unlink()  # rebuild producer state from the cleaned log itself
+    p = _open(tmp_path / "t-0", clock)
+    assert p.producers.entries[5].last_seq == 1
+
+
+def _crash_mid_swap(tmp_path: Path, stop_after: str) -> tuple[Path, dict]:
+    clock = Clock()
+    p = _open(tmp_path / "t-0", clock)
+    latest = _fill(p, clock, rounds=8)
+    cleanable = p.cleanable_range(None, clock.ms)
+    rnd = p.cleaning_round(cleanable, OffsetMap(10**7, 0.9), Throttler(float("inf")), clock.ms)
+    rnd.build_offset_map()
+    group = rnd.groups()[0]
+    cleaned = rnd.clean_group(group)
+    if stop_after == "swap-rename":
+        cleaned.rename_files(SWAP_SUFFIX)
+    elif stop_after == "old-deleted":
+        cleaned.rename_files(SWAP_SUFFIX)
+        for seg in group:
+            seg.delete()
+    return tmp_path / "t-0", latest
+
+
+@pytest.mark.parametrize("stop_after", ["cleaned", "swap-rename", "old-deleted"])
+def test_recovery_discards_or_completes_an_interrupted_swap(tmp_path: Path, stop_after: str) -> None:
+    directory, latest = _crash_mid_swap(tmp_path, stop_after)
+    clock = Clock()
+    p = _open(directory, clock, clean_shutdown=False)
+    names = os.listdir(directory)
+    assert not [n for n in names if n.endswith((CLEANED_SUFFIX, SWAP_SUFFIX))]
+    final = _records(p)
+    offsets = [o for o, _, _ in final]
+    assert offsets == sorted(set(offsets))  # no offset twice
+    assert {k: (o, v) for o, k, v in final} == latest

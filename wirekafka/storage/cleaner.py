@@ -1,0 +1,518 @@
+"""Kafka's log cleaner, for one log: which part of it may be cleaned, the offset map of the dirty
+part, and the rewrite of the log's older segments keeping each key's latest record.
+
+The design is Kafka's (the compaction seed; LogCleaner / LogCleanerManager):
+- The log is split at the *first dirty offset* (where the last cleaning stopped, from the
+  `cleaner-offset-checkpoint` file): before it the clean section, after it the dirty one. The
+  cleanable part of the dirty section ends at the *first uncleanable offset*: never the active
+  segment, never past the last stable offset (an open transaction), never a segment newer than
+  min.compaction.lag.ms. A log is cleaned when its dirty ratio (cleanable bytes / all bytes)
+  exceeds min.cleanable.dirty.ratio, or when a dirty segment is older than max.compaction.lag.ms.
+- The offset map (key -> latest offset) is built over the cleanable dirty section, in bounded
+  memory (log.cleaner.dedupe.buffer.size): when it fills, this round stops at the last batch it
+  mapped and the next round goes on from there.
+- Every segment from the start of the log to the end of what was mapped is rewritten, in groups
+  whose total stays within segment.bytes, each group into one `.cleaned` segment at its first
+  base offset. A record survives when no later offset of its key is in the map (records past the
+  map always survive); records without a key go; a tombstone survives until its batch's delete
+  horizon (set, delete.retention.ms ahead, the first time the cleaner keeps it) has passed.
+  Transactions: aborted batches go with their data, a marker goes once nothing of its
+  transaction is left (an abort marker) and its own delete horizon passed; the batch holding a
+  live producer's last sequence, and the last batch of the round, stay even when emptied.
+- The swap (`.cleaned` -> `.swap` -> final names, the old segments deleted in between) is done by
+  `PartitionLog` and `LogSegment`; recovery completes a swap that was decided and discards an
+  unfinished `.cleaned` segment.
+
+Everything here runs in a worker thread on segments the event loop handed over (their files
+pinned open while read) and on files nothing else touches; nothing here mutates log state."""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from wirekafka.protocol import records
+from wirekafka.protocol.records import BatchHeader
+from wirekafka.storage import batch_filter
+from wirekafka.storage.segment import LogSegment
+from wirekafka.storage.txn_index import AbortedTxn
+
+log = logging.getLogger(__name__)
+
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+DELETED_SUFFIX = ".deleted"
+CHECKPOINT_FILE = "cleaner-offset-checkpoint"
+
+# What one offset-map entry costs in this implementation (a dict slot, a key of at most 16 bytes
+# and an int; measured with tracemalloc), so that log.cleaner.dedupe.buffer.size bounds the
+# memory it really takes, as Kafka's 24-byte slots bound its map.
+ENTRY_COST_BYTES = 150
+_MAX_RAW_KEY = 15  # longer keys are stored as their 16-byte MD5 (Kafka's hash): never equal to a raw key
+
+
+class CleaningAborted(Exception):
+    """The log changed under the cleaner (deleted, truncated): this round's output is discarded."""
+
+
+class OffsetMap:
+    """key -> the latest offset seen for it in the dirty section, within a memory budget."""
+
+    def __init__(self, memory_bytes: int, load_factor: float) -> None:
+        self.capacity = max(int(memory_bytes / ENTRY_COST_BYTES * load_factor), 1)
+        self._offsets: dict[bytes, int] = {}
+        self.latest_offset = -1
+
+    def clear(self) -> None:
+        self._offsets = {}
+        self.latest_offset = -1
+
+    @staticmethod
+    def _digest(key: bytes) -> bytes:
+        return key if len(key) <= _MAX_RAW_KEY else hashlib.md5(key).digest()
+
+    @property
+    def size(self) -> int:
+        return len(self._offsets)
+
+    def put(self, key: bytes, offset: int) -> None:
+        self._offsets[self._digest(key)] = offset
+
+    def get(self, key: bytes) -> int:
+        return self._offsets.get(self._digest(key), -1)
+
+    @property
+    def utilization(self) -> float:
+        return len(self._offsets) / self.capacity
+
+
+class Throttler:
+    """log.cleaner.io.max.bytes.per.second over all cleaner threads: sleeps the worker that got
+    ahead of the rate (Kafka's Throttler, checked every 300 ms of work)."""
+
+    PERIOD_S = 0.3
+
+    def __init__(self, bytes_per_second: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate = bytes_per_second
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._start = clock()
+        self._count = 0.0
+
+    def maybe_throttle(self, nbytes: int) -> None:
+        if self.rate == float("inf") or self.rate <= 0:
+            return
+        with self._lock:
+            self._count += nbytes
+            elapsed = self.clock() - self._start
+            if elapsed < self.PERIOD_S:
+                return
+            wait = self._count / self.rate - elapsed
+            self._start = self.clock()
+            self._count = 0.0
+        if wait > 0:
+            time.sleep(wait)
+
+
+@dataclass(frozen=True)
+class CleanerLogConfig:
+    """The topic settings a cleaning round obeys."""
+
+    segment_bytes: int
+    max_index_bytes: int
+    delete_retention_ms: int
+    min_cleanable_ratio: float
+    min_compaction_lag_ms: int
+    max_compaction_lag_ms: int
+
+
+@dataclass
+class CleanerStats:
+    """What Kafka's cleaner logs after a round."""
+
+    started: float = field(default_factory=time.monotonic)
+    map_done: float = 0.0
+    ended: float = 0.0
+    map_bytes_read: int = 0
+    map_messages_read: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    messages_read: int = 0
+    messages_written: int = 0
+    invalid_messages: int = 0
+    buffer_utilization: float = 0.0
+
+    def summary(self, name: str, first_dirty: int, end: int) -> str:
+        elapsed = max(self.ended - self.started, 1e-9)
+        mapping = max(self.map_done - self.started, 1e-9)
+        mb = 1024 * 1024
+        return (f"cleaned log {name} (dirty section = [{first_dirty}, {end}])\n"
+                f"\t{self.bytes_read / mb:.1f} MB of log processed in {elapsed:.1f} seconds "
+                f"({self.bytes_read / mb / elapsed:.1f} MB/sec)\n"
+                f"\tIndexed {self.map_bytes_read / mb:.1f} MB in {mapping:.1f} seconds, {self.map_messages_read} "
+                f"messages, buffer utilization {self.buffer_utilization:.1%}\n"
+                f"\tStart size: {self.bytes_read / mb:.1f} MB ({self.messages_read} messages), end size: "
+                f"{self.bytes_written / mb:.1f} MB ({self.messages_written} messages), "
+                f"{100 - 100 * self.bytes_written / max(self.bytes_read, 1):.1f}% size reduction, "
+                f"{self.invalid_messages} records without a key dropped")
+
+
+# ---- which part of a log may be cleaned ---------------------------------------------------------
+@dataclass(frozen=True)
+class CleanableRange:
+    """Kafka's LogToClean: the dirty section's bounds and the figures that rank logs."""
+
+    first_dirty: int
+    first_uncleanable: int
+    clean_bytes: int
+    cleanable_bytes: int
+    needs_compaction_now: bool
+    checkpoint_reset: bool  # the checkpointed first dirty offset was outside the log
+
+    @property
+    def total_bytes(self) -> int:
+        return self.clean_bytes + self.cleanable_bytes
+
+    @property
+    def ratio(self) -> float:
+        return self.cleanable_bytes / self.total_bytes if self.total_bytes else 0.0
+
+    def worth_cleaning(self, min_ratio: float) -> bool:
+        return self.total_bytes > 0 and (
+            (self.needs_compaction_now and self.cleanable_bytes > 0) or self.ratio > min_ratio)
+
+
+def _floor_index(segments: Sequence[LogSegment], offset: int) -> int:
+    """Index of the segment holding offset (the last with base <= offset), 0 when before all."""
+    i = 0
+    for j, seg in enumerate(segments):
+        if seg.base_offset <= offset:
+            i = j
+        else:
+            break
+    return i
+
+
+def segments_between(segments: Sequence[LogSegment], start: int, end: int) -> list[LogSegment]:
+    """Kafka's logSegments(from, to): the segment holding start and those after it with a base
+    offset below end."""
+    if not segments:
+        return []
+    return [s for s in segments[_floor_index(segments, start):] if s.base_offset < end]
+
+
+def cleanable_range(segments: Sequence[LogSegment], log_start: int, log_end: int, last_stable: int,
+                    checkpoint: int | None, config: CleanerLogConfig, now_ms: int) -> CleanableRange:
+    """Kafka's cleanableOffsets + calculateCleanableBytes + maxCompactionDelay for one log whose
+    segments (active last) are given as they are now."""
+    dirty = log_start if checkpoint is None else checkpoint
+    reset = checkpoint is not None and not (log_start <= checkpoint <= log_end)
+    if reset:
+        dirty = log_start
+    active = segments[-1]
+    non_active_dirty = segments[_floor_index(segments, dirty):-1]
+    bounds = [last_stable, active.base_offset]
+    if config.min_compaction_lag_ms > 0:
+        young = next((s for s in non_active_dirty if s.max_timestamp > now_ms - config.min_compaction_lag_ms), None)
+        if young is not None:
+            bounds.append(young.base_offset)
+    uncleanable = max(dirty, min(bounds))
+    head = segments[_floor_index(segments, uncleanable)]
+    first_uncleanable = head.base_offset if head is not active and head.base_offset <= uncleanable else active.base_offset
+    cleanable = sum(s.size for s in segments_between(segments, min(dirty, first_uncleanable), first_uncleanable))
+    clean = sum(s.size for s in segments if s.base_offset < dirty)
+    firsts = [s.first_batch_timestamp for s in non_active_dirty
+              if s.first_batch_timestamp is not None and s.first_batch_timestamp > 0]
+    max_lag = max(config.max_compaction_lag_ms, 0)
+    needs_now = bool(firsts) and min(firsts) < now_ms - max_lag
+    return CleanableRange(dirty, first_uncleanable, clean, cleanable, needs_now, reset)
+
+
+# ---- transactions while cleaning ----------------------------------------------------------------
+class _AbortedTxnState:
+    __slots__ = ("txn", "last_observed_batch_offset")
+
+    def __init__(self, txn: AbortedTxn) -> None:
+        self.txn = txn
+        self.last_observed_batch_offset: int | None = None
+
+
+class TransactionTracker:
+    """Kafka's CleanedTransactionMetadata: walking the log in order, which transactional batches
+    belong to aborted transactions (dropped), and which markers may go (a COMMIT whose batches
+    were all cleaned away before, an ABORT once none of its batches is left). The aborts whose
+    marker stays are written to the cleaned segment's transaction index."""
+
+    def __init__(self) -> None:
+        self._aborted: list[tuple[int, int, AbortedTxn]] = []  # heap by first offset
+        self._seq = 0
+        self._ongoing_aborted: dict[int, _AbortedTxnState] = {}
+        self._ongoing_committed: set[int] = set()
+        self.cleaned_index = None  # the TransactionIndex being written, if any
+
+    def add_aborted(self, txns: Iterable[AbortedTxn]) -> None:
+        for txn in txns:
+            heapq.heappush(self._aborted, (txn.first_offset, self._seq, txn))
+            self._seq += 1
+
+    def _consume_aborted_up_to(self, offset: int) -> None:
+        while self._aborted and self._aborted[0][0] <= offset:
+            txn = heapq.heappop(self._aborted)[2]
+            self._ongoing_aborted.setdefault(txn.producer_id, _AbortedTxnState(txn))
+
+    def on_control_batch(self, header: BatchHeader, batch: bytes | memoryview) -> bool:
+        """True when the marker may be discarded."""
+        self._consume_aborted_up_to(header.last_offset)
+        if header.records_count == 0:
+            return True  # an emptied control batch: already cleaned
+        try:
+            marker = records.parse_marker(bytes(batch))
+        except records.InvalidBatch:
+            return False  # not a transaction marker: kept
+        pid = header.producer_id
+        if not marker.commit:
+            state = self._ongoing_aborted.pop(pid, None)
+            if state is not None and state.last_observed_batch_offset is not None:
+                if self.cleaned_index is not None:
+                    self.cleaned_index.append(state.txn)
+                return False
+            return True
+        if pid in self._ongoing_committed:
+            self._ongoing_committed.discard(pid)
+            return False
+        return True
+
+    def on_batch(self, header: BatchHeader) -> bool:
+        """True when the data batch belongs to an aborted transaction."""
+        self._consume_aborted_up_to(header.last_offset)
+        if not header.is_transactional:
+            return False
+        state = self._ongoing_aborted.get(header.producer_id)
+        if state is not None:
+            state.last_observed_batch_offset = header.last_offset
+            return True
+        self._ongoing_committed.add(header.producer_id)
+        return False
+
+
+def aborted_between(segments: Sequence[LogSegment], start: int, end: int) -> list[AbortedTxn]:
+    """Kafka's collectAbortedTransactions: the aborted transactions overlapping [start, end)."""
+    found = []
+    for seg in segments_between(segments, start, end):
+        found += [t for t in seg.txn_index.entries if t.last_offset >= start and t.first_offset < end]
+    return found
+
+
+# ---- one cleaning round -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LastRecord:
+    """A live producer's last data offset (None when its last entry is a marker) and epoch."""
+
+    last_data_offset: int | None
+    producer_epoch: int
+
+
+class CleaningRound:
+    """One round over one log: build_offset_map, then clean_group for each of groups(). Made by
+    the broker's cleaner from what the event loop saw when it picked the log."""
+
+    def __init__(self, name: str, directory: Path, segments: Sequence[LogSegment], index_interval_bytes: int,
+                 cleanable: CleanableRange, config: CleanerLogConfig, last_records: dict[int, LastRecord],
+                 now_ms: int, offset_map: OffsetMap, throttler: Throttler,
+                 check_aborted: Callable[[], None] = lambda: None) -> None:
+        self.name = name
+        self.dir = directory
+        self.segments = list(segments)
+        self.index_interval_bytes = index_interval_bytes
+        self.first_dirty = cleanable.first_dirty
+        self.first_uncleanable = cleanable.first_uncleanable
+        self.config = config
+        self.last_records = last_records
+        self.now_ms = now_ms
+        self.map = offset_map
+        self.throttler = throttler
+        self.check_aborted = check_aborted
+        self.stats = CleanerStats()
+        self.end_offset = self.first_dirty
+        self._txns = TransactionTracker()
+
+    # ---- the offset map ---------------------------------------------------------------------
+    def build_offset_map(self) -> int:
+        """Map the dirty section's keys; returns the end offset of what was mapped (the next
+        round's first dirty offset)."""
+        self.map.clear()
+        dirty = segments_between(self.segments, self.first_dirty, self.first_uncleanable)
+        nexts = [s.base_offset for s in dirty[1:]] + [self.first_uncleanable]
+        txns = TransactionTracker()
+        txns.add_aborted(aborted_between(self.segments, self.first_dirty, self.first_uncleanable))
+        log.info("building offset map for log %s for %d segments in offset range [%d, %d)", self.name, len(dirty),
+                 self.first_dirty, self.first_uncleanable)
+        for seg, next_base in zip(dirty, nexts):
+            if self._map_segment(seg, next_base, txns):
+                log.debug("offset map of %s full within the segment at %d", self.name, seg.base_offset)
+                break
+        self.stats.map_done = time.monotonic()
+        self.end_offset = self.map.latest_offset + 1
+        return self.end_offset
+
+    def _map_segment(self, seg: LogSegment, next_base: int, txns: TransactionTracker) -> bool:
+        """Add one segment's keys; True when the map filled up inside it."""
+        start = self.first_dirty
+        _, position = seg.index.lookup(start)
+        for _pos, header, batch in self._batches(seg, position):
+            self.stats.map_bytes_read += header.size
+            if header.is_control:
+                txns.on_control_batch(header, batch)
+                self.stats.map_messages_read += 1
+            elif txns.on_batch(header):
+                self.stats.map_messages_read += header.records_count
+            else:
+                base = header.base_offset
+                for delta, key in batch_filter.iter_keys(batch_filter.records_section(batch, header)):
+                    if key is not None and base + delta >= start:
+                        if self.map.size >= self.map.capacity:
+                            return True
+                        self.map.put(key, base + delta)
+                    self.stats.map_messages_read += 1
+            if header.last_offset >= start:
+                self.map.latest_offset = header.last_offset
+        self.map.latest_offset = next_base - 1
+        return False
+
+    def _batches(self, seg: LogSegment, position: int):
+        if not seg.pin():
+            raise CleaningAborted(f"segment {seg.log_path} was deleted")
+        try:
+            for item in seg.iter_batches(position):
+                self.check_aborted()
+                self.throttler.maybe_throttle(item[1].size)
+                yield item
+        finally:
+            seg.unpin()
+
+    # ---- grouping and rewriting -------------------------------------------------------------
+    def groups(self) -> list[list[LogSegment]]:
+        """Kafka's groupSegmentsBySize over the segments from the log start to the end of what was
+        mapped: consecutive segments whose log and index sizes stay within segment.bytes and
+        segment.index.bytes, and whose offsets fit a segment's 32-bit relative offsets."""
+        segs = segments_between(self.segments, -1, self.end_offset)
+        grouped: list[list[LogSegment]] = []
+        i = 0
+        while i < len(segs):
+            group = [segs[i]]
+            log_size, index_size, time_size = segs[i].size, len(segs[i].index) * 8, len(segs[i].time_index) * 12
+            i += 1
+            while i < len(segs):
+                nxt = segs[i]
+                last = segs[i + 1].base_offset - 1 if i + 1 < len(segs) else self.first_uncleanable - 1
+                if (log_size + nxt.size > self.config.segment_bytes
+                        or index_size + len(nxt.index) * 8 > self.config.max_index_bytes
+                        or time_size + len(nxt.time_index) * 12 > self.config.max_index_bytes
+                        or (nxt.size > 0 and last - group[-1].base_offset > 2**31 - 1)):
+                    break
+                group.append(nxt)
+                log_size += nxt.size
+                index_size += len(nxt.index) * 8
+                time_size += len(nxt.time_index) * 12
+                i += 1
+            grouped.append(group)
+        return grouped
+
+    def clean_group(self, group: Sequence[LogSegment]) -> LogSegment:
+        """Rewrite group into one `.cleaned` segment at its first base offset, flushed, its
+        modification time the last source segment's; the caller swaps it in."""
+        cleaned = LogSegment.create_fresh(self.dir, group[0].base_offset, self.index_interval_bytes, CLEANED_SUFFIX)
+        self._txns.cleaned_index = cleaned.txn_index
+        try:
+            for i, seg in enumerate(group):
+                upper = group[i + 1].base_offset if i + 1 < len(group) else seg.next_offset
+                self._txns.add_aborted(aborted_between(self.segments, seg.base_offset, upper))
+                log.info("cleaning segment %d of log %s into %d", seg.base_offset, self.name, cleaned.base_offset)
+                self._clean_into(seg, cleaned)
+            cleaned.seal()
+            cleaned.flush()
+            mtime = os.stat(group[-1].log_path).st_mtime_ns if group[-1].log_path.exists() else None
+            if mtime is not None:
+                os.utime(cleaned.log_path, ns=(mtime, mtime))
+        except BaseException:
+            cleaned.delete()
+            raise
+        return cleaned
+
+    def _clean_into(self, source: LogSegment, dest: LogSegment) -> None:
+        for _pos, header, batch in self._batches(source, 0):
+            out = self._filter_batch(header, batch)
+            if out is not None:
+                dest.append([out], out_header := records.parse_header(out))
+                self.stats.bytes_written += out_header.size
+            self.stats.bytes_read += header.size
+
+    def _filter_batch(self, header: BatchHeader, batch: memoryview) -> bytes | memoryview | None:
+        """Kafka's cleaner filter on one batch: the bytes to write in its place, or None."""
+        if header.is_control:
+            can_discard = self._txns.on_control_batch(header, batch)
+            horizon = batch_filter.delete_horizon(header)
+            discard_records = can_discard and horizon is not None and horizon <= self.now_ms
+        else:
+            can_discard = self._txns.on_batch(header)
+            discard_records = can_discard
+        if header.has_producer_id and self._is_last_of_producer(header):
+            keep_empty = True
+        else:
+            keep_empty = header.next_offset == self.first_uncleanable
+        if discard_records and not keep_empty:
+            self.stats.messages_read += header.records_count
+            return None
+        marker_for_empty_txn = can_discard and header.is_control
+        raw = list(batch_filter.iter_records(batch_filter.records_section(batch, header)))
+        self.stats.messages_read += len(raw)
+        if discard_records:
+            retained = []
+        elif header.is_control:
+            retained = raw
+        else:
+            retained = [r for r in raw if self._retain(header, r)]
+        if not retained:
+            return batch_filter.empty_batch(header) if keep_empty else None
+        self.stats.messages_written += len(retained)
+        has_tombstone = any(not r.has_value for r in retained)
+        needs_horizon = (has_tombstone or marker_for_empty_txn) and not batch_filter.has_delete_horizon(header)
+        if len(retained) == len(raw) and not needs_horizon:
+            return batch
+        horizon = self.now_ms + self.config.delete_retention_ms if needs_horizon else batch_filter.delete_horizon(header)
+        return batch_filter.rebuild(header, retained, horizon)
+
+    def _retain(self, header: BatchHeader, record: batch_filter.RawRecord) -> bool:
+        """Kafka's shouldRetainRecord."""
+        offset = header.base_offset + record.offset_delta
+        if offset > self.map.latest_offset:
+            return True
+        if record.key is None:
+            self.stats.invalid_messages += 1
+            return False
+        if offset < self.map.get(record.key):
+            return False
+        if record.has_value:
+            return True
+        horizon = batch_filter.delete_horizon(header)
+        return horizon is None or self.now_ms < horizon
+
+    def _is_last_of_producer(self, header: BatchHeader) -> bool:
+        last = self.last_records.get(header.producer_id)
+        if last is None:
+            return False
+        if last.last_data_offset is not None:
+            return header.last_offset == last.last_data_offset
+        return header.is_control and header.producer_epoch == last.producer_epoch
+
+    def finished(self) -> CleanerStats:
+        self.stats.buffer_utilization = self.map.utilization
+        self.stats.ended = time.monotonic()
+        return self.stats

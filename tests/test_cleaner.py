@@ -13,7 +13,7 @@ import pytest
 from wirekafka.broker.partition import AppendOrigin, Isolation, Partition
 from wirekafka.protocol import records
 from wirekafka.storage import batch_filter
-from wirekafka.storage.cleaner import CLEANED_SUFFIX, SWAP_SUFFIX, OffsetMap, Throttler
+from wirekafka.storage.cleaner import CLEANED_SUFFIX, SWAP_SUFFIX, run_round
 from wirekafka.storage.epoch_cache import LeaderEpochCache
 from wirekafka.storage.log import LogConfig, PartitionLog
 
@@ -41,16 +41,20 @@ def _append(p: Partition, entries: list[tuple[bytes | None, bytes | None]], cloc
     p.append(batch, records.validate_batch(batch), AppendOrigin.CLIENT)
 
 
+def _plan(p: Partition, clock: Clock, checkpoint: int | None = None, map_bytes: int = 10**7):
+    return p.cleaning_plan(p.cleanable_range(checkpoint, clock.ms), map_bytes, 0.9, float("inf"), clock.ms)
+
+
 def _clean(p: Partition, clock: Clock, checkpoint: int | None = None, map_bytes: int = 10**7) -> int:
     """One cleaning round, the steps the broker's LogCleaner takes, on this thread."""
-    cleanable = p.cleanable_range(checkpoint, clock.ms)
-    rnd = p.cleaning_round(cleanable, OffsetMap(map_bytes, 0.9), Throttler(float("inf")), clock.ms)
-    end = rnd.build_offset_map()
-    for group in rnd.groups():
-        cleaned = rnd.clean_group(group)
-        assert p.swap_cleaned(cleaned, group)
-        Partition.finish_swap(cleaned, group)
-    return end
+    plan, segments = _plan(p, clock, checkpoint, map_bytes)
+    result = run_round(plan)
+    for group in result.groups:
+        cleaned = p.open_cleaned(group.base_offset)
+        sources = [segments[b] for b in group.sources]
+        assert p.swap_cleaned(cleaned, sources)
+        Partition.finish_swap(cleaned, sources)
+    return result.end_offset
 
 
 def _records(p: Partition, start: int = 0) -> list[tuple[int, bytes | None, bytes | None]]:
@@ -218,17 +222,14 @@ def _crash_mid_swap(tmp_path: Path, stop_after: str) -> tuple[Path, dict]:
     clock = Clock()
     p = _open(tmp_path / "t-0", clock)
     latest = _fill(p, clock, rounds=8)
-    cleanable = p.cleanable_range(None, clock.ms)
-    rnd = p.cleaning_round(cleanable, OffsetMap(10**7, 0.9), Throttler(float("inf")), clock.ms)
-    rnd.build_offset_map()
-    group = rnd.groups()[0]
-    cleaned = rnd.clean_group(group)
-    if stop_after == "swap-rename":
+    plan, segments = _plan(p, clock)
+    group = run_round(plan).groups[0]
+    cleaned = p.open_cleaned(group.base_offset)
+    if stop_after in ("swap-rename", "old-deleted"):
         cleaned.rename_files(SWAP_SUFFIX)
-    elif stop_after == "old-deleted":
-        cleaned.rename_files(SWAP_SUFFIX)
-        for seg in group:
-            seg.delete()
+    if stop_after == "old-deleted":
+        for base in group.sources:
+            segments[base].delete()
     return tmp_path / "t-0", latest
 
 

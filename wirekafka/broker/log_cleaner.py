@@ -2,15 +2,18 @@
 log, runs a cleaning round on it in worker threads, swaps the cleaned segments in on the event
 loop, and keeps each log's first dirty offset in Kafka's `cleaner-offset-checkpoint` file.
 
-- log.cleaner.threads cleaner tasks, each with an offset map of
-  log.cleaner.dedupe.buffer.size / threads bytes (load factor log.cleaner.io.buffer.load.factor);
-  one throttler for all at log.cleaner.io.max.bytes.per.second; a task that found nothing to
-  clean sleeps log.cleaner.backoff.ms. log.cleaner.enable=false turns it off.
+- log.cleaner.threads cleaner tasks; each round runs in one of as many cleaner *processes*
+  (Kafka's cleaner threads; a process here so that a round's per-record Python work never holds
+  the interpreter lock the event loop needs: produce and fetch latency do not move while it
+  runs), with an offset map of log.cleaner.dedupe.buffer.size / threads bytes (load factor
+  log.cleaner.io.buffer.load.factor) and log.cleaner.io.max.bytes.per.second / threads; a task
+  that found nothing to clean sleeps log.cleaner.backoff.ms. log.cleaner.enable=false turns it
+  off.
 - A log is picked when its dirty ratio exceeds min.cleanable.dirty.ratio or a dirty segment is
   older than max.compaction.lag.ms (see wirekafka.storage.cleaner); the dirtiest first; a log is
   cleaned by one task at a time.
-- Each cleaned group is swapped in as soon as it is written, so a crash loses at most the group
-  in progress. A log that changed under the round (deleted, retention took its segments) ends the
+- The round's groups are written as `.cleaned` segments, then swapped in one by one; a crash
+  before a swap loses only that work. A log that changed under the round (deleted, retention took its segments) ends the
   round; the next one starts from the checkpoint. A round that fails unexpectedly marks the log
   uncleanable until restart, as Kafka does, and is logged.
 
@@ -19,15 +22,34 @@ writing segments, and the checkpoint file, in worker threads."""
 
 from __future__ import annotations
 
+import ctypes
 import logging
+import multiprocessing
+import signal
+from concurrent.futures import ProcessPoolExecutor
 
 import trio
 
 from wirekafka.broker.partition import Partition
 from wirekafka.storage import checkpoint
-from wirekafka.storage.cleaner import CHECKPOINT_FILE, CleanableRange, CleaningAborted, OffsetMap, Throttler
+from wirekafka.storage.cleaner import CHECKPOINT_FILE, CleanableRange, CleaningAborted, run_round
+from wirekafka.storage.log import PartitionLog
 
 log = logging.getLogger(__name__)
+
+
+def _cleaner_process_init() -> None:
+    """In each cleaner process: die with the broker (a kill -9 of the broker must not leave a
+    process writing into its log dir), and ignore Ctrl-C (the broker shuts it down)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        log.debug("prctl(PR_SET_PDEATHSIG) unavailable")
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 class LogCleaner:
@@ -38,14 +60,14 @@ class LogCleaner:
         self.threads = max(cfg.int("log.cleaner.threads"), 1)
         self.backoff_s = cfg.int("log.cleaner.backoff.ms") / 1000
         self.map_bytes = cfg.int("log.cleaner.dedupe.buffer.size") // self.threads
-        self.load_factor = float(cfg["log.cleaner.io.buffer.load.factor"])
-        self.throttler = Throttler(float(cfg["log.cleaner.io.max.bytes.per.second"]))
+        self.load_factor = float(cfg["log.cleaner.io.buffer.load.factor"])  # type: ignore[arg-type]
+        self.io_rate = float(cfg["log.cleaner.io.max.bytes.per.second"]) / self.threads  # type: ignore[arg-type]
         self.path = state.log_dir / CHECKPOINT_FILE
         self.checkpoints: dict[tuple[str, int], int] = {}
         self._in_progress: set[tuple[str, int]] = set()
         self._uncleanable: set[tuple[str, int]] = set()
-        self._limiter = trio.CapacityLimiter(self.threads)
-        self.rounds_done = 0  # for tests and the benchmark: completed rounds since start
+        self._pool: ProcessPoolExecutor | None = None
+        self.rounds_done = 0  # completed rounds since start
 
     def load(self) -> None:
         """Read the checkpoint file (worker thread, at start-up)."""
@@ -56,18 +78,29 @@ class LogCleaner:
         task_status.started()
         if not self.enabled:
             return
-        async with trio.open_nursery() as nursery:
-            for i in range(self.threads):
-                nursery.start_soon(self._cleaner_task, i)
+        try:
+            async with trio.open_nursery() as nursery:
+                for _ in range(self.threads):
+                    nursery.start_soon(self._cleaner_task)
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False, cancel_futures=True)
 
-    async def _cleaner_task(self, worker: int) -> None:
-        offset_map = OffsetMap(self.map_bytes, self.load_factor)
+    def _executor(self) -> ProcessPoolExecutor:
+        """The cleaner processes, started on first use (spawned: a fork of a threaded broker is
+        unsafe)."""
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(self.threads, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_cleaner_process_init)
+        return self._pool
+
+    async def _cleaner_task(self) -> None:
         while True:
             picked = self.grab_filthiest()
             if picked is None:
                 await trio.sleep(self.backoff_s)
                 continue
-            await self.clean(*picked, offset_map)
+            await self.clean(*picked)
 
     def grab_filthiest(self) -> tuple[Partition, CleanableRange] | None:
         """The compacted log with the highest dirty ratio that is worth cleaning now, marked in
@@ -88,28 +121,33 @@ class LogCleaner:
             self._in_progress.add((best[0].topic, best[0].index))
         return best
 
-    async def clean(self, partition: Partition, cleanable: CleanableRange, offset_map: OffsetMap) -> None:
+    async def clean(self, partition: Partition, cleanable: CleanableRange) -> None:
+        """One round on partition: planned on the loop, run in a cleaner process, each cleaned
+        group swapped in on the loop and its files finished in a worker thread."""
         key = (partition.topic, partition.index)
-        rnd = partition.cleaning_round(cleanable, offset_map, self.throttler, self.state.now_ms())
+        plan, segments = partition.cleaning_plan(cleanable, self.map_bytes, self.load_factor, self.io_rate,
+                                                 self.state.now_ms())
         try:
-            async with self._limiter:
-                end = await trio.to_thread.run_sync(rnd.build_offset_map)
-                for group in rnd.groups():
-                    cleaned = await trio.to_thread.run_sync(rnd.clean_group, group)
-                    if not partition.swap_cleaned(cleaned, group):
-                        await trio.to_thread.run_sync(cleaned.delete)
-                        raise CleaningAborted(f"{rnd.name} changed while it was cleaned")
-                    log.info("swapped in cleaned segment %d for %d segment(s) of %s", cleaned.base_offset,
-                             len(group), rnd.name)
-                    await trio.to_thread.run_sync(Partition.finish_swap, cleaned, group)
-            log.info("%s", rnd.finished().summary(rnd.name, cleanable.first_dirty, end))
-            self.checkpoints[key] = end
+            future = self._executor().submit(run_round, plan)
+            result = await trio.to_thread.run_sync(future.result, abandon_on_cancel=True)
+            for i, group in enumerate(result.groups):
+                cleaned = await trio.to_thread.run_sync(partition.open_cleaned, group.base_offset)
+                sources = [segments[base] for base in group.sources]
+                if not partition.swap_cleaned(cleaned, sources):
+                    later = [partition.open_cleaned(g.base_offset) for g in result.groups[i + 1:]]
+                    await trio.to_thread.run_sync(PartitionLog.delete_segments, [cleaned, *later])
+                    raise CleaningAborted(f"{plan.name} changed while it was cleaned")
+                log.info("swapping in cleaned segment %d for segments %s of %s", group.base_offset,
+                         list(group.sources), plan.name)
+                await trio.to_thread.run_sync(Partition.finish_swap, cleaned, sources)
+            log.info("%s", result.stats.summary(plan.name, cleanable.first_dirty, result.end_offset))
+            self.checkpoints[key] = result.end_offset
             self.rounds_done += 1
             await self.write_checkpoint()
         except CleaningAborted as exc:
-            log.info("cleaning of %s aborted: %s", rnd.name, exc)
+            log.info("cleaning of %s aborted: %s", plan.name, exc)
         except Exception:
-            log.exception("cleaning of %s failed; the log is marked uncleanable", rnd.name)
+            log.exception("cleaning of %s failed; the log is marked uncleanable", plan.name)
             self._uncleanable.add(key)
         finally:
             self._in_progress.discard(key)

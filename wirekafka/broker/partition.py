@@ -44,8 +44,8 @@ from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.protocol.records import BatchHeader
 from wirekafka.broker.producers import CompletedTxn, ProducerStateTable
-from wirekafka.storage.cleaner import (CleanableRange, CleanerLogConfig, CleaningAborted, CleaningRound, LastRecord,
-                                       OffsetMap, Throttler, cleanable_range)
+from wirekafka.storage.cleaner import (CleanableRange, CleanerLogConfig, LastRecord, RoundPlan, SegmentInfo,
+                                       cleanable_range)
 from wirekafka.storage.epoch_cache import LeaderEpochCache
 from wirekafka.storage.log import FlushWork, LogConfig, PartitionLog
 from wirekafka.storage.producer_snapshot import ProducerSnapshots, SnapshotEntry, SnapshotWork
@@ -417,20 +417,23 @@ class Partition:
         return CleanerLogConfig(cfg.segment_bytes, cfg.max_index_bytes, cfg.delete_retention_ms,
                                 cfg.min_cleanable_ratio, cfg.min_compaction_lag_ms, cfg.max_compaction_lag_ms)
 
-    def cleaning_round(self, cleanable: CleanableRange, offset_map: OffsetMap, throttler: Throttler,
-                       now_ms: int) -> CleaningRound:
-        """A cleaning round over the log as it is now (its segment list and each live producer's
-        last batch, which the cleaner keeps); the round runs in worker threads and stops if the
-        partition goes offline."""
+    def cleaning_plan(self, cleanable: CleanableRange, map_bytes: int, load_factor: float,
+                      io_bytes_per_second: float, now_ms: int) -> tuple[RoundPlan, dict[int, LogSegment]]:
+        """A cleaning round over the log as it is now — its sealed segments below the first
+        uncleanable offset and each live producer's last batch, which the cleaner keeps — and
+        those segments by base offset, for the swaps."""
         last = {pid: LastRecord(e.batches[-1].last_offset if e.batches else None, e.epoch)
                 for pid, e in self.producers.entries.items()}
-        return CleaningRound(f"{self.topic}-{self.index}", self._log.dir, list(self._log.segments),
-                             self._log.config.index_interval_bytes, cleanable, self._cleaner_config(), last, now_ms,
-                             offset_map, throttler, self._check_cleanable)
+        segments = [s for s in self._log.segments[:-1] if s.base_offset < cleanable.first_uncleanable]
+        plan = RoundPlan(f"{self.topic}-{self.index}", str(self._log.dir), self._log.config.index_interval_bytes,
+                         cleanable, self._cleaner_config(), last, now_ms,
+                         tuple(SegmentInfo.of(s, cleanable.first_dirty) for s in segments), map_bytes, load_factor,
+                         io_bytes_per_second)
+        return plan, {s.base_offset: s for s in segments}
 
-    def _check_cleanable(self) -> None:
-        if not self.online:
-            raise CleaningAborted(f"{self.topic}-{self.index} went offline")
+    def open_cleaned(self, base_offset: int) -> LogSegment:
+        """The cleaner's output segment, opened (worker thread: it scans the batch headers)."""
+        return self._log.open_cleaned(base_offset)
 
     def swap_cleaned(self, cleaned: LogSegment, old: list[LogSegment]) -> bool:
         """Put a cleaned segment in place of the ones it was written from; False when the log

@@ -97,43 +97,47 @@ def _encode_varint(value: int) -> bytes:
     return bytes(out)
 
 
+def _skip_varint(buf: bytes, pos: int) -> int:
+    while buf[pos] & 0x80:
+        pos += 1
+    return pos + 1
+
+
 def iter_keys(section: bytes) -> Iterator[tuple[int, bytes | None]]:
     """(offset delta, key) of each record in a decompressed records section: all the offset map
-    needs, without the values."""
+    needs, without the values. Single-byte varints (the common case) are decoded inline: this
+    loop runs once per record of the dirty section."""
     pos = 0
     end_all = len(section)
     while pos < end_all:
-        length, pos = _varint(section, pos)
+        b = section[pos]
+        if b < 0x80:
+            length, pos = (b >> 1) ^ -(b & 1), pos + 1
+        elif section[pos + 1] < 0x80:  # records of 64 B to 8 KiB
+            v = (b & 0x7F) | (section[pos + 1] << 7)
+            length, pos = (v >> 1) ^ -(v & 1), pos + 2
+        else:
+            length, pos = _varint(section, pos)
         end = pos + length
-        _, p = _varint(section, pos + 1)  # skip attributes, timestamp delta
-        offset_delta, p = _varint(section, p)
-        key_len, p = _varint(section, p)
+        p = _skip_varint(section, pos + 1)  # attributes, then the timestamp delta
+        b = section[p]
+        if b < 0x80:
+            offset_delta, p = (b >> 1) ^ -(b & 1), p + 1
+        else:
+            offset_delta, p = _varint(section, p)
+        b = section[p]
+        if b < 0x80:
+            key_len, p = (b >> 1) ^ -(b & 1), p + 1
+        else:
+            key_len, p = _varint(section, p)
         yield offset_delta, (None if key_len < 0 else section[p:p + key_len])
         pos = end
 
 
-class RawRecord:
-    """One record as its bytes and the fields the cleaner decides on."""
-
-    __slots__ = ("section", "start", "rest", "end", "timestamp_delta", "offset_delta", "key", "has_value")
-
-    def __init__(self, section: bytes, start: int, rest: int, end: int, timestamp_delta: int, offset_delta: int,
-                 key: bytes | None, has_value: bool) -> None:
-        self.section = section
-        self.start = start  # its length varint
-        self.rest = rest  # its offset delta: everything from here on is copied as is
-        self.end = end
-        self.timestamp_delta = timestamp_delta
-        self.offset_delta = offset_delta
-        self.key = key
-        self.has_value = has_value
-
-    def encoded(self, timestamp_delta: int) -> bytes:
-        """The record's bytes with timestamp_delta (the same bytes when it is unchanged)."""
-        if timestamp_delta == self.timestamp_delta:
-            return self.section[self.start:self.end]
-        body = b"\x00" + _encode_varint(timestamp_delta) + self.section[self.rest:self.end]
-        return _encode_varint(len(body)) + body
+# A record as the cleaner sees it: (start, rest, end, timestamp delta, offset delta, key, has value).
+# start is its length varint, rest its offset delta (everything from there on is copied as is).
+RawRecord = tuple[int, int, int, int, int, "bytes | None", bool]
+START, REST, END, TIMESTAMP_DELTA, OFFSET_DELTA, KEY, HAS_VALUE = range(7)
 
 
 def iter_records(section: bytes) -> Iterator[RawRecord]:
@@ -141,29 +145,58 @@ def iter_records(section: bytes) -> Iterator[RawRecord]:
     end_all = len(section)
     while pos < end_all:
         start = pos
-        length, pos = _varint(section, pos)
+        b = section[pos]
+        if b < 0x80:
+            length, pos = (b >> 1) ^ -(b & 1), pos + 1
+        elif section[pos + 1] < 0x80:  # records of 64 B to 8 KiB
+            v = (b & 0x7F) | (section[pos + 1] << 7)
+            length, pos = (v >> 1) ^ -(v & 1), pos + 2
+        else:
+            length, pos = _varint(section, pos)
         end = pos + length
-        timestamp_delta, rest = _varint(section, pos + 1)
-        offset_delta, p = _varint(section, rest)
-        key_len, p = _varint(section, p)
-        key = None if key_len < 0 else section[p:p + key_len]
-        p += max(key_len, 0)
-        value_len, p = _varint(section, p)
-        yield RawRecord(section, start, rest, end, timestamp_delta, offset_delta, key, value_len >= 0)
+        b = section[pos + 1]
+        if b < 0x80:
+            timestamp_delta, rest = (b >> 1) ^ -(b & 1), pos + 2
+        else:
+            timestamp_delta, rest = _varint(section, pos + 1)
+        b = section[rest]
+        if b < 0x80:
+            offset_delta, p = (b >> 1) ^ -(b & 1), rest + 1
+        else:
+            offset_delta, p = _varint(section, rest)
+        b = section[p]
+        if b < 0x80:
+            key_len, p = (b >> 1) ^ -(b & 1), p + 1
+        else:
+            key_len, p = _varint(section, p)
+        if key_len < 0:
+            key = None
+        else:
+            key = section[p:p + key_len]
+            p += key_len
+        yield start, rest, end, timestamp_delta, offset_delta, key, section[p] != 1  # value length -1 is 0x01
         pos = end
+
+
+def encoded(section: bytes, record: RawRecord, timestamp_delta: int) -> bytes:
+    """The record's bytes with timestamp_delta (the same bytes when it is unchanged)."""
+    if timestamp_delta == record[TIMESTAMP_DELTA]:
+        return section[record[START]:record[END]]
+    body = b"\x00" + _encode_varint(timestamp_delta) + section[record[REST]:record[END]]
+    return _encode_varint(len(body)) + body
 
 
 def record_timestamp(header: BatchHeader, record: RawRecord) -> int:
     """The timestamp a reader sees: the log append time for such batches, else base + delta."""
-    return header.max_timestamp if header.is_log_append_time else header.base_timestamp + record.timestamp_delta
+    return header.max_timestamp if header.is_log_append_time else header.base_timestamp + record[TIMESTAMP_DELTA]
 
 
-def rebuild(header: BatchHeader, retained: list[RawRecord], horizon_ms: int | None) -> bytes:
-    """A batch of the retained records (at least one) in place of the original: see the module
-    docstring. horizon_ms: the delete horizon to carry (new or the batch's own), or None."""
+def rebuild(header: BatchHeader, section: bytes, retained: list[RawRecord], horizon_ms: int | None) -> bytes:
+    """A batch of the retained records (at least one) of section in place of the original: see
+    the module docstring. horizon_ms: the delete horizon to carry (new or the batch's own), or None."""
     timestamps = [record_timestamp(header, r) for r in retained]
     base_timestamp = horizon_ms if horizon_ms is not None else timestamps[0]
-    body = b"".join(r.encoded(ts - base_timestamp) for r, ts in zip(retained, timestamps))
+    body = b"".join(encoded(section, r, ts - base_timestamp) for r, ts in zip(retained, timestamps))
     body = _compress(header.compression, body)
     max_timestamp = header.max_timestamp if header.is_log_append_time else max(timestamps)
     attributes = header.attributes & ~DELETE_HORIZON_MASK

@@ -36,12 +36,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from wirekafka.protocol import records
 from wirekafka.protocol.records import BatchHeader
 from wirekafka.storage import batch_filter
-from wirekafka.storage.segment import LogSegment
+from wirekafka.storage.segment import LogSegment, file_paths, iter_batches
 from wirekafka.storage.txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,23 @@ class OffsetMap:
         self._offsets[self._digest(key)] = offset
 
     def get(self, key: bytes) -> int:
-        return self._offsets.get(self._digest(key), -1)
+        return self._offsets.get(key if len(key) <= _MAX_RAW_KEY else hashlib.md5(key).digest(), -1)
+
+    def put_keys(self, base_offset: int, keys: Iterable[tuple[int, bytes | None]], min_offset: int) -> tuple[bool, int]:
+        """Map the (offset delta, key) pairs of one batch at or past min_offset, in order: the
+        cleaner's innermost loop. Returns (the map filled up, records seen)."""
+        offsets = self._offsets
+        capacity = self.capacity
+        md5 = hashlib.md5
+        seen = 0
+        for delta, key in keys:
+            offset = base_offset + delta
+            if key is not None and offset >= min_offset:
+                if len(offsets) >= capacity:
+                    return True, seen
+                offsets[key if len(key) <= _MAX_RAW_KEY else md5(key).digest()] = offset
+            seen += 1
+        return False, seen
 
     @property
     def utilization(self) -> float:
@@ -302,11 +318,11 @@ class TransactionTracker:
         return False
 
 
-def aborted_between(segments: Sequence[LogSegment], start: int, end: int) -> list[AbortedTxn]:
+def aborted_between(segments: Sequence["SegmentInfo"], start: int, end: int) -> list[AbortedTxn]:
     """Kafka's collectAbortedTransactions: the aborted transactions overlapping [start, end)."""
     found = []
     for seg in segments_between(segments, start, end):
-        found += [t for t in seg.txn_index.entries if t.last_offset >= start and t.first_offset < end]
+        found += [t for t in seg.aborted if t.last_offset >= start and t.first_offset < end]
     return found
 
 
@@ -319,26 +335,102 @@ class LastRecord:
     producer_epoch: int
 
 
-class CleaningRound:
-    """One round over one log: build_offset_map, then clean_group for each of groups(). Made by
-    the broker's cleaner from what the event loop saw when it picked the log."""
+@dataclass(frozen=True)
+class SegmentInfo:
+    """What a cleaning round needs to know of one sealed segment, taken on the event loop."""
 
-    def __init__(self, name: str, directory: Path, segments: Sequence[LogSegment], index_interval_bytes: int,
-                 cleanable: CleanableRange, config: CleanerLogConfig, last_records: dict[int, LastRecord],
-                 now_ms: int, offset_map: OffsetMap, throttler: Throttler,
-                 check_aborted: Callable[[], None] = lambda: None) -> None:
-        self.name = name
-        self.dir = directory
-        self.segments = list(segments)
-        self.index_interval_bytes = index_interval_bytes
-        self.first_dirty = cleanable.first_dirty
-        self.first_uncleanable = cleanable.first_uncleanable
-        self.config = config
-        self.last_records = last_records
-        self.now_ms = now_ms
-        self.map = offset_map
-        self.throttler = throttler
-        self.check_aborted = check_aborted
+    base_offset: int
+    size: int
+    next_offset: int
+    index_bytes: int
+    time_index_bytes: int
+    aborted: tuple[AbortedTxn, ...]
+    dirty_position: int  # where to start reading for the first dirty offset (its index entry)
+
+    @classmethod
+    def of(cls, seg: LogSegment, first_dirty: int) -> "SegmentInfo":
+        return cls(seg.base_offset, seg.size, seg.next_offset, len(seg.index) * 8, len(seg.time_index) * 12,
+                   tuple(seg.txn_index.entries), seg.index.lookup(first_dirty)[1])
+
+
+@dataclass(frozen=True)
+class RoundPlan:
+    """Everything a cleaning round reads besides the segment files: made on the event loop, run
+    by `run_round` in the cleaner's process (so it is plain data)."""
+
+    name: str
+    directory: str
+    index_interval_bytes: int
+    cleanable: CleanableRange
+    config: CleanerLogConfig
+    last_records: dict[int, LastRecord]
+    now_ms: int
+    segments: tuple[SegmentInfo, ...]  # the sealed segments below the first uncleanable offset
+    map_bytes: int
+    load_factor: float
+    io_bytes_per_second: float
+
+
+@dataclass(frozen=True)
+class CleanedGroup:
+    """A `.cleaned` segment written at base_offset from the segments starting at sources."""
+
+    sources: tuple[int, ...]
+    base_offset: int
+
+
+@dataclass
+class RoundResult:
+    end_offset: int  # the next round's first dirty offset
+    groups: list[CleanedGroup]
+    stats: CleanerStats
+
+
+def run_round(plan: RoundPlan) -> RoundResult:
+    """One cleaning round: the offset map, then each group rewritten into a flushed `.cleaned`
+    segment (the caller swaps them in, in order). Runs in the cleaner's own process, so the
+    broker's event loop never waits for the interpreter lock while a log is cleaned."""
+    rnd = CleaningRound(plan)
+    end = rnd.build_offset_map()
+    groups = []
+    for group in rnd.groups():
+        groups.append(CleanedGroup(tuple(s.base_offset for s in group), rnd.clean_group(group)))
+    return RoundResult(end, groups, rnd.finished())
+
+
+class _SegmentFile:
+    """A sealed segment's log file opened read-only by the cleaner, up to its size when planned."""
+
+    def __init__(self, directory: Path, info: SegmentInfo) -> None:
+        self.info = info
+        self.path = file_paths(directory, info.base_offset)[0]
+        try:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise CleaningAborted(f"segment {self.path} was deleted") from None
+
+    def batches(self, position: int):
+        return iter_batches(self._fd, position, self.info.size)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+class CleaningRound:
+    """One round over one log: build_offset_map, then clean_group for each of groups()."""
+
+    def __init__(self, plan: RoundPlan) -> None:
+        self.name = plan.name
+        self.dir = Path(plan.directory)
+        self.segments = list(plan.segments)
+        self.index_interval_bytes = plan.index_interval_bytes
+        self.first_dirty = plan.cleanable.first_dirty
+        self.first_uncleanable = plan.cleanable.first_uncleanable
+        self.config = plan.config
+        self.last_records = plan.last_records
+        self.now_ms = plan.now_ms
+        self.map = OffsetMap(plan.map_bytes, plan.load_factor)
+        self.throttler = Throttler(plan.io_bytes_per_second)
         self.stats = CleanerStats()
         self.end_offset = self.first_dirty
         self._txns = TransactionTracker()
@@ -352,21 +444,17 @@ class CleaningRound:
         nexts = [s.base_offset for s in dirty[1:]] + [self.first_uncleanable]
         txns = TransactionTracker()
         txns.add_aborted(aborted_between(self.segments, self.first_dirty, self.first_uncleanable))
-        log.info("building offset map for log %s for %d segments in offset range [%d, %d)", self.name, len(dirty),
-                 self.first_dirty, self.first_uncleanable)
         for seg, next_base in zip(dirty, nexts):
             if self._map_segment(seg, next_base, txns):
-                log.debug("offset map of %s full within the segment at %d", self.name, seg.base_offset)
                 break
         self.stats.map_done = time.monotonic()
         self.end_offset = self.map.latest_offset + 1
         return self.end_offset
 
-    def _map_segment(self, seg: LogSegment, next_base: int, txns: TransactionTracker) -> bool:
+    def _map_segment(self, seg: SegmentInfo, next_base: int, txns: TransactionTracker) -> bool:
         """Add one segment's keys; True when the map filled up inside it."""
         start = self.first_dirty
-        _, position = seg.index.lookup(start)
-        for _pos, header, batch in self._batches(seg, position):
+        for _pos, header, batch in self._batches(seg, seg.dirty_position if seg.base_offset <= start else 0):
             self.stats.map_bytes_read += header.size
             if header.is_control:
                 txns.on_control_batch(header, batch)
@@ -374,83 +462,82 @@ class CleaningRound:
             elif txns.on_batch(header):
                 self.stats.map_messages_read += header.records_count
             else:
-                base = header.base_offset
-                for delta, key in batch_filter.iter_keys(batch_filter.records_section(batch, header)):
-                    if key is not None and base + delta >= start:
-                        if self.map.size >= self.map.capacity:
-                            return True
-                        self.map.put(key, base + delta)
-                    self.stats.map_messages_read += 1
+                keys = batch_filter.iter_keys(batch_filter.records_section(batch, header))
+                full, seen = self.map.put_keys(header.base_offset, keys, start)
+                self.stats.map_messages_read += seen
+                if full:
+                    return True
             if header.last_offset >= start:
                 self.map.latest_offset = header.last_offset
         self.map.latest_offset = next_base - 1
         return False
 
-    def _batches(self, seg: LogSegment, position: int):
-        if not seg.pin():
-            raise CleaningAborted(f"segment {seg.log_path} was deleted")
+    def _batches(self, seg: SegmentInfo, position: int) -> Iterator[tuple[int, BatchHeader, memoryview]]:
+        source = _SegmentFile(self.dir, seg)
         try:
-            for item in seg.iter_batches(position):
-                self.check_aborted()
+            for item in source.batches(position):
                 self.throttler.maybe_throttle(item[1].size)
                 yield item
         finally:
-            seg.unpin()
+            source.close()
 
     # ---- grouping and rewriting -------------------------------------------------------------
-    def groups(self) -> list[list[LogSegment]]:
+    def groups(self) -> list[list[SegmentInfo]]:
         """Kafka's groupSegmentsBySize over the segments from the log start to the end of what was
         mapped: consecutive segments whose log and index sizes stay within segment.bytes and
         segment.index.bytes, and whose offsets fit a segment's 32-bit relative offsets."""
         segs = segments_between(self.segments, -1, self.end_offset)
-        grouped: list[list[LogSegment]] = []
+        grouped: list[list[SegmentInfo]] = []
         i = 0
         while i < len(segs):
             group = [segs[i]]
-            log_size, index_size, time_size = segs[i].size, len(segs[i].index) * 8, len(segs[i].time_index) * 12
+            log_size, index_size, time_size = segs[i].size, segs[i].index_bytes, segs[i].time_index_bytes
             i += 1
             while i < len(segs):
                 nxt = segs[i]
                 last = segs[i + 1].base_offset - 1 if i + 1 < len(segs) else self.first_uncleanable - 1
                 if (log_size + nxt.size > self.config.segment_bytes
-                        or index_size + len(nxt.index) * 8 > self.config.max_index_bytes
-                        or time_size + len(nxt.time_index) * 12 > self.config.max_index_bytes
+                        or index_size + nxt.index_bytes > self.config.max_index_bytes
+                        or time_size + nxt.time_index_bytes > self.config.max_index_bytes
                         or (nxt.size > 0 and last - group[-1].base_offset > 2**31 - 1)):
                     break
                 group.append(nxt)
                 log_size += nxt.size
-                index_size += len(nxt.index) * 8
-                time_size += len(nxt.time_index) * 12
+                index_size += nxt.index_bytes
+                time_size += nxt.time_index_bytes
                 i += 1
             grouped.append(group)
         return grouped
 
-    def clean_group(self, group: Sequence[LogSegment]) -> LogSegment:
-        """Rewrite group into one `.cleaned` segment at its first base offset, flushed, its
-        modification time the last source segment's; the caller swaps it in."""
+    def clean_group(self, group: Sequence[SegmentInfo]) -> int:
+        """Rewrite group into one flushed `.cleaned` segment at its first base offset, with the
+        last source segment's modification time; returns that base offset."""
         cleaned = LogSegment.create_fresh(self.dir, group[0].base_offset, self.index_interval_bytes, CLEANED_SUFFIX)
         self._txns.cleaned_index = cleaned.txn_index
         try:
             for i, seg in enumerate(group):
                 upper = group[i + 1].base_offset if i + 1 < len(group) else seg.next_offset
                 self._txns.add_aborted(aborted_between(self.segments, seg.base_offset, upper))
-                log.info("cleaning segment %d of log %s into %d", seg.base_offset, self.name, cleaned.base_offset)
                 self._clean_into(seg, cleaned)
             cleaned.seal()
             cleaned.flush()
-            mtime = os.stat(group[-1].log_path).st_mtime_ns if group[-1].log_path.exists() else None
-            if mtime is not None:
+            try:
+                mtime = os.stat(file_paths(self.dir, group[-1].base_offset)[0]).st_mtime_ns
                 os.utime(cleaned.log_path, ns=(mtime, mtime))
+            except FileNotFoundError:
+                pass
         except BaseException:
             cleaned.delete()
             raise
-        return cleaned
+        cleaned.close()
+        return cleaned.base_offset
 
-    def _clean_into(self, source: LogSegment, dest: LogSegment) -> None:
+    def _clean_into(self, source: SegmentInfo, dest: LogSegment) -> None:
         for _pos, header, batch in self._batches(source, 0):
             out = self._filter_batch(header, batch)
             if out is not None:
-                dest.append([out], out_header := records.parse_header(out))
+                out_header = records.parse_header(out)
+                dest.append([out], out_header)
                 self.stats.bytes_written += out_header.size
             self.stats.bytes_read += header.size
 
@@ -471,38 +558,46 @@ class CleaningRound:
             self.stats.messages_read += header.records_count
             return None
         marker_for_empty_txn = can_discard and header.is_control
-        raw = list(batch_filter.iter_records(batch_filter.records_section(batch, header)))
+        section = batch_filter.records_section(batch, header)
+        raw = list(batch_filter.iter_records(section))
         self.stats.messages_read += len(raw)
         if discard_records:
             retained = []
         elif header.is_control:
             retained = raw
         else:
-            retained = [r for r in raw if self._retain(header, r)]
+            retained = self._retained(header, raw)
         if not retained:
             return batch_filter.empty_batch(header) if keep_empty else None
         self.stats.messages_written += len(retained)
-        has_tombstone = any(not r.has_value for r in retained)
+        has_tombstone = not all(r[batch_filter.HAS_VALUE] for r in retained)
         needs_horizon = (has_tombstone or marker_for_empty_txn) and not batch_filter.has_delete_horizon(header)
         if len(retained) == len(raw) and not needs_horizon:
             return batch
         horizon = self.now_ms + self.config.delete_retention_ms if needs_horizon else batch_filter.delete_horizon(header)
-        return batch_filter.rebuild(header, retained, horizon)
+        return batch_filter.rebuild(header, section, retained, horizon)
 
-    def _retain(self, header: BatchHeader, record: batch_filter.RawRecord) -> bool:
-        """Kafka's shouldRetainRecord."""
-        offset = header.base_offset + record.offset_delta
-        if offset > self.map.latest_offset:
-            return True
-        if record.key is None:
-            self.stats.invalid_messages += 1
-            return False
-        if offset < self.map.get(record.key):
-            return False
-        if record.has_value:
-            return True
+    def _retained(self, header: BatchHeader, raw: list[batch_filter.RawRecord]) -> list[batch_filter.RawRecord]:
+        """Kafka's shouldRetainRecord over a batch's records: past the map, kept; without a key,
+        dropped; superseded by a later offset of the key, dropped; a tombstone, kept until the
+        batch's delete horizon."""
+        latest = self.map.latest_offset
+        get = self.map.get
+        base = header.base_offset
         horizon = batch_filter.delete_horizon(header)
-        return horizon is None or self.now_ms < horizon
+        keep_tombstones = horizon is None or self.now_ms < horizon
+        retained = []
+        for record in raw:
+            offset = base + record[4]  # OFFSET_DELTA
+            if offset > latest:
+                retained.append(record)
+                continue
+            key = record[5]  # KEY
+            if key is None:
+                self.stats.invalid_messages += 1
+            elif offset >= get(key) and (record[6] or keep_tombstones):  # HAS_VALUE
+                retained.append(record)
+        return retained
 
     def _is_last_of_producer(self, header: BatchHeader) -> bool:
         last = self.last_records.get(header.producer_id)

@@ -395,6 +395,12 @@ class PartitionLog:
         self.segments = current[:i] + [cleaned] + current[i + len(old):]
         return True
 
+    def open_cleaned(self, base_offset: int) -> LogSegment:
+        """A `.cleaned` segment the cleaner wrote, with its in-memory summary (header scan)."""
+        seg = LogSegment(self.dir, base_offset, self.config.index_interval_bytes, CLEANED_SUFFIX)
+        seg.load()
+        return seg
+
     @staticmethod
     def finish_swap(cleaned: LogSegment, old: Sequence[LogSegment]) -> None:
         """The file side of replace_segments (worker thread), in Kafka's crash-safe order: the

@@ -168,27 +168,7 @@ class LogSegment:
             position += pos
 
     def iter_batches(self, position: int = 0) -> Iterator[tuple[int, BatchHeader, memoryview]]:
-        """(position, header, bytes) of each whole batch from position, read in large chunks: for
-        the cleaner, which looks inside every batch."""
-        end = self.size
-        while position + HEADER_SIZE <= end:
-            chunk = memoryview(os.pread(self._fd, min(_SCAN_CHUNK, end - position), position))
-            pos = 0
-            while pos + HEADER_SIZE <= len(chunk):
-                header = records.parse_header(chunk, pos)
-                if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or position + pos + header.size > end:
-                    return
-                if pos + header.size > len(chunk):
-                    break
-                yield position + pos, header, chunk[pos:pos + header.size]
-                pos += header.size
-            if pos == 0:  # one batch larger than the chunk: read it alone
-                header = records.parse_header(os.pread(self._fd, HEADER_SIZE, position))
-                if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or position + header.size > end:
-                    return
-                yield position, header, memoryview(os.pread(self._fd, header.size, position))
-                pos = header.size
-            position += pos
+        return iter_batches(self._fd, position, self.size)
 
     def _read_head(self, position: int, size: int, nowait: bool) -> bytes | bytearray:
         """size bytes at position. With nowait, only from the page cache: ColdData if the bytes
@@ -378,3 +358,26 @@ def file_paths(directory: Path, base_offset: int, suffix: str = "") -> list[Path
     """The paths a segment's files have under suffix."""
     name = segment_name(base_offset)
     return [directory / f"{name}{kind}{suffix}" for kind in _FILE_KINDS]
+
+
+def iter_batches(fd: int, position: int, end: int) -> Iterator[tuple[int, BatchHeader, memoryview]]:
+    """(position, header, bytes) of each whole batch of a log file from position up to end, read
+    in large chunks: for the cleaner, which looks inside every batch."""
+    while position + HEADER_SIZE <= end:
+        chunk = memoryview(os.pread(fd, min(_SCAN_CHUNK, end - position), position))
+        pos = 0
+        while pos + HEADER_SIZE <= len(chunk):
+            header = records.parse_header(chunk, pos)
+            if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or position + pos + header.size > end:
+                return
+            if pos + header.size > len(chunk):
+                break
+            yield position + pos, header, chunk[pos:pos + header.size]
+            pos += header.size
+        if pos == 0:  # one batch larger than the chunk: read it alone
+            header = records.parse_header(os.pread(fd, HEADER_SIZE, position))
+            if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or position + header.size > end:
+                return
+            yield position, header, memoryview(os.pread(fd, header.size, position))
+            pos = header.size
+        position += pos

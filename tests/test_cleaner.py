@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from wirekafka.broker.partition import AppendOrigin, Isolation, Partition
 from wirekafka.protocol import records
 from wirekafka.storage import batch_filter
-from wirekafka.storage.cleaner import CLEANED_SUFFIX, SWAP_SUFFIX, run_round
+from wirekafka.storage.cleaner import CLEANED_SUFFIX, SWAP_SUFFIX, Throttler, run_round
 from wirekafka.storage.epoch_cache import LeaderEpochCache
 from wirekafka.storage.log import LogConfig, PartitionLog
 
@@ -244,3 +245,18 @@ def test_recovery_discards_or_completes_an_interrupted_swap(tmp_path: Path, stop
     offsets = [o for o, _, _ in final]
     assert offsets == sorted(set(offsets))  # no offset twice
     assert {k: (o, v) for o, k, v in final} == latest
+
+
+def test_throttler_sleeps_to_hold_the_rate(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [0.0]
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", lambda s: slept.append(s))
+    throttler = Throttler(1000.0, clock=lambda: now[0])
+    throttler.maybe_throttle(500)  # within the first 300 ms period: not checked yet
+    now[0] = 0.4
+    throttler.maybe_throttle(500)  # 1000 bytes in 0.4 s at 1000 B/s: 0.6 s ahead
+    assert slept == [pytest.approx(0.6)]
+    unlimited = Throttler(float("inf"), clock=lambda: now[0])
+    now[0] = 10.0
+    unlimited.maybe_throttle(10**9)
+    assert len(slept) == 1

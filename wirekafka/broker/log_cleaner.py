@@ -83,8 +83,10 @@ class LogCleaner:
                 for _ in range(self.threads):
                     nursery.start_soon(self._cleaner_task)
         finally:
-            if self._pool is not None:
+            if self._pool is not None:  # shutdown: a round in progress is dropped, not waited for
                 self._pool.shutdown(wait=False, cancel_futures=True)
+                for child in multiprocessing.active_children():
+                    child.terminate()
 
     def _executor(self) -> ProcessPoolExecutor:
         """The cleaner processes, started on first use (spawned: a fork of a threaded broker is

@@ -32,11 +32,10 @@ import hashlib
 import heapq
 import logging
 import os
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from wirekafka.protocol import records
 from wirekafka.protocol.records import BatchHeader
@@ -56,6 +55,9 @@ CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 # memory it really takes, as Kafka's 24-byte slots bound its map.
 ENTRY_COST_BYTES = 150
 _MAX_RAW_KEY = 15  # longer keys are stored as their 16-byte MD5 (Kafka's hash): never equal to a raw key
+
+
+_S = TypeVar("_S")  # LogSegment on the loop, SegmentInfo in a round: anything with a base_offset
 
 
 class CleaningAborted(Exception):
@@ -110,31 +112,29 @@ class OffsetMap:
 
 
 class Throttler:
-    """log.cleaner.io.max.bytes.per.second over all cleaner threads: sleeps the worker that got
-    ahead of the rate (Kafka's Throttler, checked every 300 ms of work)."""
+    """A cleaner's share of log.cleaner.io.max.bytes.per.second: sleeps when the bytes read and
+    written got ahead of the rate (Kafka's Throttler, checked every 300 ms of work)."""
 
     PERIOD_S = 0.3
 
     def __init__(self, bytes_per_second: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.rate = bytes_per_second
         self.clock = clock
-        self._lock = threading.Lock()
         self._start = clock()
         self._count = 0.0
 
     def maybe_throttle(self, nbytes: int) -> None:
         if self.rate == float("inf") or self.rate <= 0:
             return
-        with self._lock:
-            self._count += nbytes
-            elapsed = self.clock() - self._start
-            if elapsed < self.PERIOD_S:
-                return
-            wait = self._count / self.rate - elapsed
-            self._start = self.clock()
-            self._count = 0.0
+        self._count += nbytes
+        elapsed = self.clock() - self._start
+        if elapsed < self.PERIOD_S:
+            return
+        wait = self._count / self.rate - elapsed
         if wait > 0:
             time.sleep(wait)
+        self._start = self.clock()
+        self._count = 0.0
 
 
 @dataclass(frozen=True)
@@ -205,7 +205,7 @@ class CleanableRange:
             (self.needs_compaction_now and self.cleanable_bytes > 0) or self.ratio > min_ratio)
 
 
-def _floor_index(segments: Sequence[LogSegment], offset: int) -> int:
+def _floor_index(segments: Sequence[Any], offset: int) -> int:
     """Index of the segment holding offset (the last with base <= offset), 0 when before all."""
     i = 0
     for j, seg in enumerate(segments):
@@ -216,7 +216,7 @@ def _floor_index(segments: Sequence[LogSegment], offset: int) -> int:
     return i
 
 
-def segments_between(segments: Sequence[LogSegment], start: int, end: int) -> list[LogSegment]:
+def segments_between(segments: Sequence[_S], start: int, end: int) -> list[_S]:
     """Kafka's logSegments(from, to): the segment holding start and those after it with a base
     offset below end."""
     if not segments:
@@ -241,7 +241,7 @@ def cleanable_range(segments: Sequence[LogSegment], log_start: int, log_end: int
             bounds.append(young.base_offset)
     uncleanable = max(dirty, min(bounds))
     head = segments[_floor_index(segments, uncleanable)]
-    first_uncleanable = head.base_offset if head is not active and head.base_offset <= uncleanable else active.base_offset
+    first_uncleanable = active.base_offset if head is active else head.base_offset
     cleanable = sum(s.size for s in segments_between(segments, min(dirty, first_uncleanable), first_uncleanable))
     clean = sum(s.size for s in segments if s.base_offset < dirty)
     firsts = [s.first_batch_timestamp for s in non_active_dirty

@@ -94,11 +94,12 @@ def watermarks(broker, topic: str, partitions: int) -> list[tuple[int, int]]:
 
 # ---- clean restart ---------------------------------------------------------------------------
 def test_clean_restart_keeps_topics_configs_records_and_offsets(broker_factory, topic_name):
-    broker = broker_factory({"log.segment.bytes": "65536"})  # several segments per partition
+    broker = broker_factory()
     plain, special = f"{topic_name}-plain", f"{topic_name}-special"
-    create_topics(broker, [NewTopic(plain, 3, 1),
+    small = {"internal.segment.bytes": "65536"}  # several segments per partition (Kafka's internal config)
+    create_topics(broker, [NewTopic(plain, 3, 1, config=small),
                            NewTopic(special, 2, 1, config={"max.message.bytes": "20000",
-                                                           "message.timestamp.type": "LogAppendTime"})])
+                                                           "message.timestamp.type": "LogAppendTime", **small})])
     first = make_records(1500, 3, seed=41, null_header_values=True)
     assert_dense_offsets(produce_ok(broker, plain, first, **{"compression.type": "zstd"}), first)
     lat = make_records(200, 2, seed=43)
@@ -202,8 +203,9 @@ def _wait_until(predicate, timeout: float, what: str) -> None:
 
 
 def test_sigkill_while_producing_loses_no_acknowledged_record(broker_factory, topic_name):
-    broker = broker_factory({"log.segment.bytes": "32768"})  # crashes land among segment rolls too
-    create_topics(broker, [NewTopic(topic_name, 2, 1)])
+    broker = broker_factory()
+    # crashes land among segment rolls too (internal.segment.bytes: Kafka's internal config for small segments)
+    create_topics(broker, [NewTopic(topic_name, 2, 1, config={"internal.segment.bytes": "32768"})])
     total = 20_000
     producer = NumberedProducer(broker, topic_name, 2, total)
     producer.start()
@@ -286,8 +288,8 @@ def test_producer_state_survives_restart(broker_factory, topic_name, how):
 # ---- damaged logs --------------------------------------------------------------------------
 def _crash_with_records(broker_factory, topic: str, n: int) -> tuple[Any, list[Rec]]:
     """n records in several segments, then SIGKILL."""
-    broker = broker_factory({"log.segment.bytes": "65536"})
-    create_topics(broker, [NewTopic(topic, 1, 1)])
+    broker = broker_factory()
+    create_topics(broker, [NewTopic(topic, 1, 1, config={"internal.segment.bytes": "65536"})])
     recs = make_records(n, 1, seed=51, null_header_values=True)
     assert_dense_offsets(produce_ok(broker, topic, recs, **{"compression.type": "gzip"}), recs)
     assert len(list((broker.data_dir / f"{topic}-0").glob("*.log"))) > 2

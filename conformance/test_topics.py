@@ -40,6 +40,7 @@ def test_create_topics(target, version):
     ("replication-3", {"rf": 3}, 38),
     ("bad-config-value", {"configs": {"retention.ms": "abc"}}, 40),
     ("small-segment", {"configs": {"segment.bytes": "1024"}}, 40),
+    ("internal-segment-not-int", {"configs": {"internal.segment.bytes": "abc"}}, 40),
     ("unknown-config", {"configs": {"no.such.config": "1"}}, 40),
 ])
 def test_create_topics_errors(target, case, kwargs, code):
@@ -140,6 +141,28 @@ def test_delete_topics(target, version):
         again = DeleteTopicsRequest(topic_names=[name], topics=[DeleteTopicsRequest.DeleteTopicState(name=name)],
                                     timeout_ms=10000)
         assert conn.call(again, version).responses[0].error_code == 3
+
+
+def test_internal_segment_bytes_is_accepted_and_listed_only_when_set(target):
+    """Kafka 4's internal topic config for segments under 1 MiB (what tests use since KIP-1030):
+    CreateTopics takes it, and it is listed (by CreateTopics and DescribeConfigs) only for a
+    topic that sets it."""
+    small, plain = unique(), unique()
+    with Connection(target.bootstrap) as conn:
+        res = _create(conn, small, configs={"internal.segment.bytes": "1024"})
+        assert res.error_code == 0
+        listed = {c.name: (c.value, c.config_source) for c in res.configs}
+        assert listed["internal.segment.bytes"] == ("1024", 1) and listed["segment.bytes"] == ("1073741824", 5)
+        assert "internal.segment.bytes" not in {c.name for c in _create(conn, plain).configs}
+        for name, present in ((small, True), (plain, False)):
+            wait_for_topic(conn, name, 1)
+            req = DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+                resource_type=2, resource_name=name, configuration_keys=["internal.segment.bytes"])],
+                include_synonyms=True, include_documentation=False)
+            res = conn.call(req, 4).results[0]
+            assert res.error_code == 0
+            assert [(c.name, c.value, c.config_source, c.config_type) for c in res.configs] == (
+                [("internal.segment.bytes", "1024", 1, 3)] if present else [])
 
 
 @pytest.mark.parametrize("version", range(1, 5))

@@ -24,7 +24,7 @@ from wirekafka.broker import dispatch, topic_config
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.partition import AppendOrigin
 from wirekafka.broker.state import BrokerState
-from wirekafka.config import BROKER_KEYS, build_config
+from wirekafka.config import BROKER_KEYS, ConfigError, build_config
 from wirekafka.protocol import api_versions, codec, records
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.protocol.response_parts import RegionResponse
@@ -244,7 +244,8 @@ def test_describe_topic_configs(tmp_path: Path, version: int) -> None:
     result = _describe(state, version, TOPIC, "t")
     assert (result.error_code, result.error_message) == (ErrorCode.NONE, "")
     entries = {c.name: c for c in result.configs}
-    assert sorted(entries) == sorted(topic_config.TOPIC_CONFIGS)
+    # every topic config but Kafka's internal one, listed only when set
+    assert sorted(entries) == sorted(set(topic_config.TOPIC_CONFIGS) - {"internal.segment.bytes"})
     seg = entries["segment.bytes"]
     assert (seg.value, seg.config_source, seg.read_only, seg.is_sensitive) == ("1048576", DYNAMIC_TOPIC, False, False)
     assert _syn(seg) == [("segment.bytes", "1048576", DYNAMIC_TOPIC), ("log.segment.bytes", "2097152", STATIC),
@@ -265,12 +266,50 @@ def test_describe_topic_configs(tmp_path: Path, version: int) -> None:
 
 
 @pytest.mark.parametrize("version", versions(32))
+def test_internal_segment_bytes_replaces_segment_bytes_and_is_listed_only_when_set(tmp_path: Path,
+                                                                                   version: int) -> None:
+    """Kafka 4's internal topic config internal.segment.bytes (any INT, no 1 MiB minimum): what
+    Kafka's tests, and wirekafka's, use for small segments. Kafka 4.3.1 lists it in DescribeConfigs
+    only for a topic that sets it, as a dynamic topic config with no broker synonym."""
+    state = make_state(tmp_path)
+    topic = create_topic(state, "t", 1, {"internal.segment.bytes": "1024"})
+    assert topic.partitions[0].log_config.segment_bytes == 1024
+    entries = {c.name: c for c in _describe(state, version, TOPIC, "t").configs}
+    internal = entries["internal.segment.bytes"]
+    assert (internal.value, internal.config_source, _syn(internal)) == (
+        "1024", DYNAMIC_TOPIC, [("internal.segment.bytes", "1024", DYNAMIC_TOPIC)])
+    assert (entries["segment.bytes"].value, entries["segment.bytes"].config_source) == ("1073741824", DEFAULT)
+    if version >= 3:
+        assert internal.config_type == 3  # INT
+    for value in ("abc", "2147483648"):
+        assert _alter(state, 1, (TOPIC, "t", {"internal.segment.bytes": value})) == [
+            (ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration internal.segment.bytes: "
+                                       "Not a number of type INT")]
+    assert _incremental(state, 1, TOPIC, "t", [("internal.segment.bytes", SET, "-5")]) == (ErrorCode.NONE, None)
+    assert topic.partitions[0].log_config.segment_bytes == -5  # Kafka accepts it too
+    assert _incremental(state, 1, TOPIC, "t", [("internal.segment.bytes", DELETE, None)]) == (ErrorCode.NONE, None)
+    assert topic.partitions[0].log_config.segment_bytes == 1073741824
+    assert "internal.segment.bytes" not in {c.name for c in _describe(state, version, TOPIC, "t").configs}
+
+
+def test_broker_log_segment_bytes_has_kafka_4s_minimum(tmp_path: Path) -> None:
+    """Kafka 4.3.1 refuses a log.segment.bytes under 1 MiB at start-up (KIP-1030), with this
+    message, and has no broker-level internal key for smaller segments."""
+    with pytest.raises(ConfigError) as exc:
+        build_config({"log.dirs": str(tmp_path), "log.segment.bytes": "1048575"})
+    assert str(exc.value) == ("Invalid value 1048575 for configuration log.segment.bytes: "
+                              "Value must be at least 1048576")
+    assert build_config({"log.dirs": str(tmp_path), "log.segment.bytes": "1048576"}).int("log.segment.bytes") == 1048576
+
+
+@pytest.mark.parametrize("version", versions(32))
 def test_describe_configs_filters_and_errors(tmp_path: Path, version: int) -> None:
     state = make_state(tmp_path)
     create_topic(state, "t", 1)
     picked = _describe(state, version, TOPIC, "t", ["retention.ms", "no.such.key"])
     assert [c.name for c in picked.configs] == ["retention.ms"]
-    assert len(_describe(state, version, TOPIC, "t", []).configs) == len(topic_config.TOPIC_CONFIGS)
+    assert len(_describe(state, version, TOPIC, "t", []).configs) == len(topic_config.TOPIC_CONFIGS) - 1
+    assert _describe(state, version, TOPIC, "t", ["internal.segment.bytes"]).configs == []  # internal, not set
     missing = _describe(state, version, TOPIC, "ghost")
     assert (missing.error_code, missing.error_message, missing.configs) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "", [])
     # Kafka 4.3.1's texts for illegal names (a 249-character name is legal, so merely unknown).
@@ -494,8 +533,8 @@ def _earliest(state: BrokerState, topic: str) -> int:
 
 @pytest.mark.parametrize("version", versions(21))
 def test_delete_records(tmp_path: Path, version: int) -> None:
-    state = make_state(tmp_path, **{"log.segment.bytes": "200"})  # about two one-record batches per segment
-    create_topic(state, "t", 2)
+    state = make_state(tmp_path)
+    create_topic(state, "t", 2, {"internal.segment.bytes": "200"})  # about two one-record batches per segment
     produce(state, "t", 10)
     directory = tmp_path / "data" / "t-0"
     segments_before = sorted(directory.glob("*.log"))

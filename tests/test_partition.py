@@ -1,4 +1,5 @@
-"""Partition: offsets, high watermark, epochs, reads as file regions, truncation, DeleteRecords."""
+"""Partition: offsets, high watermark, epochs, reads as file regions, truncation, DeleteRecords,
+retention."""
 
 from __future__ import annotations
 
@@ -6,10 +7,15 @@ import os
 from pathlib import Path
 
 import pytest
+import trio
 
 from wirekafka.broker.partition import AppendOrigin, Isolation, Partition
+from wirekafka.broker.state import BrokerState
+from wirekafka.config import build_config
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+from wirekafka.server.background import retention_task
+from wirekafka.storage import checkpoint
 from wirekafka.storage import segment as segment_module
 from wirekafka.storage.epoch_cache import LeaderEpochCache
 from wirekafka.storage.log import LogConfig, PartitionLog
@@ -207,3 +213,37 @@ def test_segment_close_waits_for_pinned_reader(tmp_path: Path, monkeypatch) -> N
     assert seg.locate(0, 10**6, 2, True) is not None  # the pinned reader still reads
     seg.unpin()  # the last reader closes the descriptors
     assert seg._fd in closed
+
+
+def test_retention_task_empties_a_topic_written_once_and_spares_compact_only_topics(tmp_path: Path) -> None:
+    """The broker's retention check with a fake broker clock: a delete-policy topic written once
+    and left alone is emptied (log start = log end) once its newest record is older than
+    retention.ms; a compact-only topic with the same retention.ms keeps everything. Trio's clock
+    is the real one: the check's file work runs in worker threads, which a mock clock would
+    jump past."""
+    now = [NOW]
+    state = BrokerState(build_config({"log.dirs": str(tmp_path / "data"), "log.retention.check.interval.ms": "50"}),
+                        clock=lambda: now[0] / 1000)
+    state.load()
+
+    async def main() -> None:
+        deleting = await state.metadata.create_topic("d", 1, {"retention.ms": "1000"})
+        compact = await state.metadata.create_topic("c", 1, {"retention.ms": "1000", "cleanup.policy": "compact"})
+        for topic in (deleting, compact):
+            _append(topic.partitions[0], 3)  # timestamps NOW .. NOW + 2
+        d, c = deleting.partitions[0], compact.partitions[0]
+        async with trio.open_nursery() as nursery:
+            await nursery.start(retention_task, state)
+            await trio.sleep(0.2)  # a few checks
+            assert (d.log_start_offset, d.log_end_offset) == (0, 3)  # not a second old yet
+            now[0] = NOW + 2 + 1001
+            starts = state.log_dir / "log-start-offset-checkpoint"
+            with trio.fail_after(10):  # the check deletes the files, then checkpoints, in workers
+                while not starts.exists() or checkpoint.read_offsets(starts).get(("d", 0)) != 3:
+                    await trio.sleep(0.1)
+            assert (d.log_start_offset, d.log_end_offset, d.high_watermark) == (3, 3, 3)
+            assert sorted(p.name for p in (state.log_dir / "d-0").glob("*.log")) == ["00000000000000000003.log"]
+            assert (c.log_start_offset, c.log_end_offset) == (0, 3)
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)

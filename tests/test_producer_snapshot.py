@@ -383,13 +383,64 @@ def test_delete_records_and_retention_delete_snapshots_below_the_log_start(tmp_p
     Partition.delete_segment_files(p.delete_records_before(bases[2] + 1))
     _drain(p)
     assert _snapshots(d) == bases[3:]
-    p.set_log_config(LogConfig(segment_bytes=400, retention_bytes=0))
+    active_size = (d / f"{bases[-1]:020d}.log").stat().st_size  # retention.bytes keeping just the active segment
+    p.set_log_config(LogConfig(segment_bytes=400, retention_ms=-1, retention_bytes=active_size))
     Partition.delete_segment_files(p.apply_retention())
     _drain(p)
     assert p.log_start_offset == bases[-1] and _snapshots(d) == [bases[-1]]
     p.close()
     again = _open(d, segment_bytes=400)  # Kafka drops a snapshot at the log start at load
     assert _snapshots(d) == [again.log_end_offset]
+
+
+def test_whole_log_expiry_keeps_producer_state_and_epochs(tmp_path: Path) -> None:
+    """retention.ms past every record, active segment included: the log rolls an empty segment
+    at the log end (with a snapshot there, as at any roll) and the log start moves to the log
+    end. Producer state stays, as in Kafka: a retried batch is still a duplicate and sequences
+    are still checked; an open transaction whose batches went holds the last stable offset at
+    the log start, not below it; the epoch cache keeps the current epoch from the new start."""
+    d = tmp_path / "t-0"
+    clock = Clock()
+    plog = PartitionLog(d, LogConfig(segment_bytes=400, retention_ms=DAY), clean_shutdown=True, clock=clock)
+    p = Partition("t", 0, plog, LeaderEpochCache(d / "leader-epoch-checkpoint"), clock=clock)
+    idem = Producer(p, 1)
+    while len(list(d.glob("*.log"))) < 3:
+        idem.send(2)
+    p.become_leader(2)
+    idem.send(2)
+    txn = Producer(p, 2)
+    first_txn_offset, _ = txn.send(1, transactional=True)
+    _drain(p)
+    end = p.log_end_offset
+    assert p.last_stable_offset == first_txn_offset
+    assert p.apply_retention() == []  # a day has not passed
+    assert p.apply_retention(delete_policy=False) == []  # compact-only: no time retention at all
+    clock.ms += DAY + 1000  # past the newest record's timestamp by more than retention.ms
+    segments = len(list(d.glob("*.log")))
+    doomed = p.apply_retention()
+    assert len(doomed) == segments
+    Partition.delete_segment_files(doomed)
+    _drain(p)
+    assert (p.log_start_offset, p.log_end_offset, p.high_watermark) == (end, end, end)
+    assert sorted(d.glob("*.log")) == [d / f"{end:020d}.log"]
+    assert _snapshots(d) == [end]
+    assert p.epochs.entries == [(2, end)]
+    assert p.last_stable_offset == end
+    assert p.apply_retention() == []  # the empty active segment stays
+    idem.seq -= 2
+    duplicate = append(p, idem.batch(2))  # the last batch retried
+    assert duplicate.duplicate and p.log_end_offset == end
+    idem.seq += 1
+    with pytest.raises(KafkaApiError) as exc:
+        append(p, idem.batch(1))
+    assert exc.value.code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    idem.seq -= 2
+    assert idem.send(1) == (end, end)
+    assert txn.end(commit=False) == end + 1
+    assert p.last_stable_offset == p.high_watermark == end + 2
+    p.close()
+    again = PartitionLog(d, LogConfig(segment_bytes=400), log_start_offset=end, clean_shutdown=True, clock=clock)
+    assert (again.log_start_offset, again.log_end_offset) == (end, end + 2)
 
 
 def test_stray_snapshots_are_removed_at_open(tmp_path: Path) -> None:
@@ -459,7 +510,7 @@ def test_background_tasks_expire_producers_and_write_roll_snapshots(tmp_path: Pa
     state.load()
 
     async def main() -> None:
-        topic = await state.metadata.create_topic("t", 1, {"segment.bytes": "400"})
+        topic = await state.metadata.create_topic("t", 1, {"internal.segment.bytes": "400"})
         p = topic.partitions[0]
         prod = Producer(p, 1)
         while len(list((state.log_dir / "t-0").glob("*.log"))) < 2:

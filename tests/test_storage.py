@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import random
+import time
 from pathlib import Path
 
 from wirekafka.protocol import records
@@ -187,7 +189,7 @@ def test_time_retention_deletes_whole_old_segments(tmp_path: Path) -> None:
     all_old = [s for s in log.segments if s.max_timestamp < now_ms - 60_000]
     assert len(all_old) >= 2  # the fixture really spans several old segments
     first_kept = log.segments[len(all_old)].base_offset
-    doomed = log.apply_retention()
+    doomed = log.apply_retention(log.log_end_offset)
     assert len(doomed) == len(all_old)
     assert (tmp_path / "t-0" / "00000000000000000000.log").exists()  # detached, not yet deleted
     PartitionLog.delete_segments(doomed)
@@ -196,20 +198,96 @@ def test_time_retention_deletes_whole_old_segments(tmp_path: Path) -> None:
     assert not (tmp_path / "t-0" / "00000000000000000000.log").exists()
 
 
-def test_retention_never_deletes_active_segment(tmp_path: Path) -> None:
+def test_time_retention_rolls_and_deletes_the_active_segment(tmp_path: Path) -> None:
+    """A topic written once and left alone expires whole, as in Kafka: a new empty active
+    segment is rolled at the log end, the old one goes, and the log start meets the log end."""
+    d = tmp_path / "t-0"
     clock = Clock()
-    log = PartitionLog(tmp_path / "t-0", LogConfig(retention_ms=1), clock=clock)
-    _append(log, 2, 1000)
-    assert log.apply_retention() == [] and log.log_end_offset == 2
+    log = PartitionLog(d, LogConfig(retention_ms=60_000), clock=clock)
+    _append(log, 3, NOW_MS)
+    _append(log, 2, NOW_MS + 3)
+    assert log.apply_retention(log.log_end_offset) == []  # not old enough yet
+    clock.t += 61
+    old = log.active
+    doomed = log.apply_retention(log.log_end_offset)
+    assert doomed == [old] and old.log_path.exists()  # detached; the caller deletes the files
+    PartitionLog.delete_segments(doomed)
+    assert not old.log_path.exists()
+    assert [s.base_offset for s in log.segments] == [5] and log.active.size == 0
+    assert log.log_start_offset == log.log_end_offset == 5
+    assert (d / "00000000000000000005.log").exists()  # the new segment is on disk at once
+    assert log.apply_retention(log.log_end_offset) == []  # an empty active segment never goes
+    assert _append(log, 1, int(clock() * 1000)) == [5]
+    log.close()
+    again = PartitionLog(d, LogConfig(retention_ms=60_000), log_start_offset=5, clean_shutdown=True, clock=clock)
+    assert (again.log_start_offset, again.log_end_offset) == (5, 6)
+
+
+def test_retention_stops_at_the_high_watermark(tmp_path: Path) -> None:
+    """Only segments whose upper bound (next segment's base, or the log end) is at or below the
+    high watermark go, so the log start never passes it."""
+    log = PartitionLog(tmp_path / "t-0", LogConfig(segment_bytes=400, retention_ms=1), clock=Clock())
+    for i in range(12):
+        _append(log, 2, 1000 + i)
+    bases = [s.base_offset for s in log.segments]
+    assert len(bases) >= 3
+    assert log.apply_retention(bases[1] - 1) == []
+    assert len(log.apply_retention(bases[2])) == 2 and log.log_start_offset == bases[2]
+    end = log.log_end_offset
+    assert len(log.apply_retention(end - 1)) == len(bases) - 3  # not the active: it reaches past it
+    assert log.active.base_offset == bases[-1] and log.log_start_offset == bases[-1]
+    assert len(log.apply_retention(end)) == 1 and log.log_start_offset == log.log_end_offset == end
 
 
 def test_size_retention(tmp_path: Path) -> None:
+    """Kafka's rule: whole segments from the oldest while the log stays at least retention.bytes."""
     log = PartitionLog(tmp_path / "t-0", LogConfig(segment_bytes=400, retention_bytes=800), clock=Clock())
     for i in range(20):
-        _append(log, 2, 1000 + i)
-    log.apply_retention()
-    assert sum(s.size for s in log.segments[:-1]) <= 800
+        _append(log, 2, NOW_MS + i)
+    before = log.size_bytes
+    doomed = log.apply_retention(log.log_end_offset)
+    assert doomed and before - sum(s.size for s in doomed) == log.size_bytes
+    assert 800 <= log.size_bytes < 800 + doomed[-1].size
     assert log.log_start_offset == log.segments[0].base_offset
+
+
+def test_size_retention_covers_the_active_segment(tmp_path: Path) -> None:
+    log = PartitionLog(tmp_path / "t-0", LogConfig(segment_bytes=400, retention_bytes=0), clock=Clock())
+    for i in range(10):
+        _append(log, 2, NOW_MS + i)
+    count = len(log.segments)
+    assert len(log.apply_retention(log.log_end_offset)) == count
+    assert log.log_start_offset == log.log_end_offset == 20 and log.size_bytes == 0
+    small = PartitionLog(tmp_path / "u-0", LogConfig(retention_bytes=10**6), clock=Clock())
+    _append(small, 2, NOW_MS)
+    assert small.apply_retention(small.log_end_offset) == []  # under retention.bytes: nothing goes
+
+
+def test_compact_only_logs_drop_only_segments_below_the_log_start(tmp_path: Path) -> None:
+    log = PartitionLog(tmp_path / "t-0", LogConfig(segment_bytes=400, retention_ms=1, retention_bytes=0),
+                       clock=Clock())
+    for i in range(12):
+        _append(log, 2, 1000 + i)
+    bases = [s.base_offset for s in log.segments]
+    assert log.apply_retention(log.log_end_offset, delete_policy=False) == []
+    log.log_start_offset = bases[2]  # as a checkpoint after DeleteRecords would leave it at load
+    assert len(log.apply_retention(log.log_end_offset, delete_policy=False)) == 2
+    log.log_start_offset = log.log_end_offset
+    assert len(log.apply_retention(log.log_end_offset, delete_policy=False)) == len(bases) - 3
+    assert len(log.segments) == 1  # the log start breach never takes the active segment
+
+
+def test_time_retention_of_records_without_timestamps_uses_the_file_time(tmp_path: Path) -> None:
+    """Kafka's largestTimestamp falls back to the segment file's modification time."""
+    clock = Clock(time.time())
+    log = PartitionLog(tmp_path / "t-0", LogConfig(retention_ms=3_600_000), clock=clock)
+    _append(log, 1, -1)
+    _append(log, 1, -1)
+    assert log.active.max_timestamp == -1
+    assert log.apply_retention(log.log_end_offset) == []
+    hour_ago = clock() - 3601
+    os.utime(log.active.log_path, (hour_ago, hour_ago))
+    assert len(log.apply_retention(log.log_end_offset)) == 1 and log.log_start_offset == 2
 
 
 def test_advance_log_start(tmp_path: Path) -> None:

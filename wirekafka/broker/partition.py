@@ -138,7 +138,11 @@ class Partition:
     @property
     def last_stable_offset(self) -> int:
         first_unstable = self.producers.first_unstable_offset()
-        return self._high_watermark if first_unstable is None else min(first_unstable, self._high_watermark)
+        if first_unstable is None:
+            return self._high_watermark
+        # Kafka's maybeIncrementFirstUnstableOffset: an open transaction whose first batches
+        # retention or DeleteRecords removed is unstable from the log start on, not below it.
+        return min(max(first_unstable, self._log.log_start_offset), self._high_watermark)
 
     @property
     def log_start_offset(self) -> int:
@@ -391,9 +395,19 @@ class Partition:
         self._log_start_moved(before)
         return doomed
 
-    def apply_retention(self) -> list[LogSegment]:
+    def apply_retention(self, delete_policy: bool = True) -> list[LogSegment]:
+        """Kafka's deleteOldSegments up to the high watermark (delete_policy: the topic's
+        cleanup.policy has "delete"; compact-only topics lose only what lies below the log start).
+        When the whole log expires, the log rolls a new active segment at the log end first: as at
+        any roll, a producer snapshot is taken there. Producer state itself stays (Kafka keeps it
+        when retention removes a producer's batches, so its next sequence is still checked, and a
+        retried batch still answered as a duplicate); epochs start at the new log start. Returns
+        the detached segments, whose files are deleted in a worker thread."""
         before = self._log.log_start_offset
-        doomed = self._log.apply_retention()
+        active = self._log.active
+        doomed = self._log.apply_retention(self._high_watermark, delete_policy)
+        if self._log.active is not active:
+            self._take_snapshot(self._log.active.base_offset)
         if doomed:
             self.epochs.truncate_from_start(self._log.log_start_offset)
         self._log_start_moved(before)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from wirekafka.config import BrokerConfig
+from wirekafka.config import MIN_SEGMENT_BYTES, BrokerConfig
 from wirekafka.storage.log import LogConfig
 
 # DescribeConfigs enums, as on the wire
@@ -34,6 +34,9 @@ class TopicConfigDef:
     broker_key: str | None
     default: Callable[[BrokerConfig], str]
     validate: Callable[[str], str | None]  # None if valid, else Kafka's reason
+    # Kafka's internal configs (ConfigDef.defineInternal): settable, but listed by DescribeConfigs
+    # and CreateTopics only when the topic sets them; they have no default.
+    internal: bool = False
 
 
 def _int_between(lo: int, hi: int, *also: int) -> Callable[[str], str | None]:
@@ -64,6 +67,15 @@ def _remote_storage(v: str) -> str | None:
         return ("Tiered Storage functionality is disabled in the broker. Topic cannot be configured with "
                 "remote log storage.")
     return problem
+
+
+def _int32(v: str) -> str | None:
+    """Any INT, as Kafka parses one (no range of its own)."""
+    try:
+        n = int(v)
+    except ValueError:
+        return "Not a number of type INT"
+    return None if -(2**31) <= n < 2**31 else "Not a number of type INT"
 
 
 def _int_at_least(lo: int) -> Callable[[str], str | None]:
@@ -163,9 +175,11 @@ _DEFS = [
     TopicConfigDef("retention.bytes", TYPE_LONG, "log.retention.bytes", _broker("log.retention.bytes"),
                    _int_at_least(-1)),
     TopicConfigDef("retention.ms", TYPE_LONG, "log.retention.ms", lambda c: str(c.retention_ms), _int_at_least(-1)),
-    # Kafka 4 refuses topic segments under 1 MiB (the broker-level key still accepts smaller).
+    # Kafka 4 refuses segments under 1 MiB, topic- and broker-level (KIP-1030); its internal
+    # topic config internal.segment.bytes, when set, replaces segment.bytes with any size (for tests).
     TopicConfigDef("segment.bytes", TYPE_INT, "log.segment.bytes", _broker("log.segment.bytes"),
-                   _int_at_least(1048576)),
+                   _int_at_least(MIN_SEGMENT_BYTES)),
+    TopicConfigDef("internal.segment.bytes", TYPE_INT, None, _fixed(""), _int32, internal=True),
     TopicConfigDef("segment.index.bytes", TYPE_INT, "log.index.size.max.bytes", _broker("log.index.size.max.bytes"),
                    _int_at_least(4)),
     TopicConfigDef("segment.jitter.ms", TYPE_LONG, "log.roll.jitter.ms", _fixed("0"), _int_at_least(0)),
@@ -175,6 +189,12 @@ _DEFS = [
 ]
 
 TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in _DEFS}
+
+
+def listed_configs(overrides: Mapping[str, str]) -> list[str]:
+    """The topic config names DescribeConfigs and CreateTopics list, sorted: all but the internal
+    ones the topic does not set."""
+    return sorted(name for name, d in TOPIC_CONFIGS.items() if not d.internal or name in overrides)
 
 
 def invalid_reason(name: str, value: str | None) -> str | None:
@@ -201,8 +221,9 @@ def log_config(overrides: Mapping[str, str], broker: BrokerConfig) -> LogConfig:
     def get(name: str) -> int:
         return int(effective(name, overrides, broker)[0])
 
+    internal_segment_bytes = overrides.get("internal.segment.bytes")
     return LogConfig(
-        segment_bytes=get("segment.bytes"),
+        segment_bytes=get("segment.bytes") if internal_segment_bytes is None else int(internal_segment_bytes),
         segment_ms=get("segment.ms"),
         index_interval_bytes=get("index.interval.bytes"),
         retention_ms=get("retention.ms"),

@@ -324,26 +324,75 @@ class PartitionLog:
             log.info("deleting segment %s (%s)", seg.log_path, reason)
         return doomed
 
-    def apply_retention(self) -> list[LogSegment]:
-        """Detach whole segments past retention.ms (by their largest timestamp) or beyond
-        retention.bytes, and segments entirely below the log start offset."""
-        now_ms = int(self.clock() * 1000)
+    def apply_retention(self, high_watermark: int, delete_policy: bool = True) -> list[LogSegment]:
+        """Kafka's deleteOldSegments: detach the oldest segments wholly below the log start offset,
+        then, under the delete cleanup policy, those beyond retention.bytes and those whose largest
+        timestamp is older than retention.ms. Each rule extends a prefix of the segment list
+        (deletableSegments): a segment goes only if its upper bound (the next segment's base, or
+        the log end for the active one) is at or below high_watermark, so the log start never
+        passes it, and an empty active segment never goes. The active segment is covered too, or
+        a topic written once and left alone would keep its data forever: before it goes, a new
+        empty segment is rolled at the log end, and the log start moves there (log start = log
+        end). Returns the detached segments; the caller deletes their files off the event loop."""
+        reasons: list[str] = []
+
+        def extend(count: int, reason: str, predicate: Callable[[LogSegment, LogSegment | None], bool]) -> int:
+            n = self._deletable_prefix(count, high_watermark, predicate)
+            if n > count:
+                reasons.append(reason)
+            return n
+
+        start = self.log_start_offset
+        count = extend(0, "log start offset breach", lambda seg, nxt: nxt is not None and nxt.base_offset <= start)
         cfg = self.config
-        n = 0
-        while n < len(self.segments) - 1 and self.segments[n].next_offset <= self.log_start_offset:
-            n += 1
-        if cfg.retention_ms >= 0:
-            while n < len(self.segments) - 1:
-                seg = self.segments[n]
-                if seg.max_timestamp == NO_TIMESTAMP or now_ms - seg.max_timestamp <= cfg.retention_ms:
-                    break
-                n += 1
-        if cfg.retention_bytes >= 0:
-            excess = self.size_bytes - cfg.retention_bytes - sum(s.size for s in self.segments[:n])
-            while n < len(self.segments) - 1 and excess >= self.segments[n].size:
-                excess -= self.segments[n].size
-                n += 1
-        return self._detach_prefix(n, "retention")
+        if delete_policy and cfg.retention_bytes >= 0:
+            excess = sum(s.size for s in self.segments[count:]) - cfg.retention_bytes
+
+            def over_size(seg: LogSegment, nxt: LogSegment | None) -> bool:
+                nonlocal excess
+                if excess < seg.size:
+                    return False
+                excess -= seg.size
+                return True
+
+            if excess >= 0:
+                count = extend(count, "retention.bytes breach", over_size)
+        if delete_policy and cfg.retention_ms >= 0:
+            now_ms = int(self.clock() * 1000)
+            count = extend(count, "retention.ms breach",
+                           lambda seg, nxt: now_ms - self._largest_timestamp(seg, now_ms) > cfg.retention_ms)
+        if count == 0:
+            return []
+        if count == len(self.segments):
+            log.info("rolling the active segment of %s at %d: retention deletes it", self.dir, self.log_end_offset)
+            self.roll()
+        return self._detach_prefix(count, ", ".join(reasons))
+
+    def _deletable_prefix(self, count: int, high_watermark: int,
+                          predicate: Callable[[LogSegment, LogSegment | None], bool]) -> int:
+        """Kafka's deletableSegments from segment index count on: how far the prefix of deletable
+        segments extends while predicate(segment, next segment or None) holds."""
+        segments = self.segments
+        while count < len(segments):
+            seg = segments[count]
+            nxt = segments[count + 1] if count + 1 < len(segments) else None
+            upper = nxt.base_offset if nxt is not None else self.log_end_offset
+            if high_watermark < upper or not predicate(seg, nxt) or (nxt is None and seg.size == 0):
+                break
+            count += 1
+        return count
+
+    @staticmethod
+    def _largest_timestamp(seg: LogSegment, now_ms: int) -> int:
+        """Kafka's LogSegment.largestTimestamp: the largest record timestamp, or for a segment
+        without any the file's last modification time (so such data still expires once it sits
+        idle for retention.ms); now_ms (not deletable) if the file cannot be read."""
+        if seg.max_timestamp >= 0:
+            return seg.max_timestamp
+        try:
+            return int(os.stat(seg.log_path).st_mtime * 1000)
+        except OSError:
+            return now_ms
 
     def advance_log_start(self, offset: int) -> list[LogSegment]:
         """DeleteRecords: move the log start offset; segments wholly below it are detached."""

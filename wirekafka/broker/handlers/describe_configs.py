@@ -163,7 +163,8 @@ def _topic_entries(ctx: RequestContext, name: str, with_synonyms: bool) -> list[
         raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "")
     config = ctx.state.config
     out = []
-    for cname, d in sorted(tc.TOPIC_CONFIGS.items()):
+    for cname in tc.listed_configs(topic.configs):
+        d = tc.TOPIC_CONFIGS[cname]
         synonyms = []
         if cname in topic.configs:
             synonyms.append(_Synonym(name=cname, value=topic.configs[cname], source=tc.SOURCE_DYNAMIC_TOPIC))

@@ -25,6 +25,7 @@ import kafka.codec as codecs
 
 from wirekafka.protocol import records
 from wirekafka.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
+from wirekafka.protocol.varint import encode_uvarint
 
 DELETE_HORIZON_MASK = 0x40
 CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD = range(5)
@@ -39,30 +40,28 @@ def delete_horizon(header: BatchHeader) -> int | None:
     return header.base_timestamp if has_delete_horizon(header) else None
 
 
+# codec id -> (compress, decompress), Kafka's compression ids; none (0) is the identity
+_CODECS = {
+    CODEC_GZIP: (codecs.gzip_encode, codecs.gzip_decode),
+    CODEC_SNAPPY: (codecs.snappy_encode, codecs.snappy_decode),
+    CODEC_LZ4: (codecs.lz4_encode, codecs.lz4_decode),
+    CODEC_ZSTD: (codecs.zstd_encode, codecs.zstd_decode),
+}
+
+
+def _codec(codec: int) -> tuple:
+    try:
+        return _CODECS[codec]
+    except KeyError:
+        raise records.InvalidBatch(f"unknown compression codec {codec}", corrupt=True) from None
+
+
 def _decompress(codec: int, data: bytes) -> bytes:
-    if codec == CODEC_NONE:
-        return data
-    if codec == CODEC_GZIP:
-        return codecs.gzip_decode(data)
-    if codec == CODEC_SNAPPY:
-        return codecs.snappy_decode(data)
-    if codec == CODEC_LZ4:
-        return codecs.lz4_decode(data)
-    if codec == CODEC_ZSTD:
-        return codecs.zstd_decode(data)
-    raise records.InvalidBatch(f"unknown compression codec {codec}", corrupt=True)
+    return data if codec == CODEC_NONE else _codec(codec)[1](data)
 
 
 def _compress(codec: int, data: bytes) -> bytes:
-    if codec == CODEC_NONE:
-        return data
-    if codec == CODEC_GZIP:
-        return codecs.gzip_encode(data)
-    if codec == CODEC_SNAPPY:
-        return codecs.snappy_encode(data)
-    if codec == CODEC_LZ4:
-        return codecs.lz4_encode(data)
-    return codecs.zstd_encode(data)
+    return data if codec == CODEC_NONE else _codec(codec)[0](data)
 
 
 def records_section(batch: bytes | memoryview, header: BatchHeader) -> bytes:
@@ -88,50 +87,14 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
 
 
 def _encode_varint(value: int) -> bytes:
-    v = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
+    """A zigzag varint (Kafka's record fields)."""
+    return encode_uvarint((value << 1) ^ (value >> 63))
 
 
 def _skip_varint(buf: bytes, pos: int) -> int:
     while buf[pos] & 0x80:
         pos += 1
     return pos + 1
-
-
-def iter_keys(section: bytes) -> Iterator[tuple[int, bytes | None]]:
-    """(offset delta, key) of each record in a decompressed records section: all the offset map
-    needs, without the values. Single-byte varints (the common case) are decoded inline: this
-    loop runs once per record of the dirty section."""
-    pos = 0
-    end_all = len(section)
-    while pos < end_all:
-        b = section[pos]
-        if b < 0x80:
-            length, pos = (b >> 1) ^ -(b & 1), pos + 1
-        elif section[pos + 1] < 0x80:  # records of 64 B to 8 KiB
-            v = (b & 0x7F) | (section[pos + 1] << 7)
-            length, pos = (v >> 1) ^ -(v & 1), pos + 2
-        else:
-            length, pos = _varint(section, pos)
-        end = pos + length
-        p = _skip_varint(section, pos + 1)  # attributes, then the timestamp delta
-        b = section[p]
-        if b < 0x80:
-            offset_delta, p = (b >> 1) ^ -(b & 1), p + 1
-        else:
-            offset_delta, p = _varint(section, p)
-        b = section[p]
-        if b < 0x80:
-            key_len, p = (b >> 1) ^ -(b & 1), p + 1
-        else:
-            key_len, p = _varint(section, p)
-        yield offset_delta, (None if key_len < 0 else section[p:p + key_len])
-        pos = end
 
 
 # A record as the cleaner sees it: (start, rest, end, timestamp delta, offset delta, key, has value).
@@ -141,6 +104,9 @@ START, REST, END, TIMESTAMP_DELTA, OFFSET_DELTA, KEY, HAS_VALUE = range(7)
 
 
 def iter_records(section: bytes) -> Iterator[RawRecord]:
+    """Each record of a decompressed records section, decoded in place. Single-byte varints (and
+    two-byte lengths, records of 64 B to 8 KiB) are decoded inline: this loop runs once per
+    record the cleaner reads, twice per dirty one."""
     pos = 0
     end_all = len(section)
     while pos < end_all:

@@ -90,15 +90,16 @@ class OffsetMap:
     def get(self, key: bytes) -> int:
         return self._offsets.get(key if len(key) <= _MAX_RAW_KEY else hashlib.md5(key).digest(), -1)
 
-    def put_keys(self, base_offset: int, keys: Iterable[tuple[int, bytes | None]], min_offset: int) -> tuple[bool, int]:
-        """Map the (offset delta, key) pairs of one batch at or past min_offset, in order: the
-        cleaner's innermost loop. Returns (the map filled up, records seen)."""
+    def put_keys(self, base_offset: int, raw: Iterable[batch_filter.RawRecord], min_offset: int) -> tuple[bool, int]:
+        """Map the keys of one batch's records at or past min_offset, in order: the cleaner's
+        innermost loop. Returns (the map filled up, records seen)."""
         offsets = self._offsets
         capacity = self.capacity
         md5 = hashlib.md5
         seen = 0
-        for delta, key in keys:
-            offset = base_offset + delta
+        for record in raw:
+            offset = base_offset + record[4]  # OFFSET_DELTA
+            key = record[5]  # KEY
             if key is not None and offset >= min_offset:
                 if len(offsets) >= capacity:
                     return True, seen
@@ -462,8 +463,8 @@ class CleaningRound:
             elif txns.on_batch(header):
                 self.stats.map_messages_read += header.records_count
             else:
-                keys = batch_filter.iter_keys(batch_filter.records_section(batch, header))
-                full, seen = self.map.put_keys(header.base_offset, keys, start)
+                records_ = batch_filter.iter_records(batch_filter.records_section(batch, header))
+                full, seen = self.map.put_keys(header.base_offset, records_, start)
                 self.stats.map_messages_read += seen
                 if full:
                     return True

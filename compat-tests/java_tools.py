@@ -77,7 +77,8 @@ _BATCH = re.compile(
     r"^baseOffset: (?P<base>\d+) lastOffset: (?P<last>\d+) count: (?P<count>\d+) "
     r"baseSequence: (?P<base_seq>-?\d+) lastSequence: (?P<last_seq>-?\d+) producerId: (?P<pid>-?\d+) "
     r"producerEpoch: (?P<epoch>-?\d+) partitionLeaderEpoch: (?P<leader_epoch>-?\d+) "
-    r"isTransactional: (?P<txn>\w+) isControl: (?P<control>\w+) deleteHorizonMs: \S+ "
+    r"isTransactional: (?P<txn>\w+) isControl: (?P<control>\w+) "
+    r"deleteHorizonMs: OptionalLong(?:\[(?P<horizon>-?\d+)\]|\.empty) "
     r"position: (?P<position>\d+) (?P<ts_type>CreateTime|LogAppendTime): (?P<max_ts>-?\d+) "
     r"size: (?P<size>\d+) magic: (?P<magic>\d+) compresscodec: (?P<codec>\w+) crc: (?P<crc>\d+) "
     r"isvalid: (?P<valid>\w+)$")
@@ -120,6 +121,7 @@ class DumpedBatch:
     codec: str
     valid: bool
     records: list[DumpedRecord] = field(default_factory=list)
+    delete_horizon: int | None = None  # set by the log cleaner on batches whose tombstones it kept
 
 
 def parse_log_dump(text: str) -> dict[str, list[DumpedBatch]]:
@@ -134,7 +136,7 @@ def parse_log_dump(text: str) -> dict[str, list[DumpedBatch]]:
             batches.append(DumpedBatch(
                 int(m["base"]), int(m["last"]), int(m["count"]), int(m["base_seq"]), int(m["pid"]),
                 int(m["position"]), int(m["max_ts"]), int(m["size"]), int(m["magic"]), m["codec"],
-                m["valid"] == "true"))
+                m["valid"] == "true", delete_horizon=None if m["horizon"] is None else int(m["horizon"])))
         elif m := _RECORD.match(line):
             batches[-1].records.append(DumpedRecord(
                 int(m["offset"]), int(m["ts"]), int(m["key_size"]), int(m["value_size"]), int(m["seq"]),

@@ -32,6 +32,9 @@ VOLATILE: dict[str, str] = {
     "client_host": "the client's address as the broker sees it",
     "transaction_start_time_ms": "the transaction coordinator's clock when the transaction began; "
                                  "only -1 and 0 (none, not found) are compared",
+    "log_dir": "each broker's data directory (log.dirs), a path on its own host",
+    "total_bytes": "the size of the volume holding the broker's log directory",
+    "usable_bytes": "the free space, at that moment, on the volume holding the broker's log directory",
 }
 # Identifiers a broker allocates: compared by identity within one exchange sequence (the first id
 # seen is #1, the next new one #2, ...), so that "the same id as before" and "a new id" still count.
@@ -63,6 +66,22 @@ CONTROL_BATCH: dict[str, str] = {
     "max_timestamp": "the transaction coordinator's clock when it wrote the marker",
     "crc": "covers the marker's timestamps",
 }
+
+# Batches the log cleaner wrote in place of a compacted topic's originals (Kafka's
+# MemoryRecords.filterTo). A batch whose tombstones (or empty transaction's marker) the cleaner
+# kept carries a delete horizon (attributes bit 6) as its base timestamp; a compressed batch it
+# rebuilt (records dropped, or a horizon set) holds the kept records compressed anew.
+DELETE_HORIZON_BATCH: dict[str, str] = {
+    "base_timestamp": "the delete horizon: the cleaner's clock in the round that first kept the batch's "
+                      "tombstones, plus delete.retention.ms",
+    "crc": "covers the delete horizon",
+}
+RECOMPRESSED_BATCH: dict[str, str] = {
+    "batch_length": "the cleaner compressed the records it kept anew, with its broker's libraries and levels "
+                    "(Kafka: the JVM's zlib, lz4-java, zstd-jni, snappy-java); the records are compared decoded",
+    "crc": "covers the compressed bytes",
+}
+DELETE_HORIZON_MASK = 0x40
 
 
 class Normalizer:
@@ -116,6 +135,9 @@ UNORDERED: dict[tuple[str, str], tuple[str, str]] = {
         "partition_index", "Kafka collects the partition results in a HashMap"),
     ("DescribeTransactions", "transaction_states[*].topics"): (
         "topic", "Kafka keeps a transaction's partitions in a HashSet"),
+    ("DescribeLogDirs", "results[*].topics"): ("name", "Kafka groups a log dir's partitions by topic in a Map"),
+    ("DescribeLogDirs", "results[*].topics[*].partitions"): (
+        "partition_index", "Kafka lists a log dir's logs from its log manager's concurrent hash maps"),
 }
 # Lists of group members: Kafka keeps a group's members in a HashMap keyed by member id, a random
 # UUID, so their order is random. They are sorted by member id after normalisation, where each
@@ -145,6 +167,7 @@ def members_in_join_order(api: str, tree: Any, path: str = "") -> Any:
 # reason).
 BROKER_WIDE: dict[tuple[str, str], tuple[str, str]] = {
     ("ListGroups", "groups"): ("group_id", "every group on the broker, in coordinator-shard order"),
+    ("DescribeLogDirs", "results[*].topics"): ("name", "every topic on the broker when asked for all (topics=null)"),
 }
 
 
@@ -168,20 +191,27 @@ def canonical_order(api: str, tree: Any, owned: Callable[[str], bool] | None = N
 
 
 def _stamped(batch: Any) -> Any:
-    """A decoded batch with the values a broker stamps into it replaced: LogAppendTime batches
-    and transaction markers."""
+    """A decoded batch with the values a broker stamps into it replaced: LogAppendTime batches,
+    transaction markers, and what the log cleaner writes (a delete horizon, compressed bytes)."""
     if not (isinstance(batch, dict) and isinstance(batch.get("attributes"), int)):
         return batch
     attributes = batch["attributes"]
+    stamped: dict[str, str] = {}
+    stamped_records: dict[str, str] = {}
     if attributes & records.CONTROL_MASK:
-        stamped = CONTROL_BATCH
+        stamped, stamped_records = CONTROL_BATCH, APPEND_TIME_RECORD
     elif attributes & records.TIMESTAMP_TYPE_MASK:
-        stamped = APPEND_TIME_BATCH
-    else:
+        stamped, stamped_records = APPEND_TIME_BATCH, APPEND_TIME_RECORD
+    if attributes & DELETE_HORIZON_MASK:
+        stamped = {**stamped, **DELETE_HORIZON_BATCH}
+    rebuilt = attributes & DELETE_HORIZON_MASK or batch.get("records_count") != batch.get("last_offset_delta", -2) + 1
+    if attributes & records.COMPRESSION_MASK and rebuilt:  # a producer's batch has every offset of its range
+        stamped = {**stamped, **RECOMPRESSED_BATCH}
+    if not stamped:
         return batch
     out = {k: f"<stamped {k}>" if k in stamped else v for k, v in batch.items()}
-    if isinstance(out.get("records"), list):
-        out["records"] = [{k: f"<stamped {k}>" if k in APPEND_TIME_RECORD else v for k, v in r.items()}
+    if stamped_records and isinstance(out.get("records"), list):
+        out["records"] = [{k: f"<stamped {k}>" if k in stamped_records else v for k, v in r.items()}
                           if isinstance(r, dict) else r for r in out["records"]]
     return out
 

@@ -82,6 +82,9 @@ API_OF = {
     "test_delete_records": "DeleteRecords", "test_offset_for_leader_epoch": "OffsetForLeaderEpoch",
     "test_describe_cluster": "DescribeCluster", "test_incremental_alter_configs": "IncrementalAlterConfigs",
     "test_alter_configs": "AlterConfigs", "test_offset_delete": "OffsetDelete",
+    "test_describe_log_dirs": "DescribeLogDirs",
+    "test_compaction_keeps_the_latest_record_of_each_key": "Fetch/ListOffsets (log compaction)",
+    "test_compaction_removes_tombstones_after_delete_retention": "Fetch/ListOffsets (log compaction)",
 }
 TARGETS = ("kafka", "wirekafka")
 

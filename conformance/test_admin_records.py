@@ -1,10 +1,10 @@
-"""DeleteRecords, OffsetForLeaderEpoch, DescribeCluster, AlterConfigs, IncrementalAlterConfigs,
-OffsetDelete."""
+"""DeleteRecords, OffsetForLeaderEpoch, DescribeCluster, DescribeLogDirs, AlterConfigs,
+IncrementalAlterConfigs, OffsetDelete."""
 
 from __future__ import annotations
 
 import pytest
-from kafka.protocol.admin.cluster import DescribeClusterRequest
+from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirsRequest
 from kafka.protocol.admin.configs import (
     AlterConfigsRequest,
     DescribeConfigsRequest,
@@ -86,6 +86,34 @@ def test_describe_cluster(target, version):
                 bad = conn.call(DescribeClusterRequest(include_cluster_authorized_operations=False,
                                                        endpoint_type=endpoint_type, include_fenced_brokers=False), version)
             assert (bad.error_code, bad.cluster_id, bad.controller_id, bad.brokers) == (code, "", -1, [])
+
+
+@pytest.mark.parametrize("version", range(1, 6))
+def test_describe_log_dirs(target, version):
+    """The log directory with the size of each requested partition the broker holds (partitions
+    and topics it does not hold are left out); null asks for every partition (this scenario's are
+    compared, the broker's others left aside: conformance/compare.py BROKER_WIDE)."""
+    name = unique()
+    T = DescribeLogDirsRequest.DescribableLogDirTopic
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, name, partitions=2)
+        first, second, third = batch([b"a", b"b", b"c"]), batch([b"d"]), batch([b"e", b"f"])
+        produce(conn, name, first)
+        produce(conn, name, second)
+        produce(conn, name, third, partition=1)
+        resp = conn.call(DescribeLogDirsRequest(topics=[T(topic=name, partitions=[0, 1, 7]),
+                                                        T(topic=unique(), partitions=[0])]), version)
+        (result,) = resp.results
+        assert result.error_code == 0 and result.log_dir
+        sizes = {(t.name, p.partition_index): (p.partition_size, p.offset_lag, p.is_future_key)
+                 for t in result.topics for p in t.partitions}
+        assert sizes == {(name, 0): (len(first) + len(second), 0, False), (name, 1): (len(third), 0, False)}
+        if version >= 4:
+            assert 0 < result.usable_bytes <= result.total_bytes
+        resp = conn.call(DescribeLogDirsRequest(topics=None), version)
+        assert {(t.name, p.partition_index) for t in resp.results[0].topics for p in t.partitions} >= set(sizes)
+        resp = conn.call(DescribeLogDirsRequest(topics=[]), version)
+        assert resp.results[0].topics == []
 
 
 def _describe_once(conn, topic, key):

@@ -1,5 +1,5 @@
 """The admin handlers (DeleteTopics, CreatePartitions, DescribeConfigs, AlterConfigs,
-IncrementalAlterConfigs, DescribeCluster, DeleteRecords, OffsetForLeaderEpoch) on a BrokerState in
+IncrementalAlterConfigs, DescribeCluster, DescribeLogDirs, DeleteRecords, OffsetForLeaderEpoch) on a BrokerState in
 a temp dir. Every request goes over the wire format and back: encoded by kafka-python at the
 version under test, decoded by wirekafka's codec, dispatched, and the response encoded at that
 version and decoded again — so each served version is shown to encode. Expected codes and
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import trio
-from kafka.protocol.admin.cluster import DescribeClusterRequest
+from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirsRequest
 from kafka.protocol.admin.configs import AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest
 from kafka.protocol.admin.topics import CreatePartitionsRequest, DeleteRecordsRequest, DeleteTopicsRequest
 from kafka.protocol.consumer.fetch import FetchRequest
@@ -30,7 +30,8 @@ from wirekafka.protocol.errors import ErrorCode
 from wirekafka.protocol.response_parts import RegionResponse
 
 ADMIN_KEYS = {20: "DeleteTopics", 21: "DeleteRecords", 23: "OffsetForLeaderEpoch", 32: "DescribeConfigs",
-              33: "AlterConfigs", 37: "CreatePartitions", 44: "IncrementalAlterConfigs", 60: "DescribeCluster"}
+              33: "AlterConfigs", 35: "DescribeLogDirs", 37: "CreatePartitions", 44: "IncrementalAlterConfigs",
+              60: "DescribeCluster"}
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 DYNAMIC_TOPIC, STATIC, DEFAULT = 1, 4, 5
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -94,7 +95,7 @@ def test_admin_apis_are_served_at_kafka_schema_ranges() -> None:
         assert api_versions.SUPPORTED[key] == tuple(cls.valid_versions), ADMIN_KEYS[key]
         assert key in dispatch.HANDLERS
     assert {k: api_versions.SUPPORTED[k] for k in ADMIN_KEYS} == {
-        20: (1, 6), 21: (0, 2), 23: (2, 4), 32: (1, 4), 33: (0, 2), 37: (0, 3), 44: (0, 1), 60: (0, 2)}
+        20: (1, 6), 21: (0, 2), 23: (2, 4), 32: (1, 4), 33: (0, 2), 35: (1, 5), 37: (0, 3), 44: (0, 1), 60: (0, 2)}
     dispatch.check_table()
 
 
@@ -502,6 +503,35 @@ def test_describe_cluster(tmp_path: Path, version: int) -> None:
                                                      endpoint_type=endpoint_type, include_fenced_brokers=False), version)
             assert (bad.error_code, bad.error_message, bad.endpoint_type, bad.cluster_id, bad.controller_id,
                     bad.brokers, bad.authorized_operations) == (code, message, 1, "", -1, [], None)
+
+
+# ---- DescribeLogDirs -----------------------------------------------------------------------------
+@pytest.mark.parametrize("version", versions(35))
+def test_describe_log_dirs(tmp_path: Path, version: int) -> None:
+    state = make_state(tmp_path)
+    create_topic(state, "t", 2)
+    produce(state, "t", 3)
+    batch_size = len(records.build_batch([(b"k", b"v0", 1_700_000_000_000)]))
+    T = DescribeLogDirsRequest.DescribableLogDirTopic
+
+    def describe(topics: list[Any] | None) -> tuple[Any, dict[tuple[str, int], tuple[int, int, bool]]]:
+        resp = call(state, DescribeLogDirsRequest(topics=topics), version)
+        (result,) = resp.results
+        assert (result.error_code, result.log_dir) == (0, str((tmp_path / "data").absolute()))
+        if version >= 3:
+            assert resp.error_code == 0
+        if version >= 4:
+            assert 0 < result.usable_bytes <= result.total_bytes
+        return result, {(t.name, p.partition_index): (p.partition_size, p.offset_lag, p.is_future_key)
+                        for t in result.topics for p in t.partitions}
+
+    # Partitions and topics the broker does not hold are left out, as Kafka leaves them out.
+    _, parts = describe([T(topic="t", partitions=[0, 1, 9]), T(topic="missing", partitions=[0])])
+    assert parts == {("t", 0): (3 * batch_size, 0, False), ("t", 1): (0, 0, False)}
+    result, parts = describe([T(topic="missing", partitions=[0])])
+    assert result.topics == [] and parts == {}
+    _, parts = describe(None)  # every partition
+    assert parts == {("t", 0): (3 * batch_size, 0, False), ("t", 1): (0, 0, False)}
 
 
 # ---- DeleteRecords -------------------------------------------------------------------------------

@@ -203,6 +203,27 @@ def test_aborted_transactions_go_and_the_producers_last_batch_stays(tmp_path: Pa
     read.region.close()
 
 
+def test_an_emptied_batch_that_stays_is_kafkas_empty_header(tmp_path: Path) -> None:
+    """Kafka's writeEmptyHeader: no records, no compression, no base timestamp (-1), the original
+    max timestamp, offsets and producer fields (a consumer sees these fields in a fetch)."""
+    clock = Clock()
+    p = _open(tmp_path / "t-0", clock)
+    v = b"1" * 100
+    _append(p, [(b"a", v), (b"b", v)], clock, producer_id=9, producer_epoch=2, base_sequence=0, compression=1)
+    original = _headers(p)[0]
+    clock.ms += 5
+    _append(p, [(b"a", b"2"), (b"b", b"2")], clock)
+    _append(p, [(b"pad", b"p" * 350)], clock)
+    _append(p, [(b"pad", b"q" * 350)], clock)
+    _clean(p, clock)
+    empty, read = next(iter(p.iter_batches(0)))
+    assert records.compute_crc(read()) == empty.crc
+    assert (empty.base_offset, empty.last_offset_delta, empty.records_count) == (0, 1, 0)
+    assert (empty.base_timestamp, empty.max_timestamp) == (-1, original.max_timestamp)
+    assert (empty.attributes, empty.producer_id, empty.producer_epoch, empty.base_sequence) == (0, 9, 2, 0)
+    assert empty.batch_length == records.HEADER_SIZE - records.LOG_OVERHEAD
+
+
 def test_producer_sequence_survives_cleaning_and_restart(tmp_path: Path) -> None:
     clock = Clock()
     p = _open(tmp_path / "t-0", clock)

@@ -80,6 +80,31 @@ def test_log_append_time_batches_lose_only_the_stamped_values() -> None:
     assert create_time["max_timestamp"] == 1000 and isinstance(create_time["crc"], int)
 
 
+def test_cleaned_batches_lose_the_delete_horizon_and_recompressed_bytes_only() -> None:
+    from wirekafka.storage import batch_filter
+
+    v = b"1" * 100
+    plain = records.build_batch([(b"a", v, T0), (b"b", None, T0 + 1)])
+    header = records.parse_header(plain)
+    section = batch_filter.records_section(plain, header)
+    kept = list(batch_filter.iter_records(section))
+    horizon = batch_filter.rebuild(header, section, kept, T0 + 86_400_000)  # tombstones kept: a horizon
+    gzip = records.build_batch([(b"a", v, T0), (b"b", v, T0 + 1), (b"c", v, T0 + 2)], compression=1)
+    gzip_header = records.parse_header(gzip)
+    gzip_section = batch_filter.records_section(gzip, gzip_header)
+    dropped = batch_filter.rebuild(gzip_header, gzip_section, list(batch_filter.iter_records(gzip_section))[1:],
+                                   None)  # the first record superseded
+    (stamped, recompressed, produced) = _batches(Normalizer()(compare.to_tree(
+        _fetch_response(horizon + dropped + gzip))))
+    assert (stamped["base_timestamp"], stamped["crc"]) == ("<stamped base_timestamp>", "<stamped crc>")
+    assert stamped["batch_length"] == len(horizon) - records.LOG_OVERHEAD  # uncompressed: compared
+    assert [r["timestamp"] for r in stamped["records"]] == [T0, T0 + 1]  # records are compared whole
+    assert (recompressed["batch_length"], recompressed["crc"], recompressed["base_timestamp"]) == \
+        ("<stamped batch_length>", "<stamped crc>", T0 + 1)
+    assert [r["key"] for r in recompressed["records"]] == [b"b", b"c"]
+    assert isinstance(produced["crc"], int) and isinstance(produced["batch_length"], int)  # a producer's own batch
+
+
 def test_canonical_order_sorts_hash_ordered_lists_and_cuts_broker_wide_listings() -> None:
     answer = {"topics": [{"name": "t", "partitions": [{"partition_index": 2}, {"partition_index": 0}]}]}
     assert compare.canonical_order("ListOffsets", answer) == \

@@ -153,6 +153,11 @@ class Partition:
         return self._log.log_end_offset
 
     @property
+    def size_bytes(self) -> int:
+        """The bytes of the log's segments as they are now (Kafka's log.size)."""
+        return self._log.size_bytes
+
+    @property
     def in_sync_replica_count(self) -> int:
         """One node: the leader is the whole in-sync set."""
         return 1

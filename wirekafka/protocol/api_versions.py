@@ -6,7 +6,12 @@ Version ranges are Kafka 4.x's, as given by the message schemas' validVersions."
 
 from __future__ import annotations
 
-from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeClusterResponse
+from kafka.protocol.admin.cluster import (
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+)
 from kafka.protocol.admin.configs import (
     AlterConfigsRequest,
     AlterConfigsResponse,
@@ -97,6 +102,7 @@ _PAIRS: list[tuple[type[ApiMessage], type[ApiMessage]]] = [
     (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
     (DescribeConfigsRequest, DescribeConfigsResponse),
     (AlterConfigsRequest, AlterConfigsResponse),
+    (DescribeLogDirsRequest, DescribeLogDirsResponse),
     (CreatePartitionsRequest, CreatePartitionsResponse),
     (IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
     (DescribeClusterRequest, DescribeClusterResponse),

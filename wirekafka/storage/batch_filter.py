@@ -13,7 +13,8 @@ changes. Kafka's rules for the rewritten batch:
   first retained record's timestamp; its max timestamp the largest retained one (or the log
   append time);
 - every record dropped but the batch must stay (a producer's last batch, the last batch of the
-  cleaning round): the header alone, no records, no compression."""
+  cleaning round): the header alone, no records, no compression, base timestamp -1, the
+  original max timestamp."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from wirekafka.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
 from wirekafka.protocol.varint import encode_uvarint
 
 DELETE_HORIZON_MASK = 0x40
+NO_TIMESTAMP = -1
 CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD = range(5)
 
 
@@ -172,9 +174,10 @@ def rebuild(header: BatchHeader, section: bytes, retained: list[RawRecord], hori
 
 
 def empty_batch(header: BatchHeader) -> bytes:
-    """Kafka's writeEmptyHeader: the batch kept for its offsets and producer metadata alone."""
+    """Kafka's writeEmptyHeader: the batch kept for its offsets and producer metadata alone; no
+    base timestamp (-1), the original max timestamp."""
     attributes = header.attributes & (records.TIMESTAMP_TYPE_MASK | records.TRANSACTIONAL_MASK | records.CONTROL_MASK)
-    return _assemble(header, attributes, header.max_timestamp, header.max_timestamp, 0, b"")
+    return _assemble(header, attributes, NO_TIMESTAMP, header.max_timestamp, 0, b"")
 
 
 def _assemble(header: BatchHeader, attributes: int, base_timestamp: int, max_timestamp: int, count: int,

@@ -34,6 +34,19 @@ Rows (``--only`` takes a comma-separated list of these ids):
                    the same log dir: seconds until ApiVersions is answered, and until Metadata
                    names a leader and ListOffsets answers; the end offset is checked against the
                    acked count. For scale, the same after a clean restart of that log.
+  offsets-compaction  fresh broker with offsets.topic.segment.bytes=1 MiB (Kafka 4's smallest
+                   segment) and log.cleaner.backoff.ms=1000: 1,000,000 (--offsets-commits) offset
+                   commits from 10 standalone groups over 100 partitions (raw OffsetCommit v8,
+                   pipelined); __consumer_offsets size on disk once the cleaner settled, then a
+                   clean restart: seconds until OffsetFetch answers every group with exactly its
+                   last offsets, and the coordinator's load time from the broker's log (Kafka:
+                   the longest of its per-partition "Finished loading ... in X ms")
+  cleaner          fresh broker (same settings): one partition of 100 MB (--cleaner-mb) of 256 B
+                   records over 50,000 keys in 1 MiB segments under cleanup.policy=delete, then
+                   turned compact: the cleaner's MB/s from its own round summary ("X MB of log
+                   processed in Y seconds", Kafka's and wirekafka's), and produce->ack p50/p99 on
+                   another topic (1 KB at the latency rate) with the cleaner idle vs during that
+                   round (samples sent between the round's first log line and its summary)
 """
 
 from __future__ import annotations
@@ -56,7 +69,7 @@ from typing import Callable
 
 import confluent_kafka
 
-from benchlib import netprobe, recovery, syscalls, transactions, workloads
+from benchlib import compaction, netprobe, recovery, syscalls, transactions, workloads
 from benchlib.brokers import HOST, REPO, Broker, KafkaBroker, WirekafkaBroker, peak_rss_mb, rss_mb
 from benchlib.report import Report
 from benchlib.workloads import BASE, LoadSpec
@@ -77,7 +90,8 @@ THROUGHPUT: dict[str, tuple[str, Callable[[LoadSpec], LoadSpec]]] = {
 #: Transactional rows: id -> producers; 1 KB records, TXN_RECORDS per transaction, 3 partitions.
 TRANSACTIONAL: dict[str, int] = {"txn-1prod": 1, "txn-8prod": 8}
 TXN_RECORDS = 100
-OTHER_ROWS = [*TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "syscalls", "recovery"]
+OTHER_ROWS = [*TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "syscalls", "recovery",
+              "offsets-compaction", "cleaner"]
 ROW_IDS = [*THROUGHPUT, *OTHER_ROWS]
 
 
@@ -97,10 +111,14 @@ class Settings:
     recovery_bytes: int = 1 << 30
     load_timeout: float = 180     # seconds any single produce/consume may take
     settle: float = 3.0           # idle seconds before an RSS reading
+    offsets_commits: int = 1_000_000  # offset commits: 10 groups x 100 partitions x 1,000 rounds
+    cleaner_mb: float = 100       # payload MB the cleaner row compacts
 
 
 QUICK = Settings(mb=5, small_mb=1, txn_mb=1, latency_rate=200, latency_seconds=2, syscall_mb=5,
-                 recovery_bytes=50 << 20, load_timeout=60, settle=1.0)
+                 recovery_bytes=50 << 20, load_timeout=60, settle=1.0, offsets_commits=20_000, cleaner_mb=5)
+OFFSETS_GROUPS, OFFSETS_PARTITIONS = 10, 100
+CLEANER_KEYS, CLEANER_VALUE_BYTES = 50_000, 256
 
 
 def settle_writeback() -> None:
@@ -336,6 +354,68 @@ class Bench:
             self.report.note(f"recovery on {name}: {r.acked:,} records acked ({mb_text(r.log_bytes)} of segments), "
                              f"end offset after restart {r.end_offset} - {ok}")
 
+    # -- compaction, on brokers of their own ---------------------------------------------------
+
+    def _fresh(self, what: str, factories: list[tuple[Path, Callable[[Path], Broker]]],
+               run: Callable[[Callable[[], Broker]], None]) -> None:
+        """``run`` on one fresh broker per factory, each in its own directory, removed afterwards."""
+        for where, make in factories:
+            settle_writeback()
+            try:
+                run(lambda: make(where))
+            except Exception as exc:  # noqa: BLE001 - reported in the table's notes
+                log.exception("%s failed", what)
+                self.report.note(f"{what} failed in {where.name}: {type(exc).__name__}: {exc}")
+            finally:
+                shutil.rmtree(where, ignore_errors=True)
+
+    def run_offsets_compaction(self, factories: list[tuple[Path, Callable[[Path], Broker]]]) -> None:
+        commits = self.s.offsets_commits
+        workload = (f"__consumer_offsets: {commits:,} offset commits, {OFFSETS_GROUPS} groups x "
+                    f"{OFFSETS_PARTITIONS} partitions, 1 MiB segments")
+
+        def one(make: Callable[[], Broker]) -> None:
+            r = compaction.offsets_compaction(make, OFFSETS_GROUPS, OFFSETS_PARTITIONS, commits,
+                                              timeout=max(self.s.load_timeout, 600))
+            put = self.report.set
+            put(workload, "written by the commits, MB", r.broker, r.raw_bytes / 1e6, "", 1)
+            put(workload, "on disk once the cleaner settled, MB", r.broker, r.stored_bytes / 1e6, "lower", 2)
+            put(workload, "commits/s (raw OffsetCommit, pipelined)", r.broker, r.commits / r.commit_seconds, "higher", 0)
+            put(workload, "clean restart -> every group's offsets fetched, s", r.broker, r.ready_seconds, "lower", 2)
+            put(workload, "coordinator load (its log), s", r.broker, r.load_seconds, "lower", 2)
+            if not r.verified:
+                self.report.note(f"offsets-compaction on {r.broker}: OffsetFetch after the restart did NOT return "
+                                 "the last committed offsets")
+
+        self._fresh("offsets-compaction", factories, one)
+        self.report.note("offsets-compaction: both brokers with offsets.topic.segment.bytes=1048576 and "
+                         "log.cleaner.backoff.ms=1000; \"written\" is the first round's bytes times the rounds; "
+                         "Kafka's coordinator load is the longest of its per-partition \"Finished loading ... in X ms\" "
+                         "times (all 50 partitions are scheduled together; X includes the wait in its scheduler).")
+
+    def run_cleaner(self, factories: list[tuple[Path, Callable[[Path], Broker]]]) -> None:
+        s = self.s
+        workload = (f"cleaner: {s.cleaner_mb:g} MB of {CLEANER_VALUE_BYTES} B keyed records "
+                    f"({CLEANER_KEYS:,} keys), 1 partition, 1 MiB segments")
+
+        def one(make: Callable[[], Broker]) -> None:
+            r = compaction.cleaner(make, int(s.cleaner_mb * 1e6), CLEANER_KEYS, CLEANER_VALUE_BYTES, s.latency_rate,
+                                   s.latency_seconds, timeout=max(s.load_timeout, 600))
+            put = self.report.set
+            put(workload, "cleaner MB/s (its own summary)", r.broker, r.mb_per_second, "higher", 1)
+            put(workload, "log processed (MiB) / cleaning rounds", r.broker,
+                f"{r.cleaned_mb:,.1f} / {r.rounds}" if r.rounds else None, "", 0)
+            put(workload, "size before / after cleaning, MB", r.broker,
+                f"{r.input_bytes / 1e6:,.1f} / {r.end_bytes / 1e6:,.1f}", "", 0)
+            for label, idle, during in (("p50", r.p50_idle, r.p50_cleaning), ("p99", r.p99_idle, r.p99_cleaning)):
+                put(workload, f"produce->ack {label} ms, cleaner idle", r.broker, idle, "lower", 2)
+                put(workload, f"produce->ack {label} ms, while cleaning", r.broker, during, "lower", 2)
+            self.report.note(f"cleaner on {r.broker}: {r.samples_cleaning:,} latency samples sent while it cleaned")
+
+        self._fresh("cleaner", factories, one)
+        self.report.note(f"cleaner: produce latency with 1 KB records at {s.latency_rate:,.0f}/s on another "
+                         f"topic, acks=all, linger 0; idle for {s.latency_seconds:g} s, then during the round.")
+
 
 def _port(broker: Broker) -> int:
     return int(broker.bootstrap.rsplit(":", 1)[1])
@@ -364,6 +444,8 @@ def build_args() -> argparse.ArgumentParser:
     ap.add_argument("--recovery-bytes", type=parse_size, help="log size for the recovery row, e.g. 1G, 300M "
                                                               "(default 1G)")
     ap.add_argument("--load-timeout", type=float, help="seconds any one produce or consume may take (default 180)")
+    ap.add_argument("--offsets-commits", type=int, help="offset commits for offsets-compaction (default 1,000,000)")
+    ap.add_argument("--cleaner-mb", type=float, help=f"payload MB for the cleaner row (default {Settings.cleaner_mb:g})")
     ap.add_argument("--workdir", type=Path, help="where brokers keep their data (default: a new dir in $TMPDIR)")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, strace output)")
     ap.add_argument("--python", default=None, help="interpreter for wirekafka (default .venv/bin/python)")
@@ -374,7 +456,8 @@ def build_args() -> argparse.ArgumentParser:
 def settings_from(args: argparse.Namespace) -> Settings:
     base = QUICK if args.quick else Settings()
     given = {k: getattr(args, k) for k in ("mb", "small_mb", "latency_rate", "latency_seconds", "syscall_mb",
-                                           "recovery_bytes", "load_timeout") if getattr(args, k) is not None}
+                                           "recovery_bytes", "load_timeout", "offsets_commits", "cleaner_mb")
+             if getattr(args, k) is not None}
     return replace(base, **given)
 
 
@@ -440,6 +523,15 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_kafka:
                 recovery_factories.append((workdir / "kafka-recovery", lambda d: KafkaBroker(d, start_timeout=600)))
             bench.run_recovery(recovery_factories)
+        for row_id, run_row in (("offsets-compaction", bench.run_offsets_compaction), ("cleaner", bench.run_cleaner)):
+            if row_id in selected:
+                own: list[tuple[Path, Callable[[Path], Broker]]] = [
+                    (workdir / f"wirekafka-{row_id}",
+                     lambda d: WirekafkaBroker(d, python, start_timeout=600, overrides=compaction.BROKER_OVERRIDES))]
+                if not args.no_kafka:
+                    own.append((workdir / f"kafka-{row_id}",
+                                lambda d: KafkaBroker(d, start_timeout=600, overrides=compaction.BROKER_OVERRIDES)))
+                run_row(own)
     finally:
         if own_workdir and not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -206,3 +206,135 @@ def test_record_schemas_round_trip() -> None:
         gr.MemberValue("m1", "inst", "cid", "/127.0.0.1", 30000, 10000, b"sub", b"asg")])
     assert gr.decode_group_value(gr.encode_group_value(gv)) == gv
     assert gr.decode_key(gr.encode_group_key(gr.GroupKey("grp"))) == gr.GroupKey("grp")
+
+
+def test_offsets_reload_from_a_cleaned_log(tmp_path: Path) -> None:
+    """__consumer_offsets after the cleaner: superseded commits gone, tombstones (DeleteOffsets,
+    DeleteGroups) kept with a delete horizon and then gone, transactional commits (one committed,
+    one aborted) with their markers, batches emptied by the cleaner: a reload rebuilds exactly the
+    groups and offsets the coordinator had."""
+    from wirekafka.broker import group_records as gr
+    from wirekafka.broker.groups import OFFSETS_TOPIC
+    from wirekafka.protocol import records
+    from wirekafka.storage import batch_filter
+    from testsupport.cleaning import clean_partition
+
+    now = [1_700_000_000.0]
+    props = {"log.dirs": str(tmp_path / "data"), "group.initial.rebalance.delay.ms": "0",
+             "offsets.topic.num.partitions": "2", "offsets.topic.segment.bytes": "4096",
+             "log.cleaner.min.cleanable.ratio": "0.01"}
+    expected: dict[str, dict] = {}
+    seen = {"horizon": False, "empty": False, "removed": False}
+
+    def clean_all(state) -> None:
+        for p in state.metadata.topic(OFFSETS_TOPIC).partitions:
+            cleanable = p.cleanable_range(state.cleaner.checkpoints.get((p.topic, p.index)), state.now_ms())
+            if not cleanable.cleanable_bytes:
+                continue
+            state.cleaner.checkpoints[(p.topic, p.index)] = clean_partition(
+                p, state.now_ms(), state.cleaner.checkpoints.get((p.topic, p.index)), 10**6)
+            for header, _ in p.iter_batches(0):
+                seen["horizon"] |= batch_filter.has_delete_horizon(header)
+                seen["empty"] |= header.records_count == 0
+
+    def tombstones(state) -> int:
+        return sum(1 for p in state.metadata.topic(OFFSETS_TOPIC).partitions for header, read in p.iter_batches(0)
+                   if not header.is_control for r in records.iter_records(read()) if r.value is None)
+
+    async def commit_all(state, value_base: int) -> None:
+        for r in range(20):
+            for gid in ("a", "b", "c", "d"):
+                grp = state.groups.validate_commit(gid, -1, "", None, ErrorCode.ILLEGAL_GENERATION)
+                await state.groups.commit(grp, {("t", i): gr.OffsetValue(value_base + 100 * r + i, -1, "",
+                                                                         state.now_ms()) for i in range(6)})
+                now[0] += 1
+
+    async def body(state, nursery):
+        g = state.groups
+        await state.metadata.create_topic("t", 6)
+        await commit_all(state, 0)
+        g.delete_offsets("a", [("t", 1), ("t", 2)])
+        g.delete_group("b")
+        for pid, gid, commit in ((900, "c", True), (901, "d", False)):
+            grp = g.validate_txn_commit(gid, -1, "", None)
+            await g.txn_commit(grp, pid, 0, {("t", 0): gr.OffsetValue(5000 + pid, -1, "", state.now_ms())})
+            assert await state.write_txn_marker(OFFSETS_TOPIC, g.partition_of(gid), pid, 0, 0, commit) == \
+                ErrorCode.NONE
+        for p in state.metadata.topic(OFFSETS_TOPIC).partitions:
+            p._log.roll()  # everything written so far becomes cleanable
+        clean_all(state)  # the tombstones stay, with a delete horizon
+        assert tombstones(state) == 3 + 6  # a's two offsets; b's six offsets and its group
+        now[0] += 2 * 86_400  # past delete.retention.ms
+        late = ("a", "e", "f")  # new dirty data on every partition: a log is cleaned only then, as in Kafka
+        assert {g.partition_of(gid) for gid in late} == {0, 1}
+        for gid in late:
+            grp = g.validate_commit(gid, -1, "", None, ErrorCode.ILLEGAL_GENERATION)
+            await g.commit(grp, {("t", 5): gr.OffsetValue(77, -1, "", state.now_ms())})
+        for p in state.metadata.topic(OFFSETS_TOPIC).partitions:
+            p._log.roll()
+        clean_all(state)  # now they go
+        seen["removed"] = tombstones(state) == 0
+        expected.update({gid: dict(grp.offsets) for gid, grp in g.groups.items()})
+
+    def run(body) -> None:
+        state = BrokerState(build_config(props), clock=lambda: now[0])
+        state.load()
+
+        async def main() -> None:
+            async with trio.open_nursery() as nursery:
+                await state.groups.ensure_offsets_topic()
+                await body(state, nursery)
+                nursery.cancel_scope.cancel()
+
+        trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+        state.shutdown()
+
+    run(body)
+    assert seen == {"horizon": True, "empty": True, "removed": True}
+    assert set(expected) == {"a", "c", "d", "e", "f"}
+    assert expected["c"][("t", 0)].offset == 5900 and expected["d"][("t", 0)].offset == 1900
+    assert set(expected["a"]) == {("t", 0), ("t", 3), ("t", 4), ("t", 5)}
+
+    async def reload(state, nursery):
+        await state.groups.load()
+        assert {gid: dict(grp.offsets) for gid, grp in state.groups.groups.items()} == expected
+
+    run(reload)
+
+
+def test_an_empty_group_without_offsets_is_deleted_with_tombstones(tmp_path: Path) -> None:
+    """Kafka 4's cleanupGroupMetadata: an Empty group whose offsets all expired, or that never had
+    any, is deleted and its metadata tombstoned (with the offsets' tombstones, the cleaner can then
+    bound __consumer_offsets); a group with live offsets, or a commit still being written, stays."""
+    from wirekafka.broker import group_records as gr
+    from wirekafka.broker.groups import OFFSETS_TOPIC
+    from wirekafka.protocol import records
+
+    async def body(state, nursery):
+        g = state.groups
+        await state.metadata.create_topic("t", 2)
+        old = state.now_ms() - 2 * 60_000  # older than offsets.retention.minutes=1
+        for gid, stamp in (("expired", old), ("kept", state.now_ms())):
+            grp = g.validate_commit(gid, -1, "", None, ErrorCode.ILLEGAL_GENERATION)
+            await g.commit(grp, {("t", 0): gr.OffsetValue(1, -1, "", stamp), ("t", 1): gr.OffsetValue(2, -1, "", stamp)})
+        a = await _join_new(state, group="left")
+        await g.sync("left", a.generation, a.member_id, None, None, None, {a.member_id: b"x"})
+        g.leave("left", [(a.member_id, None)])
+        assert g.groups["left"].state == GroupState.EMPTY
+        in_flight = g.validate_commit("writing", -1, "", None, ErrorCode.ILLEGAL_GENERATION)
+        in_flight.offset_writes += 1  # as while its commit waits for the write
+        g.expire_offsets()
+        assert set(g.groups) == {"kept", "writing"}
+        written = [(gr.decode_key(r.key), r.value) for p in state.metadata.topic(OFFSETS_TOPIC).partitions
+                   for h, read in p.iter_batches(0) for r in records.iter_records(read())]
+        tombstoned = {k for k, v in written if v is None}
+        assert tombstoned == {gr.OffsetKey("expired", "t", 0), gr.OffsetKey("expired", "t", 1),
+                              gr.GroupKey("expired"), gr.GroupKey("left")}
+
+    _run(tmp_path, body, **{"offsets.retention.minutes": "1"})
+
+    async def reload(state, nursery):
+        await state.groups.load()
+        assert set(state.groups.groups) == {"kept"}
+
+    _run(tmp_path, reload)

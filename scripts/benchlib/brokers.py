@@ -40,6 +40,9 @@ class Broker(Protocol):
     @property
     def data_dir(self) -> Path: ...
 
+    @property
+    def log_path(self) -> Path: ...
+
     def start(self) -> None:
         """Start on a fresh log directory; return once ApiVersions is answered."""
 
@@ -65,10 +68,12 @@ class WirekafkaBroker:
 
     name = "wirekafka"
 
-    def __init__(self, workdir: Path, python: str, start_timeout: float = 60.0) -> None:
+    def __init__(self, workdir: Path, python: str, start_timeout: float = 60.0,
+                 overrides: dict[str, str] | None = None) -> None:
         self.workdir = workdir
         self.python = python
         self.start_timeout = start_timeout
+        self.overrides = dict(overrides or {})  # server.properties entries on top of the file's
         self.port = realkafka.free_ports(1, HOST)[0]
         self.proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
@@ -98,7 +103,8 @@ class WirekafkaBroker:
         return [self.python, "-m", "wirekafka", "serve", str(REPO / "config" / "server.properties"),
                 "--override", f"listeners={listener}",
                 "--override", f"advertised.listeners={listener}",
-                "--override", f"log.dirs={self.data_dir}"]
+                "--override", f"log.dirs={self.data_dir}",
+                *(arg for k, v in self.overrides.items() for arg in ("--override", f"{k}={v}"))]
 
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -156,11 +162,12 @@ class WirekafkaBroker:
 class KafkaBroker:
     """Apache Kafka (combined KRaft node) through :class:`realkafka.RealKafka`, 512 MB heap."""
 
-    def __init__(self, workdir: Path, heap: str = "512m", start_timeout: float = 90.0) -> None:
+    def __init__(self, workdir: Path, heap: str = "512m", start_timeout: float = 90.0,
+                 overrides: dict[str, str] | None = None) -> None:
         # An explicit work dir: RealKafka then never deletes it, so a SIGKILLed node can be
         # restarted on the same data (RealKafka.start() sees meta.properties and skips formatting).
         self.kafka = realkafka.RealKafka(workdir, heap=heap, start_timeout=start_timeout,
-                                         die_with_parent=True)
+                                         die_with_parent=True, overrides=overrides)
         self.name = f"Kafka {self.kafka.version}"
 
     @property
@@ -176,6 +183,10 @@ class KafkaBroker:
     @property
     def data_dir(self) -> Path:
         return self.kafka.data_dir
+
+    @property
+    def log_path(self) -> Path:
+        return self.kafka.log_path
 
     def start(self) -> None:
         self.kafka.start()

@@ -19,6 +19,7 @@ Timers use trio's clock; nothing here blocks."""
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from dataclasses import dataclass, field
 from enum import Enum
@@ -112,6 +113,7 @@ class Group:
     offsets: dict[tuple[str, int], gr.OffsetValue] = field(default_factory=dict)
     # TxnOffsetCommit offsets by producer id, in effect once its transaction commits
     pending_txn: dict[int, dict[tuple[str, int], gr.OffsetValue]] = field(default_factory=dict)
+    offset_writes: int = 0  # offset records written and not yet in `offsets` / `pending_txn`
 
     def awaiting_join(self) -> int:
         return sum(1 for m in self.members.values() if m.join_waiter is not None)
@@ -176,6 +178,7 @@ class GroupCoordinator:
     async def load(self) -> None:
         """Replay __consumer_offsets; groups on partitions not yet replayed answer
         COORDINATOR_LOAD_IN_PROGRESS meanwhile."""
+        started = time.monotonic()
         partitions = self.runtime.partitions(OFFSETS_TOPIC)
         self.loading = {p.index for p in partitions}
         for partition in partitions:
@@ -186,7 +189,8 @@ class GroupCoordinator:
                 self._replay_pending(producer_id, entries)
             self.loading.discard(partition.index)
             await trio.lowlevel.checkpoint()
-        log.info("loaded %d consumer groups from %s", len(self.groups), OFFSETS_TOPIC)
+        log.info("loaded %d consumer groups from %s in %d ms", len(self.groups), OFFSETS_TOPIC,
+                 (time.monotonic() - started) * 1000)
 
     def _replay_pending(self, producer_id: int, entries: list[tuple[bytes, bytes | None]]) -> None:
         """Offsets of a transaction still open in the log: pending until its marker."""
@@ -533,7 +537,10 @@ class GroupCoordinator:
     def expire_offsets(self) -> None:
         """Drop the offsets of Empty groups that outlived their retention: an offset committed
         with OffsetCommit v2-4's retention_time_ms expires at its own expire timestamp, as in
-        Kafka; any other after offsets.retention.minutes."""
+        Kafka; any other after offsets.retention.minutes. An Empty group left without offsets
+        (and no transaction's, no commit in flight, no member joining) is deleted with a
+        tombstone for its metadata, as Kafka 4's cleanupGroupMetadata does: with the offsets'
+        tombstones, that lets the cleaner bound __consumer_offsets."""
         retention_ms = self.config.int("offsets.retention.minutes") * 60_000
         now_ms = self.runtime.now_ms()
         for g in list(self.groups.values()):
@@ -543,12 +550,19 @@ class GroupCoordinator:
             expired = [tp for tp, v in g.offsets.items()
                        if (now_ms >= v.expire_timestamp if v.expire_timestamp is not None
                            else now_ms - max(since, v.commit_timestamp) > retention_ms)]
+            tombstones: list[tuple[bytes, bytes | None]] = [
+                (gr.encode_offset_key(gr.OffsetKey(g.group_id, t, p)), None) for t, p in expired]
+            for tp in expired:
+                del g.offsets[tp]
             if expired:
-                self._write(g.group_id, [(gr.encode_offset_key(gr.OffsetKey(g.group_id, t, p)), None)
-                                         for t, p in expired])
-                for tp in expired:
-                    del g.offsets[tp]
                 log.info("expired %d offsets of empty group %s", len(expired), g.group_id)
+            dead = not g.offsets and not g.pending_txn and not g.offset_writes and not g.pending
+            if dead:
+                tombstones.append((gr.encode_group_key(gr.GroupKey(g.group_id)), None))
+                g.state = GroupState.DEAD
+                del self.groups[g.group_id]
+                log.info("deleted empty group %s: no offsets left", g.group_id)
+            self._write(g.group_id, tombstones)
 
     # ---- offsets ---------------------------------------------------------------------------------
     def validate_commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
@@ -592,8 +606,12 @@ class GroupCoordinator:
         entries: list[tuple[bytes, bytes | None]] = [
             (gr.encode_offset_key(gr.OffsetKey(g.group_id, t, p)), gr.encode_offset_value(v))
             for (t, p), v in offsets.items()]
-        await self.runtime.write_and_wait(self.offsets_partition(g.group_id), entries,
-                                          self.config.int("offsets.commit.timeout.ms"), producer)
+        g.offset_writes += 1  # until the caller caches them, the group must not expire
+        try:
+            await self.runtime.write_and_wait(self.offsets_partition(g.group_id), entries,
+                                              self.config.int("offsets.commit.timeout.ms"), producer)
+        finally:
+            g.offset_writes -= 1
 
     def validate_txn_commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> Group:
         """Kafka's checks for TxnOffsetCommit: the member and generation only when given (a

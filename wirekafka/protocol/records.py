@@ -129,8 +129,10 @@ def compute_crc(batch: bytes | bytearray | memoryview) -> int:
     return crc32c.crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:])
 
 
-def validate_batch(batch: bytes | memoryview) -> BatchHeader:
-    """Check one whole batch (exactly its bytes): size fields, magic, CRC-32C, offset counts."""
+def check_integrity(batch: bytes | memoryview) -> BatchHeader:
+    """Check one whole batch (exactly its bytes) as Kafka's RecordBatch.ensureValid does: size
+    fields, magic, CRC-32C. What log recovery checks: a batch the cleaner rewrote legitimately
+    holds fewer records than its offsets span, or none at all."""
     if len(batch) < HEADER_SIZE:
         raise InvalidBatch(f"batch of {len(batch)} bytes is shorter than a v2 header", corrupt=True)
     header = parse_header(batch)
@@ -142,6 +144,12 @@ def validate_batch(batch: bytes | memoryview) -> BatchHeader:
         )
     if compute_crc(batch) != header.crc:
         raise InvalidBatch("record batch CRC-32C mismatch", corrupt=True)
+    return header
+
+
+def validate_batch(batch: bytes | memoryview) -> BatchHeader:
+    """check_integrity, and the offset counts of a batch as a producer sends it."""
+    header = check_integrity(batch)
     if header.last_offset_delta < 0 or header.records_count <= 0:
         raise InvalidBatch("record batch has no records", corrupt=False)
     if header.records_count != header.last_offset_delta + 1 and header.compression == 0:

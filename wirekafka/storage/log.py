@@ -84,6 +84,7 @@ class PartitionLog:
             stray.unlink()
         swapped = self._finish_interrupted_cleaning()
         bases = sorted(int(p.stem) for p in self.dir.glob("*.log") if p.stem.isdigit())
+        self._delete_orphaned_indexes(set(bases))
         segments = []
         for i, base in enumerate(bases):
             seg = LogSegment(self.dir, base, self.config.index_interval_bytes)
@@ -111,6 +112,15 @@ class PartitionLog:
         for seg in kept:
             seg.created_ms = int(self.clock() * 1000)
         self.segments = kept
+
+    def _delete_orphaned_indexes(self, bases: set[int]) -> None:
+        """Index files whose log file is gone (a crash while a segment was being deleted) are
+        deleted, as Kafka's loader does: a later segment at that base must not inherit them."""
+        for path in self.dir.iterdir():
+            stem, _, kind = path.name.partition(".")
+            if kind in ("index", "timeindex", "txnindex") and stem.isdigit() and int(stem) not in bases:
+                log.warning("deleting orphaned index file %s (no log file)", path)
+                path.unlink()
 
     def _finish_interrupted_cleaning(self) -> set[int]:
         """Kafka's rules for a cleaner interrupted by a crash: an unfinished `.cleaned` segment

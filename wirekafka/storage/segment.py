@@ -87,11 +87,15 @@ class LogSegment:
 
     def rename_files(self, suffix: str) -> None:
         """Give the segment's files another suffix (the cleaner's swap); descriptors stay open.
-        Serialised with delete, so a concurrent deletion unlinks whichever names are current."""
+        Serialised with delete, so a concurrent deletion unlinks whichever names are current.
+        The log file names the segment's state for recovery, so it is renamed first when a suffix
+        is added and last when one is removed: a crash in between never leaves a final `.log`
+        whose indexes still carry the suffix (recovery deletes those)."""
         with self._pin_lock:
             if self.closed:
                 return
-            for path in self._paths():
+            paths = self._paths()
+            for path in paths if suffix else paths[1:] + paths[:1]:
                 target = path.with_name(path.name[: len(path.name) - len(self.suffix)] + suffix)
                 if path.exists():
                     os.replace(path, target)
@@ -293,7 +297,7 @@ class LogSegment:
                 break
             batch = os.pread(self._fd, end - position, position)
             try:
-                header = records.validate_batch(batch)
+                header = records.check_integrity(batch)
             except records.InvalidBatch:
                 break
             if header.base_offset < self.next_offset and position > 0:

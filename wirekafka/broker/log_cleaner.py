@@ -129,6 +129,8 @@ class LogCleaner:
         key = (partition.topic, partition.index)
         plan, segments = partition.cleaning_plan(cleanable, self.map_bytes, self.load_factor, self.io_rate,
                                                  self.state.now_ms())
+        log.info("building offset map for log %s over [%d, %d) (%d segments); cleaning follows", plan.name,
+                 cleanable.first_dirty, cleanable.first_uncleanable, len(plan.segments))
         try:
             future = self._executor().submit(run_round, plan)
             result = await trio.to_thread.run_sync(future.result, abandon_on_cancel=True)

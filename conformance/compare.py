@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import re
 import tomllib
 import uuid
 from dataclasses import dataclass, field
@@ -35,6 +36,14 @@ VOLATILE: dict[str, str] = {
     "log_dir": "each broker's data directory (log.dirs), a path on its own host",
     "total_bytes": "the size of the volume holding the broker's log directory",
     "usable_bytes": "the free space, at that moment, on the volume holding the broker's log directory",
+}
+# Free-text fields compared word for word except for a part that is the broker's clock: field ->
+# (pattern of that part, its replacement, reason).
+CLOCK_IN_TEXT: dict[str, tuple[re.Pattern[str], str, str]] = {
+    "batch_index_error_message": (
+        re.compile(r"The timestamp should be within \[-?\d+, -?\d+\]$"),
+        "The timestamp should be within [<broker time - before.max.ms>, <broker time + after.max.ms>]",
+        "Produce's record error for an out-of-range timestamp names the range allowed at the broker's clock"),
 }
 # Identifiers a broker allocates: compared by identity within one exchange sequence (the first id
 # seen is #1, the next new one #2, ...), so that "the same id as before" and "a new id" still count.
@@ -106,6 +115,9 @@ class Normalizer:
             if key == "transaction_start_time_ms":
                 return value if value in (-1, 0) else "<broker time>"
             return f"<{key}>"
+        clock = CLOCK_IN_TEXT.get(key)
+        if clock is not None and isinstance(value, str):
+            return clock[0].sub(clock[1], value)
         kind = ALIASES.get(key, key)
         if kind in ALLOCATED:
             if isinstance(value, list):

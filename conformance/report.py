@@ -85,6 +85,12 @@ API_OF = {
     "test_describe_log_dirs": "DescribeLogDirs",
     "test_compaction_keeps_the_latest_record_of_each_key": "Fetch/ListOffsets (log compaction)",
     "test_compaction_removes_tombstones_after_delete_retention": "Fetch/ListOffsets (log compaction)",
+    "test_compacted_topic_refuses_every_record_without_key": "Produce (record errors)",
+    "test_compacted_topic_lists_every_keyless_record_but_words_three": "Produce (record errors)",
+    "test_out_of_range_timestamps_are_refused_record_by_record": "Produce (record errors)",
+    "test_a_too_old_first_record_is_refused_alone": "Produce (record errors)",
+    "test_compacted_topic_with_bad_timestamps_is_invalid_timestamp_and_lists_both": "Produce (record errors)",
+    "test_log_append_time_claimed_by_a_client": "Produce (record errors)",
 }
 TARGETS = ("kafka", "wirekafka")
 

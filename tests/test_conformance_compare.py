@@ -48,6 +48,19 @@ def test_volatile_fields() -> None:
     assert norm({"log_append_time_ms": T0}) == {"log_append_time_ms": "<broker time>"}
 
 
+def test_the_broker_clock_in_a_record_error_is_normalised_and_the_rest_compared() -> None:
+    norm = Normalizer()
+    said = ("Timestamp 1699992800000 of message with offset 1 is out of range. "
+            "The timestamp should be within [1699996400000, 1700003600000]")
+    assert norm({"record_errors": [{"batch_index": 1, "batch_index_error_message": said}]}) == \
+        {"record_errors": [{"batch_index": 1, "batch_index_error_message":
+                            "Timestamp 1699992800000 of message with offset 1 is out of range. The timestamp should "
+                            "be within [<broker time - before.max.ms>, <broker time + after.max.ms>]"}]}
+    other = "Compacted topic cannot accept message without key in topic partition t-0"
+    assert norm({"batch_index_error_message": other}) == {"batch_index_error_message": other}
+    assert norm({"batch_index_error_message": None}) == {"batch_index_error_message": None}
+
+
 def _fetch_response(data: bytes) -> FetchResponse:
     topic = FetchResponse.FetchableTopicResponse
     return FetchResponse(version=12, throttle_time_ms=0, error_code=0, session_id=0, node_endpoints=[], responses=[

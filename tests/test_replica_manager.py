@@ -65,6 +65,27 @@ def test_produce_outcomes_and_errors(tmp_path: Path) -> None:
     trio.run(main)
 
 
+def test_records_the_log_validator_rejects_are_explained_record_by_record(tmp_path: Path) -> None:
+    """Kafka's RecordValidationException: the log start offset, the summary and each record's
+    index and message; the partition's log is untouched and the next batch gets offset 0."""
+    state = _state(tmp_path)
+
+    async def main() -> None:
+        topic = await state.metadata.create_topic("c", 1, {"cleanup.policy": "compact"})
+        rm = state.replicas
+        keyless = records.build_batch([(b"a", b"v", 0), (None, b"v", 0), (b"b", b"v", 0)])
+        out = await rm.append_records([ProduceEntry(topic, 0, keyless)], acks=1, timeout_ms=1000)
+        said = "Compacted topic cannot accept message without key in topic partition c-0"
+        assert (out[0].error, out[0].base_offset, out[0].log_start_offset) == (ErrorCode.INVALID_RECORD, -1, 0)
+        assert out[0].record_errors == ((1, said),)
+        assert out[0].message == ("One or more records have been rejected due to 1 record errors in total, and only "
+                                  f"showing the first three errors at most: [RecordError(batchIndex=1, message='{said}')]")
+        out = await rm.append_records([ProduceEntry(topic, 0, _batch(2))], acks=1, timeout_ms=1000)
+        assert (out[0].error, out[0].base_offset, out[0].record_errors) == (ErrorCode.NONE, 0, ())
+
+    trio.run(main)
+
+
 def test_delayed_fetch_wakes_on_append_and_times_out_empty(tmp_path: Path) -> None:
     state = _state(tmp_path, **{"log.message.timestamp.before.max.ms": str(2**62)})
 

@@ -10,15 +10,27 @@ no offsets and no log start offset. Then, on the first batch, per topic settings
   fields (CORRUPT_MESSAGE);
 - no control batches from clients (INVALID_RECORD) (transactional batches are checked against
   the transaction coordinator by the replica manager);
-- CreateTime timestamps within message.timestamp.before/after.max.ms (INVALID_TIMESTAMP), checked
-  on the batch's first and max timestamps without decoding records;
-- compacted topics need a key on every record (INVALID_RECORD): the one check that decodes.
+- then Kafka's per-record checks (LogValidator.validateRecord), every error collected with the
+  record's index in the batch, at most one per record: on a compacted topic a record needs a key
+  (INVALID_RECORD; a keyless record is not checked further); on a CreateTime topic each record's
+  own timestamp (first timestamp + delta), unless -1, must lie within
+  message.timestamp.before/after.max.ms of the broker's clock (INVALID_TIMESTAMP); a client's
+  batch must not claim LogAppendTime on a LogAppendTime topic, nor claim it without a time on a
+  CreateTime one, where its records all read its max timestamp (INVALID_TIMESTAMP).
+  Records are decoded (storage/batch_filter's raw walker) only for compacted topics, which must,
+  and when the header's first or max timestamp is out of range or it claims LogAppendTime.
+  Deliberate deviation, to keep other batches undecoded: when the header's first and max
+  timestamps are in range the records are trusted to be, so a record with an explicit timestamp
+  earlier than the first one and older than message.timestamp.before.max.ms (unbounded by
+  default), or later than a max timestamp the client understated, is accepted where Kafka refuses
+  it. On compacted topics every record is checked, as Kafka does.
 
 What the producer is told follows Kafka's three kinds of failure: a batch refused before the log
 is involved (`RefusedBeforeLog`: the produce request's own checks, corrupt or too large) is
 answered with log_start_offset -1 and no message; records the log's validator rejects
-(`InvalidRecords`, Kafka's RecordValidationException) with the log start offset and the message;
-any other error with the log start offset and no message."""
+(`InvalidRecords`, Kafka's RecordValidationException) with the log start offset, Kafka's summary
+message and the per-record errors (Produce v8+ `record_errors`); any other error with the log
+start offset and no message."""
 
 from __future__ import annotations
 
@@ -26,6 +38,7 @@ from dataclasses import dataclass
 
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+from wirekafka.storage import batch_filter
 
 
 class RefusedBeforeLog(KafkaApiError):
@@ -43,7 +56,25 @@ class TransactionNotVerified(RefusedBeforeLog):
 
 
 class InvalidRecords(KafkaApiError):
-    """Records the log's validator rejects: the one kind of produce error Kafka explains."""
+    """Records the log's validator rejects (Kafka's RecordValidationException): the one kind of
+    produce error Kafka explains, with each rejected record's index in the batch and why."""
+
+    def __init__(self, code: ErrorCode, message: str, record_errors: list[tuple[int, str]]) -> None:
+        super().__init__(code, message)
+        self.record_errors = record_errors
+
+    @classmethod
+    def of(cls, record_errors: list[tuple[int, str]], timestamp_error: bool) -> "InvalidRecords":
+        """Kafka's summary (LogValidator.processRecordErrors): any timestamp error makes the
+        whole batch INVALID_TIMESTAMP; otherwise INVALID_RECORD listing up to three errors as
+        Java prints a List of ProduceResponse.RecordError."""
+        if timestamp_error:
+            return cls(ErrorCode.INVALID_TIMESTAMP, "One or more records have been rejected due to invalid timestamp",
+                       record_errors)
+        shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in record_errors[:3])
+        return cls(ErrorCode.INVALID_RECORD,
+                   f"One or more records have been rejected due to {len(record_errors)} record errors in total, "
+                   f"and only showing the first three errors at most: [{shown}]", record_errors)
 
 
 @dataclass(slots=True, frozen=True)
@@ -117,10 +148,11 @@ def request_records_error(version: int, data: bytes | memoryview | None) -> Kafk
     return None
 
 
-def validate_client_batch(data: bytes | memoryview | None, policy: AppendPolicy, now_ms: int) -> records.BatchHeader:
+def validate_client_batch(data: bytes | memoryview | None, policy: AppendPolicy, now_ms: int,
+                          topic: str = "", partition: int = 0) -> records.BatchHeader:
     """Structural and policy checks on the batch that starts a partition's records (bytes after
     it, short of a second batch, are dropped as Kafka's trimInvalidBytes drops them: the caller
-    appends `header.size` bytes); raises KafkaApiError."""
+    appends `header.size` bytes); raises KafkaApiError. `topic` and `partition` only word errors."""
     if not data:
         raise RefusedBeforeLog(ErrorCode.INVALID_RECORD, "produce request has no record batch")
     if len(data) < records.LOG_OVERHEAD:
@@ -140,10 +172,105 @@ def validate_client_batch(data: bytes | memoryview | None, policy: AppendPolicy,
                                str(exc)) from exc
     if header.is_control:
         raise KafkaApiError(ErrorCode.INVALID_RECORD, "clients are not allowed to write control records")
-    if not policy.log_append_time:
-        for ts in (header.base_timestamp, header.max_timestamp):
-            if ts >= 0 and (now_ms - ts > policy.timestamp_before_ms or ts - now_ms > policy.timestamp_after_ms):
-                raise InvalidRecords(ErrorCode.INVALID_TIMESTAMP, f"timestamp {ts} is out of range")
-    if policy.compacted and any(r.key is None for r in records.iter_records(bytes(batch))):
-        raise InvalidRecords(ErrorCode.INVALID_RECORD, "compacted topic cannot accept a record without a key")
+    if policy.compacted or _timestamps_need_records(header, policy, now_ms):
+        errors, timestamp_error = _record_errors(batch, header, policy, now_ms, topic, partition)
+        if errors:
+            raise InvalidRecords.of(errors, timestamp_error)
     return header
+
+
+def _java_long(n: int) -> int:
+    """n as Java's 64-bit arithmetic leaves it (wrapped)."""
+    return ((n + (1 << 63)) & ((1 << 64) - 1)) - (1 << 63)
+
+
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _timestamps_need_records(header: records.BatchHeader, policy: AppendPolicy, now_ms: int) -> bool:
+    """Whether a record of the batch may fail Kafka's timestamp checks, judged on the header: its
+    first and max timestamps (a producer's first record's and largest), or a LogAppendTime claim.
+    Python's exact integers make this a superset of Java's wrapping check."""
+    if header.is_log_append_time:
+        return True  # every record has the max timestamp, or the claim itself is refused
+    if policy.log_append_time:
+        return False
+    for ts in (header.base_timestamp, header.max_timestamp):
+        if ts != -1 and (now_ms - ts > policy.timestamp_before_ms or ts - now_ms > policy.timestamp_after_ms):
+            return True
+    return False
+
+
+def _record_errors(batch: bytes | memoryview, header: records.BatchHeader, policy: AppendPolicy, now_ms: int,
+                   topic: str, partition: int) -> tuple[list[tuple[int, str]], bool]:
+    """Kafka's per-record checks (LogValidator.validateRecord) on every record of the batch:
+    (index in the batch, Kafka's message) for each record refused, and whether any was refused
+    for its timestamp. A record the walker cannot read makes the batch INVALID_RECORD, as
+    Kafka's record iterator does."""
+    create_time = not policy.log_append_time
+    claimed = header.is_log_append_time  # a client's LogAppendTime batch: every record reads max_timestamp
+    # the CreateTime range, clamped to Java longs: inside it Java's wrapping check cannot differ
+    lo = max(now_ms - policy.timestamp_before_ms, _LONG_MIN)
+    hi = min(now_ms + policy.timestamp_after_ms, _LONG_MAX)
+    errors: list[tuple[int, str]] = []
+    timestamp_error = False
+    try:
+        section = batch_filter.records_section(batch, header)
+    except Exception as exc:  # noqa: BLE001 - any codec's failure to decompress
+        raise KafkaApiError(ErrorCode.INVALID_RECORD, f"cannot decompress the records: {exc}") from exc
+    count = 0
+    last_end = 0
+    key_index = batch_filter.KEY
+    try:
+        for record in batch_filter.iter_records(section):
+            if record[batch_filter.END] <= last_end or record[batch_filter.END] > len(section) \
+                    or count == header.records_count:
+                raise IndexError("record sizes do not match the batch")
+            last_end = record[batch_filter.END]
+            index = count
+            count += 1
+            if policy.compacted and record[key_index] is None:
+                errors.append((index, "Compacted topic cannot accept message without key in topic partition "
+                                      f"{topic}-{partition}"))
+                continue
+            if claimed:
+                ts = header.max_timestamp
+            elif create_time:
+                ts = header.base_timestamp + record[batch_filter.TIMESTAMP_DELTA]
+                if lo <= ts <= hi:
+                    continue
+                ts = _java_long(ts)
+            else:
+                continue
+            if create_time and ts != -1:
+                diff = _java_long(now_ms - ts)
+                if diff > policy.timestamp_before_ms or _java_long(-diff) > policy.timestamp_after_ms:
+                    offset = _java_long(header.base_offset + record[batch_filter.OFFSET_DELTA])
+                    errors.append((index, f"Timestamp {ts} of message with offset {offset} is out of range. "
+                                          "The timestamp should be within "
+                                          f"[{_java_long(now_ms - policy.timestamp_before_ms)}, "
+                                          f"{_java_long(now_ms + policy.timestamp_after_ms)}]"))
+                    timestamp_error = True
+            elif claimed:
+                shown = _record_string(section, header, record, ts)
+                errors.append((index, f"Invalid timestamp type in message {shown}. "
+                                      "Producer should not set timestamp type to LogAppendTime."))
+                timestamp_error = True
+    except IndexError as exc:
+        raise KafkaApiError(ErrorCode.INVALID_RECORD, "the batch's records cannot be read") from exc
+    if count != header.records_count:
+        raise KafkaApiError(ErrorCode.INVALID_RECORD, "the batch's record count does not match its records")
+    return errors, timestamp_error
+
+
+def _record_string(section: bytes, header: records.BatchHeader, record: batch_filter.RawRecord, ts: int) -> str:
+    """A record as Kafka's validator prints it: a compressed batch is read with key and value
+    skipped (PartialDefaultRecord: sizes, -1 for null), an uncompressed one whole (DefaultRecord:
+    0 bytes for null). Kafka skips them only when it keeps the producer's codec, as wirekafka
+    always does (a topic's compression.type is not applied)."""
+    key_size, value_size = batch_filter.key_value_sizes(section, record)
+    offset = _java_long(header.base_offset + record[batch_filter.OFFSET_DELTA])
+    if header.compression:
+        return f"PartialDefaultRecord(offset={offset}, timestamp={ts}, key={key_size} bytes, value={value_size} bytes)"
+    return (f"DefaultRecord(offset={offset}, timestamp={ts}, key={max(key_size, 0)} bytes, "
+            f"value={max(value_size, 0)} bytes)")

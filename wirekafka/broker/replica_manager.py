@@ -55,6 +55,8 @@ class ProduceOutcome:
     base_offset: int = -1
     log_append_time: int = -1
     log_start_offset: int = -1
+    # (index in the batch, message): the records Kafka's log validator rejected (Produce v8+)
+    record_errors: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(slots=True)
@@ -113,7 +115,7 @@ class ReplicaManager:
                 if topic.is_internal and client_id != ADMIN_CLIENT_ID:
                     raise RefusedBeforeLog(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                         f"Cannot append to internal topic {topic.name}")
-                header = validate_client_batch(entry.records, policy, now)
+                header = validate_client_batch(entry.records, policy, now, topic.name, entry.index)
                 if header.is_transactional:
                     code = self.verify_transaction(header.producer_id, header.producer_epoch, topic.name, entry.index)
                     if code == ErrorCode.INVALID_TXN_STATE:
@@ -133,9 +135,12 @@ class ReplicaManager:
             except RefusedBeforeLog as exc:
                 outcomes.append(ProduceOutcome(exc.code, exc.message if exc.explained else None))
                 continue
-            except KafkaApiError as exc:  # Kafka explains only what its log validator rejects
-                message = exc.message if isinstance(exc, InvalidRecords) else None
-                outcomes.append(ProduceOutcome(exc.code, message, log_start_offset=partition.log_start_offset))
+            except InvalidRecords as exc:  # Kafka explains only what its log validator rejects
+                outcomes.append(ProduceOutcome(exc.code, exc.message, log_start_offset=partition.log_start_offset,
+                                               record_errors=tuple(exc.record_errors)))
+                continue
+            except KafkaApiError as exc:
+                outcomes.append(ProduceOutcome(exc.code, log_start_offset=partition.log_start_offset))
                 continue
             if result.flush_due:
                 flushes.append(partition)

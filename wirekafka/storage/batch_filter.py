@@ -1,10 +1,11 @@
 """The record level of compaction: the records inside one magic-v2 batch, and the batch Kafka's
 cleaner writes in its place once some of them are dropped (Kafka's MemoryRecords.filterTo).
 
-Only the cleaner comes here: the produce and fetch paths never look inside a batch. Records are
-walked on the raw bytes (varints decoded in place, no record objects), and a retained record is
-copied byte for byte; only its timestamp delta is re-encoded when the batch's base timestamp
-changes. Kafka's rules for the rewritten batch:
+The cleaner comes here, and the produce path's validator for the checks Kafka makes per record
+(a key on every record of a compacted topic; timestamps, when the batch header says one may be out
+of range); fetch never looks inside a batch. Records are walked on the raw bytes (varints decoded
+in place, no record objects), and a retained record is copied byte for byte; only its timestamp
+delta is re-encoded when the batch's base timestamp changes. Kafka's rules for the rewritten batch:
 - nothing dropped and no delete horizon to set: the original batch, bytes unchanged;
 - otherwise a new batch with the same base offset, last offset delta (so a producer's last
   sequence survives), producer id/epoch/base sequence, leader epoch and flags, the codec
@@ -144,6 +145,14 @@ def iter_records(section: bytes) -> Iterator[RawRecord]:
             p += key_len
         yield start, rest, end, timestamp_delta, offset_delta, key, section[p] != 1  # value length -1 is 0x01
         pos = end
+
+
+def key_value_sizes(section: bytes, record: RawRecord) -> tuple[int, int]:
+    """The record's key and value lengths as encoded (-1 for null)."""
+    p = _skip_varint(section, record[REST])  # the offset delta
+    key_len, p = _varint(section, p)
+    value_len, _ = _varint(section, p + max(key_len, 0))
+    return key_len, value_len
 
 
 def encoded(section: bytes, record: RawRecord, timestamp_delta: int) -> bytes:

@@ -6,7 +6,9 @@ at those versions closes the connection (protocol/api_versions.py).
   magic-2 batch per partition (INVALID_RECORD), no ZStandard before v7
   (UNSUPPORTED_COMPRESSION_TYPE).
 - Batch checks (broker/batch_validation.py): max.message.bytes, CRC-32C, no client control
-  batches, timestamp bounds, keys on compacted topics.
+  batches; then Kafka's per-record checks (keys on compacted topics, timestamp bounds), answered
+  as Kafka does with its summary message and, v8+, each rejected record's index and message
+  (record_errors).
 - LogAppendTime topics get the broker's time stamped into the batch header.
 - Idempotent batches go through the partition's producer state (duplicates answered with their
   original offset).
@@ -59,7 +61,7 @@ async def handle(ctx: RequestContext, request: object) -> FastProduceResponse | 
                 parts.append(PartitionAnswer(pd.index, ErrorCode.INVALID_REQUIRED_ACKS, -1, -1, -1))
             else:
                 parts.append(PartitionAnswer(pd.index, o.error, o.base_offset, o.log_append_time,
-                                             o.log_start_offset, o.message))
+                                             o.log_start_offset, o.message, o.record_errors))
             failed = failed or parts[-1].error_code != ErrorCode.NONE
         topics.append(TopicAnswer(td.name, td.topic_id, parts))
     if acks == 0:

@@ -25,23 +25,27 @@ from __future__ import annotations
 import ctypes
 import logging
 import multiprocessing
+import os
 import signal
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 import trio
 
 from wirekafka.broker.partition import Partition
 from wirekafka.storage import checkpoint
 from wirekafka.storage.cleaner import CHECKPOINT_FILE, CleanableRange, CleaningAborted, run_round
-from wirekafka.storage.log import PartitionLog
 
 log = logging.getLogger(__name__)
 
 
 def _cleaner_process_init() -> None:
     """In each cleaner process: die with the broker (a kill -9 of the broker must not leave a
-    process writing into its log dir), and ignore Ctrl-C (the broker shuts it down)."""
+    process writing into its log dir), ignore Ctrl-C (the broker shuts it down), and yield the
+    CPU to the broker (nice 10): cleaning is background work, and on a busy machine produce and
+    fetch latency must not pay for it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.nice(CLEANER_NICENESS)
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -50,6 +54,7 @@ def _cleaner_process_init() -> None:
 
 
 _PR_SET_PDEATHSIG = 1
+CLEANER_NICENESS = 10
 
 
 class LogCleaner:
@@ -66,7 +71,9 @@ class LogCleaner:
         self.checkpoints: dict[tuple[str, int], int] = {}
         self._in_progress: set[tuple[str, int]] = set()
         self._uncleanable: set[tuple[str, int]] = set()
-        self._pool: ProcessPoolExecutor | None = None
+        # Where rounds run: cleaner processes, created on first use; any Executor will do
+        # (unit tests use a thread pool).
+        self.executor: Executor | None = None
         self.rounds_done = 0  # completed rounds since start
 
     def load(self) -> None:
@@ -83,18 +90,18 @@ class LogCleaner:
                 for _ in range(self.threads):
                     nursery.start_soon(self._cleaner_task)
         finally:
-            if self._pool is not None:  # shutdown: a round in progress is dropped, not waited for
-                self._pool.shutdown(wait=False, cancel_futures=True)
+            if self.executor is not None:  # shutdown: a round in progress is dropped, not waited for
+                self.executor.shutdown(wait=False, cancel_futures=True)
                 for child in multiprocessing.active_children():
                     child.terminate()
 
-    def _executor(self) -> ProcessPoolExecutor:
+    def _executor(self) -> Executor:
         """The cleaner processes, started on first use (spawned: a fork of a threaded broker is
         unsafe)."""
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(self.threads, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_cleaner_process_init)
-        return self._pool
+        if self.executor is None:
+            self.executor = ProcessPoolExecutor(self.threads, mp_context=multiprocessing.get_context("spawn"),
+                                                initializer=_cleaner_process_init)
+        return self.executor
 
     async def _cleaner_task(self) -> None:
         while True:
@@ -135,11 +142,14 @@ class LogCleaner:
             future = self._executor().submit(run_round, plan)
             result = await trio.to_thread.run_sync(future.result, abandon_on_cancel=True)
             for i, group in enumerate(result.groups):
+                unswapped = [g.base_offset for g in result.groups[i:]]
+                if not partition.online:
+                    raise CleaningAborted(f"{plan.name} went offline while it was cleaned")
                 cleaned = await trio.to_thread.run_sync(partition.open_cleaned, group.base_offset)
                 sources = [segments[base] for base in group.sources]
                 if not partition.swap_cleaned(cleaned, sources):
-                    later = [partition.open_cleaned(g.base_offset) for g in result.groups[i + 1:]]
-                    await trio.to_thread.run_sync(PartitionLog.delete_segments, [cleaned, *later])
+                    cleaned.close()
+                    await trio.to_thread.run_sync(partition.discard_cleaned, unswapped)
                     raise CleaningAborted(f"{plan.name} changed while it was cleaned")
                 log.info("swapping in cleaned segment %d for segments %s of %s", group.base_offset,
                          list(group.sources), plan.name)
@@ -150,6 +160,10 @@ class LogCleaner:
             await self.write_checkpoint()
         except CleaningAborted as exc:
             log.info("cleaning of %s aborted: %s", plan.name, exc)
+        except BrokenProcessPool:
+            log.error("the cleaner process died cleaning %s; the log is marked uncleanable", plan.name)
+            self._uncleanable.add(key)
+            self.executor = None  # a new one for the other logs
         except Exception:
             log.exception("cleaning of %s failed; the log is marked uncleanable", plan.name)
             self._uncleanable.add(key)

@@ -454,6 +454,10 @@ class Partition:
         """The cleaner's output segment, opened (worker thread: it scans the batch headers)."""
         return self._log.open_cleaned(base_offset)
 
+    def discard_cleaned(self, base_offsets: list[int]) -> None:
+        """Remove cleaned segments that will not be swapped in (worker thread)."""
+        self._log.discard_cleaned(base_offsets)
+
     def swap_cleaned(self, cleaned: LogSegment, old: list[LogSegment]) -> bool:
         """Put a cleaned segment in place of the ones it was written from; False when the log
         changed meanwhile (the caller discards it). Then finish_swap in a worker."""

@@ -460,6 +460,12 @@ class PartitionLog:
         seg.load()
         return seg
 
+    def discard_cleaned(self, base_offsets: list[int]) -> None:
+        """Unlink the `.cleaned` files of segments a round wrote but will not swap in."""
+        for base in base_offsets:
+            for path in file_paths(self.dir, base, CLEANED_SUFFIX):
+                path.unlink(missing_ok=True)
+
     @staticmethod
     def finish_swap(cleaned: LogSegment, old: Sequence[LogSegment]) -> None:
         """The file side of replace_segments (worker thread), in Kafka's crash-safe order: the

@@ -1,0 +1,96 @@
+"""The broker's log cleaner service on a BrokerState: picking the dirtiest compacted log, a round
+run through its executor, the swaps on the loop, the checkpoint file, and a round whose log
+changed under it (discarded, nothing left behind)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import trio
+
+from wirekafka.broker import log_cleaner
+from wirekafka.broker.partition import AppendOrigin, Partition
+from wirekafka.broker.state import BrokerState
+from wirekafka.config import build_config
+from wirekafka.protocol import records
+from wirekafka.storage import checkpoint
+from wirekafka.storage.cleaner import CHECKPOINT_FILE, CLEANED_SUFFIX, SWAP_SUFFIX
+
+NOW_MS = 1_700_000_000_000
+
+
+def _state(tmp_path: Path) -> BrokerState:
+    state = BrokerState(build_config({"log.dirs": str(tmp_path / "data")}), clock=lambda: NOW_MS / 1000)
+    state.load()
+    state.cleaner.executor = ThreadPoolExecutor(1)
+    return state
+
+
+async def _compacted(state: BrokerState, name: str, compact: bool = True) -> Partition:
+    configs = {"internal.segment.bytes": "400", "min.cleanable.dirty.ratio": "0.01"}
+    if compact:
+        configs["cleanup.policy"] = "compact"
+    topic = await state.metadata.create_topic(name, 1, configs)
+    p = topic.partitions[0]
+    for r in range(6):
+        for k in range(4):
+            batch = records.build_batch([(b"k%d" % k, b"v%d-%d" % (k, r), NOW_MS)])
+            p.append(batch, records.validate_batch(batch), AppendOrigin.CLIENT)
+    return p
+
+
+def _values(p: Partition) -> list[tuple[int, bytes | None, bytes | None]]:
+    return [(r.offset, r.key, r.value) for h, read in p.iter_batches(0) for r in records.iter_records(read())]
+
+
+def _leftovers(state: BrokerState, p: Partition) -> list[str]:
+    directory = state.log_dir / f"{p.topic}-{p.index}"
+    return [f.name for f in directory.iterdir() if f.name.endswith((CLEANED_SUFFIX, SWAP_SUFFIX))]
+
+
+def test_cleans_the_dirtiest_compacted_log_and_checkpoints_it(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+
+    async def main() -> None:
+        p = await _compacted(state, "c")
+        await _compacted(state, "plain", compact=False)  # never picked
+        before = _values(p)
+        picked = state.cleaner.grab_filthiest()
+        assert picked is not None and picked[0] is p
+        await state.cleaner.clean(*picked)
+        after = _values(p)
+        assert len(after) < len(before) and {k: v for _, k, v in after} == {k: v for _, k, v in before}
+        assert state.cleaner.rounds_done == 1 and not _leftovers(state, p)
+        end = state.cleaner.checkpoints[("c", 0)]
+        assert checkpoint.read_offsets(state.log_dir / CHECKPOINT_FILE) == {("c", 0): end}
+        again = state.cleaner.grab_filthiest()  # nothing new is dirty: nothing to clean
+        assert again is None
+
+    trio.run(main)
+
+
+def test_a_round_whose_log_changed_meanwhile_is_discarded(tmp_path: Path, monkeypatch) -> None:
+    state = _state(tmp_path)
+    real = log_cleaner.run_round
+
+    async def main() -> None:
+        p = await _compacted(state, "c")
+        token = trio.lowlevel.current_trio_token()
+        doomed = []
+
+        def racing_round(plan):  # DeleteRecords takes the first segment while the round runs
+            result = real(plan)
+            cut = p.cleaning_plan(p.cleanable_range(None, NOW_MS), 10**6, 0.9, float("inf"), NOW_MS)[0].segments[1]
+            trio.from_thread.run_sync(lambda: doomed.extend(p.delete_records_before(cut.base_offset)),
+                                      trio_token=token)
+            return result
+
+        monkeypatch.setattr(log_cleaner, "run_round", racing_round)
+        before = _values(p)
+        await state.cleaner.clean(*state.cleaner.grab_filthiest())
+        assert doomed and state.cleaner.rounds_done == 0 and ("c", 0) not in state.cleaner.checkpoints
+        assert _values(p) == [v for v in before if v[0] >= p.log_start_offset]
+        assert not _leftovers(state, p)
+
+    trio.run(main)

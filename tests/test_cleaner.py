@@ -375,3 +375,49 @@ def test_a_crash_at_any_file_operation_of_the_swap_recovers_a_whole_log(
     assert p.log_end_offset == end
     first = plog.segments[0]
     assert sum(1 for _ in first.iter_headers(0)) > 2 and len(first.index) > 0, "the cleaned segment lost its index"
+
+
+def test_cleanable_range_stops_at_young_segments_and_open_transactions(tmp_path: Path) -> None:
+    clock = Clock()
+    p = _open(tmp_path / "t-0", clock, min_compaction_lag_ms=60_000)
+    _fill(p, clock, rounds=3)  # segments written at NOW
+    clock.ms += 120_000  # old enough now
+    first_young = p.log_end_offset
+    _fill(p, clock, rounds=3)  # young segments
+    young = p.cleanable_range(None, clock.ms)
+    holding = next(s.base_offset for s in reversed(p._log.segments) if s.base_offset <= first_young)
+    assert young.first_dirty == 0 and 0 < young.first_uncleanable == holding  # the young ones wait
+    clock.ms += 120_000
+    assert p.cleanable_range(None, clock.ms).first_uncleanable == p._log.active.base_offset
+    _append(p, [(b"t", b"open")], clock, producer_id=3, producer_epoch=0, base_sequence=0, transactional=True)
+    open_at = p.log_end_offset - 1
+    _fill(p, clock, rounds=3)
+    pending = p.cleanable_range(None, clock.ms)
+    assert pending.first_uncleanable <= open_at < p.log_end_offset  # never past the last stable offset
+    assert pending.first_uncleanable == next(s.base_offset for s in reversed(p._log.segments)
+                                             if s.base_offset <= open_at)
+
+
+def test_max_compaction_lag_makes_a_log_due_whatever_its_dirty_ratio(tmp_path: Path) -> None:
+    clock = Clock()
+    p = _open(tmp_path / "t-0", clock, max_compaction_lag_ms=60_000)
+    _fill(p, clock, rounds=6, keys=8)
+    checkpoint = _clean(p, clock)
+    _fill(p, clock, rounds=1, keys=8)  # a little dirty data after a cleaned section: a low ratio
+    fresh = p.cleanable_range(checkpoint, clock.ms)
+    assert fresh.cleanable_bytes > 0 and fresh.ratio < 0.99
+    assert not fresh.needs_compaction_now and not fresh.worth_cleaning(0.99)
+    clock.ms += 61_000
+    due = p.cleanable_range(checkpoint, clock.ms)
+    assert due.needs_compaction_now and due.worth_cleaning(0.99)
+
+
+def test_a_checkpoint_outside_the_log_restarts_from_the_log_start(tmp_path: Path) -> None:
+    clock = Clock()
+    p = _open(tmp_path / "t-0", clock)
+    _fill(p, clock, rounds=3)
+    assert p.cleanable_range(10**6, clock.ms).checkpoint_reset  # past the log end
+    p.delete_records_before(5)
+    reset = p.cleanable_range(2, clock.ms)  # below the log start
+    assert reset.checkpoint_reset and reset.first_dirty == 5
+    assert not p.cleanable_range(7, clock.ms).checkpoint_reset

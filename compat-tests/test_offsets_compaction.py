@@ -88,13 +88,20 @@ def _fetch(conn: Connection, group: str, topic: str) -> tuple[int, dict[int, int
     return g.error_code, {p.partition_index: p.committed_offset for t in g.topics for p in t.partitions}
 
 
+def _size(path: Path) -> int:
+    """A segment file's size, 0 if the cleaner deleted it since it was listed."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
 def _offsets_bytes(data_dir: Path) -> int:
-    return sum(f.stat().st_size for f in data_dir.glob("__consumer_offsets-*/*.log"))
+    return sum(_size(f) for f in data_dir.glob("__consumer_offsets-*/*.log"))
 
 
 def _used_partitions(data_dir: Path) -> int:
-    return sum(1 for d in data_dir.glob("__consumer_offsets-*")
-               if sum(f.stat().st_size for f in d.glob("*.log")) > 0)
+    return sum(1 for d in data_dir.glob("__consumer_offsets-*") if sum(_size(f) for f in d.glob("*.log")) > 0)
 
 
 def _load_lines(log_path: Path, start: int) -> list[tuple[str, str]]:

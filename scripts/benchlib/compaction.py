@@ -116,6 +116,7 @@ def log_records(path: Path, start: int = 0) -> list[tuple[float, str]]:
 
 
 def log_size(path: Path) -> int:
+    """A file's size, 0 if it is gone (a segment the cleaner deleted since it was listed)."""
     try:
         return path.stat().st_size
     except OSError:
@@ -137,7 +138,7 @@ class OffsetsResult:
 
 
 def offsets_bytes(data_dir: Path) -> int:
-    return sum(f.stat().st_size for f in data_dir.glob(f"{OFFSETS_TOPIC}-*/*.log"))
+    return sum(log_size(f) for f in data_dir.glob(f"{OFFSETS_TOPIC}-*/*.log"))  # 0 for files deleted meanwhile
 
 
 def _commit_request(group: str, topic: str, partitions: int, offset: int) -> OffsetCommitRequest:
@@ -412,7 +413,7 @@ def cleaner(make_broker: Callable[[], Broker], total_bytes: int, keys: int, valu
                 secs += float(m.group(2).replace(",", ""))
         window = (starts[0], ends[0][0]) if starts and ends else None
         cleaning = [ms for wall, ms in during if window and window[0] <= wall <= window[1]]
-        end_bytes = sum(f.stat().st_size for f in (broker.data_dir / partition).glob("*.log"))
+        end_bytes = sum(log_size(f) for f in (broker.data_dir / partition).glob("*.log"))
         if not ends:
             log.warning("%s: no cleaning summary for %s in its log", broker.name, partition)
         log.info("%s: %d cleaning round(s), %.1f MB in %.1f s; %d samples while cleaning", broker.name, len(ends), mb,

@@ -19,7 +19,9 @@ that then replaces the old one, so stale jars never mix. Concurrent callers seri
 ``flock``. Needs ``mvn`` and ``java`` (17+) on PATH; ``scripts/install_system_deps.sh`` installs
 them from Debian if missing. The Kafka version is :data:`KAFKA_VERSION` (4.3.1, the newest 4.x on
 Maven Central when this was written); ``$WIREKAFKA_KAFKA_VERSION`` overrides it, but the tool
-class names below were checked against 4.3.1 only.
+class names below were checked against 4.3.1 only. A 3.x version (the ZooKeeper-mode reference,
+below) resolves ``scripts/maven/kafka39/pom.xml`` instead (reload4j logging) into its own
+``kafka-<version>/`` (:func:`pom_for`).
 
 Broker
 ------
@@ -43,6 +45,29 @@ including storage format ~3.5 s, stop ~0.5 s. The defaults in :data:`DEFAULT_BRO
 a one-node cluster usable (replication factors 1, no initial rebalance delay) and its log cleaner
 quick to pick up dirty compacted logs (log.cleaner.backoff.ms 1 s); anything else is
 Kafka's own default (e.g. 50 __consumer_offsets partitions), so behaviour matches a stock broker.
+
+ZooKeeper mode (Kafka 3.9)
+--------------------------
+Kafka 4 dropped ZooKeeper; wirekafka's cluster mode keeps Kafka 3.9's ZooKeeper layout, so the
+reference for replication is a Kafka :data:`KAFKA_ZK_VERSION` (3.9.1) cluster on a real ZooKeeper
+(``scripts/zookeeper.py``). ``zookeeper_connect`` turns a RealKafka into a plain ZooKeeper-mode
+broker: no storage format (the broker writes ``meta.properties`` itself, and the first one
+creates the chroot and ``/cluster/id``), no controller port; server.properties holds
+``broker.id``, ``zookeeper.connect``, ``listeners``/``advertised.listeners`` (PLAINTEXT on
+127.0.0.1), ``log.dirs`` and :data:`DEFAULT_ZK_BROKER_CONFIG` (replication factors 1 unless
+overridden; ``zookeeper.metadata.migration.enable`` is left unset)::
+
+    with ZooKeeperServer() as zk:                                      # scripts/zookeeper.py
+        brokers = start_zk_cluster(zk.connect_string + "/kafka39-x", (1, 2, 3), workdir=tmp,
+                                   overrides={"default.replication.factor": 3})
+        ...                                                            # b.bootstrap, b.run_tool
+        stop_all(brokers)                                              # before ZooKeeper stops
+
+or one at a time: ``RealKafka(zookeeper_connect="127.0.0.1:2181/kafka39-x", broker_id=2)``.
+start() returns once ApiVersions is answered, which a ZooKeeper-mode broker does only after it
+registered in ``/brokers/ids``. Measured here (2 cores): three brokers (-Xmx256m) start in
+parallel in 7-13 s (the latter with other test runs on the machine); kafka-topics --create
+2-4 s; stop_all ~2.5 s.
 
 Tools
 -----
@@ -70,22 +95,29 @@ kafka-server                 kafka.Kafka (kafka_2.13, Scala)
 Note for older versions: ``kafka.admin.TopicCommand`` and ``kafka.tools.DumpLogSegments`` (Scala,
 in ``kafka_2.13``) no longer exist in 4.3.1; both moved to ``org.apache.kafka.tools``. TOOLS also
 lists the other tools the 4.3.1 distribution has scripts for (acls, transactions, get-offsets...).
+Kafka 3.9.1 has its own table, :data:`TOOLS_KAFKA3` (:func:`tools_for` picks by version): there
+TopicCommand is already ``org.apache.kafka.tools.TopicCommand`` (``kafka.admin.TopicCommand`` is
+gone in 3.9 too), but kafka-console-producer is ``kafka.tools.ConsoleProducer`` and
+kafka-dump-log ``kafka.tools.DumpLogSegments`` (Scala), kafka-acls and
+kafka-broker-api-versions are ``kafka.admin.*``, and zookeeper-shell is
+``org.apache.zookeeper.ZooKeeperMainWithTlsSupportForKafka``.
 
 CLI
 ---
 ::
 
-    python3 scripts/realkafka.py ensure                 # resolve jars, print the libs directory
+    python3 scripts/realkafka.py ensure [--version V]   # resolve jars, print the libs directory
     python3 scripts/realkafka.py serve [--port P] [--controller-port C] [--workdir DIR] [--keep]
                                        [--set key=value ...] [--heap 512m] [--timeout 90]
+                                       [--version V] [--zookeeper HOST:PORT/CHROOT --broker-id N]
         # start a broker, print its bootstrap ("127.0.0.1:P") on stdout, run until Ctrl-C/SIGTERM
         # (then stop it and exit 0); progress goes to stderr. The JVM is SIGKILLed by the kernel
         # if this process dies (PR_SET_PDEATHSIG).
-    python3 scripts/realkafka.py tool NAME [ARGS...]    # e.g. tool kafka-topics --bootstrap-server
-                                                        #      127.0.0.1:9092 --list
-        # NAME is a TOOLS key or a fully qualified main class; stdin/stdout/stderr are passed
-        # through and the tool's exit code is returned
-    python3 scripts/realkafka.py tools                  # list TOOLS
+    python3 scripts/realkafka.py tool [--version V] NAME [ARGS...]
+        # e.g. tool kafka-topics --bootstrap-server 127.0.0.1:9092 --list
+        # NAME is a tools_for(V) key or a fully qualified main class; stdin/stdout/stderr are
+        # passed through and the tool's exit code is returned
+    python3 scripts/realkafka.py tools [--version V]    # list tools_for(V)
 
 From tests, load this file with importlib (``scripts/`` is not a package)::
 
@@ -93,6 +125,7 @@ From tests, load this file with importlib (``scripts/`` is not a package)::
     realkafka = importlib.util.module_from_spec(spec); spec.loader.exec_module(realkafka)
 
 Environment: ``WIREKAFKA_CACHE`` (cache root), ``WIREKAFKA_KAFKA_VERSION`` (Kafka version),
+``WIREKAFKA_KAFKA_ZK_VERSION`` (the ZooKeeper-mode Kafka version, default 3.9.1),
 ``WIREKAFKA_MVN`` / ``WIREKAFKA_JAVA`` (executables, default ``mvn`` / ``java`` from PATH),
 ``REALKAFKA_LOG_LEVEL`` (the CLI's log level, default INFO).
 """
@@ -102,6 +135,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import base64
+import concurrent.futures
 import contextlib
 import fcntl
 import hashlib
@@ -125,9 +159,14 @@ log = logging.getLogger("realkafka")
 
 REPO = Path(__file__).resolve().parent.parent
 POM = REPO / "scripts" / "maven" / "kafka" / "pom.xml"
+#: The POM for Kafka 3.x (log4j 1.x/reload4j logging, ZooKeeper mode); see :func:`pom_for`.
+POM_KAFKA3 = REPO / "scripts" / "maven" / "kafka39" / "pom.xml"
 
 #: Apache Kafka version resolved from Maven Central (newest 4.x there when written).
 KAFKA_VERSION = os.environ.get("WIREKAFKA_KAFKA_VERSION", "4.3.1")
+#: The Kafka version of ZooKeeper-mode brokers (``RealKafka(zookeeper_connect=...)``): 3.9 is
+#: the last line with ZooKeeper mode; 4.x is KRaft only.
+KAFKA_ZK_VERSION = os.environ.get("WIREKAFKA_KAFKA_ZK_VERSION", "3.9.1")
 
 #: Short tool names (as the distribution's ``bin/<name>.sh`` scripts) -> main class, Kafka 4.3.1.
 TOOLS: dict[str, str] = {
@@ -172,6 +211,47 @@ TOOLS: dict[str, str] = {
     "kafka-verifiable-share-consumer": "org.apache.kafka.tools.VerifiableShareConsumer",
 }
 
+#: Short tool names -> main class in Kafka 3.x (checked against 3.9.1 with ``unzip -l``): several
+#: tools were still Scala classes in ``kafka_2.13`` (``kafka.admin.*``, ``kafka.tools.*``), and
+#: 3.9 has the ZooKeeper-mode ones. :func:`tools_for` picks the table for a version.
+TOOLS_KAFKA3: dict[str, str] = {
+    "kafka-topics": "org.apache.kafka.tools.TopicCommand",
+    "kafka-console-producer": "kafka.tools.ConsoleProducer",
+    "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
+    "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
+    "kafka-verifiable-producer": "org.apache.kafka.tools.VerifiableProducer",
+    "kafka-verifiable-consumer": "org.apache.kafka.tools.VerifiableConsumer",
+    "kafka-client-compatibility": "org.apache.kafka.tools.ClientCompatibilityTest",
+    "kafka-dump-log": "kafka.tools.DumpLogSegments",
+    "kafka-storage": "kafka.tools.StorageTool",
+    "kafka-server": "kafka.Kafka",
+    "kafka-acls": "kafka.admin.AclCommand",
+    "kafka-broker-api-versions": "kafka.admin.BrokerApiVersionsCommand",
+    "kafka-client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
+    "kafka-cluster": "org.apache.kafka.tools.ClusterTool",
+    "kafka-delegation-tokens": "org.apache.kafka.tools.DelegationTokenCommand",
+    "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
+    "kafka-e2e-latency": "org.apache.kafka.tools.EndToEndLatency",
+    "kafka-features": "org.apache.kafka.tools.FeatureCommand",
+    "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
+    "kafka-jmx": "org.apache.kafka.tools.JmxTool",
+    "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
+    "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
+    "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
+    "kafka-mirror-maker": "kafka.tools.MirrorMaker",
+    "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "kafka-replica-verification": "org.apache.kafka.tools.ReplicaVerificationTool",
+    "kafka-streams-application-reset": "org.apache.kafka.tools.StreamsResetter",
+    "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
+    # ZooKeeper-mode tools of the 3.9 distribution.
+    "zookeeper-shell": "org.apache.zookeeper.ZooKeeperMainWithTlsSupportForKafka",
+    "zookeeper-security-migration": "kafka.admin.ZkSecurityMigrator",
+    "zookeeper-server-start": "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+}
+
 #: JVM options for the broker (the machine has 2 cores; keep it small).
 BROKER_JVM_OPTS = ["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true"]
 #: JVM options for CLI tools (kafka-run-class.sh uses -Xmx256M by default).
@@ -192,6 +272,16 @@ DEFAULT_BROKER_CONFIG: dict[str, str] = {
     # The log cleaner looks for dirty compacted logs every second rather than every 15 s, so the
     # compaction scenarios settle quickly (conformance/test_compaction.py).
     "log.cleaner.backoff.ms": "1000",
+}
+
+#: Broker settings of a ZooKeeper-mode (Kafka 3.x) RealKafka: the KRaft defaults without the
+#: share-group keys Kafka 3.9 does not know, and one for quick stops. ``overrides`` win.
+DEFAULT_ZK_BROKER_CONFIG: dict[str, str] = {
+    **{k: v for k, v in DEFAULT_BROKER_CONFIG.items() if not k.startswith("share.")},
+    # A broker whose partitions cannot move (the last one up, or all stopping together) retries
+    # its controlled shutdown controlled.shutdown.max.retries (3) times, 5 s apart by default:
+    # 10-15 s per stop. 500 ms keeps the same protocol and makes a cluster stop take ~2 s.
+    "controlled.shutdown.retry.backoff.ms": "500",
 }
 
 _TOOLS_LOG4J2 = """\
@@ -222,6 +312,63 @@ logger.request.level = WARN
 """
 
 
+# Kafka 3.x logs through log4j 1.x (reload4j): same behaviour, log4j 1 syntax.
+_TOOLS_LOG4J1 = """\
+# Written by scripts/realkafka.py: Kafka 3.x CLI tools log WARN and above to stderr only.
+log4j.rootLogger=WARN, stderr
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.Target=System.err
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
+"""
+
+_BROKER_LOG4J1 = """\
+# Written by scripts/realkafka.py: the Kafka 3.x broker logs INFO to stdout (broker.log).
+log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+"""
+
+
+# --------------------------------------------------------------------------------------------
+# Versions: Kafka 4.x (KRaft only, log4j2) and 3.x (ZooKeeper mode, log4j 1.x)
+# --------------------------------------------------------------------------------------------
+
+def _major(version: str) -> int:
+    try:
+        return int(version.split(".")[0])
+    except ValueError:
+        raise ValueError(f"not a Kafka version: {version!r}") from None
+
+
+def pom_for(version: str | None = None) -> Path:
+    """The POM that resolves ``version``: ``maven/kafka39`` for 3.x, ``maven/kafka`` otherwise.
+
+    The two differ in logging (3.x: reload4j + slf4j-reload4j; 4.x: log4j2), so they are
+    separate throwaway POMs rather than one with a version switch."""
+    return POM_KAFKA3 if _major(version or KAFKA_VERSION) < 4 else POM
+
+
+def tools_for(version: str | None = None) -> dict[str, str]:
+    """The short-name -> main-class table for ``version``: :data:`TOOLS` or
+    :data:`TOOLS_KAFKA3`."""
+    return TOOLS_KAFKA3 if _major(version or KAFKA_VERSION) < 4 else TOOLS
+
+
+def _log4j_config(version: str, kind: str, directory: Path) -> str:
+    """Write the tools' or broker's logging config for ``version`` into ``directory`` and return
+    the JVM system property that points at it (log4j2 for 4.x, log4j 1.x for 3.x)."""
+    if _major(version) < 4:
+        text = _TOOLS_LOG4J1 if kind == "tools" else _BROKER_LOG4J1
+        path = _write_if_changed(directory / f"log4j-{kind}.properties", text)
+        return f"-Dlog4j.configuration=file:{path}"
+    text = _TOOLS_LOG4J2 if kind == "tools" else _BROKER_LOG4J2
+    name = "log4j2-tools.properties" if kind == "tools" else "log4j2.properties"
+    return f"-Dlog4j2.configurationFile={_write_if_changed(directory / name, text)}"
+
+
 # --------------------------------------------------------------------------------------------
 # Jars
 # --------------------------------------------------------------------------------------------
@@ -239,7 +386,7 @@ def kafka_home(version: str | None = None) -> Path:
 
 def _stamp(version: str) -> str:
     """Marker content: changes when the POM or the version changes."""
-    return f"{version} {hashlib.sha256(POM.read_bytes()).hexdigest()}"
+    return f"{version} {hashlib.sha256(pom_for(version).read_bytes()).hexdigest()}"
 
 
 def _executable(env_var: str, name: str, hint: str) -> str:
@@ -265,8 +412,9 @@ def ensure_jars(version: str | None = None, *, timeout: float = 1800.0) -> Path:
 
     Idempotent and cheap once done: a marker file holding the version and the POM's hash is
     checked first. Otherwise runs ``mvn -q -B -f scripts/maven/kafka/pom.xml
-    dependency:copy-dependencies`` into a fresh directory with ``-Dmaven.repo.local=<cache>/m2``
-    and swaps it in. Raises RuntimeError (with Maven's output) if resolution fails.
+    dependency:copy-dependencies`` (``maven/kafka39/pom.xml`` for a 3.x version, see
+    :func:`pom_for`) into a fresh directory with ``-Dmaven.repo.local=<cache>/m2`` and swaps it
+    in. Raises RuntimeError (with Maven's output) if resolution fails.
     """
     version = version or KAFKA_VERSION
     home = kafka_home(version)
@@ -288,7 +436,7 @@ def ensure_jars(version: str | None = None, *, timeout: float = 1800.0) -> Path:
         mvn = _executable("WIREKAFKA_MVN", "mvn", "Apache Maven 3.8+ is needed to fetch Kafka")
         tmp = home / f"libs.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
-        cmd = [mvn, "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
+        cmd = [mvn, "-q", "-B", "-f", str(pom_for(version)), "dependency:copy-dependencies",
                f"-DoutputDirectory={tmp}", f"-Dmaven.repo.local={cache_dir() / 'm2'}",
                f"-Dkafka.version={version}", "-DincludeScope=runtime"]
         log.info("resolving Apache Kafka %s jars from Maven Central into %s ...", version, libs)
@@ -327,12 +475,14 @@ def _java() -> str:
 
 def tool_command(main_class: str, args: Sequence[str], *, version: str | None = None,
                  jvm_opts: Sequence[str] | None = None) -> list[str]:
-    """The ``java ...`` argv that runs a Kafka tool (``main_class`` may be a TOOLS short name)."""
+    """The ``java ...`` argv that runs a Kafka tool (``main_class`` may be a short name of
+    :func:`tools_for` the version)."""
+    version = version or KAFKA_VERSION
     libs = ensure_jars(version)
-    conf = _write_if_changed(libs.parent / "log4j2-tools.properties", _TOOLS_LOG4J2)
-    main_class = TOOLS.get(main_class, main_class)
-    return [_java(), *(TOOL_JVM_OPTS if jvm_opts is None else jvm_opts),
-            f"-Dlog4j2.configurationFile={conf}", "-cp", str(libs / "*"), main_class, *args]
+    logging_opt = _log4j_config(version, "tools", libs.parent)
+    main_class = tools_for(version).get(main_class, main_class)
+    return [_java(), *(TOOL_JVM_OPTS if jvm_opts is None else jvm_opts), logging_opt,
+            "-cp", str(libs / "*"), main_class, *args]
 
 
 def run_tool(main_class: str, args: Sequence[str], timeout: float, input: bytes | None = None,
@@ -341,7 +491,7 @@ def run_tool(main_class: str, args: Sequence[str], timeout: float, input: bytes 
              ) -> subprocess.CompletedProcess:
     """Run a Kafka Java CLI tool and return its CompletedProcess (stdout/stderr as bytes).
 
-    ``main_class`` is a fully qualified class or a :data:`TOOLS` key (``"kafka-topics"``).
+    ``main_class`` is a fully qualified class or a :func:`tools_for` key (``"kafka-topics"``).
     ``input`` is fed to stdin (stdin is /dev/null otherwise). Logging is WARN+ to stderr.
     Raises subprocess.TimeoutExpired (after killing the JVM) past ``timeout`` seconds, and
     CalledProcessError on a non-zero exit when ``check``.
@@ -421,14 +571,21 @@ def _stop_leftovers() -> None:
 
 
 class RealKafka:
-    """One real Apache Kafka node (combined KRaft broker+controller) on 127.0.0.1.
+    """One real Apache Kafka node on 127.0.0.1: a combined KRaft broker+controller, or, given
+    ``zookeeper_connect``, a ZooKeeper-mode broker (Kafka 3.9) that joins that cluster.
 
     Parameters
     ----------
-    workdir:        directory for server.properties, log4j2.properties, broker.log and data/;
+    workdir:        directory for server.properties, the log4j config, broker.log and data/;
                     a fresh temp dir (removed by stop() unless ``keep_workdir``) when None.
     overrides:      extra/overriding server.properties entries (strings).
-    port, controller_port: fixed ports; free ones are picked when None.
+    port, controller_port: fixed ports; free ones are picked when None (no controller port in
+                    ZooKeeper mode).
+    version:        Kafka version; default :data:`KAFKA_VERSION`, or :data:`KAFKA_ZK_VERSION`
+                    in ZooKeeper mode (which needs a 3.x version).
+    zookeeper_connect: ``host:port[/chroot]``: run a ZooKeeper-mode broker (no storage format;
+                    Kafka creates the chroot, writes meta.properties and makes the cluster id).
+    broker_id:      ``broker.id`` in ZooKeeper mode (default 1).
     heap:           broker -Xmx (default 512m).
     start_timeout:  seconds start() waits for ApiVersions to be answered.
     die_with_parent: ask Linux to SIGKILL the JVM if the thread that started it dies
@@ -444,9 +601,14 @@ class RealKafka:
     def __init__(self, workdir: str | os.PathLike | None = None, *,
                  overrides: Mapping[str, object] | None = None, port: int | None = None,
                  controller_port: int | None = None, version: str | None = None,
+                 zookeeper_connect: str | None = None, broker_id: int = 1,
                  heap: str = "512m", start_timeout: float = 90.0, keep_workdir: bool = False,
                  die_with_parent: bool = False) -> None:
-        self.version = version or KAFKA_VERSION
+        self.zookeeper_connect = zookeeper_connect
+        self.broker_id = broker_id
+        self.version = version or (KAFKA_ZK_VERSION if zookeeper_connect else KAFKA_VERSION)
+        if zookeeper_connect and _major(self.version) >= 4:
+            raise ValueError(f"Kafka {self.version} has no ZooKeeper mode (use 3.9.x)")
         self.overrides = {k: str(v) for k, v in (overrides or {}).items()}
         self._fixed_port, self._fixed_controller_port = port, controller_port
         self.port: int | None = port
@@ -505,6 +667,17 @@ class RealKafka:
 
     def config(self) -> dict[str, str]:
         """The server.properties entries this node runs (or will run) with."""
+        if self.zookeeper_connect:
+            cfg = {
+                "broker.id": str(self.broker_id),
+                "zookeeper.connect": self.zookeeper_connect,
+                "listeners": f"PLAINTEXT://{self.host}:{self.port}",
+                "advertised.listeners": f"PLAINTEXT://{self.host}:{self.port}",
+                "log.dirs": str(self.data_dir),
+                **DEFAULT_ZK_BROKER_CONFIG,
+            }
+            cfg.update(self.overrides)
+            return cfg
         cfg = {
             "process.roles": "broker,controller",
             "node.id": "1",
@@ -524,7 +697,7 @@ class RealKafka:
     # -- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> "RealKafka":
-        """Resolve jars, format storage, start the JVM, and wait until ApiVersions is answered.
+        """Resolve jars, format storage (KRaft), start the JVM, wait until ApiVersions answers.
 
         Retries (up to 3 times) with new ports if the picked ones were taken meanwhile.
         Raises RuntimeError with the broker log's tail if it exits or times out; the JVM is
@@ -539,7 +712,9 @@ class RealKafka:
             self.workdir = Path(tempfile.mkdtemp(prefix="realkafka-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         # A restart on an already formatted data dir keeps its ports (the controller endpoint
-        # is recorded in the KRaft bootstrap checkpoint) and its data.
+        # is recorded in the KRaft bootstrap checkpoint; in ZooKeeper mode the other brokers
+        # know the advertised one) and its data. A ZooKeeper-mode broker writes meta.properties
+        # itself on its first start.
         restart = (self.data_dir / "meta.properties").is_file() and self.port is not None
         attempts = 1 if restart or self._fixed_port or self._fixed_controller_port else 3
         _live.add(self)
@@ -562,26 +737,33 @@ class RealKafka:
     def _start_once(self, libs: Path, restart: bool) -> None:
         wd = self._wd
         t0 = time.monotonic()
-        log4j_conf = wd / "log4j2.properties"
-        log4j_conf.write_text(_BROKER_LOG4J2)
+        logging_opt = _log4j_config(self.version, "broker", wd)
         if not restart:
-            ports = free_ports(2, self.host)
-            self.port = self._fixed_port or ports[0]
-            self.controller_port = self._fixed_controller_port or ports[1]
+            if self.zookeeper_connect:
+                self.port = self._fixed_port or free_ports(1, self.host)[0]
+            else:
+                ports = free_ports(2, self.host)
+                self.port = self._fixed_port or ports[0]
+                self.controller_port = self._fixed_controller_port or ports[1]
             shutil.rmtree(self.data_dir, ignore_errors=True)
             self.data_dir.mkdir(parents=True)
-            self._format()
+            if self.zookeeper_connect:
+                self._write_config()
+            else:
+                self._format()
         log.debug("storage ready in %.1fs", time.monotonic() - t0)
 
-        cmd = [_java(), f"-Xmx{self.heap}", *BROKER_JVM_OPTS,
-               f"-Dlog4j2.configurationFile={log4j_conf}", f"-Dkafka.logs.dir={wd / 'logs'}",
+        cmd = [_java(), f"-Xmx{self.heap}", *BROKER_JVM_OPTS, logging_opt,
+               f"-Dkafka.logs.dir={wd / 'logs'}",
                "-cp", str(libs / "*"), "kafka.Kafka", str(self.config_path)]
         self._log_fh = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self._log_fh,
                                      stderr=subprocess.STDOUT, cwd=wd, start_new_session=True,
                                      preexec_fn=_pdeathsig if self.die_with_parent else None)
-        log.info("started Kafka %s pid %d on %s (controller :%d), log %s", self.version,
-                 self.proc.pid, self.bootstrap, self.controller_port, self.log_path)
+        log.info("started Kafka %s pid %d on %s (%s), log %s", self.version, self.proc.pid,
+                 self.bootstrap, f"broker.id {self.broker_id}, ZooKeeper {self.zookeeper_connect}"
+                 if self.zookeeper_connect else f"controller :{self.controller_port}",
+                 self.log_path)
         deadline = time.monotonic() + self.start_timeout
         while True:
             code = self.proc.poll()
@@ -600,14 +782,27 @@ class RealKafka:
                                    f"within {self.start_timeout:g}s; its log ({self.log_path}) "
                                    f"ends with:\n{self.log_tail()}")
             time.sleep(0.2)
+        if self.cluster_id is None:  # ZooKeeper mode: Kafka made it (/cluster/id)
+            self.cluster_id = self._meta_properties().get("cluster.id")
         log.info("Kafka ready on %s after %.1fs (incl. storage format)", self.bootstrap,
                  time.monotonic() - t0)
 
-    def _format(self) -> None:
-        """Write server.properties and run ``kafka-storage format --standalone``."""
+    def _meta_properties(self) -> dict[str, str]:
+        try:
+            lines = (self.data_dir / "meta.properties").read_text().splitlines()
+        except OSError:
+            return {}
+        return dict(line.split("=", 1) for line in lines
+                    if "=" in line and not line.startswith("#"))
+
+    def _write_config(self) -> None:
         self.config_path.write_text(
             "# Written by scripts/realkafka.py\n"
             + "".join(f"{k}={v}\n" for k, v in self.config().items()))
+
+    def _format(self) -> None:
+        """Write server.properties and run ``kafka-storage format --standalone``."""
+        self._write_config()
         self.cluster_id = random_cluster_id()
         fmt = run_tool("kafka.tools.StorageTool",
                        ["format", "--standalone", "-t", self.cluster_id, "-c", str(self.config_path)],
@@ -666,7 +861,43 @@ class RealKafka:
 
     def __repr__(self) -> str:
         state = "running" if self.alive() else "stopped"
-        return f"<RealKafka {self.version} {state} {self.port and self.bootstrap}>"
+        mode = f" broker.id={self.broker_id} zk" if self.zookeeper_connect else ""
+        return f"<RealKafka {self.version}{mode} {state} {self.port and self.bootstrap}>"
+
+
+def start_zk_cluster(zookeeper_connect: str, broker_ids: Sequence[int] = (1, 2, 3), *,
+                     workdir: str | os.PathLike, overrides: Mapping[str, object] | None = None,
+                     version: str | None = None, heap: str = "256m",
+                     start_timeout: float = 90.0) -> list[RealKafka]:
+    """Start ZooKeeper-mode brokers ``broker_ids`` on one ZooKeeper, all at once, and return
+    them once every one answers ApiVersions (each has joined ``/brokers/ids`` by then).
+
+    Each broker gets ``workdir/broker-<id>``. The JVMs start in parallel threads: most of a
+    start is JVM and Scala class loading, which overlaps well even on 2 cores. If any fails, the
+    ones that came up are stopped and the first error is raised. Stop them with
+    :func:`stop_all` before the ZooKeeper server (a broker without its ZooKeeper retries for
+    ``zookeeper.session.timeout.ms`` before giving up)."""
+    root = Path(workdir)
+    brokers = [RealKafka(root / f"broker-{i}", zookeeper_connect=zookeeper_connect, broker_id=i,
+                         overrides=overrides, version=version, heap=heap,
+                         start_timeout=start_timeout) for i in broker_ids]
+    with concurrent.futures.ThreadPoolExecutor(len(brokers)) as pool:
+        futures = [pool.submit(b.start) for b in brokers]
+        errors = [f.exception() for f in futures]
+    failed = [e for e in errors if e is not None]
+    if failed:
+        stop_all(brokers)
+        raise failed[0]
+    return brokers
+
+
+def stop_all(nodes: Sequence[RealKafka], timeout: float = 30.0) -> list[int | None]:
+    """stop() ``nodes`` in parallel (SIGTERM, so each does its controlled shutdown); returns the
+    exit codes in order."""
+    if not nodes:
+        return []
+    with concurrent.futures.ThreadPoolExecutor(len(nodes)) as pool:
+        return list(pool.map(lambda n: n.stop(timeout), nodes))
 
 
 class _PortClash(Exception):
@@ -700,7 +931,8 @@ def _serve(ns: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     kafka = RealKafka(ns.workdir, overrides=overrides, port=ns.port,
-                      controller_port=ns.controller_port, heap=ns.heap,
+                      controller_port=ns.controller_port, version=ns.version,
+                      zookeeper_connect=ns.zookeeper, broker_id=ns.broker_id, heap=ns.heap,
                       start_timeout=ns.timeout, keep_workdir=ns.keep, die_with_parent=True)
     try:
         kafka.start()
@@ -724,23 +956,34 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="realkafka: %(message)s", stream=sys.stderr)
     if argv and argv[0] == "tool":
         # Hand-parsed: everything after the name goes to the tool untouched.
+        version = None
+        if len(argv) >= 3 and argv[1] == "--version":
+            version, argv = argv[2], argv[:1] + argv[3:]
         if len(argv) < 2:
-            print("usage: realkafka.py tool NAME|MAIN_CLASS [ARGS...]\n(names: realkafka.py tools)",
-                  file=sys.stderr)
+            print("usage: realkafka.py tool [--version V] NAME|MAIN_CLASS [ARGS...]\n"
+                  "(names: realkafka.py tools [--version V])", file=sys.stderr)
             return 2
         name = argv[1]
-        if name not in TOOLS and "." not in name:
-            print(f"unknown tool {name!r}; known: {', '.join(sorted(TOOLS))}", file=sys.stderr)
+        tools = tools_for(version)
+        if name not in tools and "." not in name:
+            print(f"unknown tool {name!r}; known: {', '.join(sorted(tools))}", file=sys.stderr)
             return 2
-        cmd = tool_command(name, argv[2:])
+        cmd = tool_command(name, argv[2:], version=version)
         return subprocess.call(cmd)
 
     parser = argparse.ArgumentParser(prog="realkafka.py", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("ensure", help="resolve the Kafka jars (cached) and print the libs directory")
-    sub.add_parser("tools", help="list the tool short names and main classes")
+    p = sub.add_parser("ensure", help="resolve the Kafka jars (cached), print the libs directory")
+    p.add_argument("--version", help=f"Kafka version (default {KAFKA_VERSION})")
+    p = sub.add_parser("tools", help="list the tool short names and main classes")
+    p.add_argument("--version", help=f"Kafka version (default {KAFKA_VERSION})")
     sub.add_parser("tool", help="run a tool: tool NAME|MAIN_CLASS [ARGS...]")
     p = sub.add_parser("serve", help="run a broker, print its bootstrap, stop on Ctrl-C/SIGTERM")
+    p.add_argument("--version", help=f"Kafka version (default {KAFKA_VERSION}; "
+                                     f"{KAFKA_ZK_VERSION} with --zookeeper)")
+    p.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
+                   help="run a ZooKeeper-mode broker (Kafka 3.x) on this zookeeper.connect")
+    p.add_argument("--broker-id", type=int, default=1, help="broker.id with --zookeeper")
     p.add_argument("--port", type=int, help="PLAINTEXT port (default: a free one)")
     p.add_argument("--controller-port", type=int, help="CONTROLLER port (default: a free one)")
     p.add_argument("--workdir", help="work directory (default: a temp dir, removed on exit)")
@@ -751,11 +994,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=90.0, help="start-up timeout in seconds")
     ns = parser.parse_args(argv)
     if ns.command == "ensure":
-        print(ensure_jars())
+        print(ensure_jars(ns.version))
         return 0
     if ns.command == "tools":
-        width = max(map(len, TOOLS))
-        for name, cls in TOOLS.items():
+        tools = tools_for(ns.version)
+        width = max(map(len, tools))
+        for name, cls in tools.items():
             print(f"{name:<{width}}  {cls}")
         return 0
     if ns.command == "serve":

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what wirekafka and its tests need, idempotently and cached:
 #   - a venv in .venv with the package (editable) and its test extras;
-#   - with --all: Debian packages (kcat), Apache Kafka's jars (reference broker and Java CLI tools),
-#     PySpark and the Spark Kafka connector jars.
+#   - with --all: Debian packages (kcat, ZooKeeper's jars), Apache Kafka's jars (4.x: reference
+#     broker and Java CLI tools; 3.9: the ZooKeeper-mode reference cluster), Apache ZooKeeper's
+#     server jars, PySpark and the Spark Kafka connector jars.
 # Usage: scripts/setup.sh [--all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +26,11 @@ fi
 
 if [ "${1:-}" = "--all" ]; then
     if [ -x scripts/install_system_deps.sh ]; then bash scripts/install_system_deps.sh; fi
-    if [ -f scripts/realkafka.py ]; then "$VENV/bin/python" scripts/realkafka.py ensure; fi
+    if [ -f scripts/realkafka.py ]; then
+        "$VENV/bin/python" scripts/realkafka.py ensure
+        # Kafka 3.9: the ZooKeeper-mode reference cluster (compat-tests/test_zookeeper_launcher.py)
+        "$VENV/bin/python" scripts/realkafka.py ensure --version "${WIREKAFKA_KAFKA_ZK_VERSION:-3.9.1}"
+    fi
+    if [ -f scripts/zookeeper.py ]; then "$VENV/bin/python" scripts/zookeeper.py ensure; fi
     if [ -f scripts/setup_spark.sh ]; then bash scripts/setup_spark.sh "$VENV"; fi
 fi

@@ -117,6 +117,28 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     "max.incremental.fetch.session.cache.slots": (_int, 1000),
     "request.timeout.ms": (_int, 30000),
     "controlled.shutdown.enable": (_bool, True),
+    "controlled.shutdown.max.retries": (_int, 3),
+    "controlled.shutdown.retry.backoff.ms": (_int, 5000),
+    # ZooKeeper mode (Kafka 3.9's keys): without zookeeper.connect the broker is one embedded node
+    "zookeeper.connect": (_str, None),
+    "zookeeper.session.timeout.ms": (_int, 18000),
+    "zookeeper.connection.timeout.ms": (_int, None),
+    "zookeeper.max.in.flight.requests": (_int, 10),
+    "zookeeper.set.acl": (_bool, False),
+    "broker.rack": (_str, None),
+    "replica.lag.time.max.ms": (_int, 30000),
+    "replica.fetch.max.bytes": (_int, 1048576),
+    "replica.fetch.response.max.bytes": (_int, 10485760),
+    "replica.fetch.wait.max.ms": (_int, 500),
+    "replica.fetch.min.bytes": (_int, 1),
+    "replica.fetch.backoff.ms": (_int, 1000),
+    "replica.socket.timeout.ms": (_int, 30000),
+    "replica.high.watermark.checkpoint.interval.ms": (_int, 5000),
+    "num.replica.fetchers": (_int, 1),
+    "unclean.leader.election.enable": (_bool, False),
+    "auto.leader.rebalance.enable": (_bool, True),
+    "leader.imbalance.check.interval.seconds": (_int, 300),
+    "leader.imbalance.per.broker.percentage": (_int, 10),
     "shutdown.timeout.ms": (_int, 30000),  # wirekafka: deadline for in-flight requests on SIGTERM
 }
 
@@ -147,8 +169,14 @@ class BrokerConfig:
 
     @property
     def node_id(self) -> int:
-        nid = int(self.values["node.id"])  # type: ignore[arg-type]
-        return nid
+        """node.id, or broker.id (its ZooKeeper-mode synonym) when that is the one given."""
+        if "broker.id" in self.overridden and "node.id" not in self.overridden:
+            return int(self.values["broker.id"])  # type: ignore[arg-type]
+        return int(self.values["node.id"])  # type: ignore[arg-type]
+
+    @property
+    def zookeeper_mode(self) -> bool:
+        return bool(self.values["zookeeper.connect"])
 
     @property
     def log_dir(self) -> Path:

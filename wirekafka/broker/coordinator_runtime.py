@@ -25,6 +25,10 @@ from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 log = logging.getLogger(__name__)
 
 Entry = tuple[bytes, bytes | None]
+# The replication factor settings of the internal topics: in a cluster, as in Kafka 3.9, creating
+# them fails (COORDINATOR_NOT_AVAILABLE) until that many brokers are registered; one node ignores them.
+REPLICATION_FACTOR_KEYS = {"__consumer_offsets": "offsets.topic.replication.factor",
+                           "__transaction_state": "transaction.state.log.replication.factor"}
 
 
 class CoordinatorRuntime:
@@ -39,22 +43,30 @@ class CoordinatorRuntime:
     def partitions(self, topic: str) -> list[Partition]:
         """The internal topic's partitions this broker leads (all of them on one node)."""
         t = self.metadata.topic(topic)
-        return list(t.partitions) if t is not None else []
+        return [p for p in t.local_partitions() if p.is_leader] if t is not None else []
 
     async def ensure_topic(self, topic: str, num_partitions: int, configs: dict[str, str]) -> None:
         """Create the internal topic on first use (FindCoordinator does this, as in Kafka);
-        concurrent callers wait for the one creation."""
+        concurrent callers wait for the one creation. In a cluster another broker may be creating
+        it at the same moment: until it is visible here, COORDINATOR_NOT_AVAILABLE (clients retry)."""
         async with self._create_lock:
             if self.metadata.topic(topic) is None:
-                await self.metadata.create_topic(topic, num_partitions, configs)
+                try:
+                    await self.metadata.create_topic(topic, num_partitions, configs,
+                                                     self.config.int(REPLICATION_FACTOR_KEYS[topic]))
+                except KafkaApiError as exc:
+                    if self.metadata.topic(topic) is None:
+                        log.info("%s is not available yet: %s", topic, exc.message or exc.code.name)
+                        raise KafkaApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE) from None
 
     def partition(self, topic: str, index: int) -> Partition:
         """One partition of the internal topic; NOT_COORDINATOR while the topic does not exist
         (a client must find its coordinator first, which creates it)."""
         t = self.metadata.topic(topic)
-        if t is None or not 0 <= index < len(t.partitions):
+        p = t.partitions[index] if t is not None and 0 <= index < len(t.partitions) else None
+        if p is None or not p.is_leader:
             raise KafkaApiError(ErrorCode.NOT_COORDINATOR)
-        return t.partitions[index]
+        return p
 
     def write(self, partition: Partition, entries: list[Entry], producer: tuple[int, int] | None = None
               ) -> AppendResult:

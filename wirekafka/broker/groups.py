@@ -182,15 +182,32 @@ class GroupCoordinator:
         partitions = self.runtime.partitions(OFFSETS_TOPIC)
         self.loading = {p.index for p in partitions}
         for partition in partitions:
+            await self.load_partition(partition)
+        log.info("loaded %d consumer groups from %s in %d ms", len(self.groups), OFFSETS_TOPIC,
+                 (time.monotonic() - started) * 1000)
+
+    async def load_partition(self, partition: "Partition") -> None:
+        """Replay one partition of __consumer_offsets (this broker became its leader); its groups
+        answer COORDINATOR_LOAD_IN_PROGRESS meanwhile."""
+        self.loading.add(partition.index)
+        try:
             replay = await self.runtime.read_entries(partition)
             for key, value in replay.entries:
                 self._replay(key, value)
             for producer_id, entries in replay.open_transactions.items():
                 self._replay_pending(producer_id, entries)
+        finally:
             self.loading.discard(partition.index)
-            await trio.lowlevel.checkpoint()
-        log.info("loaded %d consumer groups from %s in %d ms", len(self.groups), OFFSETS_TOPIC,
-                 (time.monotonic() - started) * 1000)
+        await trio.lowlevel.checkpoint()
+
+    def unload_partition(self, index: int) -> None:
+        """This broker no longer leads the partition: forget its groups (the new leader loads
+        them from the log)."""
+        gone = [gid for gid in self.groups if self.partition_of(gid) == index]
+        for gid in gone:
+            del self.groups[gid]
+        if gone:
+            log.info("unloaded %d consumer groups of %s-%d", len(gone), OFFSETS_TOPIC, index)
 
     def _replay_pending(self, producer_id: int, entries: list[tuple[bytes, bytes | None]]) -> None:
         """Offsets of a transaction still open in the log: pending until its marker."""

@@ -61,14 +61,51 @@ def topic_name_error(name: str) -> str | None:
 
 @dataclass
 class Topic:
+    """A topic and this broker's replicas of its partitions: partitions[i] is None when the
+    partition's replicas are on other brokers (in a cluster)."""
+
     name: str
     topic_id: uuid.UUID
-    partitions: list[Partition] = field(default_factory=list)
+    partitions: list[Partition | None] = field(default_factory=list)
     configs: dict[str, str] = field(default_factory=dict)
 
     @property
     def is_internal(self) -> bool:
         return self.name in INTERNAL_TOPICS
+
+    def local_partitions(self) -> list[Partition]:
+        return [p for p in self.partitions if p is not None]
+
+    def leader_partition(self, index: int) -> Partition:
+        """The partition for a client's request: UNKNOWN_TOPIC_OR_PARTITION past the end,
+        NOT_LEADER_OR_FOLLOWER unless this broker leads it."""
+        if not 0 <= index < len(self.partitions):
+            raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        p = self.partitions[index]
+        if p is None or not p.is_leader:
+            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return p
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """A live broker as clients see it in Metadata."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True)
+class PartitionView:
+    """A partition as the cluster metadata records it (Metadata answers this)."""
+
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline: tuple[int, ...] = ()
 
 
 # open_partition(topic, index, new): this broker's replica of a partition; new=True when the
@@ -83,17 +120,36 @@ class ClusterMetadata(Protocol):
     def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None: ...
     def resolve(self, name: str | None, topic_id: uuid.UUID | None, by_id: bool) -> tuple[Topic | None, ErrorCode]: ...
     def partition(self, topic: str, index: int) -> Partition: ...
+    def brokers(self) -> list[BrokerInfo]: ...
+    def controller_id(self) -> int: ...
+    def partition_view(self, topic: Topic, index: int) -> PartitionView: ...
     def all_topics(self) -> list[Topic]: ...
     def being_created(self, name: str) -> bool: ...
     def iter_partitions(self) -> Iterator[Partition]: ...
     def validate_new_topic(self, name: str, num_partitions: int, replication_factor: int,
-                           configs: dict[str, str]) -> None: ...
-    async def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None) -> Topic: ...
+                           configs: dict[str, str], assignment: dict[int, list[int]] | None = None) -> None: ...
+    async def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None,
+                           replication_factor: int = -1, assignment: dict[int, list[int]] | None = None) -> Topic: ...
     async def delete_topic(self, name: str) -> Topic: ...
     async def add_partitions(self, topic: Topic, total: int) -> None: ...
     async def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None: ...
     def topic_config_value(self, topic: Topic, name: str) -> str: ...
     async def allocate_producer_id(self) -> int: ...
+
+
+def check_new_topic(name: str, num_partitions: int, replication_factor: int, configs: dict[str, str]) -> None:
+    """Kafka's checks of a new topic's name, partition count, replication factor and configs."""
+    reason = topic_name_error(name)
+    if reason:
+        raise KafkaApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
+    if num_partitions <= 0:
+        raise KafkaApiError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+    if replication_factor <= 0:
+        raise KafkaApiError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
+    for k, v in configs.items():
+        reason = topic_config.invalid_reason(k, v)
+        if reason:
+            raise KafkaApiError(ErrorCode.INVALID_CONFIG, reason)
 
 
 class LocalMetadata:
@@ -163,9 +219,21 @@ class LocalMetadata:
 
     def partition(self, topic: str, index: int) -> Partition:
         t = self._topics.get(topic)
-        if t is None or not 0 <= index < len(t.partitions):
+        if t is None:
             raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        return t.partitions[index]
+        return t.leader_partition(index)
+
+    def brokers(self) -> list[BrokerInfo]:
+        adv = self.config.advertised_listener
+        return [BrokerInfo(self.config.node_id, adv.host, adv.port)]
+
+    def controller_id(self) -> int:
+        return self.config.node_id
+
+    def partition_view(self, topic: Topic, index: int) -> PartitionView:
+        node = self.config.node_id
+        p = topic.partitions[index]
+        return PartitionView(node, p.leader_epoch if p is not None else 0, (node,), (node,))
 
     def all_topics(self) -> list[Topic]:
         """A snapshot list: callers may create or delete topics while iterating it."""
@@ -177,14 +245,14 @@ class LocalMetadata:
 
     def iter_partitions(self) -> Iterator[Partition]:
         for t in self.all_topics():
-            yield from list(t.partitions)
+            yield from t.local_partitions()
 
     def topic_config_value(self, topic: Topic, name: str) -> str:
         return topic_config.effective(name, topic.configs, self.config)[0]
 
     # ---- changes -------------------------------------------------------------------------------
     def validate_new_topic(self, name: str, num_partitions: int, replication_factor: int,
-                           configs: dict[str, str]) -> None:
+                           configs: dict[str, str], assignment: dict[int, list[int]] | None = None) -> None:
         if name in self._topics or name in self._creating:
             raise KafkaApiError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         reason = topic_name_error(name)
@@ -192,6 +260,10 @@ class LocalMetadata:
             raise KafkaApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
         if num_partitions <= 0:
             raise KafkaApiError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+        for replicas in (assignment or {}).values():
+            if replicas != [self.config.node_id]:
+                raise KafkaApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                    f"replica assignment {replicas} names brokers that do not exist")
         if replication_factor <= 0:
             raise KafkaApiError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
         if replication_factor > 1:
@@ -205,8 +277,10 @@ class LocalMetadata:
             if reason:
                 raise KafkaApiError(ErrorCode.INVALID_CONFIG, reason)
 
-    async def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None) -> Topic:
-        """Create a validated topic: its partitions are opened in a worker; the topic becomes
+    async def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None,
+                           replication_factor: int = -1, assignment: dict[int, list[int]] | None = None) -> Topic:
+        """Create a validated topic (one node: the replication factor and assignment were
+        validated to be this node alone): its partitions are opened in a worker; the topic becomes
         visible once they all exist. A second creation of the name meanwhile is refused."""
         if name in self._topics or name in self._creating:
             raise KafkaApiError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
@@ -230,7 +304,7 @@ class LocalMetadata:
         its partitions' files off the loop."""
         topic = self._topics.pop(name)
         self._by_id.pop(topic.topic_id, None)
-        for p in topic.partitions:
+        for p in topic.local_partitions():
             p.take_offline()
         await self._persist()
         log.info("deleted topic %s", name)
@@ -251,7 +325,7 @@ class LocalMetadata:
     async def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:
         topic.configs = dict(configs)
         cfg = topic_config.log_config(topic.configs, self.config)
-        for p in topic.partitions:
+        for p in topic.local_partitions():
             p.set_log_config(cfg)
         await self._persist()
 

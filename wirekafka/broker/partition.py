@@ -5,9 +5,14 @@ moved only when the in-sync replicas have the data) and the last stable offset. 
 reaches records through it: appends by origin (a client, a coordinator, replication), reads up to
 the high watermark or the last stable offset, truncation, retention, DeleteRecords.
 
-Today the in-sync set is this node alone, so the high watermark follows the log end at once; the
-replica manager waits on `high_watermark_reached` all the same, so a follower's progress only has
-to move the high watermark for acks=all to wait for it. The last stable offset is the first
+Replicas: a `ReplicaSet` says who leads and who is in sync. On a leader the high watermark is the
+smallest log end offset over the in-sync replicas (on one node: its own log end, at once), it
+never moves back, and it stays put while the in-sync set is smaller than min.insync.replicas
+(Kafka 3.7+). On a follower it is the leader's, capped at the local log end. Clients and
+coordinators write only to a leader; a follower appends the leader's batches as they are
+(`append_replicated`). Readers waiting on the high watermark are woken when it moves; on a leader
+with followers every append wakes them too, since a follower's fetch waits on the log end. The
+last stable offset is the first
 offset of the earliest open transaction, or the high watermark when none is open; a
 transaction's COMMIT or ABORT marker is appended by `append_marker` for the transaction
 coordinator, and an abort is indexed in the segment's transaction index for read_committed
@@ -44,6 +49,7 @@ from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.protocol.records import BatchHeader
 from wirekafka.broker.producers import CompletedTxn, ProducerStateTable
+from wirekafka.broker.replica_set import ReplicaSet
 from wirekafka.storage.cleaner import (CleanableRange, CleanerLogConfig, LastRecord, RoundPlan, SegmentInfo,
                                        cleanable_range)
 from wirekafka.storage.epoch_cache import LeaderEpochCache
@@ -68,8 +74,12 @@ class AppendOrigin(enum.Enum):
 
 
 class Isolation(enum.IntEnum):
+    """How far a read may go (Kafka's FetchIsolation): the wire's two isolation levels, and the
+    log end for follower replicas."""
+
     READ_UNCOMMITTED = 0
     READ_COMMITTED = 1
+    LOG_END = 2
 
 
 @dataclass(slots=True)
@@ -101,10 +111,13 @@ class ReadResult:
 class Partition:
     def __init__(self, topic: str, index: int, log: PartitionLog, epoch_cache: LeaderEpochCache,
                  leader_epoch: int = 0, clock: Callable[[], float] = time.time,
-                 producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS) -> None:
+                 producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS, node_id: int = 1,
+                 lead: bool = True) -> None:
         """Open the partition over a loaded log: producer state from the newest usable snapshot
         plus a replay after it, a snapshot at the log end if that replayed anything. Opening
-        does file work: it runs in a worker thread (start-up, new partitions)."""
+        does file work: it runs in a worker thread (start-up, new partitions). lead: one node's
+        partition, its own leader at once; in a cluster it has no role until the cluster
+        metadata gives it one (make_leader / make_follower)."""
         self.topic = topic
         self.index = index
         self._log = log
@@ -115,6 +128,8 @@ class Partition:
         self.producers = ProducerStateTable()
         self.snapshots = ProducerSnapshots(log.dir)
         self.online = True
+        self.replica_set = ReplicaSet.single(node_id)
+        self.min_insync_replicas = 1
         self._high_watermark = 0
         self._data_waiters: set[trio.Event] = set()
         # Kafka's lastSnapOffset: the newest snapshot taken or loaded; another one is only worth
@@ -128,7 +143,10 @@ class Partition:
         work = self.producer_snapshot_work()
         if work is not None:
             work.run()
-        self.become_leader(leader_epoch)
+        if lead:
+            self.become_leader(leader_epoch)
+        else:
+            self.replica_set.follow(-1, (), frozenset())
 
     # ---- offsets ------------------------------------------------------------------------------
     @property
@@ -159,26 +177,85 @@ class Partition:
 
     @property
     def in_sync_replica_count(self) -> int:
-        """One node: the leader is the whole in-sync set."""
-        return 1
+        return len(self.replica_set.isr)
+
+    @property
+    def is_leader(self) -> bool:
+        return self.replica_set.is_leader
 
     @property
     def recovery_point(self) -> int:
         return self._log.recovery_point
 
     def _maybe_advance_high_watermark(self) -> None:
-        """The high watermark is the smallest log end among the in-sync replicas: here, ours."""
-        new = self._log.log_end_offset
-        if new != self._high_watermark:
+        """Leader: the smallest log end among the in-sync replicas, once they are at least
+        min.insync.replicas; it never moves back."""
+        rs = self.replica_set
+        if not rs.is_leader or len(rs.isr) < self.min_insync_replicas:
+            return
+        new = rs.min_in_sync_end(self._log.log_end_offset)
+        if new is not None and new > self._high_watermark:
             self._high_watermark = new
             self._wake_readers()
 
     # ---- leadership ---------------------------------------------------------------------------
     def become_leader(self, leader_epoch: int) -> None:
-        """Kafka's makeLeader: the new epoch starts at the current log end."""
+        """One node's leadership: the whole replica set."""
+        me = self.replica_set.local_id
+        self.make_leader(leader_epoch, (me,), frozenset((me,)))
+
+    def make_leader(self, leader_epoch: int, replicas: tuple[int, ...], isr: frozenset[int]) -> None:
+        """Kafka's makeLeader: the new epoch starts at the current log end; followers are
+        tracked afresh."""
         self.leader_epoch = leader_epoch
         self.epochs.assign(leader_epoch, self._log.log_end_offset)
+        self.replica_set.lead(replicas, isr, self._now_ms())
         self._maybe_advance_high_watermark()
+        self._wake_readers()  # waiting fetches and produces see the new role
+
+    def make_follower(self, leader_epoch: int, leader: int, replicas: tuple[int, ...], isr: frozenset[int]) -> None:
+        """Kafka's makeFollower: epochs come with the leader's batches; the fetcher truncates."""
+        self.leader_epoch = leader_epoch
+        self.replica_set.follow(leader, replicas, isr)
+        self._wake_readers()
+
+    def set_isr(self, isr: frozenset[int]) -> None:
+        """The in-sync set as the cluster metadata now records it."""
+        self.replica_set.set_isr(isr)
+        self._maybe_advance_high_watermark()
+
+    def record_follower_fetch(self, replica_id: int, fetch_offset: int) -> bool:
+        """A follower's fetch from fetch_offset: its progress, and the high watermark it allows.
+        False when replica_id does not follow this partition here."""
+        if not self.replica_set.record_fetch(replica_id, fetch_offset, self._log.log_end_offset, self._now_ms()):
+            return False
+        self._maybe_advance_high_watermark()
+        return True
+
+    def isr_expansion(self) -> frozenset[int]:
+        """Followers out of the in-sync set that caught up (to be recorded, then set_isr)."""
+        epoch_start = self.epochs.entries[-1][1] if self.epochs.entries else 0
+        return self.replica_set.caught_up(self._high_watermark, epoch_start)
+
+    def isr_shrink(self, lag_ms: int) -> frozenset[int]:
+        """In-sync followers lagging more than lag_ms (to be recorded, then set_isr)."""
+        return self.replica_set.out_of_sync(self._now_ms(), lag_ms)
+
+    def append_replicated(self, batch: bytes | memoryview, header: BatchHeader) -> None:
+        """A follower's copy of one of its leader's batches, offsets and epoch as they are."""
+        if self.replica_set.is_leader:
+            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        self.append(batch, header, AppendOrigin.REPLICATION)
+        if header.is_control and header.has_producer_id:
+            self._apply_marker(header, bytes(batch), self._log.active)
+            self._wake_readers()
+
+    def set_follower_high_watermark(self, leader_high_watermark: int) -> None:
+        """A follower's high watermark: the leader's, capped at what this replica has."""
+        new = min(leader_high_watermark, self._log.log_end_offset)
+        if new != self._high_watermark:
+            self._high_watermark = new
+            self._wake_readers()
 
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
         """Kafka's fencing: a client epoch below ours is stale, above ours is from the future."""
@@ -198,7 +275,7 @@ class Partition:
         epoch assigned here in a 61-byte copy of the header, the rest written from the request's
         buffer; replicated batches keep theirs. log_append_time_ms is set for LogAppendTime
         topics. Raises KafkaApiError for producer-state violations."""
-        if not self.online:
+        if not self.online or (origin is not AppendOrigin.REPLICATION and not self.replica_set.is_leader):
             raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if origin is AppendOrigin.CLIENT and header.has_producer_id and header.base_sequence >= 0:
             dup = self.producers.check(header)
@@ -226,6 +303,8 @@ class Partition:
         if assigned.has_producer_id and not assigned.is_control:  # markers: see append_marker
             self.producers.record(assigned)
         self._maybe_advance_high_watermark()
+        if self._data_waiters and len(self.replica_set.replicas) > 1:
+            self._wake_readers()  # followers' fetches wait on the log end
         return AppendResult(assigned.base_offset, assigned.last_offset, append_time, flush_due=flush_due)
 
     def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
@@ -244,6 +323,19 @@ class Partition:
         self.producers.close_transaction(producer_id)
         self._wake_readers()  # read_committed fetches wait on the last stable offset too
         return result
+
+    def _apply_marker(self, header: BatchHeader, batch: bytes, index_in: LogSegment | None) -> None:
+        """A transaction marker read back (replay, replication): close the producer's
+        transaction; an abort goes into index_in's transaction index when given."""
+        try:
+            marker = records.parse_marker(batch)
+        except records.InvalidBatch:
+            return  # a control batch that is not a transaction marker
+        completed = self.producers.complete(header.producer_id, header.producer_epoch, marker.coordinator_epoch,
+                                            header.base_offset, header.max_timestamp, aborted=not marker.commit)
+        if index_in is not None:
+            self._index_if_aborted(completed, index_in)
+        self.producers.close_transaction(header.producer_id)
 
     def _index_if_aborted(self, completed: CompletedTxn, segment: LogSegment) -> None:
         if completed.aborted:
@@ -310,15 +402,7 @@ class Partition:
             if not header.is_control:
                 self.producers.record(header)
                 continue
-            try:
-                marker = records.parse_marker(self._log.read_batch(seg, pos, header))
-            except records.InvalidBatch:
-                continue  # a control batch that is not a transaction marker
-            completed = self.producers.complete(header.producer_id, header.producer_epoch, marker.coordinator_epoch,
-                                                header.base_offset, header.max_timestamp, aborted=not marker.commit)
-            if seg.recovered:
-                self._index_if_aborted(completed, seg)
-            self.producers.close_transaction(header.producer_id)
+            self._apply_marker(header, self._log.read_batch(seg, pos, header), seg if seg.recovered else None)
         self._log.rebuilt_transaction_indexes()
 
     # ---- reads --------------------------------------------------------------------------------
@@ -338,7 +422,10 @@ class Partition:
             raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         self.check_fetch_offset(offset)
         stable = self.last_stable_offset
-        limit = stable if isolation is Isolation.READ_COMMITTED else self._high_watermark
+        if isolation is Isolation.LOG_END:
+            limit = self._log.log_end_offset
+        else:
+            limit = stable if isolation is Isolation.READ_COMMITTED else self._high_watermark
         region = None
         cold = None
         if offset < limit and (max_bytes > 0 or min_one):
@@ -390,6 +477,15 @@ class Partition:
         self.epochs.truncate_from_end(self._log.log_end_offset)
         self._load_producer_state()
         self._high_watermark = min(self._high_watermark, self._log.log_end_offset)
+        return doomed
+
+    def restart_at(self, offset: int) -> list[LogSegment]:
+        """A follower behind its leader's log start: empty the log and continue from offset.
+        Returns the old segments to delete."""
+        doomed = self._log.restart_at(offset)
+        self.epochs.clear()
+        self._load_producer_state()
+        self._high_watermark = offset
         return doomed
 
     def delete_records_before(self, offset: int) -> list[LogSegment]:

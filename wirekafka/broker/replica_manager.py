@@ -74,6 +74,7 @@ class FetchParams:
     min_bytes: int
     max_wait_ms: int
     isolation: Isolation = Isolation.READ_UNCOMMITTED
+    replica_id: int = -1  # a follower broker's id: it reads up to the log end and reports its progress
 
 
 @dataclass(slots=True)
@@ -101,7 +102,7 @@ class ReplicaManager:
     async def append_records(self, entries: list[ProduceEntry], acks: int, timeout_ms: int,
                              client_id: str | None = None) -> list[ProduceOutcome]:
         outcomes: list[ProduceOutcome] = []
-        waits: list[tuple[int, Partition, int]] = []
+        waits: list[tuple[int, Partition, int, int]] = []
         flushes: list[Partition] = []
         now = self.now_ms()
         for entry in entries:
@@ -110,6 +111,9 @@ class ReplicaManager:
                 outcomes.append(ProduceOutcome(entry.unknown))
                 continue
             partition = topic.partitions[entry.index]
+            if partition is None:
+                outcomes.append(ProduceOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+                continue
             policy = self._policy(topic)
             try:
                 if topic.is_internal and client_id != ADMIN_CLIENT_ID:
@@ -145,17 +149,17 @@ class ReplicaManager:
             if result.flush_due:
                 flushes.append(partition)
             if acks == -1:
-                waits.append((len(outcomes), partition, result.last_offset + 1))
+                waits.append((len(outcomes), partition, result.last_offset + 1, policy.min_insync_replicas))
             outcomes.append(ProduceOutcome(base_offset=result.base_offset, log_append_time=result.log_append_time,
                                            log_start_offset=partition.log_start_offset))
         for partition in flushes:
             await self.flush(partition)
         if waits:
             deadline = trio.current_time() + max(timeout_ms, 0) / 1000
-            for i, partition, offset in waits:
-                if not await self.wait_for_high_watermark(partition, offset, deadline):
-                    outcomes[i] = ProduceOutcome(ErrorCode.REQUEST_TIMED_OUT,
-                                                 log_start_offset=partition.log_start_offset)
+            for i, partition, offset, min_isr in waits:
+                code = await self.replication_outcome(partition, offset, deadline, min_isr)
+                if code != ErrorCode.NONE:
+                    outcomes[i] = ProduceOutcome(code, log_start_offset=partition.log_start_offset)
         return outcomes
 
     def _policy(self, topic: Topic) -> AppendPolicy:
@@ -178,6 +182,8 @@ class ReplicaManager:
         if t is None or not 0 <= index < len(t.partitions):
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         partition = t.partitions[index]
+        if partition is None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
         try:
             result = partition.append_marker(producer_id, producer_epoch, coordinator_epoch, commit, self.now_ms())
         except KafkaApiError as exc:
@@ -189,12 +195,25 @@ class ReplicaManager:
 
     async def wait_for_high_watermark(self, partition: Partition, offset: int, deadline: float) -> bool:
         """Delayed produce: wait until the partition's high watermark reaches offset (the in-sync
-        replicas have everything below it). False on timeout or if the partition went offline."""
+        replicas have everything below it). False on timeout, if the partition went offline or
+        this broker stopped leading it."""
+        return await self.replication_outcome(partition, offset, deadline) == ErrorCode.NONE
+
+    async def replication_outcome(self, partition: Partition, offset: int, deadline: float,
+                                  min_isr: int = 0) -> ErrorCode:
+        """Kafka's DelayedProduce for one partition: NONE once the high watermark reaches offset
+        with at least min_isr in-sync replicas (else NOT_ENOUGH_REPLICAS_AFTER_APPEND: the ISR
+        shrank meanwhile), NOT_LEADER_OR_FOLLOWER if this broker stopped leading the partition
+        (a new epoch of the same leader is fine, as in Kafka), REQUEST_TIMED_OUT at the deadline."""
         while partition.high_watermark < offset:
-            if not partition.online or trio.current_time() >= deadline:
-                return False
+            if not partition.online or not partition.is_leader:
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER
+            if trio.current_time() >= deadline:
+                return ErrorCode.REQUEST_TIMED_OUT
             await _wait_for_data([partition], deadline)
-        return True
+        if partition.in_sync_replica_count < min_isr:
+            return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return ErrorCode.NONE
 
     async def flush(self, partition: Partition) -> None:
         """fsync a partition in a worker thread, then move its recovery point."""
@@ -234,8 +253,14 @@ class ReplicaManager:
                 continue
             try:
                 p.check_leader_epoch(t.current_leader_epoch)
+                if not p.is_leader:
+                    raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                isolation = params.isolation
+                if params.replica_id >= 0:
+                    p.record_follower_fetch(params.replica_id, t.fetch_offset)
+                    isolation = Isolation.LOG_END
                 budget = min(t.max_bytes, remaining)
-                result = p.read(t.fetch_offset, max(budget, 0), params.isolation, min_one=total == 0)
+                result = p.read(t.fetch_offset, max(budget, 0), isolation, min_one=total == 0)
                 if result.cold is not None:  # data not in the page cache: read it off the loop
                     result.region = await trio.to_thread.run_sync(result.cold)
                     result.cold = None

@@ -26,7 +26,9 @@ from wirekafka.broker.groups import OFFSETS_TOPIC, GroupCoordinator
 from wirekafka.broker.metadata import LocalMetadata, Topic, uuid_to_base64
 from wirekafka.broker.partition import Partition
 from wirekafka.broker.replica_manager import ReplicaManager
-from wirekafka.broker.transactions import TransactionCoordinator
+from wirekafka.broker.replication.fetcher import ReplicaFetchers
+from wirekafka.broker.replication.zk_metadata import RoleChange, ZkMetadata
+from wirekafka.broker.transactions import TXN_TOPIC, TransactionCoordinator
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.config import BrokerConfig
 from wirekafka.broker.log_cleaner import LogCleaner
@@ -60,7 +62,15 @@ class BrokerState:
         self.node_id = config.node_id
         self.log_dir = config.log_dir
         self.cluster_id = ""
-        self.metadata = LocalMetadata(self.log_dir, config, self._open_partition)
+        self.metadata: LocalMetadata | ZkMetadata
+        self.fetchers: ReplicaFetchers | None = None
+        self._cluster_tasks: trio.Nursery | None = None
+        if config.zookeeper_mode:
+            self.metadata = ZkMetadata(config, self._open_partition, ZkMetadata.session_for(config))
+            self.metadata.on_roles = self._on_roles
+            self.fetchers = ReplicaFetchers(config)
+        else:
+            self.metadata = LocalMetadata(self.log_dir, config, self._open_partition)
         self.replicas = ReplicaManager(self.metadata, self.now_ms)
         runtime = CoordinatorRuntime(self.metadata, self.replicas, config, self.now_ms)
         self.groups = GroupCoordinator(runtime)
@@ -75,12 +85,16 @@ class BrokerState:
         return int(self.clock() * 1000)
 
     # ---- startup / shutdown ------------------------------------------------------------------
-    def load(self) -> None:
+    def load(self, zk_cluster_id: str | None = None) -> None:
         """Open the log dir: meta.properties, topics, every partition log (recovering those not
-        cleanly shut down) and producer state. Runs in a worker before the broker serves."""
+        cleanly shut down) and producer state. Runs in a worker before the broker serves. In a
+        cluster the topics come from ZooKeeper afterwards (`run_cluster`)."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         fresh = not (self.log_dir / "meta.properties").exists()
-        self._load_meta()
+        if zk_cluster_id is None:
+            self._load_meta()
+        else:
+            self._load_zk_meta(zk_cluster_id)
         clean_marker = self.log_dir / CLEAN_SHUTDOWN_FILE
         self._clean = clean_marker.exists()
         self._recovery = checkpoint.read_offsets(self.log_dir / RECOVERY_CHECKPOINT)
@@ -113,6 +127,82 @@ class BrokerState:
         )
         log.info("formatted %s with cluster id %s", self.log_dir, self.cluster_id)
 
+    def _load_zk_meta(self, zk_cluster_id: str) -> None:
+        """Kafka 3.9's ZooKeeper-mode meta.properties (version 0, broker.id): a log dir formatted
+        for another cluster or broker is refused, as Kafka refuses it."""
+        meta_path = self.log_dir / "meta.properties"
+        if meta_path.exists():
+            meta = checkpoint.read_properties(meta_path)
+            stored = meta.get("cluster.id")
+            if stored and stored != zk_cluster_id:
+                raise RuntimeError(
+                    f"The Cluster ID {zk_cluster_id} doesn't match stored clusterId Some({stored}) in "
+                    f"meta.properties. The broker is trying to join the wrong cluster. Configured "
+                    f"zookeeper.connect may be wrong.")
+            stored_id = meta.get("broker.id", meta.get("node.id"))
+            if stored_id is not None and int(stored_id) != self.node_id:
+                raise RuntimeError(f"Stored node id {stored_id} doesn't match previous node id {self.node_id} "
+                                   f"in {meta_path}")
+        else:
+            checkpoint.write_properties(meta_path, {"version": "0", "broker.id": str(self.node_id),
+                                                    "cluster.id": zk_cluster_id})
+            log.info("formatted %s for cluster %s", self.log_dir, zk_cluster_id)
+        self.cluster_id = zk_cluster_id
+
+    async def join_cluster(self) -> None:
+        """Cluster mode start-up: connect to ZooKeeper, check the log dir against /cluster/id,
+        recover the checkpoints (the partitions open when the cluster state names them)."""
+        assert isinstance(self.metadata, ZkMetadata)
+        cluster_id = await self.metadata.connect()
+        await trio.to_thread.run_sync(self.load, cluster_id)
+
+    async def run_cluster(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """The replica fetchers and the metadata's reconcile loop; started once the broker joined,
+        it returns to the caller after the first reconcile (registered, partitions in their roles)."""
+        assert isinstance(self.metadata, ZkMetadata) and self.fetchers is not None
+        async with trio.open_nursery() as nursery:
+            self._cluster_tasks = nursery
+            await nursery.start(self.fetchers.run)
+            await self.metadata.start()
+            await nursery.start(self.metadata.run)
+            task_status.started()
+
+    async def controlled_shutdown(self) -> None:
+        """Hand this broker's leaderships over before stopping (Kafka's controlled shutdown,
+        bounded like Kafka's by controlled.shutdown.max.retries x retry.backoff)."""
+        assert isinstance(self.metadata, ZkMetadata)
+        cfg = self.config
+        budget = max(cfg.int("controlled.shutdown.max.retries"), 1) * cfg.int("controlled.shutdown.retry.backoff.ms")
+        log.info("controlled shutdown: moving leaderships away")
+        if await self.metadata.controlled_shutdown(min(budget, cfg.int("shutdown.timeout.ms")) / 1000):
+            log.info("controlled shutdown: done")
+
+    async def leave_cluster(self) -> None:
+        """Close the ZooKeeper session at the end of a shutdown: the registration goes at once."""
+        if isinstance(self.metadata, ZkMetadata) and self.metadata.zk.connected:
+            await self.metadata.zk.close()
+
+    def _on_roles(self, change: RoleChange) -> None:
+        """Apply a reconcile's role changes: fetchers follow the new leaders; coordinators load
+        the partitions of their topics this broker now leads and drop those it no longer does."""
+        assert self.fetchers is not None
+        for p in change.stop_fetching:
+            self.fetchers.stop_following(p)
+        for p, leader in change.follow:
+            self.fetchers.follow(p, leader)
+        for p in change.resigned:
+            if p.topic == OFFSETS_TOPIC:
+                self.groups.unload_partition(p.index)
+            elif p.topic == TXN_TOPIC:
+                self.transactions.unload_partition(p.index)
+        for p in change.became_leader:
+            if self._cluster_tasks is None:
+                continue
+            if p.topic == OFFSETS_TOPIC:
+                self._cluster_tasks.start_soon(self.groups.load_partition, p)
+            elif p.topic == TXN_TOPIC:
+                self._cluster_tasks.start_soon(self.transactions.load_partition, p)
+
     def _open_partition(self, topic: Topic, index: int, new: bool) -> Partition:
         """This broker's replica of topic-index: its log (recovered past the recovery point
         after an unclean shutdown), epoch cache and producer state."""
@@ -132,7 +222,8 @@ class BrokerState:
         epochs = LeaderEpochCache(directory / "leader-epoch-checkpoint")
         epochs.truncate_from_end(plog.log_end_offset)
         return Partition(topic.name, index, plog, epochs, clock=self.clock,
-                         producer_id_expiration_ms=self.config.int("producer.id.expiration.ms"))
+                         producer_id_expiration_ms=self.config.int("producer.id.expiration.ms"),
+                         node_id=self.node_id, lead=not self.config.zookeeper_mode)
 
     async def write_txn_marker(self, topic: str, index: int, producer_id: int, producer_epoch: int,
                                coordinator_epoch: int, commit: bool) -> ErrorCode:
@@ -171,7 +262,7 @@ class BrokerState:
         """Remove the topic from the metadata (its partitions go offline at once, waking their
         waiters), then delete its files in a worker thread."""
         topic = await self.metadata.delete_topic(name)
-        for p in topic.partitions:
+        for p in topic.local_partitions():
             await trio.to_thread.run_sync(p.delete_files)
 
     async def checkpoint(self) -> None:

@@ -146,14 +146,34 @@ class TransactionCoordinator:
         partitions = self.runtime.partitions(TXN_TOPIC)
         self.loading = {p.index for p in partitions}
         for partition in partitions:
-            for key, value in (await self.runtime.read_entries(partition)).entries:
-                self._replay_record(key, value)
-            self.loading.discard(partition.index)
-            await trio.lowlevel.checkpoint()
+            await self._replay_partition(partition)
         log.info("loaded %d transactional ids from %s", len(self.transactions), TXN_TOPIC)
         for meta in list(self.transactions.values()):
             if meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
                 await self._complete(meta, meta.state is TxnState.PREPARE_COMMIT)
+
+    async def _replay_partition(self, partition: "Partition") -> None:
+        self.loading.add(partition.index)
+        try:
+            for key, value in (await self.runtime.read_entries(partition)).entries:
+                self._replay_record(key, value)
+        finally:
+            self.loading.discard(partition.index)
+        await trio.lowlevel.checkpoint()
+
+    async def load_partition(self, partition: "Partition") -> None:
+        """Replay one partition of __transaction_state (this broker became its leader) and
+        finish its transactions whose decision was written but not all of their markers."""
+        await self._replay_partition(partition)
+        for meta in [m for m in self.transactions.values() if self.partition_of(m.transactional_id) == partition.index]:
+            if meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+                await self._complete(meta, meta.state is TxnState.PREPARE_COMMIT)
+
+    def unload_partition(self, index: int) -> None:
+        """This broker no longer leads the partition: forget its transactional ids."""
+        for tid in [t for t in self.transactions if self.partition_of(t) == index]:
+            old = self.transactions.pop(tid)
+            self._by_producer.pop(old.producer_id, None)
 
     def _replay_record(self, key: bytes, value: bytes | None) -> None:
         """One record of the log; records Kafka 4.3.1 would skip (another key type, an

@@ -27,7 +27,7 @@ async def retention_task(state: BrokerState, *, task_status=trio.TASK_STATUS_IGN
             # Kafka's deleteOldSegments: time and size retention under the delete policy only; a
             # compact-only topic still drops segments wholly below its log start offset.
             delete_policy = "delete" in state.metadata.topic_config_value(topic, "cleanup.policy")
-            for p in topic.partitions:
+            for p in topic.local_partitions():
                 doomed.extend(p.apply_retention(delete_policy))
         if doomed:
             await trio.to_thread.run_sync(Partition.delete_segment_files, doomed)

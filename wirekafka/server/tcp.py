@@ -25,7 +25,10 @@ log = logging.getLogger(__name__)
 async def run_broker(config: BrokerConfig) -> None:
     check_table()
     state = BrokerState(config)
-    await trio.to_thread.run_sync(state.load)
+    if config.zookeeper_mode:
+        await state.join_cluster()
+    else:
+        await trio.to_thread.run_sync(state.load)
     await trio.to_thread.run_sync(codec.warm_up)
     listener = config.listener
     shutdown = Shutdown()
@@ -37,7 +40,10 @@ async def run_broker(config: BrokerConfig) -> None:
             await background.start(state.cleaner.run)
             await background.start(state.groups.run_timers)
             await background.start(state.transactions.run_timers)
-            background.start_soon(state.load_coordinators)
+            if config.zookeeper_mode:
+                await background.start(state.run_cluster)
+            else:
+                background.start_soon(state.load_coordinators)
             listeners = await trio.open_tcp_listeners(listener.port, host=listener.host or None)
             async with trio.open_nursery() as connections:
 
@@ -58,6 +64,8 @@ async def run_broker(config: BrokerConfig) -> None:
                     async for signum in signals:
                         log.info("received signal %d, shutting down", signum)
                         break
+                if config.zookeeper_mode and config.bool("controlled.shutdown.enable"):
+                    await state.controlled_shutdown()
                 accepting.cancel()
                 shutdown.begin()
                 connections.cancel_scope.deadline = trio.current_time() + config.int("shutdown.timeout.ms") / 1000
@@ -65,4 +73,5 @@ async def run_broker(config: BrokerConfig) -> None:
     finally:
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(state.shutdown)
+            await state.leave_cluster()
         log.info("shut down cleanly")

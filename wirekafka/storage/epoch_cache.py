@@ -81,6 +81,12 @@ class LeaderEpochCache:
                 self._starts.pop()
             self.flush()
 
+    def clear(self) -> None:
+        """Forget every epoch (the log was emptied and restarted elsewhere)."""
+        self._epochs.clear()
+        self._starts.clear()
+        self.flush()
+
     def truncate_from_start(self, start_offset: int) -> None:
         """The log start moved to start_offset: earlier epochs go, the one covering it starts there."""
         i = bisect.bisect_right(self._starts, start_offset) - 1

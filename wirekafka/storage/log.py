@@ -438,6 +438,16 @@ class PartitionLog:
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         return doomed
 
+    def restart_at(self, offset: int) -> list[LogSegment]:
+        """Empty the log and start it again at offset, past its end (a follower that fell behind
+        its leader's log start: Kafka's truncateFullyAndStartAt). Returns the old segments."""
+        doomed = self.segments
+        self.segments = [LogSegment(self.dir, offset, self.config.index_interval_bytes)]
+        self.segments[0].created_ms = int(self.clock() * 1000)
+        self.log_start_offset = offset
+        self.recovery_point = offset
+        return doomed
+
     # ---- the cleaner's swap ------------------------------------------------------------------
     def replace_segments(self, cleaned: LogSegment, old: Sequence[LogSegment]) -> bool:
         """Put a cleaned segment in place of the segments it was written from (event loop: the

@@ -51,19 +51,17 @@ async def handle(ctx: RequestContext, request: object) -> CreateTopicsResponse:
                 indexes = sorted(a.partition_index for a in t.assignments)
                 if indexes != list(range(len(indexes))):
                     raise KafkaApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "partitions must be numbered from 0")
-                for a in t.assignments:
-                    if list(a.broker_ids) != [state.node_id]:
-                        raise KafkaApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                            f"replica assignment {list(a.broker_ids)} names brokers that do not exist")
-                partitions, rf = len(indexes), 1
+                assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+                partitions, rf = len(indexes), len(assignment[0])
             else:
+                assignment = None
                 partitions = state.config.int("num.partitions") if t.num_partitions == -1 else t.num_partitions
                 rf = state.config.int("default.replication.factor") if t.replication_factor == -1 else t.replication_factor
-            state.metadata.validate_new_topic(t.name, partitions, rf, configs)
+            state.metadata.validate_new_topic(t.name, partitions, rf, configs, assignment)
             if validate_only:
                 topic_id = uuid.uuid4()
             else:
-                topic_id = (await state.metadata.create_topic(t.name, partitions, configs)).topic_id
+                topic_id = (await state.metadata.create_topic(t.name, partitions, configs, rf, assignment)).topic_id
             results.append(_Result(name=t.name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
                                    num_partitions=partitions, replication_factor=rf,
                                    configs=_config_entries(ctx, configs)))

@@ -29,7 +29,7 @@ def _error(ctx: RequestContext, code: ErrorCode, message: str) -> DescribeCluste
 
 
 def handle(ctx: RequestContext, request: object) -> DescribeClusterResponse:
-    """Describe this one-node cluster, or refuse an endpoint type as Kafka's broker listener does."""
+    """Describe the cluster's live brokers and controller, or refuse an endpoint type as Kafka's broker listener does."""
     state = ctx.state
     endpoint_type = getattr(request, "endpoint_type", BROKERS)
     if endpoint_type == CONTROLLERS:
@@ -37,7 +37,6 @@ def handle(ctx: RequestContext, request: object) -> DescribeClusterResponse:
                       "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER")
     if endpoint_type != BROKERS:
         return _error(ctx, ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {endpoint_type}")
-    adv = state.config.advertised_listener
     with_ops = bool(request.include_cluster_authorized_operations)  # type: ignore[attr-defined]
     return DescribeClusterResponse(
         version=ctx.version,
@@ -46,8 +45,9 @@ def handle(ctx: RequestContext, request: object) -> DescribeClusterResponse:
         error_message=None,
         endpoint_type=endpoint_type,
         cluster_id=state.cluster_id,
-        controller_id=state.node_id,
+        controller_id=state.metadata.controller_id(),
         brokers=[DescribeClusterResponse.DescribeClusterBroker(
-            broker_id=state.node_id, host=adv.host, port=adv.port, rack=None, is_fenced=False)],
+            broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack, is_fenced=False)
+            for b in state.metadata.brokers()],
         authorized_operations=set(CLUSTER_OPERATIONS) if with_ops else None,
     )

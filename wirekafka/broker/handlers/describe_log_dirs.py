@@ -45,7 +45,8 @@ def _requested(ctx: RequestContext, request: object) -> list[Partition]:
         topic = metadata.topic(t.topic)
         if topic is None:
             continue
-        held += [topic.partitions[i] for i in dict.fromkeys(t.partitions) if 0 <= i < len(topic.partitions)]
+        held += [p for i in dict.fromkeys(t.partitions) if 0 <= i < len(topic.partitions)
+                 and (p := topic.partitions[i]) is not None]
     return held
 
 

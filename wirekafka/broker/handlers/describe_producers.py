@@ -25,7 +25,12 @@ def handle(ctx: RequestContext, request: object) -> DescribeProducersResponse:
                 parts.append(_Part(partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                    error_message=None, active_producers=[]))
                 continue
-            producers = topic.partitions[index].producers
+            partition = topic.partitions[index]
+            if partition is None or not partition.is_leader:
+                parts.append(_Part(partition_index=index, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                   error_message=None, active_producers=[]))
+                continue
+            producers = partition.producers
             parts.append(_Part(partition_index=index, error_code=ErrorCode.NONE, error_message=None,
                                active_producers=[
                                    _Producer(producer_id=pid, producer_epoch=e.epoch, last_sequence=e.last_seq,

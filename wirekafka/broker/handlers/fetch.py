@@ -42,10 +42,21 @@ def _targets(ctx: RequestContext, request: object) -> list[FetchTarget]:
     for ft in request.topics:  # type: ignore[attr-defined]
         topic, unknown = ctx.state.metadata.resolve(ft.topic, ft.topic_id, by_id=ctx.version >= 13)
         for fp in ft.partitions:
-            part = topic.partitions[fp.partition] if topic and 0 <= fp.partition < len(topic.partitions) else None
+            known = topic is not None and 0 <= fp.partition < len(topic.partitions)
+            part = topic.partitions[fp.partition] if known else None  # type: ignore[union-attr]
             targets.append(FetchTarget(part, fp.fetch_offset, fp.partition_max_bytes, fp.current_leader_epoch,
-                                       unknown))
+                                       ErrorCode.NOT_LEADER_OR_FOLLOWER if known else unknown))
     return targets
+
+
+def _replica_id(request: object) -> int:
+    """The fetching follower's broker id (replica_id up to v14, replica_state from v15), -1 for
+    consumers."""
+    state = getattr(request, "replica_state", None)
+    if state is not None:
+        return state.replica_id
+    rid = getattr(request, "replica_id", -1)
+    return -1 if rid is None else rid
 
 
 async def handle(ctx: RequestContext, request: object) -> FetchResponse | RegionResponse:
@@ -56,7 +67,8 @@ async def handle(ctx: RequestContext, request: object) -> FetchResponse | Region
                              session_id=0, responses=[], node_endpoints=[])
     read_committed = getattr(request, "isolation_level", 0) == 1
     params = FetchParams(request.max_bytes, request.min_bytes, request.max_wait_ms,  # type: ignore[attr-defined]
-                         Isolation.READ_COMMITTED if read_committed else Isolation.READ_UNCOMMITTED)
+                         Isolation.READ_COMMITTED if read_committed else Isolation.READ_UNCOMMITTED,
+                         _replica_id(request))
     targets = _targets(ctx, request)
     outcomes = iter(zip(targets, await ctx.state.replicas.fetch(params, targets)))
     response = RegionResponse(FetchResponse(version=v, throttle_time_ms=0, error_code=ErrorCode.NONE,

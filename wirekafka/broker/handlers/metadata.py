@@ -1,6 +1,8 @@
 """Metadata (key 3), v0-13.
 
-- One broker (this node, at its advertised listener), the cluster id, this node as controller.
+- The live brokers, the controller and, per partition, leader, leader epoch, replicas, ISR and
+  offline replicas as the cluster metadata records them (one node: itself for all of these). A
+  partition without a leader answers LEADER_NOT_AVAILABLE, as Kafka does.
 - Topics by name (all versions) or by topic id (v10+); null topics (v1+) or an empty list at v0
   means every topic.
 - Auto-creation of unknown, validly named, non-internal topics when auto.create.topics.enable
@@ -9,7 +11,7 @@
   (Kafka's controller creates the topic after the answer), and so is a request that arrives
   while the creation is under way; the next request sees the topic.
 - Topic authorized operations (v8+) when asked for: no authorizer, so everything is allowed.
-- Not implemented: racks, offline replicas (there is one replica, always online)."""
+"""
 
 from __future__ import annotations
 
@@ -29,25 +31,26 @@ _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = _Topic.MetadataResponsePartition
 
 
+def _partition_metadata(ctx: RequestContext, topic: Topic, index: int) -> _Partition:
+    view = ctx.state.metadata.partition_view(topic, index)
+    return _Partition(
+        error_code=ErrorCode.NONE if view.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+        partition_index=index,
+        leader_id=view.leader,
+        leader_epoch=view.leader_epoch,
+        replica_nodes=list(view.replicas),
+        isr_nodes=list(view.isr),
+        offline_replicas=list(view.offline),
+    )
+
+
 def topic_metadata(ctx: RequestContext, topic: Topic, with_ops: bool) -> _Topic:
-    node = ctx.state.node_id
     return _Topic(
         error_code=ErrorCode.NONE,
         name=topic.name,
         topic_id=topic.topic_id,
         is_internal=topic.is_internal,
-        partitions=[
-            _Partition(
-                error_code=ErrorCode.NONE,
-                partition_index=p.index,
-                leader_id=node,
-                leader_epoch=p.leader_epoch,
-                replica_nodes=[node],
-                isr_nodes=[node],
-                offline_replicas=[],
-            )
-            for p in topic.partitions
-        ],
+        partitions=[_partition_metadata(ctx, topic, i) for i in range(len(topic.partitions))],
         authorized_operations=TOPIC_OPERATIONS if with_ops else None,
     )
 
@@ -90,14 +93,14 @@ async def handle(ctx: RequestContext, request: object) -> MetadataResponse:
                 topics.append(_error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name))
             else:
                 topics.append(topic_metadata(ctx, topic, with_ops))
-    adv = state.config.advertised_listener
     include_cluster_ops = v <= 10 and bool(getattr(request, "include_cluster_authorized_operations", False))
     return MetadataResponse(
         version=v,
         throttle_time_ms=0,
-        brokers=[MetadataResponse.MetadataResponseBroker(node_id=state.node_id, host=adv.host, port=adv.port, rack=None)],
+        brokers=[MetadataResponse.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+                 for b in state.metadata.brokers()],
         cluster_id=state.cluster_id,
-        controller_id=state.node_id,
+        controller_id=state.metadata.controller_id(),
         topics=topics,
         authorized_operations=CLUSTER_OPERATIONS if include_cluster_ops else None,
         error_code=ErrorCode.NONE,

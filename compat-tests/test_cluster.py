@@ -1,0 +1,381 @@
+"""A 3-broker wirekafka cluster on a real ZooKeeper: Kafka 3.9's znodes, replication, the ISR,
+leader election and failover, with stock clients.
+
+Each test starts its own cluster under its own ZooKeeper chroot (one ZooKeeper server for the
+module). Failover waits for ZooKeeper to expire a killed broker's session
+(zookeeper.session.timeout.ms = 2 s here)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
+from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
+
+from client_support import raw_call
+from testsupport.cluster import WirekafkaCluster, zookeeper_module
+from wirekafka.broker.groups import partition_for
+from wirekafka.protocol import records
+from wirekafka.protocol.errors import ErrorCode
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    server = zookeeper_module().ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"))
+    server.start(timeout=60)
+    yield server.connect_string
+    server.stop()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, zookeeper: str) -> Iterator[WirekafkaCluster]:
+    with WirekafkaCluster(tmp_path, zookeeper) as c:
+        yield c
+
+
+def _admin(cluster: WirekafkaCluster) -> AdminClient:
+    return AdminClient({"bootstrap.servers": cluster.bootstrap})
+
+
+def _create(cluster: WirekafkaCluster, topic: str, partitions: int = 1, rf: int = 3,
+            config: dict[str, str] | None = None) -> None:
+    admin = _admin(cluster)  # keep it alive until the result is in
+    futures = admin.create_topics([NewTopic(topic, partitions, rf, config=config or {})], request_timeout=30)
+    futures[topic].result(30)
+    for p in range(partitions):
+        cluster.wait_isr(topic, p, rf)
+
+
+def _produce_raw(broker, topic: str, values: list[bytes], acks: int, timeout_ms: int = 3000) -> int:
+    """One Produce request (v9) of one batch; the partition's error code."""
+    batch = records.build_batch([(None, v, int(time.time() * 1000)) for v in values])
+    T = ProduceRequest.TopicProduceData
+    req = ProduceRequest(version=9, transactional_id=None, acks=acks, timeout_ms=timeout_ms, topic_data=[
+        T(name=topic, partition_data=[T.PartitionProduceData(index=0, records=batch)])])
+    resp = raw_call(broker, req, ProduceResponse)
+    return resp.responses[0].partition_responses[0].error_code
+
+
+def _latest(broker, topic: str) -> int:
+    T = ListOffsetsRequest.ListOffsetsTopic
+    req = ListOffsetsRequest(version=7, replica_id=-1, isolation_level=0, topics=[T(name=topic, partitions=[
+        T.ListOffsetsPartition(partition_index=0, current_leader_epoch=-1, timestamp=-1)])])
+    p = raw_call(broker, req, ListOffsetsResponse).topics[0].partitions[0]
+    assert p.error_code == ErrorCode.NONE, ErrorCode(p.error_code)
+    return p.offset
+
+
+def _wait_broker_isr(broker, topic: str, size: int, timeout: float = 30) -> None:
+    """Until the broker itself (its Metadata answer) has applied an ISR of that size."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    WirekafkaCluster.wait_for(lambda: len(admin.list_topics(topic, timeout=10).topics[topic].partitions[0].isrs)
+                              == size, timeout, f"broker {broker.bootstrap} to apply an ISR of {size}")
+
+
+def _consume_all(bootstrap: str, topic: str, expected: int, timeout: float = 60) -> list[bytes]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{topic}", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, 0, 0)])
+    got: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < expected and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            got.append(m.value())
+    # and nothing more than expected shows up
+    extra_deadline = time.monotonic() + 1
+    while time.monotonic() < extra_deadline:
+        m = c.poll(0.2)
+        if m is not None and not m.error():
+            got.append(m.value())
+    c.close()
+    return got
+
+
+# ---- the registry, the controller and the topic znodes ----------------------------------------
+def test_znodes_have_kafka_shapes(cluster: WirekafkaCluster) -> None:
+    _create(cluster, "shapes", partitions=2, config={"retention.ms": "3600000"})
+    for node, b in cluster.brokers.items():
+        reg = cluster.znode(f"/brokers/ids/{node}")
+        assert reg is not None
+        assert set(reg) == {"features", "listener_security_protocol_map", "endpoints", "jmx_port", "port", "host",
+                            "version", "timestamp"}, reg
+        assert reg["version"] == 5 and reg["features"] == {} and reg["jmx_port"] == -1
+        assert reg["endpoints"] == [f"PLAINTEXT://127.0.0.1:{b.port}"]
+        assert reg["host"] == "127.0.0.1" and reg["port"] == b.port
+        assert reg["listener_security_protocol_map"] == {"PLAINTEXT": "PLAINTEXT"}
+        assert isinstance(reg["timestamp"], str) and int(reg["timestamp"]) > 0
+        stat = cluster.zk.exists(f"/brokers/ids/{node}")
+        assert stat.ephemeralOwner != 0  # ephemeral: it goes with the broker's session
+    controller = cluster.znode("/controller")
+    assert set(controller) >= {"version", "brokerid", "timestamp"} and controller["brokerid"] in cluster.brokers
+    assert cluster.controller_epoch() >= 1
+    cluster_id = cluster.znode("/cluster/id")
+    assert cluster_id["version"] == "1" and len(cluster_id["id"]) == 22
+    for b in cluster.brokers.values():
+        meta = (b.data_dir / "meta.properties").read_text()
+        assert f"cluster.id={cluster_id['id']}" in meta and "version=0" in meta
+    topic = cluster.znode("/brokers/topics/shapes")
+    assert topic["version"] == 3 and topic["adding_replicas"] == {} and topic["removing_replicas"] == {}
+    assert len(topic["topic_id"]) == 22
+    assert sorted(topic["partitions"]) == ["0", "1"]
+    for replicas in topic["partitions"].values():
+        assert sorted(replicas) == [1, 2, 3]
+    for p in (0, 1):
+        state = cluster.partition_state("shapes", p)
+        assert set(state) >= {"controller_epoch", "leader", "version", "leader_epoch", "isr"}
+        assert state["leader"] == topic["partitions"][str(p)][0]  # the preferred replica leads
+        assert sorted(state["isr"]) == [1, 2, 3]
+    assert cluster.znode("/config/topics/shapes") == {"version": 1, "config": {"retention.ms": "3600000"}}
+    # every broker answers Metadata for the whole cluster
+    for b in cluster.brokers.values():
+        md = AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(timeout=10)
+        assert sorted(md.brokers) == [1, 2, 3]
+        assert md.controller_id == controller["brokerid"]
+        parts = md.topics["shapes"].partitions
+        assert {p: parts[p].leader for p in parts} == {p: topic["partitions"][str(p)][0] for p in (0, 1)}
+
+
+# ---- failover --------------------------------------------------------------------------------
+class _Producing:
+    """An idempotent acks=all producer sending numbered values until stopped; what was acked."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                                  "linger.ms": 5, "message.timeout.ms": 120000,
+                                  "topic.metadata.refresh.interval.ms": 500, "reconnect.backoff.max.ms": 500})
+        self.topic = topic
+        self.acked: list[bytes] = []
+        self.failed: list[str] = []
+        self.sent = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _on_delivery(self, err, msg) -> None:
+        if err is None:
+            self.acked.append(msg.value())
+        else:
+            self.failed.append(str(err))
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.producer.produce(self.topic, value=b"v%08d" % self.sent, on_delivery=self._on_delivery)
+                self.sent += 1
+            except BufferError:
+                pass
+            self.producer.poll(0.002)
+
+    def __enter__(self) -> "_Producing":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self.producer.flush(120)
+
+
+def test_leader_kill_loop_loses_and_duplicates_nothing(cluster: WirekafkaCluster) -> None:
+    kills = 20
+    _create(cluster, "failover", config={"min.insync.replicas": "2"})
+    epochs = [cluster.partition_state("failover", 0)["leader_epoch"]]
+    with _Producing(cluster.bootstrap, "failover") as producing:
+        for _ in range(kills):
+            acked_before = len(producing.acked)
+            cluster.wait_for(lambda: len(producing.acked) > acked_before + 50, 60, "acknowledged writes")
+            old = cluster.leader("failover")
+            cluster.brokers[old].kill()
+            started = time.monotonic()
+            state = cluster.wait_for(lambda: (s := cluster.partition_state("failover", 0))["leader"] not in (old, -1)
+                                     and s, 30, "a new leader")
+            assert time.monotonic() - started < 2 * 2.0 + 5  # within the session timeout (and a margin)
+            assert state["leader_epoch"] > epochs[-1]
+            epochs.append(state["leader_epoch"])
+            cluster.brokers[old].start(timeout=60)
+            cluster.wait_isr("failover", 0, 3, timeout=60)
+    assert not producing.failed, producing.failed[:5]
+    acked = producing.acked
+    assert len(acked) > kills * 50
+    got = _consume_all(cluster.bootstrap, "failover", len(acked), timeout=120)
+    assert len(got) == len(set(got)), "duplicated records"
+    missing = set(acked) - set(got)
+    assert not missing, f"{len(missing)} acknowledged records lost, e.g. {sorted(missing)[:5]}"
+    # every replica's log is the same, byte for byte, once all are in sync and caught up
+    def same_logs() -> bool:
+        logs = [b"".join(p.read_bytes() for p in cluster.segment_files(n, "failover", 0)) for n in cluster.brokers]
+        return all(log == logs[0] for log in logs) and len(logs[0]) > 0
+    cluster.wait_for(same_logs, 30, "identical replica logs")
+
+
+def test_min_insync_replicas_with_two_brokers_down(cluster: WirekafkaCluster) -> None:
+    _create(cluster, "minisr", config={"min.insync.replicas": "2"})
+    leader = cluster.leader("minisr")
+    lb = cluster.brokers[leader]
+    assert _produce_raw(lb, "minisr", [b"a", b"b"], acks=-1) == ErrorCode.NONE
+    assert _latest(lb, "minisr") == 2
+    for node in [n for n in cluster.brokers if n != leader]:
+        cluster.brokers[node].kill()
+    cluster.wait_isr("minisr", 0, 1, timeout=30)
+    _wait_broker_isr(lb, "minisr", 1)
+    # acks=all: refused and not appended
+    assert _produce_raw(lb, "minisr", [b"c"], acks=-1) == ErrorCode.NOT_ENOUGH_REPLICAS
+    # acks=1: appended, but the high watermark stays below it while the ISR is under min.insync.replicas
+    assert _produce_raw(lb, "minisr", [b"d"], acks=1) == ErrorCode.NONE
+    assert _latest(lb, "minisr") == 2
+    for node in [n for n in cluster.brokers if n != leader]:
+        cluster.brokers[node].start(timeout=60)
+    cluster.wait_isr("minisr", 0, 3, timeout=60)
+    cluster.wait_for(lambda: _latest(lb, "minisr") == 3, 30, "the high watermark past the acks=1 write")
+    assert _consume_all(cluster.bootstrap, "minisr", 3) == [b"a", b"b", b"d"]
+
+
+def test_acks_all_times_out_when_a_follower_is_stuck(cluster: WirekafkaCluster) -> None:
+    """A follower that stops fetching (SIGSTOP) holds acks=all writes until the leader drops it
+    from the ISR after replica.lag.time.max.ms; with a short request timeout the write times out."""
+    _create(cluster, "stuck")
+    leader = cluster.leader("stuck")
+    follower = next(n for n in cluster.brokers if n != leader)
+    cluster.brokers[follower].proc.send_signal(19)  # SIGSTOP
+    try:
+        assert _produce_raw(cluster.brokers[leader], "stuck", [b"x"], acks=-1, timeout_ms=500) \
+            == ErrorCode.REQUEST_TIMED_OUT
+    finally:
+        cluster.brokers[follower].proc.send_signal(18)  # SIGCONT
+
+
+def test_unclean_leader_election(cluster: WirekafkaCluster) -> None:
+    _create(cluster, "unclean")
+    state = cluster.partition_state("unclean", 0)
+    leader = state["leader"]
+    lagging = next(n for n in cluster.brokers if n != leader)
+    cluster.brokers[lagging].kill()
+    cluster.wait_isr("unclean", 0, 2)
+    _wait_broker_isr(cluster.brokers[leader], "unclean", 2)
+    assert _produce_raw(cluster.brokers[leader], "unclean", [b"only-in-sync"], acks=-1) == ErrorCode.NONE
+    for node in [n for n in cluster.brokers if n != lagging]:
+        cluster.brokers[node].kill()
+    cluster.brokers[lagging].start(timeout=60)
+    state = cluster.wait_for(lambda: (s := cluster.partition_state("unclean", 0))["leader"] == -1 and s, 30,
+                             "a leaderless partition")
+    assert lagging not in state["isr"]
+    time.sleep(1)  # the controller does not elect the out-of-sync replica by itself
+    assert cluster.leader("unclean") == -1
+    admin = AdminClient({"bootstrap.servers": cluster.brokers[lagging].bootstrap})
+    resource = ConfigResource("topic", "unclean", set_config={"unclean.leader.election.enable": "true"})
+    admin.alter_configs([resource])[resource].result(30)
+    state = cluster.wait_for(lambda: (s := cluster.partition_state("unclean", 0))["leader"] == lagging and s, 30,
+                             "the unclean election")
+    assert state["isr"] == [lagging]
+
+
+def test_controller_failover(cluster: WirekafkaCluster) -> None:
+    old, epoch = cluster.controller(), cluster.controller_epoch()
+    cluster.brokers[old].kill()
+    new = cluster.wait_for(lambda: (c := cluster.controller()) not in (-1, old) and c, 30, "a new controller")
+    assert cluster.controller_epoch() > epoch
+    live = [n for n in cluster.brokers if n != old]
+    admin = AdminClient({"bootstrap.servers": ",".join(cluster.brokers[n].bootstrap for n in live)})
+    admin.create_topics([NewTopic("after-controller", 2, 2)], request_timeout=30)["after-controller"].result(30)
+    for p in (0, 1):
+        cluster.wait_isr("after-controller", p, 2)
+    assert new in live
+
+
+def test_group_offsets_survive_the_coordinator(cluster: WirekafkaCluster) -> None:
+    _create(cluster, "grouped")
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(10):
+        p.produce("grouped", value=b"m%d" % i)
+    p.flush(30)
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "survivors", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    c.subscribe(["grouped"])
+    seen = 0
+    deadline = time.monotonic() + 60
+    while seen < 10 and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            seen += 1
+    c.commit(asynchronous=False)
+    c.close()
+    group_partition = partition_for("survivors", 5)
+    coordinator = cluster.leader("__consumer_offsets", group_partition)
+    cluster.brokers[coordinator].kill()
+    cluster.wait_for(lambda: cluster.leader("__consumer_offsets", group_partition) not in (coordinator, -1), 30,
+                     "a new coordinator")
+    live = ",".join(b.bootstrap for n, b in cluster.brokers.items() if n != coordinator)
+    c = Consumer({"bootstrap.servers": live, "group.id": "survivors"})
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            committed = c.committed([TopicPartition("grouped", 0)], timeout=10)
+            if committed[0].offset == 10 or time.monotonic() > deadline:
+                break
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.5)
+    c.close()
+    assert committed[0].offset == 10
+
+
+
+def test_paused_stale_leader_cannot_acknowledge(cluster: WirekafkaCluster) -> None:
+    """A leader paused (SIGSTOP) past its ZooKeeper session loses the partition; resumed, it
+    must not acknowledge an acks=all write as the old leader."""
+    _create(cluster, "stale")
+    old = cluster.leader("stale")
+    epoch = cluster.partition_state("stale", 0)["leader_epoch"]
+    cluster.brokers[old].proc.send_signal(19)  # SIGSTOP
+    try:
+        cluster.wait_for(lambda: cluster.leader("stale") not in (old, -1), 30, "a new leader")
+    finally:
+        cluster.brokers[old].proc.send_signal(18)  # SIGCONT
+    assert cluster.partition_state("stale", 0)["leader_epoch"] > epoch
+    code = _produce_raw(cluster.brokers[old], "stale", [b"to-the-stale-leader"], acks=-1, timeout_ms=15000)
+    assert code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.REQUEST_TIMED_OUT), ErrorCode(code)
+    new = cluster.leader("stale")
+    cluster.wait_isr("stale", 0, 3, timeout=60)
+    assert _produce_raw(cluster.brokers[new], "stale", [b"to-the-leader"], acks=-1) == ErrorCode.NONE
+    assert _consume_all(cluster.bootstrap, "stale", 1) == [b"to-the-leader"]
+
+
+def test_controlled_shutdown_moves_leadership_first(cluster: WirekafkaCluster) -> None:
+    _create(cluster, "handover", partitions=3)
+    node = cluster.leader("handover", 0)
+    led = [p for p in range(3) if cluster.leader("handover", p) == node]
+    epochs = {p: cluster.partition_state("handover", p)["leader_epoch"] for p in led}
+    assert cluster.brokers[node].stop() == 0
+    for p in led:
+        state = cluster.partition_state("handover", p)
+        # moved by the broker before it exited: no wait for its session to expire
+        assert state["leader"] not in (node, -1) and node not in state["isr"], state
+        assert state["leader_epoch"] > epochs[p]
+    assert node not in cluster.registered()
+
+
+def test_delete_and_grow_topics(cluster: WirekafkaCluster) -> None:
+    _create(cluster, "doomed", partitions=2)
+    _create(cluster, "growing", partitions=1)
+    admin = _admin(cluster)
+    admin.delete_topics(["doomed"], operation_timeout=30)["doomed"].result(30)
+    cluster.wait_for(lambda: cluster.zk.exists("/brokers/topics/doomed") is None, 30, "the topic's znodes gone")
+    assert cluster.zk.exists("/config/topics/doomed") is None
+    assert cluster.zk.get_children("/admin/delete_topics") == []
+    cluster.wait_for(lambda: not any((b.data_dir / "doomed-0").exists() or (b.data_dir / "doomed-1").exists()
+                                     for b in cluster.brokers.values()), 30, "the replicas' files deleted")
+    from confluent_kafka.admin import NewPartitions
+    admin.create_partitions([NewPartitions("growing", 3)])["growing"].result(30)
+    for p in (1, 2):
+        cluster.wait_isr("growing", p, 3)
+    assignment = cluster.znode("/brokers/topics/growing")["partitions"]
+    assert sorted(assignment) == ["0", "1", "2"]

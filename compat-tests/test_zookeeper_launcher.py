@@ -1,0 +1,348 @@
+"""Self-test of scripts/zookeeper.py and of realkafka.py's ZooKeeper mode (Kafka 3.9).
+
+A real ZooKeeper starts, serves kazoo, restarts on its data, moves off a port someone else took,
+and stops cleanly; the Debian fallback serves too. Then three real Kafka 3.9 brokers join one
+ZooKeeper under a chroot, a replication-factor-3 topic is created with Kafka's own kafka-topics,
+and the znodes Kafka 3.9 wrote are read back with kazoo: their JSON is the layout wirekafka's
+cluster mode (ZkMetadata) reproduces, so the assertions pin each one's exact shape and the
+test prints them verbatim (run with -s to see them).
+
+Needs java and mvn (scripts/install_system_deps.sh); the first run downloads ZooKeeper's jars
+(~6 MB) and Kafka 3.9.1's (~56 MB).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, TypeVar
+
+import pytest
+
+pytestmark = pytest.mark.zookeeper
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPTS = REPO / "scripts"
+
+T = TypeVar("T")
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+zookeeper = _load("zookeeper")
+realkafka = _load("realkafka")
+
+if shutil.which("java") is None:  # pragma: no cover
+    pytest.skip("java is needed (scripts/install_system_deps.sh)", allow_module_level=True)
+
+from kazoo.client import KazooClient  # noqa: E402  (after the skip: kazoo is a main dependency)
+
+
+def _wait_for(what: str, probe: Callable[[], T], timeout: float = 30.0) -> T:
+    """Poll ``probe`` every 0.1 s until it returns something truthy; fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+        time.sleep(0.1)
+
+
+def _kazoo(hosts: str) -> KazooClient:
+    client = KazooClient(hosts=hosts, timeout=10.0)
+    client.start(timeout=15)
+    return client
+
+
+def _out(proc: subprocess.CompletedProcess) -> str:
+    return proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace")
+
+
+# --------------------------------------------------------------------------------------------
+# ZooKeeper alone
+# --------------------------------------------------------------------------------------------
+
+def test_zookeeper_serves_kazoo_and_restarts(tmp_path):
+    zk = zookeeper.ZooKeeperServer(tmp_path / "zk")
+    with zk:
+        assert zk.four_letter("ruok") == "imok"
+        srvr = zk.four_letter("srvr")
+        assert "Mode: standalone" in srvr, srvr
+        assert f"Zookeeper version: {zk.jars.version}" in srvr, srvr
+        assert zk.connect_string == f"127.0.0.1:{zk.port}"
+        cfg = zk.config_path.read_text()
+        for line in ("tickTime=500", "clientPortAddress=127.0.0.1", "admin.enableServer=false",
+                     "4lw.commands.whitelist=srvr,ruok,stat,mntr", "minSessionTimeout=1000",
+                     "maxSessionTimeout=60000", f"dataDir={tmp_path / 'zk' / 'data'}"):
+            assert line + "\n" in cfg, cfg
+        assert "is not in the whitelist" in zk.four_letter("conf")  # only FOUR_LETTER_WORDS
+
+        client = _kazoo(zk.connect_string)
+        try:
+            client.create("/wirekafka/hello", b"world", makepath=True)
+            client.create("/wirekafka/session", b"", ephemeral=True)
+            data, stat = client.get("/wirekafka/hello")
+            assert data == b"world" and stat.version == 0
+            assert sorted(client.get_children("/wirekafka")) == ["hello", "session"]
+            assert "zk_ephemerals_count\t1" in zk.four_letter("mntr")
+        finally:
+            client.stop()
+            client.close()
+        port = zk.port
+        assert zk.stop() == 143  # SIGTERM, JVM shutdown hooks ran
+    assert not zk.alive()
+    assert zk.four_letter("ruok", timeout=1.0) == ""
+    assert "Address already in use" not in zk.log_path.read_text()
+
+    # Same work dir: same port, same data; the ephemeral node died with its session.
+    zk.start()
+    try:
+        assert zk.port == port
+        client = _kazoo(zk.connect_string)
+        try:
+            assert client.get("/wirekafka/hello")[0] == b"world"
+            assert client.get_children("/wirekafka") == ["hello"]
+        finally:
+            client.stop()
+            client.close()
+        zk.kill()
+        assert not zk.alive() and zk.proc.returncode == -signal.SIGKILL
+    finally:
+        zk.stop()
+
+
+def test_zookeeper_moves_off_a_taken_port(tmp_path, monkeypatch):
+    """A port picked here that someone else holds is replaced, and the other holder's answers
+    are never taken for ours."""
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        taken = squatter.getsockname()[1]
+        picks = iter([taken])
+        real_free_port = zookeeper.free_port
+        monkeypatch.setattr(zookeeper, "free_port",
+                            lambda host="127.0.0.1": next(picks, None) or real_free_port(host))
+        with zookeeper.ZooKeeperServer(tmp_path / "zk") as zk:
+            assert zk.port != taken
+            assert "Mode: standalone" in zk.four_letter("srvr")
+            assert "Address already in use" in zk.log_path.read_text()
+
+
+def test_fixed_taken_port_fails_with_the_log(tmp_path):
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        taken = squatter.getsockname()[1]
+        zk = zookeeper.ZooKeeperServer(tmp_path / "zk", taken)
+        with pytest.raises(RuntimeError, match="Address already in use"):
+            zk.start(timeout=30)
+        assert not zk.alive()
+
+
+@pytest.mark.skipif(not zookeeper.DEBIAN_JAR.is_file(),
+                    reason="Debian's libzookeeper-java is not installed "
+                           "(scripts/install_system_deps.sh)")
+def test_debian_fallback(tmp_path, monkeypatch):
+    def no_maven(*_a, **_k):
+        raise RuntimeError("mvn not found (simulated)")
+
+    monkeypatch.setattr(zookeeper, "ensure_maven_jars", no_maven)
+    jars = zookeeper.server_jars()
+    assert jars.source == "debian" and jars.classpath.startswith(str(zookeeper.DEBIAN_JAR))
+    with pytest.raises(RuntimeError, match="simulated"):
+        zookeeper.server_jars("maven")
+    with zookeeper.ZooKeeperServer(tmp_path / "zk") as zk:
+        assert zk.jars.source == "debian"
+        assert f"Zookeeper version: {jars.version}" in zk.four_letter("srvr")
+        client = _kazoo(zk.connect_string)
+        try:
+            client.create("/debian", b"ok")
+            assert client.get("/debian")[0] == b"ok"
+        finally:
+            client.stop()
+            client.close()
+        assert "binding to port" in zk.log_path.read_text(), "slf4j-simple should log INFO"
+
+
+def test_cli_ensure_and_serve(tmp_path):
+    script = str(SCRIPTS / "zookeeper.py")
+    ensured = subprocess.run([sys.executable, script, "ensure"], capture_output=True,
+                             timeout=600)
+    assert ensured.returncode == 0, _out(ensured)
+    assert ensured.stdout.decode().strip() == zookeeper.server_jars().classpath
+
+    proc = subprocess.Popen([sys.executable, script, "serve", "--dir", str(tmp_path / "zk")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = proc.stdout.readline().decode().strip()
+        assert re.fullmatch(r"127\.0\.0\.1:\d+", line), proc.stderr.read1().decode()
+        host, port = line.split(":")
+        assert zookeeper.four_letter_word(host, int(port), "ruok") == "imok"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+        assert zookeeper.four_letter_word(host, int(port), "ruok", timeout=1.0) == ""
+        assert (tmp_path / "zk" / "zookeeper.log").is_file()  # --dir is kept
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+# --------------------------------------------------------------------------------------------
+# Kafka 3.9 in ZooKeeper mode
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.realkafka
+def test_kafka3_tool_classes_exist():
+    """Every TOOLS_KAFKA3 entry names a class present in the Kafka 3.9 jars."""
+    import zipfile
+
+    libs = realkafka.ensure_jars(realkafka.KAFKA_ZK_VERSION)
+    assert (libs / f"kafka_2.13-{realkafka.KAFKA_ZK_VERSION}.jar").is_file()
+    assert (libs / "reload4j-1.2.25.jar").is_file(), "Kafka 3.9's log4j 1.x backend"
+    classes: set[str] = set()
+    for jar in libs.glob("*.jar"):
+        with zipfile.ZipFile(jar) as z:
+            classes.update(n[:-6].replace("/", ".") for n in z.namelist() if n.endswith(".class"))
+    missing = {n: c for n, c in realkafka.TOOLS_KAFKA3.items() if c not in classes}
+    assert not missing
+    assert realkafka.tools_for("3.9.1") is realkafka.TOOLS_KAFKA3
+    assert realkafka.tools_for("4.3.1") is realkafka.TOOLS
+    with pytest.raises(ValueError, match="no ZooKeeper mode"):
+        realkafka.RealKafka(zookeeper_connect="127.0.0.1:1", version="4.3.1")
+
+
+#: The key sets Kafka 3.9 writes; wirekafka's ZkMetadata must write the same.
+BROKER_KEYS = {"features", "listener_security_protocol_map", "endpoints", "jmx_port", "port",
+               "host", "version", "timestamp"}
+CONTROLLER_KEYS = {"version", "brokerid", "timestamp", "kraftControllerEpoch"}
+TOPIC_KEYS = {"partitions", "topic_id", "adding_replicas", "removing_replicas", "version"}
+STATE_KEYS = {"controller_epoch", "leader", "version", "leader_epoch", "isr"}
+
+
+@pytest.mark.realkafka
+@pytest.mark.slow
+def test_kafka39_three_brokers_on_one_zookeeper(tmp_path):
+    chroot = f"/kafka39-{tmp_path.name}"  # deterministic per test, distinct between tests
+    topic = "replicated"
+    zk = zookeeper.ZooKeeperServer(tmp_path / "zk").start()
+    brokers: list = []
+    client = None
+    try:
+        t0 = time.monotonic()
+        brokers = realkafka.start_zk_cluster(zk.connect_string + chroot, (1, 2, 3),
+                                             workdir=tmp_path, heap="256m")
+        print(f"\n3 Kafka {brokers[0].version} brokers up in {time.monotonic() - t0:.1f}s")
+        for b in brokers:  # reload4j logs INFO into broker.log
+            assert f"[KafkaServer id={b.broker_id}] started" in b.log_tail(5000), b.log_tail()
+        client = _kazoo(zk.connect_string + chroot)
+        _wait_for("3 brokers in /brokers/ids",
+                  lambda: sorted(client.get_children("/brokers/ids"), key=int) == ["1", "2", "3"])
+
+        t0 = time.monotonic()
+        created = brokers[0].run_tool(
+            "kafka-topics", ["--bootstrap-server", ",".join(b.bootstrap for b in brokers),
+                             "--create", "--topic", topic, "--partitions", "1",
+                             "--replication-factor", "3", "--config", "min.insync.replicas=2"],
+            timeout=120)
+        assert created.returncode == 0, _out(created)
+        assert f"Created topic {topic}." in created.stdout.decode()
+        assert b"log4j:WARN" not in created.stderr, _out(created)  # tools' log4j 1 config found
+        print(f"kafka-topics --create took {time.monotonic() - t0:.1f}s")
+
+        state_path = f"/brokers/topics/{topic}/partitions/0/state"
+
+        def full_isr() -> bool:
+            if not client.exists(state_path):
+                return False
+            return sorted(json.loads(client.get(state_path)[0])["isr"]) == [1, 2, 3]
+
+        _wait_for("3 in-sync replicas", full_isr)
+
+        # acks=all through the leader with min.insync.replicas=2: replication really works.
+        from confluent_kafka import Producer
+
+        producer = Producer({"bootstrap.servers": brokers[1].bootstrap, "acks": "all"})
+        delivered = []
+        producer.produce(topic, b"v", b"k", on_delivery=lambda err, msg: delivered.append(
+            (err, msg.offset())))
+        assert producer.flush(30) == 0
+        del producer  # confluent-kafka closes on destruction; none left to retry during stop
+        assert delivered == [(None, 0)], delivered
+
+        paths = {f"/brokers/ids/{b.broker_id}": b for b in brokers}
+        paths.update(dict.fromkeys(
+            ["/controller", "/controller_epoch", "/cluster/id", f"/brokers/topics/{topic}",
+             state_path, f"/config/topics/{topic}"]))
+        raw: dict[str, str] = {}
+        ephemeral: dict[str, bool] = {}
+        for path in paths:
+            data, stat = client.get(path)
+            raw[path] = data.decode()
+            ephemeral[path] = stat.ephemeralOwner != 0
+        seen = "\n".join(f"{p} ({'ephemeral' if ephemeral[p] else 'persistent'}): {raw[p]}"
+                         for p in raw)
+        print(f"znodes Kafka {brokers[0].version} wrote under {chroot}:\n{seen}")
+        parsed = {p: json.loads(v) for p, v in raw.items()}
+
+        for b in brokers:
+            reg = parsed[f"/brokers/ids/{b.broker_id}"]
+            assert set(reg) == BROKER_KEYS and ephemeral[f"/brokers/ids/{b.broker_id}"], seen
+            assert reg["version"] == 5, seen
+            assert reg["host"] == "127.0.0.1" and reg["port"] == b.port, seen
+            assert reg["endpoints"] == [f"PLAINTEXT://{b.bootstrap}"], seen
+            assert reg["listener_security_protocol_map"] == {"PLAINTEXT": "PLAINTEXT"}, seen
+            assert reg["jmx_port"] == -1 and reg["features"] == {}, seen
+            assert isinstance(reg["timestamp"], str) and reg["timestamp"].isdigit(), seen
+
+        controller = parsed["/controller"]
+        assert set(controller) == CONTROLLER_KEYS and ephemeral["/controller"], seen
+        assert controller["version"] == 2 and controller["brokerid"] in (1, 2, 3), seen
+        assert controller["kraftControllerEpoch"] == -1, seen
+        assert isinstance(controller["timestamp"], str) and controller["timestamp"].isdigit(), seen
+        # /controller_epoch is a bare integer in ASCII, not an object.
+        assert re.fullmatch(r"[1-9]\d*", raw["/controller_epoch"]), seen
+        assert parsed["/cluster/id"] == {"version": "1", "id": brokers[0].cluster_id}, seen
+        assert all(b.cluster_id == brokers[0].cluster_id for b in brokers), seen
+
+        assignment = parsed[f"/brokers/topics/{topic}"]
+        assert set(assignment) == TOPIC_KEYS and assignment["version"] == 3, seen
+        assert sorted(assignment["partitions"]["0"]) == [1, 2, 3], seen
+        assert list(assignment["partitions"]) == ["0"], seen
+        assert assignment["adding_replicas"] == {} and assignment["removing_replicas"] == {}, seen
+        assert re.fullmatch(r"[A-Za-z0-9_-]{22}", assignment["topic_id"]), seen
+
+        state = parsed[state_path]
+        assert set(state) == STATE_KEYS and state["version"] == 1, seen
+        assert state["leader"] == assignment["partitions"]["0"][0], seen  # preferred leader
+        assert state["leader_epoch"] == 0, seen
+        assert state["controller_epoch"] == int(raw["/controller_epoch"]), seen
+        assert sorted(state["isr"]) == [1, 2, 3], seen
+
+        assert parsed[f"/config/topics/{topic}"] == {
+            "version": 1, "config": {"min.insync.replicas": "2"}}, seen
+    finally:
+        if client is not None:
+            client.stop()
+            client.close()
+        t0 = time.monotonic()
+        codes = realkafka.stop_all(brokers)  # before ZooKeeper: brokers deregister cleanly
+        print(f"stop_all took {time.monotonic() - t0:.1f}s: {codes}")
+        zk.stop()
+    assert codes == [143, 143, 143]

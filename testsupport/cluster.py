@@ -1,0 +1,124 @@
+"""A wirekafka cluster for integration tests: a real ZooKeeper (scripts/zookeeper.py) and N real
+`wirekafka serve` processes joined to it with Kafka's ZooKeeper-mode keys, all on 127.0.0.1.
+
+Each cluster gets its own ZooKeeper chroot named after its work directory, so clusters of
+different tests sharing one ZooKeeper server never see each other. Every wait here is bounded
+and polls ZooKeeper or a broker, never a fixed sleep."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+from kazoo.client import KazooClient
+
+from testsupport.broker_process import BrokerProcess
+from testsupport.java_tools import load_script
+
+SESSION_TIMEOUT_MS = 2000  # failover waits for ZooKeeper to expire a killed broker's session
+
+
+def zookeeper_module():
+    return load_script("zookeeper")
+
+
+class WirekafkaCluster:
+    def __init__(self, workdir: Path, zk_connect: str, size: int = 3, overrides: dict[str, str] | None = None) -> None:
+        self.workdir = Path(workdir)
+        self.chroot = "/wk-" + self.workdir.name
+        self.zk_connect = zk_connect
+        base = {
+            "zookeeper.connect": zk_connect + self.chroot,
+            "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+            "default.replication.factor": str(min(size, 3)),
+            "offsets.topic.replication.factor": str(min(size, 3)),
+            "transaction.state.log.replication.factor": str(min(size, 3)),
+            "offsets.topic.num.partitions": "5",
+            "transaction.state.log.num.partitions": "5",
+            "group.initial.rebalance.delay.ms": "0",
+            "replica.lag.time.max.ms": "4000",
+        }
+        base.update(overrides or {})
+        self.brokers: dict[int, BrokerProcess] = {}
+        for node in range(1, size + 1):
+            data = self.workdir / f"broker-{node}"
+            self.brokers[node] = BrokerProcess(data / "logs", {**base, "broker.id": str(node)},
+                                               log_path=self.workdir / f"broker-{node}.log")
+        self.zk = KazooClient(hosts=zk_connect + self.chroot)
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+    def start(self, timeout: float = 60.0) -> "WirekafkaCluster":
+        for b in self.brokers.values():
+            b.data_dir.parent.mkdir(parents=True, exist_ok=True)
+            b.start(timeout=timeout)
+        self.zk.start(timeout=15)
+        self.wait_for(lambda: len(self.registered()) == len(self.brokers), timeout, "all brokers registered")
+        return self
+
+    def stop(self) -> None:
+        for b in self.brokers.values():
+            if b.alive():
+                b.stop()
+        try:
+            self.zk.stop()
+            self.zk.close()
+        except Exception:  # noqa: BLE001 - the session may already be gone
+            pass
+
+    def __enter__(self) -> "WirekafkaCluster":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values() if b.alive())
+
+    # ---- ZooKeeper reads ---------------------------------------------------------------------
+    def znode(self, path: str) -> dict | None:
+        if self.zk.exists(path) is None:
+            return None
+        data, _ = self.zk.get(path)
+        return json.loads(data)
+
+    def registered(self) -> list[int]:
+        return sorted(int(c) for c in self.zk.get_children("/brokers/ids"))
+
+    def controller(self) -> int:
+        c = self.znode("/controller")
+        return -1 if c is None else c["brokerid"]
+
+    def controller_epoch(self) -> int:
+        data, _ = self.zk.get("/controller_epoch")
+        return int(data)
+
+    def partition_state(self, topic: str, partition: int) -> dict | None:
+        return self.znode(f"/brokers/topics/{topic}/partitions/{partition}/state")
+
+    def leader(self, topic: str, partition: int = 0) -> int:
+        state = self.partition_state(topic, partition)
+        return -1 if state is None else state["leader"]
+
+    # ---- waiting ---------------------------------------------------------------------------------
+    @staticmethod
+    def wait_for(predicate: Callable[[], object], timeout: float, what: str) -> object:
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            time.sleep(0.05)
+
+    def wait_isr(self, topic: str, partition: int, size: int, timeout: float = 30.0) -> dict:
+        return self.wait_for(lambda: (s := self.partition_state(topic, partition)) is not None
+                             and s["leader"] >= 0 and len(s["isr"]) == size and s, timeout,
+                             f"{topic}-{partition} with {size} in-sync replicas")  # type: ignore[return-value]
+
+    def segment_files(self, node: int, topic: str, partition: int) -> Iterator[Path]:
+        d = self.brokers[node].data_dir / f"{topic}-{partition}"
+        return iter(sorted(d.glob("*.log")))

@@ -1,0 +1,102 @@
+"""ReplicaSet: who holds a partition, who leads it, who is in sync, and how far each follower is.
+
+A Partition holds one. On the leader it answers the questions Kafka's Partition.scala answers
+from its remote-replica states: the smallest log end offset among the in-sync replicas (the high
+watermark's candidate), which followers fell out of sync (no fetch reaching the leader's log end
+for replica.lag.time.max.ms) and which out-of-sync follower caught up (its fetch offset reached
+the high watermark and the current leader epoch's start). The in-sync set itself changes only
+when the change is recorded in the cluster metadata (`set_isr`): until then a shrink keeps
+counting the old members for the high watermark, which can only make it wait, never advance
+wrongly, as Kafka's "maximal ISR" does.
+
+A single node is a ReplicaSet of one: its own leader and whole in-sync set."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(slots=True)
+class FollowerProgress:
+    """What the leader knows of one follower from its fetches."""
+
+    log_end_offset: int = -1  # unknown until its first fetch as this leader's follower
+    last_caught_up_ms: int = 0  # last time a fetch of it reached the leader's log end
+    last_fetch_leader_end: int = -1  # the leader's log end at its previous fetch (Kafka's lastFetchLeaderLogEndOffset)
+    last_fetch_ms: int = 0
+
+
+@dataclass
+class ReplicaSet:
+    local_id: int
+    replicas: tuple[int, ...]
+    isr: frozenset[int]
+    leader: int
+    followers: dict[int, FollowerProgress]
+
+    @classmethod
+    def single(cls, node_id: int) -> "ReplicaSet":
+        return cls(node_id, (node_id,), frozenset((node_id,)), node_id, {})
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader == self.local_id
+
+    def lead(self, replicas: tuple[int, ...], isr: frozenset[int], now_ms: int) -> None:
+        """Become leader: followers in the ISR count as caught up now (Kafka resets their
+        timers on a leader change), their log ends unknown until they fetch."""
+        self.leader = self.local_id
+        self.replicas = replicas
+        self.isr = isr
+        self.followers = {r: FollowerProgress(last_caught_up_ms=now_ms if r in isr else 0)
+                          for r in replicas if r != self.local_id}
+
+    def follow(self, leader: int, replicas: tuple[int, ...], isr: frozenset[int]) -> None:
+        self.leader = leader
+        self.replicas = replicas
+        self.isr = isr
+        self.followers = {}
+
+    def set_isr(self, isr: frozenset[int]) -> None:
+        self.isr = isr
+
+    def record_fetch(self, replica_id: int, fetch_offset: int, leader_end: int, now_ms: int) -> bool:
+        """A follower fetched from fetch_offset: it has everything below it. Kafka's rule for
+        "caught up": it reached the leader's log end now, or the log end the leader had at its
+        previous fetch. False when replica_id is not a follower of this partition."""
+        progress = self.followers.get(replica_id)
+        if progress is None:
+            return False
+        if fetch_offset >= leader_end:
+            progress.last_caught_up_ms = now_ms
+        elif fetch_offset >= progress.last_fetch_leader_end >= 0:
+            progress.last_caught_up_ms = max(progress.last_caught_up_ms, progress.last_fetch_ms)
+        progress.log_end_offset = fetch_offset
+        progress.last_fetch_leader_end = leader_end
+        progress.last_fetch_ms = now_ms
+        return True
+
+    def min_in_sync_end(self, leader_end: int) -> int | None:
+        """The smallest log end offset over the in-sync replicas; None while one of them has not
+        fetched yet (its log end is unknown)."""
+        low = leader_end
+        for r in self.isr:
+            if r == self.local_id:
+                continue
+            progress = self.followers.get(r)
+            if progress is None or progress.log_end_offset < 0:
+                return None
+            low = min(low, progress.log_end_offset)
+        return low
+
+    def out_of_sync(self, now_ms: int, lag_ms: int) -> frozenset[int]:
+        """In-sync followers that have not caught up for longer than lag_ms."""
+        return frozenset(r for r in self.isr if r != self.local_id
+                         and now_ms - self.followers.get(r, FollowerProgress()).last_caught_up_ms > lag_ms)
+
+    def caught_up(self, high_watermark: int, epoch_start: int) -> frozenset[int]:
+        """Out-of-sync followers that may rejoin: they have everything up to the high watermark
+        and at least the current leader epoch's first offset (Kafka's isFollowerInSync)."""
+        return frozenset(r for r, p in self.followers.items()
+                         if r not in self.isr and r in self.replicas
+                         and p.log_end_offset >= high_watermark and p.log_end_offset >= epoch_start)

@@ -1,0 +1,132 @@
+"""The order in which a Kafka 3.9 broker's JVM collections list their contents.
+
+Kafka builds most of its znode JSON from hash maps and words several error messages from Scala
+collections, so what it writes comes out in hash order, not in the order things were added. A JSON
+reader does not care, but a byte-for-byte comparison with a real broker's znodes and error messages
+does; these functions reproduce that order for the collections Kafka uses there (Scala 2.13's
+`mutable.HashMap` and immutable `Map`/`Set`, and `java.util.Properties`, which since Java 9 keeps its
+entries in a `ConcurrentHashMap`). Keys are `str` (Java's `String.hashCode`) or `int` (an `Int`
+hashes to itself)."""
+
+from __future__ import annotations
+
+from typing import Hashable, Iterable, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+
+_MASK = 0xFFFFFFFF
+
+
+def _hash(key: object) -> int:
+    """The JVM hash (`##`) of a key, as an unsigned 32-bit value."""
+    if isinstance(key, str):
+        h = 0
+        for unit in _utf16_units(key):
+            h = (31 * h + unit) & _MASK
+        return h
+    if isinstance(key, int):
+        return key & _MASK
+    raise TypeError(f"no JVM hash for {type(key).__name__}")
+
+
+def _utf16_units(s: str) -> Iterable[int]:
+    for ch in s:
+        cp = ord(ch)
+        if cp < 0x10000:
+            yield cp
+        else:
+            cp -= 0x10000
+            yield 0xD800 + (cp >> 10)
+            yield 0xDC00 + (cp & 0x3FF)
+
+
+def _signed(h: int) -> int:
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def scala_mutable_hashmap_order(keys: Iterable[K]) -> list[K]:
+    """Iteration order of a Scala 2.13 `mutable.HashMap` that started empty (a 16-slot table).
+
+    The table doubles just before the insert that would reach three quarters of it; a slot is the
+    hash with its high half folded into the low half, masked; a slot's chain is sorted by that
+    folded hash (as a signed int)."""
+    distinct = list(dict.fromkeys(keys))
+    size = 16
+    for count in range(len(distinct)):
+        if count + 1 >= int(size * 0.75):
+            size *= 2
+
+    def folded(key: K) -> int:
+        h = _hash(key)
+        return _signed(h ^ (h >> 16))
+
+    return sorted(distinct, key=lambda k: (folded(k) & (size - 1), folded(k)))
+
+
+def _improve(h: int) -> int:
+    """Scala 2.13's `Hashing.improve`, the spreading step of its immutable hash collections."""
+    h = (h + (~(h << 9) & _MASK)) & _MASK
+    h ^= h >> 14
+    h = (h + (h << 4)) & _MASK
+    return h ^ (h >> 10)
+
+
+def scala_immutable_order(keys: Iterable[K]) -> list[K]:
+    """Iteration order of a Scala 2.13 immutable `Map` or `Set` built from `keys` in that order.
+
+    Up to four entries are kept in insertion order (`Map1`..`Map4`); beyond that it is a CHAMP
+    trie, walked node by node: a node's own entries in the order of their 5-bit hash fragment, then
+    its sub-nodes in the same order."""
+    distinct = list(dict.fromkeys(keys))
+    if len(distinct) <= 4:
+        return distinct
+
+    def walk(group: list[K], shift: int) -> list[K]:
+        by_fragment: dict[int, list[K]] = {}
+        for k in group:
+            by_fragment.setdefault((_improve(_hash(k)) >> shift) & 31, []).append(k)
+        fragments = sorted(by_fragment)
+        out = [by_fragment[f][0] for f in fragments if len(by_fragment[f]) == 1]
+        for f in fragments:
+            if len(by_fragment[f]) > 1:
+                out += walk(by_fragment[f], shift + 5)
+        return out
+
+    return walk(distinct, 0)
+
+
+def java_properties_order(keys: Iterable[str]) -> list[str]:
+    """Iteration order of a `java.util.Properties` (Java 9+) after `setProperty` of `keys` in order.
+
+    Its `ConcurrentHashMap` starts with 16 bins and doubles when the count reaches three quarters;
+    a new key goes to the tail of its bin (hash with the high half folded in, masked). Doubling
+    splits each bin in two: the bin's longest tail that moves together keeps its order, the nodes
+    before it are prepended one by one, so they come out reversed."""
+    size = 16
+    bins: list[list[str]] = [[] for _ in range(size)]
+
+    def spread(key: str) -> int:
+        h = _hash(key)
+        return (h ^ (h >> 16)) & 0x7FFFFFFF
+
+    for count, key in enumerate(dict.fromkeys(keys), start=1):
+        bins[spread(key) & (size - 1)].append(key)
+        if count >= size - (size >> 2):
+            grown: list[list[str]] = [[] for _ in range(2 * size)]
+            for index, chain in enumerate(bins):
+                if not chain:
+                    continue
+                high = [bool(spread(k) & size) for k in chain]
+                run = len(chain) - 1
+                while run > 0 and high[run - 1] == high[run]:
+                    run -= 1
+                low_part = chain[run:] if not high[run] else []
+                high_part = chain[run:] if high[run] else []
+                for k, is_high in zip(chain[:run], high[:run]):
+                    if is_high:
+                        high_part.insert(0, k)
+                    else:
+                        low_part.insert(0, k)
+                grown[index], grown[index + size] = low_part, high_part
+            bins, size = grown, 2 * size
+    return [k for chain in bins for k in chain]

@@ -1,0 +1,256 @@
+"""Replica fetchers: a follower's copies of its leaders' partitions, kept up with Fetch requests.
+
+One fetcher per leader broker (Kafka's num.replica.fetchers = 1) fetches all the partitions this
+broker follows on that leader in one Fetch (replica_id = this broker, read up to the leader's log
+end). Each response's batches are checked (size, magic, CRC) and appended as they are, offsets
+and leader epochs unchanged; the follower's high watermark becomes the leader's, capped at its
+own log end. The next fetch offset — the follower's log end — is what tells the leader how far
+this replica is (that is how the ISR and the leader's high watermark move).
+
+Before a partition's first fetch from a new leader, the follower truncates a tail the leader
+does not have, as Kafka does since KIP-101/279: it asks the leader (OffsetForLeaderEpoch) where
+the follower's latest leader epoch ends on the leader, and cuts its log there (or at its own end
+for that epoch, whichever is lower). Without any epoch to ask about, it truncates to its high
+watermark. Fetch errors: a stale or future epoch (the metadata has moved on), a leader that no
+longer leads — the partition waits for the next reconcile to say who leads; OFFSET_OUT_OF_RANGE
+means this replica is ahead of the leader (truncate to the leader's end) or behind its log start
+(start over from it)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import trio
+from kafka.protocol.consumer.fetch import FetchRequest
+from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
+
+from wirekafka.broker.metadata import BrokerInfo
+from wirekafka.broker.partition import Partition
+from wirekafka.broker.replication.peer_client import PeerClient, PeerUnavailable
+from wirekafka.config import BrokerConfig
+from wirekafka.protocol import records
+from wirekafka.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+FETCH_VERSION = 12  # topic names, replica_id in the body, flexible
+EPOCH_VERSION = 4
+LIST_OFFSETS_VERSION = 7
+EARLIEST = -2
+UNDEFINED = -1
+_F = FetchRequest.FetchTopic
+_E = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+_L = ListOffsetsRequest.ListOffsetsTopic
+
+
+@dataclass(eq=False)
+class Followed:
+    partition: Partition
+    needs_truncation: bool = True
+
+
+class LeaderFetcher:
+    """Fetches every partition this broker follows on one leader."""
+
+    def __init__(self, leader: BrokerInfo, config: BrokerConfig) -> None:
+        self.leader = leader
+        self.config = config
+        self.node_id = config.node_id
+        self.partitions: dict[tuple[str, int], Followed] = {}
+        self.client = PeerClient(leader.host, leader.port, f"broker-{self.node_id}-fetcher-0",
+                                 connect_timeout_s=config.int("replica.socket.timeout.ms") / 1000,
+                                 request_timeout_s=config.int("replica.socket.timeout.ms") / 1000
+                                 + config.int("replica.fetch.wait.max.ms") / 1000)
+        self._wake = trio.Event()
+        self.cancel_scope = trio.CancelScope()
+
+    def add(self, partition: Partition) -> None:
+        key = (partition.topic, partition.index)
+        current = self.partitions.get(key)
+        if current is None or current.partition is not partition:
+            self.partitions[key] = Followed(partition)
+            self._wake.set()
+
+    def remove(self, partition: Partition) -> None:
+        current = self.partitions.get((partition.topic, partition.index))
+        if current is not None and current.partition is partition:
+            del self.partitions[(partition.topic, partition.index)]
+
+    async def run(self) -> None:
+        backoff = self.config.int("replica.fetch.backoff.ms") / 1000
+        with self.cancel_scope:
+            try:
+                while True:
+                    if not self.partitions:
+                        self._wake = trio.Event()
+                        await self._wake.wait()
+                        continue
+                    try:
+                        await self._truncate_new()
+                        await self._fetch_once()
+                    except PeerUnavailable as exc:
+                        log.info("fetching from broker %d: %s; retrying in %.1fs", self.leader.node_id, exc, backoff)
+                        await trio.sleep(backoff)
+            finally:
+                await self.client.aclose()
+
+    # ---- truncation --------------------------------------------------------------------------
+    async def _truncate_new(self) -> None:
+        todo = [f for f in self.partitions.values() if f.needs_truncation]
+        if not todo:
+            return
+        with_epoch = [f for f in todo if f.partition.epochs.latest_epoch >= 0]
+        for f in todo:
+            if f.partition.epochs.latest_epoch < 0:
+                await self._truncate(f, f.partition.high_watermark)
+        if not with_epoch:
+            return
+        by_topic: dict[str, list[Followed]] = {}
+        for f in with_epoch:
+            by_topic.setdefault(f.partition.topic, []).append(f)
+        request = OffsetForLeaderEpochRequest(version=EPOCH_VERSION, replica_id=self.node_id, topics=[
+            _E(topic=t, partitions=[_E.OffsetForLeaderPartition(
+                partition=f.partition.index, current_leader_epoch=f.partition.leader_epoch,
+                leader_epoch=f.partition.epochs.latest_epoch) for f in fs]) for t, fs in by_topic.items()])
+        response = await self.client.send(request)
+        answers = {(t.topic, p.partition): p for t in response.topics for p in t.partitions}
+        for f in with_epoch:
+            a = answers.get((f.partition.topic, f.partition.index))
+            if a is None or a.error_code != ErrorCode.NONE:
+                continue  # retried at the next round (the epochs may not agree yet)
+            p = f.partition
+            if a.end_offset == UNDEFINED:
+                target = p.high_watermark
+            elif a.leader_epoch == p.epochs.latest_epoch:
+                target = a.end_offset
+            else:  # the leader has an older epoch last: our end for that epoch bounds the common part
+                target = min(a.end_offset, p.end_offset_for_epoch(a.leader_epoch)[1])
+            await self._truncate(f, min(target, p.log_end_offset))
+
+    async def _truncate(self, f: Followed, offset: int) -> None:
+        p = f.partition
+        if offset < p.log_end_offset:
+            log.info("%s-%d: truncating from %d to %d (leader %d)", p.topic, p.index, p.log_end_offset, offset,
+                     self.leader.node_id)
+            doomed = p.truncate_to(offset)
+            if doomed:
+                await trio.to_thread.run_sync(Partition.delete_segment_files, doomed)
+        f.needs_truncation = False
+
+    # ---- fetching ----------------------------------------------------------------------------
+    async def _fetch_once(self) -> None:
+        followed = [f for f in self.partitions.values() if not f.needs_truncation and f.partition.online
+                    and not f.partition.is_leader]
+        if not followed:
+            await trio.sleep(0.05)
+            return
+        by_topic: dict[str, list[Followed]] = {}
+        for f in followed:
+            by_topic.setdefault(f.partition.topic, []).append(f)
+        cfg = self.config
+        request = FetchRequest(
+            version=FETCH_VERSION, replica_id=self.node_id, max_wait_ms=cfg.int("replica.fetch.wait.max.ms"),
+            min_bytes=cfg.int("replica.fetch.min.bytes"), max_bytes=cfg.int("replica.fetch.response.max.bytes"),
+            isolation_level=0, session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="",
+            topics=[_F(topic=t, topic_id=None, partitions=[_F.FetchPartition(
+                partition=f.partition.index, current_leader_epoch=f.partition.leader_epoch,
+                fetch_offset=f.partition.log_end_offset, last_fetched_epoch=-1,
+                log_start_offset=f.partition.log_start_offset,
+                partition_max_bytes=cfg.int("replica.fetch.max.bytes")) for f in fs]) for t, fs in by_topic.items()])
+        response = await self.client.send(request)
+        if response.error_code != ErrorCode.NONE:
+            log.info("fetch from broker %d failed: %s", self.leader.node_id, ErrorCode(response.error_code).name)
+            await trio.sleep(0.1)
+            return
+        for t in response.responses:
+            for pd in t.partitions:
+                f = self.partitions.get((t.topic, pd.partition_index))
+                if f is None or f not in followed:
+                    continue  # removed (or replaced) while the fetch was in flight
+                await self._handle(f, pd)
+
+    async def _handle(self, f: Followed, pd) -> None:
+        p = f.partition
+        code = pd.error_code
+        if code == ErrorCode.NONE:
+            data = pd.records or b""
+            if data:
+                self._append(p, memoryview(data))
+            p.set_follower_high_watermark(pd.high_watermark)
+            return
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            await self._out_of_range(f)
+            return
+        # FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, ...: the metadata moves
+        # on; the next reconcile re-adds the partition with the right leader and epoch.
+        log.debug("%s-%d: fetch from %d answered %s", p.topic, p.index, self.leader.node_id, ErrorCode(code).name)
+        await trio.sleep(0.05)
+
+    def _append(self, p: Partition, data: memoryview) -> None:
+        for start, end in records.split_batches(data):
+            batch = data[start:end]
+            try:
+                header = records.check_integrity(batch)
+            except records.InvalidBatch as exc:
+                log.warning("%s-%d: corrupt batch from leader %d: %s", p.topic, p.index, self.leader.node_id, exc)
+                return
+            if header.last_offset < p.log_end_offset:
+                continue  # already have it (a fetch raced with a truncation)
+            p.append_replicated(batch, header)
+
+    async def _out_of_range(self, f: Followed) -> None:
+        """The leader does not have our fetch offset: we are past its end (truncate to it) or
+        before its log start (start over there)."""
+        p = f.partition
+        T = _L
+        request = ListOffsetsRequest(version=LIST_OFFSETS_VERSION, replica_id=self.node_id, isolation_level=0,
+                                     topics=[T(name=p.topic, partitions=[T.ListOffsetsPartition(
+                                         partition_index=p.index, current_leader_epoch=p.leader_epoch,
+                                         timestamp=EARLIEST)])])
+        response = await self.client.send(request)
+        earliest = response.topics[0].partitions[0]
+        if earliest.error_code != ErrorCode.NONE:
+            return
+        if p.log_end_offset < earliest.offset:
+            log.info("%s-%d: leader starts at %d, past our end %d: starting over", p.topic, p.index,
+                     earliest.offset, p.log_end_offset)
+            doomed = p.restart_at(earliest.offset)
+            if doomed:
+                await trio.to_thread.run_sync(Partition.delete_segment_files, doomed)
+        else:
+            f.needs_truncation = True  # ahead of the leader: ask it where our epoch ends
+
+
+class ReplicaFetchers:
+    """The fetchers of this broker, one per leader it follows."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self._fetchers: dict[int, LeaderFetcher] = {}
+        self._nursery: trio.Nursery | None = None
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            await trio.sleep_forever()
+
+    def follow(self, partition: Partition, leader: BrokerInfo) -> None:
+        for node, fetcher in list(self._fetchers.items()):
+            if node != leader.node_id:
+                fetcher.remove(partition)
+        fetcher = self._fetchers.get(leader.node_id)
+        if fetcher is not None and (fetcher.leader.host, fetcher.leader.port) != (leader.host, leader.port):
+            fetcher.cancel_scope.cancel()
+            fetcher = None
+        if fetcher is None:
+            fetcher = LeaderFetcher(leader, self.config)
+            self._fetchers[leader.node_id] = fetcher
+            assert self._nursery is not None
+            self._nursery.start_soon(fetcher.run)
+        fetcher.add(partition)
+
+    def stop_following(self, partition: Partition) -> None:
+        for fetcher in self._fetchers.values():
+            fetcher.remove(partition)

@@ -1,0 +1,187 @@
+"""PeerClient: one broker's connection to another, speaking Kafka's own protocol.
+
+Followers fetch from leaders (Fetch, OffsetForLeaderEpoch), and a broker may ask a peer for
+ApiVersions or Metadata; all of it goes through this client.
+
+- Requests are kafka-python's schema-driven ApiMessage objects at a chosen version (for example
+  ``FetchRequest(version=12, ...)`` or ``FetchRequest[12](...)``); kafka-python encodes the
+  request header (v1, or v2 with tagged fields when the body is flexible) and the body, and
+  decodes the response body at the request's version. Only the 4-byte size prefix and the
+  response header's correlation id check are done here.
+- The response header is v1 (tagged fields) when the response body is flexible, except for
+  ApiVersions, whose response header is always v0 (KIP-511).
+- Fetch responses keep ``records`` as the raw bytes of the record batches, exactly as the
+  leader sent them: kafka-python's schema maps the ``records`` type to plain bytes and never
+  parses batches, so a follower can append them as-is.
+- One TCP connection (TCP_NODELAY), opened lazily on the first send and again after any error;
+  one request at a time (a trio.Lock), so a response must carry the correlation id just sent.
+- Every failure of the peer or the path to it raises PeerUnavailable and drops the connection:
+  connect refused or timed out, request timed out, connection reset or closed, a response that
+  does not match the request (PeerProtocolError, a PeerUnavailable). The caller backs off and
+  retries; the next send reconnects. ``request_timeout_s`` must exceed a Fetch's max_wait_ms.
+- Cancellation from outside during a request drops the connection too (a half-read response
+  would desynchronise it), then propagates.
+- A response frame is read into one preallocated bytearray with recv_into: each byte is copied
+  once from the kernel, then once more when the schema decoder slices ``records`` out of it.
+- Not implemented: pipelining several requests on one connection, TLS, SASL."""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+import trio
+from kafka.protocol.api_header import ResponseHeader
+from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.metadata.api_versions import ApiVersionsResponse
+
+_SIZE = struct.Struct(">i")
+DEFAULT_MAX_RESPONSE_BYTES = 128 * 1024 * 1024
+_API_VERSIONS_KEY = ApiVersionsResponse.API_KEY
+
+
+class PeerUnavailable(Exception):
+    """The peer cannot be reached or did not answer properly; back off and retry."""
+
+
+class PeerProtocolError(PeerUnavailable):
+    """The peer answered something that is not the response to our request (wrong correlation id,
+    bad frame size, undecodable body). The connection is dropped; a retry reconnects."""
+
+
+def _response_header_decoder(flexible: bool):
+    # ResponseHeader v0: correlation id; v1 adds tagged fields. ApiHeader.decode wants a file-like
+    # object; the struct's compiled decoder reads straight from the frame's memoryview instead.
+    version = 1 if flexible else 0
+    return ResponseHeader._struct.compiled_decode_from(version, compact=False, tagged=flexible,
+                                                       data_class=ResponseHeader)
+
+
+class PeerClient:
+    def __init__(self, host: str, port: int, client_id: str, connect_timeout_s: float,
+                 request_timeout_s: float, *, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.connect_timeout_s = connect_timeout_s
+        self.request_timeout_s = request_timeout_s
+        self.max_response_bytes = max_response_bytes
+        self._stream: trio.SocketStream | None = None
+        self._lock = trio.Lock()
+        self._correlation_id = 0
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"PeerClient({self.host}:{self.port}, client_id={self.client_id!r})"
+
+    @property
+    def connected(self) -> bool:
+        return self._stream is not None
+
+    async def __aenter__(self) -> "PeerClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection for good; a send in progress fails, later sends raise
+        trio.ClosedResourceError."""
+        self._closed = True
+        self._drop()
+        await trio.lowlevel.checkpoint()
+
+    async def send(self, request: ApiMessage) -> ApiMessage | None:
+        """Send one request and return its decoded response (None for a request that expects no
+        response, such as Produce with acks=0).
+
+        Raises PeerUnavailable (or its PeerProtocolError) when the peer fails; ValueError for a
+        request without a version; trio.ClosedResourceError after aclose()."""
+        if request.API_VERSION is None:
+            raise ValueError(f"{type(request).__name__} has no version: build it with version=...")
+        async with self._lock:
+            if self._closed:
+                raise trio.ClosedResourceError(f"{self!r} is closed")
+            self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
+            correlation_id = self._correlation_id
+            request.with_header(correlation_id=correlation_id, client_id=self.client_id)
+            frame = request.encode(header=True, framed=True)
+            response_class = request.header.get_response_class() if request.expect_response() else None
+            if request.expect_response() and response_class is None:
+                raise ValueError(f"no response class for {type(request).__name__}")
+            stream = await self._connect()
+            try:
+                with trio.move_on_after(self.request_timeout_s) as scope:
+                    await stream.send_all(frame)
+                    if response_class is None:
+                        return None
+                    body = await self._receive_frame(stream)
+                if scope.cancelled_caught:
+                    raise PeerUnavailable(f"{self!r}: no response to {type(request).__name__} "
+                                          f"v{request.API_VERSION} within {self.request_timeout_s}s")
+                return self._decode(response_class, request.API_VERSION, correlation_id, body)
+            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                self._drop()
+                if self._closed:
+                    raise trio.ClosedResourceError(f"{self!r} was closed during the request") from exc
+                raise PeerUnavailable(f"{self!r}: connection failed: {exc!r}") from exc
+            except BaseException:  # PeerUnavailable, cancellation, anything: the stream's state is unknown
+                self._drop()
+                raise
+
+    async def _connect(self) -> trio.SocketStream:
+        if self._stream is not None:
+            return self._stream
+        try:
+            with trio.move_on_after(self.connect_timeout_s):
+                stream = await trio.open_tcp_stream(self.host, self.port)
+                stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+                self._stream = stream
+                return stream
+        except OSError as exc:
+            raise PeerUnavailable(f"{self!r}: cannot connect: {exc!r}") from exc
+        raise PeerUnavailable(f"{self!r}: no connection within {self.connect_timeout_s}s")
+
+    def _drop(self) -> None:
+        """Close the connection now (synchronously, so it also works while being cancelled)."""
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.socket.close()
+
+    async def _receive_frame(self, stream: trio.SocketStream) -> bytearray:
+        size_buf = bytearray(4)
+        await self._receive_into(stream, memoryview(size_buf))
+        (size,) = _SIZE.unpack(size_buf)
+        if size < 4 or size > self.max_response_bytes:
+            raise PeerProtocolError(f"{self!r}: response frame of {size} bytes "
+                                    f"(allowed 4..{self.max_response_bytes})")
+        body = bytearray(size)
+        await self._receive_into(stream, memoryview(body))
+        return body
+
+    async def _receive_into(self, stream: trio.SocketStream, view: memoryview) -> None:
+        sock = stream.socket
+        got, want = 0, len(view)
+        while got < want:
+            n = await sock.recv_into(view[got:])
+            if n == 0:
+                raise PeerUnavailable(f"{self!r}: connection closed by the peer "
+                                      f"({got} of {want} bytes received)")
+            got += n
+
+    def _decode(self, response_class: type[ApiMessage], version: int, correlation_id: int,
+                body: bytearray) -> ApiMessage:
+        view = memoryview(body)
+        flexible_header = response_class.API_KEY != _API_VERSIONS_KEY and response_class.flexible_version_q(version)
+        try:
+            header, pos = _response_header_decoder(flexible_header)(view, 0)
+        except Exception as exc:
+            raise PeerProtocolError(f"{self!r}: bad response header: {exc!r}") from exc
+        if header.correlation_id != correlation_id:
+            raise PeerProtocolError(f"{self!r}: response correlation id {header.correlation_id}, "
+                                    f"expected {correlation_id}")
+        try:
+            return response_class.decode(view[pos:], version=version)
+        except Exception as exc:  # the generated decoder raises assorted errors on bad bytes
+            raise PeerProtocolError(f"{self!r}: cannot decode {response_class.__name__} "
+                                    f"v{version} ({len(body)} bytes): {exc!r}") from exc

@@ -1,0 +1,683 @@
+"""ZkMetadata: the cluster metadata of a broker in a ZooKeeper-coordinated cluster (Kafka 3.9's
+layout), behind the same `ClusterMetadata` interface as the single node's LocalMetadata.
+
+How a broker learns of changes: ZooKeeper watches. Every read sets a watch; any notification
+(or a session change) makes the reconcile loop re-read the whole cluster state — brokers,
+controller, topics, assignments, configs, partition states — in a worker thread, and apply it
+on the event loop: topics appear (this broker's replicas are opened) or go (their files are
+deleted), and each local partition becomes leader or follower as its state znode says, its
+fetcher following the leader. Reading everything each time is simple and cannot miss a change;
+a cluster of thousands of partitions would want per-path caches.
+
+Who writes what:
+- every broker: its ephemeral /brokers/ids/N registration (again after a session expiry), and,
+  as leader of a partition, the ISR in the partition's state znode (shrink when a follower lags
+  past replica.lag.time.max.ms, expand when it caught up), with a conditional write on the
+  znode's version, so a leader that was replaced cannot overwrite its successor's state (Kafka
+  before AlterPartition did the same);
+- the controller (whoever holds the ephemeral /controller, /controller_epoch bumped atomically
+  with taking it): new partitions' states, leader elections, dead replicas out of the ISR, topic
+  deletion, preferred leader election — see controller.py for the decisions;
+- any broker serving an admin request: new topics' /config/topics and /brokers/topics znodes
+  (the controller then brings their partitions online), /admin/delete_topics markers, config
+  changes, producer id blocks in /latest_producer_id_block.
+
+A broker whose session expired stops leading: the reconcile after the new session sees the
+partition states the controller wrote meanwhile, and a write made on the old view fails its
+version check."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+import trio
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
+
+from wirekafka.broker import topic_config
+from wirekafka.broker.metadata import (BrokerInfo, OpenPartition, PartitionView, Topic, base64_to_uuid,
+                                       check_new_topic, uuid_to_base64)
+from wirekafka.broker.partition import Partition
+from wirekafka.broker.replication import assignment as assigner
+from wirekafka.broker.replication import zk_layout as zl
+from wirekafka.broker.replication.controller import (ClusterSnapshot, LeaderAndIsr, StateWrite, TopicView,
+                                                     plan_state_changes, preferred_leader_changes)
+from wirekafka.broker.replication.zk_session import ZkSession
+from wirekafka.config import BrokerConfig
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+
+log = logging.getLogger(__name__)
+
+PRODUCER_ID_BLOCK = 1000
+SAFETY_RECONCILE_S = 5.0  # re-read even without a watch firing (a watch lost with a session)
+
+
+@dataclass
+class RoleChange:
+    """What the broker must do after a reconcile: partitions to follow (with their leader) or
+    not to fetch any more, and leaderships gained and lost (coordinators load and unload)."""
+
+    follow: list[tuple[Partition, BrokerInfo]] = field(default_factory=list)
+    stop_fetching: list[Partition] = field(default_factory=list)
+    became_leader: list[Partition] = field(default_factory=list)
+    resigned: list[Partition] = field(default_factory=list)
+
+
+class ZkMetadata:
+    def __init__(self, config: BrokerConfig, open_partition: OpenPartition, session: ZkSession) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self.zk = session
+        self._open_partition = open_partition
+        self._topics: dict[str, Topic] = {}
+        self._by_id: dict[uuid.UUID, Topic] = {}
+        self._snapshot = ClusterSnapshot({}, -1, 0, -1, {})
+        self._creating: set[str] = set()
+        self._registered_session: int | None = None
+        self._change_lock = trio.Lock()
+        self._reconciled = trio.Event()
+        self._next_producer_id = 0
+        self._producer_id_ceiling = 0
+        self._shutting_down = False
+        # set by the broker: start/stop following a leader (the replica fetchers)
+        self.on_roles: Callable[[RoleChange], None] = lambda change: None
+
+    # ---- start-up --------------------------------------------------------------------------------
+    @staticmethod
+    def session_for(config: BrokerConfig) -> ZkSession:
+        connection_timeout = config["zookeeper.connection.timeout.ms"]
+        return ZkSession(str(config["zookeeper.connect"]), config.int("zookeeper.session.timeout.ms"),
+                         int(connection_timeout) if connection_timeout is not None  # type: ignore[call-overload]
+                         else config.int("zookeeper.session.timeout.ms"))
+
+    async def connect(self) -> str:
+        """Connect, create Kafka's top-level znodes, and return the cluster id in /cluster/id
+        (created, random in Kafka's base64 form, by the first broker)."""
+        await self.zk.start()
+        await self.zk.call(_create_top_level_paths, self.zk.client)
+        return await self.zk.call(_get_or_create_cluster_id, self.zk.client)
+
+    def load(self) -> None:
+        """Nothing to read from the log dir: the topics are in ZooKeeper (see start)."""
+
+    def save(self) -> None:
+        """Nothing to write: ZooKeeper holds the metadata."""
+
+    async def start(self) -> None:
+        """Register this broker and apply the cluster state once, before serving."""
+        await self._register()
+        await self._reconcile()
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """The reconcile loop and the leader's ISR maintenance."""
+        task_status.started()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._isr_loop)
+            while True:
+                await self.zk.wait_changed(SAFETY_RECONCILE_S)
+                try:
+                    if self.zk.connected and self.zk.session_id() != self._registered_session:
+                        await self._register()
+                    if self.zk.connected:
+                        await self._reconcile()
+                except Exception:  # ZooKeeper unreachable or a race: the next round retries
+                    log.warning("reconciling with ZooKeeper failed; retrying", exc_info=True)
+                    await trio.sleep(0.2)
+                    self.zk.mark_changed()
+
+    async def _register(self) -> None:
+        """Create /brokers/ids/N (ephemeral). After a kill -9 the previous session's node may
+        still be there until ZooKeeper expires it: wait for that, up to the session timeout."""
+        adv = self.config.advertised_listener
+        data = zl.BrokerRegistration(
+            broker_id=self.node_id,
+            endpoints=(zl.Endpoint(adv.name, adv.host, adv.port, adv.name),),
+            rack=self.config["broker.rack"] or None,  # type: ignore[arg-type]
+            timestamp_ms=int(time.time() * 1000),
+        ).encode()
+        deadline = trio.current_time() + self.config.int("zookeeper.session.timeout.ms") / 1000 + 5
+        path = zl.broker_path(self.node_id)
+        while True:
+            try:
+                await self.zk.call(self.zk.client.create, path, data, ephemeral=True, makepath=True)
+                break
+            except NodeExistsError:
+                stat = await self.zk.call(self.zk.client.exists, path)
+                if stat is not None and stat.ephemeralOwner == self.zk.session_id():
+                    break
+                if trio.current_time() > deadline:
+                    raise RuntimeError(f"broker id {self.node_id} is registered by another live broker") from None
+                await trio.sleep(0.25)
+        self._registered_session = self.zk.session_id()
+        log.info("registered broker %d at %s", self.node_id, path)
+
+    # ---- reading the cluster -----------------------------------------------------------------
+    async def _reconcile(self) -> None:
+        snapshot = await self.zk.call(_read_snapshot, self.zk.client, self.zk.watcher)
+        self._snapshot = snapshot
+        await self._apply(snapshot)
+        if snapshot.controller == -1:
+            await self._try_become_controller()
+        elif snapshot.controller == self.node_id:
+            await self._act_as_controller(snapshot)
+        self._reconciled.set()
+        self._reconciled = trio.Event()
+
+    async def _apply(self, snapshot: ClusterSnapshot) -> None:
+        """Make the local topics and partition roles match the snapshot."""
+        for name in [n for n in self._topics if n not in snapshot.topics]:
+            await self._drop_topic(name)
+        change = RoleChange()
+        for name, view in snapshot.topics.items():
+            topic = self._topics.get(name)
+            if topic is None or topic.topic_id != view.topic_id:
+                if topic is not None:
+                    await self._drop_topic(name)
+                topic = Topic(name, view.topic_id, configs=dict(view.configs))
+                topic.partitions = await self._open_replicas(topic, view, 0)
+                self._topics[name] = topic
+                self._by_id[topic.topic_id] = topic
+            elif len(topic.partitions) < len(view.assignment):
+                topic.partitions.extend(await self._open_replicas(topic, view, len(topic.partitions)))
+            if topic.configs != view.configs:
+                topic.configs = dict(view.configs)
+                cfg = topic_config.log_config(topic.configs, self.config)
+                for p in topic.local_partitions():
+                    p.set_log_config(cfg)
+            min_isr = int(topic_config.effective("min.insync.replicas", topic.configs, self.config)[0])
+            for p in topic.local_partitions():
+                p.min_insync_replicas = min_isr
+                current = view.states.get(p.index)
+                if current is not None:
+                    self._apply_role(p, view.assignment.get(p.index, ()), current[0], snapshot, change)
+        self.on_roles(change)
+
+    def _apply_role(self, p: Partition, replicas: tuple[int, ...], state: LeaderAndIsr, snapshot: ClusterSnapshot,
+                    change: RoleChange) -> None:
+        isr = frozenset(state.isr)
+        rs = p.replica_set
+        if state.leader == self.node_id:
+            if not p.is_leader or p.leader_epoch != state.leader_epoch:
+                log.info("%s-%d: leader in epoch %d, ISR %s", p.topic, p.index, state.leader_epoch, sorted(isr))
+                change.stop_fetching.append(p)
+                if not p.is_leader:
+                    change.became_leader.append(p)
+                p.make_leader(state.leader_epoch, replicas, isr)
+            elif rs.isr != isr or rs.replicas != replicas:
+                rs.replicas = replicas
+                p.set_isr(isr)
+            return
+        if p.is_leader or p.leader_epoch != state.leader_epoch or rs.leader != state.leader:
+            log.info("%s-%d: follower of %d in epoch %d", p.topic, p.index, state.leader, state.leader_epoch)
+            if p.is_leader:
+                change.resigned.append(p)
+            p.make_follower(state.leader_epoch, state.leader, replicas, isr)
+            change.stop_fetching.append(p)
+            leader = snapshot.brokers.get(state.leader)
+            if leader is not None and not self._shutting_down:
+                change.follow.append((p, leader))
+        else:
+            rs.isr = isr
+            rs.replicas = replicas
+            leader = snapshot.brokers.get(state.leader)
+            if leader is not None and not self._shutting_down:
+                change.follow.append((p, leader))  # a no-op if already following it
+
+    async def _open_replicas(self, topic: Topic, view: TopicView, first: int) -> list[Partition | None]:
+        wanted = [i for i in range(first, len(view.assignment)) if self.node_id in view.assignment.get(i, ())]
+
+        def open_all() -> dict[int, Partition]:
+            return {i: self._open_partition(topic, i, False) for i in wanted}
+
+        opened = await trio.to_thread.run_sync(open_all)
+        return [opened.get(i) for i in range(first, len(view.assignment))]
+
+    async def _drop_topic(self, name: str) -> None:
+        topic = self._topics.pop(name)
+        self._by_id.pop(topic.topic_id, None)
+        local = topic.local_partitions()
+        for p in local:
+            p.take_offline()
+        self.on_roles(RoleChange(stop_fetching=local, resigned=[p for p in local if p.is_leader]))
+        for p in local:
+            await trio.to_thread.run_sync(p.delete_files)
+        log.info("topic %s is gone: deleted its local replicas", name)
+
+    # ---- controller ------------------------------------------------------------------------------
+    async def _try_become_controller(self) -> None:
+        try:
+            epoch = await self.zk.call(_claim_controller, self.zk.client, self.node_id)
+        except NodeExistsError:
+            return
+        log.info("broker %d is the controller (epoch %d)", self.node_id, epoch)
+        self.zk.mark_changed()
+
+    async def _act_as_controller(self, snapshot: ClusterSnapshot) -> None:
+        epoch = snapshot.controller_epoch
+        for name in snapshot.deleting:
+            await self.zk.call(_delete_topic_znodes, self.zk.client, name)
+            log.info("controller: deleted topic %s", name)
+        writes = plan_state_changes(snapshot, epoch, self._unclean_allowed(snapshot))
+        if self.config.bool("auto.leader.rebalance.enable"):
+            pass  # preferred leaders return on the imbalance check (_isr_loop), as Kafka's periodic task
+        await self._write_states(writes, snapshot)
+
+    def _unclean_allowed(self, snapshot: ClusterSnapshot) -> Callable[[str], bool]:
+        def allowed(name: str) -> bool:
+            view = snapshot.topics.get(name)
+            value = topic_config.effective("unclean.leader.election.enable", view.configs if view else {},
+                                           self.config)[0]
+            return str(value).lower() == "true"
+        return allowed
+
+    async def _write_states(self, writes: list[StateWrite], snapshot: ClusterSnapshot) -> None:
+        for w in writes:
+            try:
+                await self.zk.call(_write_state, self.zk.client, w, snapshot.controller_epoch_version)
+                log.info("controller: %s-%d leader %d epoch %d ISR %s", w.topic, w.partition, w.state.leader,
+                         w.state.leader_epoch, list(w.state.isr))
+            except (BadVersionError, NodeExistsError, NoNodeError):
+                log.info("controller: %s-%d changed meanwhile; re-reading", w.topic, w.partition)
+                self.zk.mark_changed()
+
+    async def elect_preferred_leaders(self, partitions: set[tuple[str, int]] | None) -> dict[tuple[str, int], ErrorCode]:
+        """ElectLeaders (preferred): done by whichever broker is asked, with the controller's
+        conditional writes (the controller epoch check fences it if the controller changed)."""
+        snapshot = self._snapshot
+        writes = preferred_leader_changes(snapshot, snapshot.controller_epoch, partitions)
+        await self._write_states(writes, snapshot)
+        done = {(w.topic, w.partition): ErrorCode.NONE for w in writes}
+        return done
+
+    # ---- controlled shutdown ----------------------------------------------------------------------
+    async def controlled_shutdown(self, timeout_s: float) -> bool:
+        """Move this broker's leaderships to other in-sync replicas and leave the ISRs before
+        shutting down (Kafka's controlled shutdown), so clients fail over without waiting for the
+        session to expire. Kafka asks the controller over ControlledShutdown; here the broker
+        writes the controller's decisions itself, fenced by the controller epoch and each state
+        znode's version like any controller write. True when nothing is left to move."""
+        self._shutting_down = True  # no more fetching: a caught-up follower would rejoin the ISRs
+        self.on_roles(RoleChange(stop_fetching=list(self.iter_partitions())))
+        with trio.move_on_after(timeout_s):
+            while True:
+                snapshot = await self.zk.call(_read_snapshot, self.zk.client, None)
+                without_me = ClusterSnapshot({b: i for b, i in snapshot.brokers.items() if b != self.node_id},
+                                             snapshot.controller, snapshot.controller_epoch,
+                                             snapshot.controller_epoch_version, snapshot.topics, snapshot.deleting)
+                writes = [w for w in plan_state_changes(without_me, snapshot.controller_epoch,
+                                                        lambda _name: False)
+                          if self._involves_me(snapshot, w) and w.state.leader != -1]
+                if not writes:
+                    return True
+                await self._write_states(writes, snapshot)
+                await trio.sleep(0.05)
+        log.warning("controlled shutdown did not move every leadership within %.0fs", timeout_s)
+        return False
+
+    def _involves_me(self, snapshot: ClusterSnapshot, w: StateWrite) -> bool:
+        current = snapshot.topics[w.topic].states.get(w.partition)
+        return current is not None and (current[0].leader == self.node_id or self.node_id in current[0].isr)
+
+    # ---- ISR maintenance (leader) -------------------------------------------------------------
+    async def _isr_loop(self) -> None:
+        lag_ms = self.config.int("replica.lag.time.max.ms")
+        while True:
+            await trio.sleep(0.1)
+            if not self.zk.connected:
+                continue
+            for topic in list(self._topics.values()):
+                for p in topic.local_partitions():
+                    if not p.is_leader:
+                        continue
+                    isr = p.replica_set.isr
+                    new = (isr - p.isr_shrink(lag_ms)) | p.isr_expansion()
+                    if new != isr:
+                        await self._write_isr(p, new)
+
+    async def _write_isr(self, p: Partition, isr: frozenset[int]) -> None:
+        view = self._snapshot.topics.get(p.topic)
+        current = view.states.get(p.index) if view is not None else None
+        if current is None or current[0].leader != self.node_id or current[0].leader_epoch != p.leader_epoch:
+            return
+        state, version = current
+        ordered = tuple(r for r in p.replica_set.replicas if r in isr) + tuple(sorted(isr - set(p.replica_set.replicas)))
+        new = LeaderAndIsr(state.leader, state.leader_epoch, ordered, state.controller_epoch)
+        try:
+            stat = await self.zk.call(self.zk.client.set, zl.partition_state_path(p.topic, p.index),
+                                      _encode_state(new), version=version)
+        except (BadVersionError, NoNodeError):
+            self.zk.mark_changed()  # the controller wrote meanwhile: re-read before deciding again
+            return
+        log.info("%s-%d: ISR %s -> %s", p.topic, p.index, sorted(state.isr), list(ordered))
+        view.states[p.index] = (new, stat.version)
+        p.set_isr(frozenset(ordered))
+
+    # ---- look-ups (ClusterMetadata) ---------------------------------------------------------------
+    def topic(self, name: str) -> Topic | None:
+        return self._topics.get(name)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        return self._by_id.get(topic_id)
+
+    def resolve(self, name: str | None, topic_id: uuid.UUID | None, by_id: bool) -> tuple[Topic | None, ErrorCode]:
+        if by_id:
+            return (self._by_id.get(topic_id) if topic_id else None), ErrorCode.UNKNOWN_TOPIC_ID
+        return (self._topics.get(name) if name is not None else None), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    def partition(self, topic: str, index: int) -> Partition:
+        t = self._topics.get(topic)
+        if t is None:
+            raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return t.leader_partition(index)
+
+    def brokers(self) -> list[BrokerInfo]:
+        return [self._snapshot.brokers[b] for b in sorted(self._snapshot.brokers)]
+
+    def controller_id(self) -> int:
+        return self._snapshot.controller
+
+    def partition_view(self, topic: Topic, index: int) -> PartitionView:
+        view = self._snapshot.topics.get(topic.name)
+        replicas = view.assignment.get(index, ()) if view is not None else ()
+        current = view.states.get(index) if view is not None else None
+        if current is None:
+            return PartitionView(-1, -1, replicas, (), replicas)
+        state = current[0]
+        live = self._snapshot.brokers
+        return PartitionView(state.leader if state.leader in live else -1, state.leader_epoch, replicas, state.isr,
+                             tuple(r for r in replicas if r not in live))
+
+    def all_topics(self) -> list[Topic]:
+        return list(self._topics.values())
+
+    def being_created(self, name: str) -> bool:
+        return name in self._creating
+
+    def iter_partitions(self) -> Iterator[Partition]:
+        for t in self.all_topics():
+            yield from t.local_partitions()
+
+    def topic_config_value(self, topic: Topic, name: str) -> str:
+        return topic_config.effective(name, topic.configs, self.config)[0]
+
+    # ---- changes ---------------------------------------------------------------------------------
+    def validate_new_topic(self, name: str, num_partitions: int, replication_factor: int,
+                           configs: dict[str, str], assignment: dict[int, list[int]] | None = None) -> None:
+        if name in self._topics or name in self._creating:
+            raise KafkaApiError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        check_new_topic(name, num_partitions, replication_factor, configs)
+        if assignment is not None:
+            assigner.validate_topic_assignment(assignment)
+        else:
+            assigner.assign_replicas_to_brokers(self._broker_metadata(), num_partitions, replication_factor)
+
+    def _broker_metadata(self) -> list[assigner.BrokerMetadata]:
+        return [assigner.BrokerMetadata(b.node_id, b.rack) for b in self.brokers()]
+
+    async def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None,
+                           replication_factor: int = -1, assignment: dict[int, list[int]] | None = None) -> Topic:
+        """Write the topic's config and assignment znodes (Kafka's order: config first), then wait
+        until this broker has applied the partition states the controller writes for it."""
+        if replication_factor == -1:
+            replication_factor = self.config.int("default.replication.factor")
+        if assignment is None:
+            assignment = assigner.assign_replicas_to_brokers(self._broker_metadata(), num_partitions,
+                                                             replication_factor, rng=random.Random())
+        topic_id = uuid.uuid4()
+        self._creating.add(name)
+        try:
+            try:
+                await self.zk.call(_create_topic_znodes, self.zk.client, name, topic_id, assignment, configs or {})
+            except NodeExistsError:
+                raise KafkaApiError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.") from None
+            log.info("created topic %s with %d partitions, assignment %s", name, len(assignment), assignment)
+            topic = await self._wait_for(lambda: self._online(name), 30)
+        finally:
+            self._creating.discard(name)
+        if topic is None:
+            raise KafkaApiError(ErrorCode.REQUEST_TIMED_OUT, f"Topic {name} was created but its partitions "
+                                "did not come online in time")
+        return topic
+
+    def _online(self, name: str) -> Topic | None:
+        topic = self._topics.get(name)
+        view = self._snapshot.topics.get(name)
+        if topic is None or view is None or len(view.states) < len(view.assignment):
+            return None
+        return topic
+
+    async def _wait_for(self, probe: Callable[[], Topic | None], timeout_s: float) -> Topic | None:
+        with trio.move_on_after(timeout_s):
+            while (found := probe()) is None:
+                self.zk.mark_changed()
+                await self._reconciled.wait()
+            return found
+        return None
+
+    async def delete_topic(self, name: str) -> Topic:
+        """Mark the topic for deletion; the controller removes its znodes, and every broker its
+        replicas. Returns the topic with its partitions already deleted here."""
+        topic = self._topics[name]
+        try:
+            await self.zk.call(self.zk.client.create, zl.delete_topic_path(name), b"", makepath=True)
+        except NodeExistsError:
+            pass
+        with trio.move_on_after(30):
+            while name in self._topics and self._topics[name] is topic:
+                self.zk.mark_changed()
+                await self._reconciled.wait()
+        return Topic(topic.name, topic.topic_id, [], topic.configs)
+
+    async def add_partitions(self, topic: Topic, total: int) -> None:
+        async with self._change_lock:
+            view = self._snapshot.topics.get(topic.name)
+            if self._topics.get(topic.name) is not topic or view is None:
+                raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic.name} does not exist.")
+            first = len(view.assignment)
+            if total <= first:
+                raise KafkaApiError(ErrorCode.INVALID_PARTITIONS, f"Topic currently has {first} partitions, "
+                                    f"which is higher than the requested {total}.")
+            added = assigner.assign_new_partitions(topic.name, view.assignment, self._broker_metadata(), total)
+            assignment = {**{p: list(r) for p, r in view.assignment.items()}, **added}
+            await self.zk.call(_set_assignment, self.zk.client, topic.name, topic.topic_id, assignment)
+            await self._wait_for(lambda: topic if len(topic.partitions) >= total else None, 30)
+
+    async def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:
+        await self.zk.call(_set_topic_config, self.zk.client, topic.name, configs)
+        topic.configs = dict(configs)
+        cfg = topic_config.log_config(topic.configs, self.config)
+        for p in topic.local_partitions():
+            p.set_log_config(cfg)
+
+    async def allocate_producer_id(self) -> int:
+        """Producer ids from blocks claimed in /latest_producer_id_block with a conditional write."""
+        async with self._change_lock:
+            if self._next_producer_id >= self._producer_id_ceiling:
+                start = await self.zk.call(_claim_producer_id_block, self.zk.client, self.node_id)
+                self._next_producer_id, self._producer_id_ceiling = start, start + PRODUCER_ID_BLOCK
+            pid = self._next_producer_id
+            self._next_producer_id += 1
+            return pid
+
+
+# ---- ZooKeeper reads and writes (worker threads) ------------------------------------------------
+def _create_top_level_paths(client) -> None:
+    for path in zl.PERSISTENT_PATHS:
+        client.ensure_path(path)
+
+
+def _get_or_create_cluster_id(client) -> str:
+    try:
+        data, _ = client.get(zl.CLUSTER_ID)
+        return zl.decode_cluster_id(data)
+    except NoNodeError:
+        pass
+    new = uuid_to_base64(uuid.uuid4())
+    try:
+        client.create(zl.CLUSTER_ID, zl.encode_cluster_id(new), makepath=True)
+        return new
+    except NodeExistsError:
+        data, _ = client.get(zl.CLUSTER_ID)
+        return zl.decode_cluster_id(data)
+
+
+def _encode_state(state: LeaderAndIsr) -> bytes:
+    return zl.PartitionState(leader=state.leader, leader_epoch=state.leader_epoch, isr=tuple(state.isr),
+                             controller_epoch=state.controller_epoch,
+                             leader_recovery_state=zl.LeaderRecoveryState(state.leader_recovery_state)).encode()
+
+
+def _decode_state(data: bytes) -> LeaderAndIsr:
+    s = zl.PartitionState.decode(data)
+    return LeaderAndIsr(s.leader, s.leader_epoch, tuple(s.isr), s.controller_epoch, int(s.leader_recovery_state))
+
+
+def _read_snapshot(client, watch: Callable | None) -> ClusterSnapshot:
+    brokers: dict[int, BrokerInfo] = {}
+    for child in client.get_children(zl.BROKER_IDS, watch=watch):
+        try:
+            data, _ = client.get(zl.broker_path(int(child)), watch=watch)
+        except NoNodeError:
+            continue
+        reg = zl.BrokerRegistration.decode(int(child), data)
+        endpoint = reg.endpoints[0]
+        brokers[reg.broker_id] = BrokerInfo(reg.broker_id, endpoint.host or "127.0.0.1", endpoint.port, reg.rack)
+    controller = -1
+    stat = client.exists(zl.CONTROLLER, watch=watch)
+    if stat is not None:
+        try:
+            data, _ = client.get(zl.CONTROLLER, watch=watch)
+            controller = zl.ControllerRegistration.decode(data).broker_id
+        except NoNodeError:
+            controller = -1
+    try:
+        data, epoch_stat = client.get(zl.CONTROLLER_EPOCH)
+        controller_epoch, epoch_version = zl.decode_controller_epoch(data), epoch_stat.version
+    except NoNodeError:
+        controller_epoch, epoch_version = 0, -1
+    topics: dict[str, TopicView] = {}
+    for name in client.get_children(zl.TOPICS, watch=watch):
+        try:
+            data, _ = client.get(zl.topic_path(name), watch=watch)
+        except NoNodeError:
+            continue
+        ta = zl.TopicAssignment.decode(data)
+        try:
+            cdata, _ = client.get(zl.topic_config_path(name), watch=watch)
+            configs = zl.decode_entity_config(cdata)
+        except NoNodeError:
+            configs = {}
+        view = TopicView(ta.topic_id or uuid.UUID(int=0), {p: tuple(r) for p, r in ta.partitions.items()}, dict(configs))
+        for index in view.assignment:
+            path = zl.partition_state_path(name, index)
+            if client.exists(path, watch=watch) is None:
+                continue
+            try:
+                sdata, sstat = client.get(path, watch=watch)
+            except NoNodeError:
+                continue
+            view.states[index] = (_decode_state(sdata), sstat.version)
+        topics[name] = view
+    deleting = tuple(client.get_children(zl.DELETE_TOPICS, watch=watch))
+    return ClusterSnapshot(brokers, controller, controller_epoch, epoch_version, topics, deleting)
+
+
+def _claim_controller(client, broker_id: int) -> int:
+    """Create /controller and bump /controller_epoch in one transaction (Kafka's
+    registerControllerAndIncrementControllerEpoch); raises NodeExistsError if another won."""
+    while True:
+        try:
+            data, stat = client.get(zl.CONTROLLER_EPOCH)
+            epoch, version = zl.decode_controller_epoch(data), stat.version
+        except NoNodeError:
+            try:
+                client.create(zl.CONTROLLER_EPOCH, zl.encode_controller_epoch(zl.INITIAL_CONTROLLER_EPOCH))
+            except NodeExistsError:
+                pass
+            continue
+        tx = client.transaction()
+        tx.create(zl.CONTROLLER, zl.ControllerRegistration(broker_id=broker_id,
+                                                                timestamp_ms=int(time.time() * 1000)).encode(),
+                  ephemeral=True)
+        tx.set_data(zl.CONTROLLER_EPOCH, zl.encode_controller_epoch(epoch + 1), version=version)
+        results = tx.commit()
+        failures = [r for r in results if isinstance(r, Exception)]
+        if not failures:
+            return epoch + 1
+        if any(isinstance(r, NodeExistsError) for r in failures):
+            raise NodeExistsError()
+        # the epoch moved under us without a controller: read again
+
+
+def _write_state(client, w: StateWrite, controller_epoch_version: int) -> None:
+    """A controller's partition state write, fenced by the controller epoch's znode version
+    (a controller that was replaced fails the check instead of overwriting its successor)."""
+    path = zl.partition_state_path(w.topic, w.partition)
+    if w.version is None:
+        client.ensure_path(path.rsplit("/", 1)[0])
+    tx = client.transaction()
+    tx.check(zl.CONTROLLER_EPOCH, controller_epoch_version)
+    if w.version is None:
+        tx.create(path, _encode_state(w.state))
+    else:
+        tx.set_data(path, _encode_state(w.state), version=w.version)
+    errors = [r for r in tx.commit() if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
+    if errors:
+        raise errors[0]
+
+
+def _create_topic_znodes(client, name: str, topic_id: uuid.UUID, assignment: dict[int, list[int]],
+                         configs: dict[str, str]) -> None:
+    if client.exists(zl.topic_path(name)) is not None:
+        raise NodeExistsError()
+    data = zl.encode_entity_config(configs)
+    try:
+        client.create(zl.topic_config_path(name), data, makepath=True)
+    except NodeExistsError:
+        client.set(zl.topic_config_path(name), data)
+    client.create(zl.topic_path(name), zl.TopicAssignment(topic_id=topic_id, partitions={
+        p: list(r) for p, r in assignment.items()}).encode(), makepath=True)
+
+
+def _set_assignment(client, name: str, topic_id: uuid.UUID, assignment: dict[int, list[int]]) -> None:
+    client.set(zl.topic_path(name), zl.TopicAssignment(topic_id=topic_id, partitions=assignment).encode())
+
+
+def _set_topic_config(client, name: str, configs: dict[str, str]) -> None:
+    data = zl.encode_entity_config(configs)
+    try:
+        client.set(zl.topic_config_path(name), data)
+    except NoNodeError:
+        client.create(zl.topic_config_path(name), data, makepath=True)
+    client.create(zl.CONFIG_CHANGE_PREFIX, zl.encode_config_change(zl.TOPIC_CONFIG_TYPE, name), sequence=True,
+                  makepath=True)
+
+
+def _delete_topic_znodes(client, name: str) -> None:
+    client.delete(zl.topic_path(name), recursive=True) if client.exists(zl.topic_path(name)) else None
+    if client.exists(zl.topic_config_path(name)):
+        client.delete(zl.topic_config_path(name))
+    if client.exists(zl.delete_topic_path(name)):
+        client.delete(zl.delete_topic_path(name))
+
+
+def _claim_producer_id_block(client, broker_id: int) -> int:
+    """Kafka's ZkProducerIdManager: read the latest block, write the next one conditionally."""
+    while True:
+        try:
+            data, stat = client.get(zl.LATEST_PRODUCER_ID_BLOCK)
+        except NoNodeError:
+            client.ensure_path(zl.LATEST_PRODUCER_ID_BLOCK)
+            continue
+        start = zl.ProducerIdBlock.decode(data).block_end + 1 if data else 0
+        block = zl.ProducerIdBlock(broker_id=broker_id, block_start=start, block_end=start + PRODUCER_ID_BLOCK - 1)
+        try:
+            client.set(zl.LATEST_PRODUCER_ID_BLOCK, block.encode(), version=stat.version)
+            return start
+        except BadVersionError:
+            continue
+

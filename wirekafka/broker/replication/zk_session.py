@@ -1,0 +1,123 @@
+"""ZkSession: the broker's one ZooKeeper connection (kazoo), and the one place its threads meet trio.
+
+kazoo runs its own threads: its blocking calls run here in trio worker threads (`call`), and
+everything kazoo calls back — one-shot watches set by reads, and session state changes — only
+marks the loop's `changed` flag through the trio token (`run_sync_soon`, safe from any thread).
+The loop side never reacts to a single watch: it re-reads the cluster state and reconciles, so a
+missed or coalesced notification cannot leave it wrong.
+
+Session loss matters for fencing: when ZooKeeper expires the session, its ephemeral znodes
+(/brokers/ids/N, /controller) are gone and another broker may lead our partitions; the loop sees
+`session_id()` change and re-registers. A chroot in zookeeper.connect is created if it is
+missing, as Kafka does."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any, Callable
+
+import trio
+from kazoo.client import KazooClient, KazooState
+
+log = logging.getLogger(__name__)
+
+
+def split_connect(connect: str) -> tuple[str, str]:
+    """zookeeper.connect -> (hosts, chroot or "")."""
+    slash = connect.find("/")
+    if slash < 0:
+        return connect, ""
+    return connect[:slash], connect[slash:].rstrip("/")
+
+
+class ZkSession:
+    def __init__(self, connect: str, session_timeout_ms: int, connection_timeout_ms: int) -> None:
+        self.hosts, self.chroot = split_connect(connect)
+        self.session_timeout_ms = session_timeout_ms
+        self.connection_timeout_s = connection_timeout_ms / 1000
+        self.client = KazooClient(hosts=self.hosts + self.chroot, timeout=session_timeout_ms / 1000,
+                                  randomize_hosts=False)
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._changed = trio.Event()
+        self.connected = False
+
+    async def start(self) -> None:
+        """Connect (creating the chroot first if needed); raise if ZooKeeper does not answer
+        within zookeeper.connection.timeout.ms."""
+        self._token = trio.lowlevel.current_trio_token()
+        if self.chroot:
+            await trio.to_thread.run_sync(self._ensure_chroot)
+        self.client.add_listener(self._on_state)
+        await trio.to_thread.run_sync(functools.partial(self.client.start, timeout=self.connection_timeout_s))
+        self.connected = True
+
+    def _ensure_chroot(self) -> None:
+        plain = KazooClient(hosts=self.hosts, timeout=self.session_timeout_ms / 1000, randomize_hosts=False)
+        plain.start(timeout=self.connection_timeout_s)
+        try:
+            plain.ensure_path(self.chroot)
+        finally:
+            plain.stop()
+            plain.close()
+
+    async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run a blocking kazoo call in a worker thread."""
+        return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
+    def watcher(self, _event: object = None) -> None:
+        """The watch every read sets (kazoo thread): the cluster state changed somewhere."""
+        self._post(self._mark_changed)
+
+    def _on_state(self, state: str) -> None:
+        """kazoo's session listener (kazoo thread; it must not block)."""
+        self._post(functools.partial(self._state_changed, state))
+
+    def _post(self, fn: Callable[[], None]) -> None:
+        if self._token is None:
+            return
+        try:
+            self._token.run_sync_soon(fn)
+        except trio.RunFinishedError:
+            pass
+
+    def _state_changed(self, state: str) -> None:
+        if state == KazooState.LOST:
+            log.warning("ZooKeeper session expired")
+            self.connected = False
+        elif state == KazooState.SUSPENDED:
+            log.warning("ZooKeeper connection suspended")
+            self.connected = False
+        elif state == KazooState.CONNECTED:
+            if not self.connected:
+                log.info("ZooKeeper connection (re)established")
+            self.connected = True
+        self._mark_changed()
+
+    def session_id(self) -> int | None:
+        """The current ZooKeeper session's id; a new one means our ephemerals are gone."""
+        cid = self.client.client_id
+        return cid[0] if cid else None
+
+    def _mark_changed(self) -> None:
+        self._changed.set()
+
+    async def wait_changed(self, timeout_s: float) -> None:
+        """Sleep until a watch fires or the session changes (or timeout_s, a safety net)."""
+        with trio.move_on_after(timeout_s):
+            await self._changed.wait()
+        self._changed = trio.Event()
+
+    def mark_changed(self) -> None:
+        """Ask for a reconcile soon (after a write of our own, say)."""
+        self._changed.set()
+
+    async def close(self) -> None:
+        await trio.to_thread.run_sync(self._close)
+
+    def _close(self) -> None:
+        try:
+            self.client.stop()
+            self.client.close()
+        except Exception:  # closing a session that already failed  # noqa: BLE001
+            log.debug("closing the ZooKeeper client failed", exc_info=True)

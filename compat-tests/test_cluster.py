@@ -379,3 +379,28 @@ def test_delete_and_grow_topics(cluster: WirekafkaCluster) -> None:
         cluster.wait_isr("growing", p, 3)
     assignment = cluster.znode("/brokers/topics/growing")["partitions"]
     assert sorted(assignment) == ["0", "1", "2"]
+
+
+@pytest.mark.java
+def test_preferred_leader_election_with_kafkas_tool(cluster: WirekafkaCluster) -> None:
+    """After a restart the preferred replica is a follower; Kafka's kafka-leader-election moves
+    the leadership back (ElectLeaders), and asking again says no election is needed."""
+    from testsupport.java_tools import tool
+
+    _create(cluster, "preferred")
+    preferred = cluster.znode("/brokers/topics/preferred")["partitions"]["0"][0]
+    cluster.brokers[preferred].kill()
+    cluster.wait_for(lambda: cluster.leader("preferred") not in (preferred, -1), 30, "another leader")
+    cluster.brokers[preferred].start(timeout=60)
+    cluster.wait_isr("preferred", 0, 3, timeout=60)
+    assert cluster.leader("preferred") != preferred
+    done = tool("kafka-leader-election", "--bootstrap-server", cluster.bootstrap, "--election-type", "preferred",
+                "--topic", "preferred", "--partition", "0")
+    assert done.returncode == 0, done.stderr
+    assert "Successfully completed leader election (PREFERRED) for partitions preferred-0" in done.stdout, done.stdout
+    assert cluster.leader("preferred") == preferred
+    again = tool("kafka-leader-election", "--bootstrap-server", cluster.bootstrap, "--election-type", "preferred",
+                 "--all-topic-partitions")
+    assert again.returncode == 0, again.stderr
+    assert "Successfully" not in again.stdout and "Failed" not in again.stdout, again.stdout
+    assert cluster.leader("preferred") == preferred

@@ -184,3 +184,22 @@ def test_offset_delete(target):
         assert resp.error_code == 0 and resp.topics[0].partitions[0].error_code == 0
         missing = conn.call(OffsetDeleteRequest(group_id=unique("nogroup"), topics=[]), 0)
         assert missing.error_code == 69
+
+
+@pytest.mark.parametrize("version", range(0, 3))
+def test_elect_leaders(target, version):
+    """One broker leads every partition it has: a preferred or unclean election is never needed;
+    an unknown partition is named as such."""
+    from kafka.protocol.admin import ElectLeadersRequest
+
+    name = unique()
+    T = ElectLeadersRequest.TopicPartitions
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, name, partitions=2)
+        for election_type in ((0, 1) if version >= 1 else (0,)):
+            req = ElectLeadersRequest(election_type=election_type, timeout_ms=10000,
+                                      topic_partitions=[T(topic=name, partitions=[0, 1, 7])])
+            resp = conn.call(req, version)
+            results = {p.partition_id: p.error_code for r in resp.replica_election_results for p in r.partition_result}
+            assert results == {0: 84, 1: 84, 7: 3}
+    # (All partitions at once lists every topic in Kafka's hash order: see tests/test_admin_handlers.py.)

@@ -654,3 +654,21 @@ def test_offset_for_leader_epoch_rules_in_a_later_epoch(tmp_path: Path) -> None:
     assert _epoch_end(state, 4, 3, current=4) == (ErrorCode.UNKNOWN_LEADER_EPOCH, -1, -1)
     assert _delete_records(state, 2, "t", 2) == (ErrorCode.NONE, 2)
     assert _epoch_end(state, 4, 1) == (ErrorCode.NONE, 1, 2)  # the entry's start moved with the log start
+
+
+# ---- ElectLeaders --------------------------------------------------------------------------------
+def test_elect_leaders_on_one_node(tmp_path: Path) -> None:
+    """Nothing needs an election on one node; all partitions at once lists each topic empty."""
+    from kafka.protocol.admin import ElectLeadersRequest
+
+    state = make_state(tmp_path)
+    create_topic(state, "t", 2)
+    T = ElectLeadersRequest.TopicPartitions
+    resp = call(state, ElectLeadersRequest(election_type=0, timeout_ms=1000,
+                                           topic_partitions=[T(topic="t", partitions=[1, 5])]), 2)
+    assert [(p.partition_id, p.error_code) for r in resp.replica_election_results for p in r.partition_result] \
+        == [(1, 84), (5, 3)]
+    resp = call(state, ElectLeadersRequest(election_type=1, timeout_ms=1000, topic_partitions=None), 2)
+    assert [(r.topic, r.partition_result) for r in resp.replica_election_results] == [("t", [])]
+    resp = call(state, ElectLeadersRequest(election_type=7, timeout_ms=1000, topic_partitions=None), 2)
+    assert resp.error_code == 42

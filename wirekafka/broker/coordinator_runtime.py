@@ -92,10 +92,12 @@ class CoordinatorRuntime:
             raise KafkaApiError(ErrorCode.REQUEST_TIMED_OUT)
 
     async def read_entries(self, partition: Partition) -> Replay:
-        """Every keyed record of a partition up to its high watermark, read in a worker thread
-        (the loop keeps serving; the segment list is copy-on-write): records of committed
-        transactions where their COMMIT marker is, aborted ones dropped, open ones apart."""
-        end = partition.high_watermark
+        """Every keyed record of a partition up to its log end, read in a worker thread (the loop
+        keeps serving; the segment list is copy-on-write): records of committed transactions
+        where their COMMIT marker is, aborted ones dropped, open ones apart. To the log end, as
+        Kafka's coordinators load: a new leader's log is what its followers will be cut to, while
+        its high watermark may still lag the commits its predecessor acknowledged."""
+        end = partition.log_end_offset
         start = partition.log_start_offset
         return await trio.to_thread.run_sync(_read_entries, partition, start, end)
 

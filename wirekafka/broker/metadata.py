@@ -135,6 +135,8 @@ class ClusterMetadata(Protocol):
     async def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None: ...
     def topic_config_value(self, topic: Topic, name: str) -> str: ...
     async def allocate_producer_id(self) -> int: ...
+    async def elect_leaders(self, election_type: int, partitions: list[tuple[str, int]] | None,
+                            timeout_s: float) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]: ...
 
 
 def check_new_topic(name: str, num_partitions: int, replication_factor: int, configs: dict[str, str]) -> None:
@@ -328,6 +330,17 @@ class LocalMetadata:
         for p in topic.local_partitions():
             p.set_log_config(cfg)
         await self._persist()
+
+    async def elect_leaders(self, election_type: int, partitions: list[tuple[str, int]] | None,
+                            timeout_s: float) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]:
+        """One node already leads every partition: no election is ever needed."""
+        answers: dict[tuple[str, int], tuple[ErrorCode, str | None]] = {}
+        for topic, index in partitions or []:
+            t = self._topics.get(topic)
+            answers[(topic, index)] = ((ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic "
+                                        "partition.") if t is not None and 0 <= index < len(t.partitions)
+                                       else (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."))
+        return answers
 
     async def allocate_producer_id(self) -> int:
         """Producer ids come from blocks whose end is persisted before any id of it is used."""

@@ -250,6 +250,10 @@ class Partition:
             self._apply_marker(header, bytes(batch), self._log.active)
             self._wake_readers()
 
+    def restore_high_watermark(self, checkpointed: int) -> None:
+        """The high watermark from replication-offset-checkpoint, at start-up (capped at the log end)."""
+        self._high_watermark = min(max(checkpointed, self._high_watermark), self._log.log_end_offset)
+
     def set_follower_high_watermark(self, leader_high_watermark: int) -> None:
         """A follower's high watermark: the leader's, capped at what this replica has."""
         new = min(leader_high_watermark, self._log.log_end_offset)

@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
+HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"  # Kafka's name for the high watermarks
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 
 
@@ -53,6 +54,7 @@ class CheckpointSnapshot:
 
     recovery: dict[tuple[str, int], int]
     starts: dict[tuple[str, int], int]
+    high_watermarks: dict[tuple[str, int], int]
 
 
 class BrokerState:
@@ -78,6 +80,7 @@ class BrokerState:
         self.replicas.verify_transaction = self.transactions.verify_produce
         self.cleaner = LogCleaner(self)
         self._recovery: dict[tuple[str, int], int] = {}
+        self._high_watermarks: dict[tuple[str, int], int] = {}
         self._starts: dict[tuple[str, int], int] = {}
         self._clean = True
 
@@ -98,6 +101,7 @@ class BrokerState:
         clean_marker = self.log_dir / CLEAN_SHUTDOWN_FILE
         self._clean = clean_marker.exists()
         self._recovery = checkpoint.read_offsets(self.log_dir / RECOVERY_CHECKPOINT)
+        self._high_watermarks = checkpoint.read_offsets(self.log_dir / HIGH_WATERMARK_CHECKPOINT)
         self._starts = checkpoint.read_offsets(self.log_dir / LOG_START_CHECKPOINT)
         self.metadata.load()
         if not self._clean and not fresh:
@@ -221,9 +225,14 @@ class BrokerState:
             checkpoint.atomic_write(meta, f"version: 0\ntopic_id: {uuid_to_base64(topic.topic_id)}\n")
         epochs = LeaderEpochCache(directory / "leader-epoch-checkpoint")
         epochs.truncate_from_end(plog.log_end_offset)
-        return Partition(topic.name, index, plog, epochs, clock=self.clock,
-                         producer_id_expiration_ms=self.config.int("producer.id.expiration.ms"),
-                         node_id=self.node_id, lead=not self.config.zookeeper_mode)
+        partition = Partition(topic.name, index, plog, epochs, clock=self.clock,
+                              producer_id_expiration_ms=self.config.int("producer.id.expiration.ms"),
+                              node_id=self.node_id, lead=not self.config.zookeeper_mode)
+        if not new and self.config.zookeeper_mode:
+            # a replica that restarts knows what was committed before (a coordinator loading it as
+            # a new leader reads up to here before its followers report in)
+            partition.restore_high_watermark(self._high_watermarks.get(key, 0))
+        return partition
 
     async def write_txn_marker(self, topic: str, index: int, producer_id: int, producer_epoch: int,
                                coordinator_epoch: int, commit: bool) -> ErrorCode:
@@ -253,10 +262,12 @@ class BrokerState:
         """Copy every partition's recovery point and log start (on the event loop)."""
         recovery = {}
         starts = {}
+        high_watermarks = {}
         for p in self.metadata.iter_partitions():
             recovery[(p.topic, p.index)] = p.recovery_point
             starts[(p.topic, p.index)] = p.log_start_offset
-        return CheckpointSnapshot(recovery, starts)
+            high_watermarks[(p.topic, p.index)] = p.high_watermark
+        return CheckpointSnapshot(recovery, starts, high_watermarks)
 
     async def delete_topic(self, name: str) -> None:
         """Remove the topic from the metadata (its partitions go offline at once, waking their
@@ -272,6 +283,7 @@ class BrokerState:
     def write_checkpoints(self, snapshot: CheckpointSnapshot) -> None:
         """Write Kafka's recovery-point and log-start checkpoint files (worker thread)."""
         checkpoint.write_offsets(self.log_dir / RECOVERY_CHECKPOINT, snapshot.recovery)
+        checkpoint.write_offsets(self.log_dir / HIGH_WATERMARK_CHECKPOINT, snapshot.high_watermarks)
         checkpoint.write_offsets(self.log_dir / LOG_START_CHECKPOINT, snapshot.starts)
 
     def shutdown(self) -> None:

@@ -66,6 +66,7 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersions
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
+from kafka.protocol.admin import ElectLeadersRequest, ElectLeadersResponse
 from kafka.protocol.admin.transactions import (
     DescribeProducersRequest,
     DescribeProducersResponse,
@@ -123,6 +124,7 @@ _PAIRS: list[tuple[type[ApiMessage], type[ApiMessage]]] = [
     (WriteTxnMarkersRequest, WriteTxnMarkersResponse),
     (TxnOffsetCommitRequest, TxnOffsetCommitResponse),
     (DescribeProducersRequest, DescribeProducersResponse),
+    (ElectLeadersRequest, ElectLeadersResponse),
     (DescribeTransactionsRequest, DescribeTransactionsResponse),
     (ListTransactionsRequest, ListTransactionsResponse),
 ]

@@ -110,23 +110,65 @@ def _next_state(state: LeaderAndIsr, replicas: tuple[int, ...], live: set[int], 
     return LeaderAndIsr(-1, state.leader_epoch + 1, keep, controller_epoch, state.leader_recovery_state)
 
 
-def preferred_leader_changes(snapshot: ClusterSnapshot, controller_epoch: int,
-                             only: set[tuple[str, int]] | None = None) -> list[StateWrite]:
-    """Kafka's preferred replica election: partitions whose first assigned replica is alive, in
-    the ISR and not leading get it as leader (epoch + 1). only: the partitions asked for."""
+PREFERRED, UNCLEAN = 0, 1  # ElectLeaders' election types
+
+
+@dataclass(frozen=True)
+class Election:
+    """One partition's answer to an election: the write to make (None if none) and the error."""
+
+    write: StateWrite | None
+    error: str  # an ErrorCode name: NONE, ELECTION_NOT_NEEDED, ...
+    message: str | None = None
+
+
+def elect(snapshot: ClusterSnapshot, controller_epoch: int, topic: str, index: int, election_type: int) -> Election:
+    """Kafka's ElectLeaders for one partition. Preferred: its first assigned replica leads if it
+    is alive and in the ISR (ELECTION_NOT_NEEDED if it already leads). Unclean: a partition
+    without a live leader gets one, from the ISR if possible, else any live replica."""
+    view = snapshot.topics.get(topic)
+    current = view.states.get(index) if view is not None else None
+    if view is None or index not in view.assignment or current is None:
+        return Election(None, "UNKNOWN_TOPIC_OR_PARTITION", "The partition does not exist.")
+    state, version = current
+    replicas = view.assignment[index]
     live = set(snapshot.brokers)
+    if election_type == PREFERRED:
+        preferred = replicas[0]
+        if state.leader == preferred:
+            return Election(None, "ELECTION_NOT_NEEDED", "Leader election not needed for topic partition.")
+        if preferred in live and preferred in state.isr:
+            return Election(StateWrite(topic, index, replace(state, leader=preferred,
+                                                             leader_epoch=state.leader_epoch + 1,
+                                                             controller_epoch=controller_epoch), version), "NONE")
+        return Election(None, "PREFERRED_LEADER_NOT_AVAILABLE", f"Failed to elect leader for partition "
+                        f"{topic}-{index} under strategy PreferredReplicaPartitionLeaderElectionStrategy")
+    if state.leader in live:
+        return Election(None, "ELECTION_NOT_NEEDED", "Leader election not needed for topic partition.")
+    new = _next_state(state, replicas, live, controller_epoch, unclean=True)
+    if new is None or new.leader == -1:
+        return Election(None, "ELIGIBLE_LEADERS_NOT_AVAILABLE", f"Failed to elect leader for partition "
+                        f"{topic}-{index} under strategy OfflinePartitionLeaderElectionStrategy(true)")
+    return Election(StateWrite(topic, index, new, version), "NONE")
+
+
+def imbalanced_leaders(snapshot: ClusterSnapshot, controller_epoch: int, percentage: int) -> list[StateWrite]:
+    """Kafka's auto leader rebalance: for each broker whose share of partitions led by someone
+    else, among those it is preferred for, is above leader.imbalance.per.broker.percentage,
+    the preferred elections of those partitions that can be done."""
+    preferred_of: dict[int, list[tuple[str, int]]] = {}
+    for name, view in snapshot.topics.items():
+        for index, replicas in view.assignment.items():
+            if replicas and index in view.states:
+                preferred_of.setdefault(replicas[0], []).append((name, index))
     writes = []
-    for name, topic in snapshot.topics.items():
-        for index, replicas in sorted(topic.assignment.items()):
-            if only is not None and (name, index) not in only:
-                continue
-            current = topic.states.get(index)
-            if current is None or not replicas:
-                continue
-            state, version = current
-            preferred = replicas[0]
-            if state.leader != preferred and preferred in live and preferred in state.isr:
-                writes.append(StateWrite(name, index, replace(state, leader=preferred,
-                                                              leader_epoch=state.leader_epoch + 1,
-                                                              controller_epoch=controller_epoch), version))
+    for broker, partitions in preferred_of.items():
+        if broker not in snapshot.brokers:
+            continue
+        led_elsewhere = [(t, p) for t, p in partitions if snapshot.topics[t].states[p][0].leader != broker]
+        if len(led_elsewhere) * 100 > percentage * len(partitions):
+            for t, p in led_elsewhere:
+                e = elect(snapshot, controller_epoch, t, p, PREFERRED)
+                if e.write is not None:
+                    writes.append(e.write)
     return writes

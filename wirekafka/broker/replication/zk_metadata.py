@@ -44,8 +44,8 @@ from wirekafka.broker.metadata import (BrokerInfo, OpenPartition, PartitionView,
 from wirekafka.broker.partition import Partition
 from wirekafka.broker.replication import assignment as assigner
 from wirekafka.broker.replication import zk_layout as zl
-from wirekafka.broker.replication.controller import (ClusterSnapshot, LeaderAndIsr, StateWrite, TopicView,
-                                                     plan_state_changes, preferred_leader_changes)
+from wirekafka.broker.replication.controller import (ClusterSnapshot, Election, LeaderAndIsr, StateWrite,
+                                                     TopicView, elect, imbalanced_leaders, plan_state_changes)
 from wirekafka.broker.replication.zk_session import ZkSession
 from wirekafka.config import BrokerConfig
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
@@ -113,10 +113,12 @@ class ZkMetadata:
         await self._reconcile()
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        """The reconcile loop and the leader's ISR maintenance."""
+        """The reconcile loop, the leader's ISR maintenance and the controller's leader rebalance."""
         task_status.started()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._isr_loop)
+            if self.config.bool("auto.leader.rebalance.enable"):
+                nursery.start_soon(self._rebalance_loop)
             while True:
                 await self.zk.wait_changed(SAFETY_RECONCILE_S)
                 try:
@@ -262,8 +264,6 @@ class ZkMetadata:
             await self.zk.call(_delete_topic_znodes, self.zk.client, name)
             log.info("controller: deleted topic %s", name)
         writes = plan_state_changes(snapshot, epoch, self._unclean_allowed(snapshot))
-        if self.config.bool("auto.leader.rebalance.enable"):
-            pass  # preferred leaders return on the imbalance check (_isr_loop), as Kafka's periodic task
         await self._write_states(writes, snapshot)
 
     def _unclean_allowed(self, snapshot: ClusterSnapshot) -> Callable[[str], bool]:
@@ -274,7 +274,9 @@ class ZkMetadata:
             return str(value).lower() == "true"
         return allowed
 
-    async def _write_states(self, writes: list[StateWrite], snapshot: ClusterSnapshot) -> None:
+    async def _write_states(self, writes: list[StateWrite], snapshot: ClusterSnapshot) -> set[tuple[str, int]]:
+        """Write each state conditionally; returns the partitions whose write lost a race."""
+        failed = set()
         for w in writes:
             try:
                 await self.zk.call(_write_state, self.zk.client, w, snapshot.controller_epoch_version)
@@ -282,16 +284,50 @@ class ZkMetadata:
                          w.state.leader_epoch, list(w.state.isr))
             except (BadVersionError, NodeExistsError, NoNodeError):
                 log.info("controller: %s-%d changed meanwhile; re-reading", w.topic, w.partition)
+                failed.add((w.topic, w.partition))
                 self.zk.mark_changed()
+        return failed
 
-    async def elect_preferred_leaders(self, partitions: set[tuple[str, int]] | None) -> dict[tuple[str, int], ErrorCode]:
-        """ElectLeaders (preferred): done by whichever broker is asked, with the controller's
-        conditional writes (the controller epoch check fences it if the controller changed)."""
-        snapshot = self._snapshot
-        writes = preferred_leader_changes(snapshot, snapshot.controller_epoch, partitions)
-        await self._write_states(writes, snapshot)
-        done = {(w.topic, w.partition): ErrorCode.NONE for w in writes}
-        return done
+    async def elect_leaders(self, election_type: int, partitions: list[tuple[str, int]] | None,
+                            timeout_s: float) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]:
+        """ElectLeaders: decided on a fresh read by whichever broker is asked, written with the
+        controller's conditional writes (fenced by the controller epoch and each state's version),
+        then waited for until this broker has applied them. All partitions (None) answers only
+        those where an election was needed, as Kafka does."""
+        snapshot = await self.zk.call(_read_snapshot, self.zk.client, None)
+        wanted = partitions if partitions is not None else [
+            (t, p) for t, view in snapshot.topics.items() for p in sorted(view.assignment)]
+        results: dict[tuple[str, int], Election] = {
+            tp: elect(snapshot, snapshot.controller_epoch, tp[0], tp[1], election_type) for tp in wanted}
+        failed = await self._write_states([e.write for e in results.values() if e.write is not None], snapshot)
+        answer = {}
+        for tp, e in results.items():
+            if partitions is None and e.error == "ELECTION_NOT_NEEDED":
+                continue
+            if e.write is not None and tp in failed:
+                answer[tp] = (ErrorCode.NOT_CONTROLLER, "The partition changed during the election; retry.")
+            else:
+                answer[tp] = (ErrorCode[e.error], e.message)
+        if any(e.write is not None for e in results.values()):
+            with trio.move_on_after(timeout_s):
+                self.zk.mark_changed()
+                await self._reconciled.wait()
+        return answer
+
+    async def _rebalance_loop(self) -> None:
+        """Kafka's periodic leader-imbalance check, run by the controller every
+        leader.imbalance.check.interval.seconds."""
+        interval = self.config.int("leader.imbalance.check.interval.seconds")
+        while True:
+            await trio.sleep(interval)
+            snapshot = self._snapshot
+            if snapshot.controller != self.node_id or not self.zk.connected:
+                continue
+            writes = imbalanced_leaders(snapshot, snapshot.controller_epoch,
+                                        self.config.int("leader.imbalance.per.broker.percentage"))
+            if writes:
+                log.info("controller: moving %d leaderships back to their preferred replicas", len(writes))
+                await self._write_states(writes, snapshot)
 
     # ---- controlled shutdown ----------------------------------------------------------------------
     async def controlled_shutdown(self, timeout_s: float) -> bool:

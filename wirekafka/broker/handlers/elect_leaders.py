@@ -1,0 +1,40 @@
+"""ElectLeaders (key 43), v0-2: preferred (0) or unclean (1) leader election (kafka-leader-election).
+
+- Named partitions each get a result: NONE when a new leader was elected, ELECTION_NOT_NEEDED when
+  the preferred replica already leads (preferred) or a live leader exists (unclean),
+  PREFERRED_LEADER_NOT_AVAILABLE / ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica qualifies,
+  UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist. A null partition list means
+  every partition, and then every topic is listed with only its partitions that needed an
+  election, as Kafka does.
+- One node is every partition's preferred replica and leader: nothing ever needs an election.
+- An unknown election type is INVALID_REQUEST for the whole request (v1+ top-level error)."""
+
+from __future__ import annotations
+
+from kafka.protocol.admin import ElectLeadersResponse
+
+from wirekafka.broker.context import RequestContext
+from wirekafka.protocol.errors import ErrorCode
+
+_Result = ElectLeadersResponse.ReplicaElectionResult
+_Part = _Result.PartitionResult
+
+
+async def handle(ctx: RequestContext, request: object) -> ElectLeadersResponse:
+    election_type = getattr(request, "election_type", 0)
+    if election_type not in (0, 1):
+        return ElectLeadersResponse(version=ctx.version, throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
+                                    replica_election_results=[])
+    requested = request.topic_partitions  # type: ignore[attr-defined]
+    wanted = None if requested is None else [(t.topic, p) for t in requested for p in t.partitions]
+    answers = await ctx.state.metadata.elect_leaders(election_type, wanted, request.timeout_ms / 1000)  # type: ignore[attr-defined]
+    by_topic: dict[str, list[_Part]] = {}
+    if wanted is None:
+        for t in ctx.state.metadata.all_topics():
+            by_topic[t.name] = []
+    for (topic, index), (code, message) in answers.items():
+        by_topic.setdefault(topic, []).append(_Part(partition_id=index, error_code=code,
+                                                    error_message=None if code == ErrorCode.NONE else message))
+    return ElectLeadersResponse(version=ctx.version, throttle_time_ms=0, error_code=ErrorCode.NONE,
+                                replica_election_results=[_Result(topic=t, partition_result=parts)
+                                                          for t, parts in by_topic.items()])

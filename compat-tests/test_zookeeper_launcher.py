@@ -51,6 +51,8 @@ if shutil.which("java") is None:  # pragma: no cover
 
 from kazoo.client import KazooClient  # noqa: E402  (after the skip: kazoo is a main dependency)
 
+from testsupport.znodes import check_kafka39_znodes  # noqa: E402
+
 
 def _wait_for(what: str, probe: Callable[[], T], timeout: float = 30.0) -> T:
     """Poll ``probe`` every 0.1 s until it returns something truthy; fail after ``timeout``."""
@@ -228,14 +230,6 @@ def test_kafka3_tool_classes_exist():
         realkafka.RealKafka(zookeeper_connect="127.0.0.1:1", version="4.3.1")
 
 
-#: The key sets Kafka 3.9 writes; wirekafka's ZkMetadata must write the same.
-BROKER_KEYS = {"features", "listener_security_protocol_map", "endpoints", "jmx_port", "port",
-               "host", "version", "timestamp"}
-CONTROLLER_KEYS = {"version", "brokerid", "timestamp", "kraftControllerEpoch"}
-TOPIC_KEYS = {"partitions", "topic_id", "adding_replicas", "removing_replicas", "version"}
-STATE_KEYS = {"controller_epoch", "leader", "version", "leader_epoch", "isr"}
-
-
 @pytest.mark.realkafka
 @pytest.mark.slow
 def test_kafka39_three_brokers_on_one_zookeeper(tmp_path):
@@ -286,57 +280,10 @@ def test_kafka39_three_brokers_on_one_zookeeper(tmp_path):
         del producer  # confluent-kafka closes on destruction; none left to retry during stop
         assert delivered == [(None, 0)], delivered
 
-        paths = {f"/brokers/ids/{b.broker_id}": b for b in brokers}
-        paths.update(dict.fromkeys(
-            ["/controller", "/controller_epoch", "/cluster/id", f"/brokers/topics/{topic}",
-             state_path, f"/config/topics/{topic}"]))
-        raw: dict[str, str] = {}
-        ephemeral: dict[str, bool] = {}
-        for path in paths:
-            data, stat = client.get(path)
-            raw[path] = data.decode()
-            ephemeral[path] = stat.ephemeralOwner != 0
-        seen = "\n".join(f"{p} ({'ephemeral' if ephemeral[p] else 'persistent'}): {raw[p]}"
-                         for p in raw)
+        assert all(b.cluster_id == brokers[0].cluster_id for b in brokers)
+        seen = check_kafka39_znodes(client, {b.broker_id: b.port for b in brokers}, topic, brokers[0].cluster_id,
+                                    {"min.insync.replicas": "2"})
         print(f"znodes Kafka {brokers[0].version} wrote under {chroot}:\n{seen}")
-        parsed = {p: json.loads(v) for p, v in raw.items()}
-
-        for b in brokers:
-            reg = parsed[f"/brokers/ids/{b.broker_id}"]
-            assert set(reg) == BROKER_KEYS and ephemeral[f"/brokers/ids/{b.broker_id}"], seen
-            assert reg["version"] == 5, seen
-            assert reg["host"] == "127.0.0.1" and reg["port"] == b.port, seen
-            assert reg["endpoints"] == [f"PLAINTEXT://{b.bootstrap}"], seen
-            assert reg["listener_security_protocol_map"] == {"PLAINTEXT": "PLAINTEXT"}, seen
-            assert reg["jmx_port"] == -1 and reg["features"] == {}, seen
-            assert isinstance(reg["timestamp"], str) and reg["timestamp"].isdigit(), seen
-
-        controller = parsed["/controller"]
-        assert set(controller) == CONTROLLER_KEYS and ephemeral["/controller"], seen
-        assert controller["version"] == 2 and controller["brokerid"] in (1, 2, 3), seen
-        assert controller["kraftControllerEpoch"] == -1, seen
-        assert isinstance(controller["timestamp"], str) and controller["timestamp"].isdigit(), seen
-        # /controller_epoch is a bare integer in ASCII, not an object.
-        assert re.fullmatch(r"[1-9]\d*", raw["/controller_epoch"]), seen
-        assert parsed["/cluster/id"] == {"version": "1", "id": brokers[0].cluster_id}, seen
-        assert all(b.cluster_id == brokers[0].cluster_id for b in brokers), seen
-
-        assignment = parsed[f"/brokers/topics/{topic}"]
-        assert set(assignment) == TOPIC_KEYS and assignment["version"] == 3, seen
-        assert sorted(assignment["partitions"]["0"]) == [1, 2, 3], seen
-        assert list(assignment["partitions"]) == ["0"], seen
-        assert assignment["adding_replicas"] == {} and assignment["removing_replicas"] == {}, seen
-        assert re.fullmatch(r"[A-Za-z0-9_-]{22}", assignment["topic_id"]), seen
-
-        state = parsed[state_path]
-        assert set(state) == STATE_KEYS and state["version"] == 1, seen
-        assert state["leader"] == assignment["partitions"]["0"][0], seen  # preferred leader
-        assert state["leader_epoch"] == 0, seen
-        assert state["controller_epoch"] == int(raw["/controller_epoch"]), seen
-        assert sorted(state["isr"]) == [1, 2, 3], seen
-
-        assert parsed[f"/config/topics/{topic}"] == {
-            "version": 1, "config": {"min.insync.replicas": "2"}}, seen
     finally:
         if client is not None:
             client.stop()

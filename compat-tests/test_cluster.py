@@ -381,3 +381,38 @@ def test_preferred_leader_election_with_kafkas_tool(cluster: WirekafkaCluster) -
     assert again.returncode == 0, again.stderr
     assert "Successfully" not in again.stdout and "Failed" not in again.stdout, again.stdout
     assert cluster.leader("preferred") == preferred
+
+
+@pytest.mark.java
+def test_reassignment_with_kafkas_tool(cluster: WirekafkaCluster, tmp_path: Path) -> None:
+    """kafka-reassign-partitions moves a partition from brokers 1,2 to 2,3 (KIP-455 on the topic
+    znode); its data follows, broker 1 deletes its copy, and --verify reports it complete."""
+    from testsupport.java_tools import tool
+
+    admin = _admin(cluster)
+    admin.create_topics([NewTopic("moving", num_partitions=1, replica_assignment=[[1, 2]])], request_timeout=30)["moving"].result(30)
+    cluster.wait_isr("moving", 0, 2)
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(100):
+        p.produce("moving", value=b"r%03d" % i)
+    assert p.flush(30) == 0
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"version":1,"partitions":[{"topic":"moving","partition":0,"replicas":[3,2]}]}')
+    run = tool("kafka-reassign-partitions", "--bootstrap-server", cluster.bootstrap, "--reassignment-json-file",
+               str(plan), "--execute")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Successfully started partition reassignment for moving-0" in run.stdout, run.stdout
+    cluster.wait_for(lambda: cluster.znode("/brokers/topics/moving")["partitions"]["0"] == [3, 2], 60,
+                     "the reassignment to complete")
+    topic = cluster.znode("/brokers/topics/moving")
+    assert topic["adding_replicas"] == {} and topic["removing_replicas"] == {}
+    state = cluster.wait_isr("moving", 0, 2)
+    assert sorted(state["isr"]) == [2, 3] and state["leader"] in (2, 3)
+    cluster.wait_for(lambda: not (cluster.brokers[1].data_dir / "moving-0").exists(), 30, "broker 1's copy deleted")
+    verify = tool("kafka-reassign-partitions", "--bootstrap-server", cluster.bootstrap, "--reassignment-json-file",
+                  str(plan), "--verify")
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert "Reassignment of partition moving-0 is completed." in verify.stdout, verify.stdout
+    cluster.brokers[2].kill()  # the new replica alone must have every record
+    cluster.wait_for(lambda: cluster.leader("moving") == 3, 30, "broker 3 leading")
+    assert _consume_all(cluster.bootstrap, "moving", 100) == [b"r%03d" % i for i in range(100)]

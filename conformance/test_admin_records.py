@@ -203,3 +203,44 @@ def test_elect_leaders(target, version):
             results = {p.partition_id: p.error_code for r in resp.replica_election_results for p in r.partition_result}
             assert results == {0: 84, 1: 84, 7: 3}
     # (All partitions at once lists every topic in Kafka's hash order: see tests/test_admin_handlers.py.)
+
+
+@pytest.mark.parametrize("version", range(0, 2))
+def test_partition_reassignments(target, version):
+    """One broker: reassigning a partition to itself completes at once, leaves nothing in
+    progress, and a cancel finds nothing to cancel; unknown partitions and brokers are refused."""
+    from kafka.protocol.admin import AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest
+
+    name = unique()
+    A = AlterPartitionReassignmentsRequest.ReassignableTopic
+    L = ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics
+    with Connection(target.bootstrap) as conn:
+        node = create_topic(conn, name, partitions=2).partitions[0].leader_id
+        req = AlterPartitionReassignmentsRequest(timeout_ms=10000, topics=[A(name=name, partitions=[
+            A.ReassignablePartition(partition_index=0, replicas=[node]),
+            A.ReassignablePartition(partition_index=1, replicas=None),
+            A.ReassignablePartition(partition_index=9, replicas=[node])])])
+        resp = conn.call(req, version)
+        assert [(p.partition_index, p.error_code) for p in resp.responses[0].partitions] == [(0, 0), (1, 85), (9, 3)]
+        listed = conn.call(ListPartitionReassignmentsRequest(timeout_ms=10000, topics=[
+            L(name=name, partition_indexes=[0, 1])]), 0)
+        assert (listed.error_code, listed.topics) == (0, [])
+
+
+@pytest.mark.parametrize("version", range(0, 2))
+def test_incremental_alter_configs_clears_replication_throttles(target, version):
+    """What kafka-reassign-partitions --verify sends every broker: deleting the (unset)
+    replication throttles succeeds; setting a static broker config does not."""
+    R = IncrementalAlterConfigsRequest.AlterConfigsResource
+    C = R.AlterableConfig
+    with Connection(target.bootstrap) as conn:
+        node = str(conn.call(DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=1,
+                                                    include_fenced_brokers=False), 0).controller_id)
+        clear = IncrementalAlterConfigsRequest(validate_only=False, resources=[R(resource_type=4, resource_name=node,
+            configs=[C(name=k, config_operation=1, value=None) for k in (
+                "leader.replication.throttled.rate", "follower.replication.throttled.rate",
+                "replica.alter.log.dirs.io.max.bytes.per.second")])])
+        assert conn.call(clear, version).responses[0].error_code == 0
+        static = IncrementalAlterConfigsRequest(validate_only=False, resources=[R(resource_type=4, resource_name=node,
+            configs=[C(name="log.dirs", config_operation=0, value="/elsewhere")])])
+        assert conn.call(static, version).responses[0].error_code != 0

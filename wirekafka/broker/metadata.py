@@ -137,6 +137,10 @@ class ClusterMetadata(Protocol):
     async def allocate_producer_id(self) -> int: ...
     async def elect_leaders(self, election_type: int, partitions: list[tuple[str, int]] | None,
                             timeout_s: float) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]: ...
+    async def alter_reassignments(self, changes: list[tuple[str, int, list[int] | None]]
+                                  ) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]: ...
+    def list_reassignments(self, wanted: list[tuple[str, int]] | None
+                           ) -> list[tuple[str, int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]]: ...
 
 
 def check_new_topic(name: str, num_partitions: int, replication_factor: int, configs: dict[str, str]) -> None:
@@ -341,6 +345,33 @@ class LocalMetadata:
                                         "partition.") if t is not None and 0 <= index < len(t.partitions)
                                        else (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."))
         return answers
+
+    async def alter_reassignments(self, changes: list[tuple[str, int, list[int] | None]]
+                                  ) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]:
+        """One node: the only valid target is this node, already the replica; nothing is ever
+        in progress to cancel."""
+        answers: dict[tuple[str, int], tuple[ErrorCode, str | None]] = {}
+        for topic, index, target in changes:
+            t = self._topics.get(topic)
+            if t is None or not 0 <= index < len(t.partitions):
+                answers[(topic, index)] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.")
+            elif target is None:
+                answers[(topic, index)] = (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None)
+            elif not target:
+                answers[(topic, index)] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                           "Empty replica list specified in partition reassignment.")
+            elif target != [self.config.node_id]:
+                answers[(topic, index)] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The proposed assignment contains "
+                                           f"non-live brokers: {[b for b in target if b != self.config.node_id]}"
+                                           if any(b != self.config.node_id for b in target) else
+                                           f"Duplicate replica ids in partition reassignment replica list: {target}")
+            else:
+                answers[(topic, index)] = (ErrorCode.NONE, None)
+        return answers
+
+    def list_reassignments(self, wanted: list[tuple[str, int]] | None
+                           ) -> list[tuple[str, int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+        return []
 
     async def allocate_producer_id(self) -> int:
         """Producer ids come from blocks whose end is persisted before any id of it is used."""

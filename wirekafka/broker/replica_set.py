@@ -60,6 +60,16 @@ class ReplicaSet:
     def set_isr(self, isr: frozenset[int]) -> None:
         self.isr = isr
 
+    def set_replicas(self, replicas: tuple[int, ...]) -> None:
+        """The assignment changed (a reassignment): track new followers, forget departed ones."""
+        self.replicas = replicas
+        if self.is_leader:
+            for r in replicas:
+                if r != self.local_id and r not in self.followers:
+                    self.followers[r] = FollowerProgress()
+            for r in [r for r in self.followers if r not in replicas]:
+                del self.followers[r]
+
     def record_fetch(self, replica_id: int, fetch_offset: int, leader_end: int, now_ms: int) -> bool:
         """A follower fetched from fetch_offset: it has everything below it. Kafka's rule for
         "caught up": it reached the leader's log end now, or the log end the leader had at its

@@ -66,7 +66,14 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersions
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
-from kafka.protocol.admin import ElectLeadersRequest, ElectLeadersResponse
+from kafka.protocol.admin import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+)
 from kafka.protocol.admin.transactions import (
     DescribeProducersRequest,
     DescribeProducersResponse,
@@ -125,6 +132,8 @@ _PAIRS: list[tuple[type[ApiMessage], type[ApiMessage]]] = [
     (TxnOffsetCommitRequest, TxnOffsetCommitResponse),
     (DescribeProducersRequest, DescribeProducersResponse),
     (ElectLeadersRequest, ElectLeadersResponse),
+    (AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse),
+    (ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse),
     (DescribeTransactionsRequest, DescribeTransactionsResponse),
     (ListTransactionsRequest, ListTransactionsResponse),
 ]

@@ -11,7 +11,8 @@
 - BROKER resources (this node's id, or "" for the cluster default): wirekafka has no dynamic
   broker configs, so any key is refused with Kafka's own error for a key that cannot change at
   runtime: INVALID_REQUEST "Cannot update these configs dynamically: [<keys>]"; an empty set
-  changes nothing and succeeds. Another broker id: INVALID_REQUEST as Kafka.
+  changes nothing and succeeds. Another broker id: INVALID_REQUEST as Kafka. (Deleting a
+  replication throttle with IncrementalAlterConfigs succeeds: it is never set.)
 - Any other resource type: INVALID_REQUEST "Unknown resource type <n>" (as Kafka for the legacy
   API, which has no broker-logger support)."""
 
@@ -30,6 +31,12 @@ from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 # A resource's change: validates the request's configs against the topic's current overrides
 # and returns the new override set (raising KafkaApiError for Kafka's per-resource errors).
 ConfigChange = Callable[[object, dict[str, str]], dict[str, str]]
+# Broker configs Kafka can change at runtime that tools clear as a matter of course
+# (kafka-reassign-partitions --verify removes the replication throttles on every broker). wirekafka
+# sets none of them, so deleting one is the no-op it is on a Kafka broker where it is unset.
+DYNAMIC_BROKER_CONFIGS = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate",
+                                    "replica.alter.log.dirs.io.max.bytes.per.second"})
+DELETE = 1  # IncrementalAlterConfigs' DELETE operation
 # The answer for a resource type other than TOPIC and BROKER.
 OtherType = Callable[[object], None]
 
@@ -66,7 +73,9 @@ async def _apply(ctx: RequestContext, resource: object, change: ConfigChange, va
            other_type: OtherType) -> None:
     rtype, name = resource.resource_type, resource.resource_name  # type: ignore[attr-defined]
     if rtype == RESOURCE_BROKER:
-        refuse_broker_change(ctx, name, [c.name for c in resource.configs])  # type: ignore[attr-defined]
+        refuse_broker_change(ctx, name, [c.name for c in resource.configs  # type: ignore[attr-defined]
+                                         if not (getattr(c, "config_operation", None) == DELETE
+                                                 and c.name in DYNAMIC_BROKER_CONFIGS)])
         return
     if rtype != RESOURCE_TOPIC:
         other_type(resource)

@@ -44,6 +44,9 @@ class TopicView:
     assignment: dict[int, tuple[int, ...]]
     configs: dict[str, str] = field(default_factory=dict)
     states: dict[int, tuple[LeaderAndIsr, int]] = field(default_factory=dict)  # partition -> (state, znode version)
+    adding: dict[int, tuple[int, ...]] = field(default_factory=dict)  # reassignments in progress (KIP-455)
+    removing: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    version: int = -1  # of the /brokers/topics/<t> znode
 
 
 @dataclass
@@ -150,6 +153,48 @@ def elect(snapshot: ClusterSnapshot, controller_epoch: int, topic: str, index: i
         return Election(None, "ELIGIBLE_LEADERS_NOT_AVAILABLE", f"Failed to elect leader for partition "
                         f"{topic}-{index} under strategy OfflinePartitionLeaderElectionStrategy(true)")
     return Election(StateWrite(topic, index, new, version), "NONE")
+
+
+@dataclass(frozen=True)
+class ReassignmentDone:
+    """A reassignment whose target replicas are all in sync: the partition state to write (new
+    leader if the old one is leaving, the leaving replicas out of the ISR) and the final replicas."""
+
+    state: StateWrite
+    replicas: tuple[int, ...]
+
+
+def start_reassignment(current: tuple[int, ...], target: tuple[int, ...]
+                       ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """KIP-455's first step: (replicas during the move, adding, removing): the target replicas
+    first, then the current ones that are leaving."""
+    adding = tuple(r for r in target if r not in current)
+    removing = tuple(r for r in current if r not in target)
+    return tuple(target) + removing, adding, removing
+
+
+def completed_reassignments(snapshot: ClusterSnapshot, controller_epoch: int) -> list[ReassignmentDone]:
+    """Reassignments whose target replicas have all joined the ISR: KIP-455's last step."""
+    live = set(snapshot.brokers)
+    done = []
+    for name, view in snapshot.topics.items():
+        for index in sorted(set(view.adding) | set(view.removing)):
+            current = view.states.get(index)
+            if current is None:
+                continue
+            state, version = current
+            removing = view.removing.get(index, ())
+            target = tuple(r for r in view.assignment[index] if r not in removing)
+            if not all(r in state.isr for r in target):
+                continue
+            isr = tuple(r for r in state.isr if r in target)
+            leader = state.leader if state.leader in target and state.leader in live else next(
+                (r for r in target if r in isr and r in live), -1)
+            if leader == -1:
+                continue
+            new = LeaderAndIsr(leader, state.leader_epoch + 1, isr, controller_epoch)
+            done.append(ReassignmentDone(StateWrite(name, index, new, version), target))
+    return done
 
 
 def imbalanced_leaders(snapshot: ClusterSnapshot, controller_epoch: int, percentage: int) -> list[StateWrite]:

@@ -44,8 +44,9 @@ from wirekafka.broker.metadata import (BrokerInfo, OpenPartition, PartitionView,
 from wirekafka.broker.partition import Partition
 from wirekafka.broker.replication import assignment as assigner
 from wirekafka.broker.replication import zk_layout as zl
-from wirekafka.broker.replication.controller import (ClusterSnapshot, Election, LeaderAndIsr, StateWrite,
-                                                     TopicView, elect, imbalanced_leaders, plan_state_changes)
+from wirekafka.broker.replication.controller import (ClusterSnapshot, Election, LeaderAndIsr, ReassignmentDone,
+                                                     StateWrite, TopicView, completed_reassignments, elect,
+                                                     imbalanced_leaders, plan_state_changes, start_reassignment)
 from wirekafka.broker.replication.zk_session import ZkSession
 from wirekafka.config import BrokerConfig
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
@@ -183,8 +184,10 @@ class ZkMetadata:
                 topic.partitions = await self._open_replicas(topic, view, 0)
                 self._topics[name] = topic
                 self._by_id[topic.topic_id] = topic
-            elif len(topic.partitions) < len(view.assignment):
-                topic.partitions.extend(await self._open_replicas(topic, view, len(topic.partitions)))
+            else:
+                if len(topic.partitions) < len(view.assignment):
+                    topic.partitions.extend(await self._open_replicas(topic, view, len(topic.partitions)))
+                await self._follow_reassignments(topic, view, change)
             if topic.configs != view.configs:
                 topic.configs = dict(view.configs)
                 cfg = topic_config.log_config(topic.configs, self.config)
@@ -210,7 +213,7 @@ class ZkMetadata:
                     change.became_leader.append(p)
                 p.make_leader(state.leader_epoch, replicas, isr)
             elif rs.isr != isr or rs.replicas != replicas:
-                rs.replicas = replicas
+                rs.set_replicas(replicas)
                 p.set_isr(isr)
             return
         if p.is_leader or p.leader_epoch != state.leader_epoch or rs.leader != state.leader:
@@ -228,6 +231,25 @@ class ZkMetadata:
             leader = snapshot.brokers.get(state.leader)
             if leader is not None and not self._shutting_down:
                 change.follow.append((p, leader))  # a no-op if already following it
+
+    async def _follow_reassignments(self, topic: Topic, view: TopicView, change: RoleChange) -> None:
+        """A reassignment added this broker to a partition (open a replica: it fetches from the
+        leader) or removed it (stop, delete the replica's files)."""
+        for index, replicas in view.assignment.items():
+            if index >= len(topic.partitions):
+                continue
+            local = topic.partitions[index]
+            if local is None and self.node_id in replicas:
+                topic.partitions[index] = await trio.to_thread.run_sync(self._open_partition, topic, index, False)
+                log.info("%s-%d: new replica here (reassignment)", topic.name, index)
+            elif local is not None and self.node_id not in replicas:
+                topic.partitions[index] = None
+                local.take_offline()
+                change.stop_fetching.append(local)
+                if local.is_leader:
+                    change.resigned.append(local)
+                await trio.to_thread.run_sync(local.delete_files)
+                log.info("%s-%d: replica moved away (reassignment): deleted here", topic.name, index)
 
     async def _open_replicas(self, topic: Topic, view: TopicView, first: int) -> list[Partition | None]:
         wanted = [i for i in range(first, len(view.assignment)) if self.node_id in view.assignment.get(i, ())]
@@ -265,6 +287,63 @@ class ZkMetadata:
             log.info("controller: deleted topic %s", name)
         writes = plan_state_changes(snapshot, epoch, self._unclean_allowed(snapshot))
         await self._write_states(writes, snapshot)
+        for done in completed_reassignments(snapshot, epoch):
+            if (done.state.topic, done.state.partition) in await self._write_states([done.state], snapshot):
+                continue
+            await self._finish_reassignment(snapshot, done)
+
+    async def _finish_reassignment(self, snapshot: ClusterSnapshot, done: ReassignmentDone) -> None:
+        view = snapshot.topics[done.state.topic]
+        index = done.state.partition
+        assignment = {p: list(done.replicas if p == index else r) for p, r in view.assignment.items()}
+        adding = {p: list(r) for p, r in view.adding.items() if p != index}
+        removing = {p: list(r) for p, r in view.removing.items() if p != index}
+        try:
+            await self.zk.call(_set_assignment, self.zk.client, done.state.topic, view.topic_id, assignment,
+                               adding, removing, view.version)
+            log.info("controller: reassignment of %s-%d done: replicas %s", done.state.topic, index,
+                     list(done.replicas))
+        except (BadVersionError, NoNodeError):
+            self.zk.mark_changed()
+
+    # ---- reassignments (AlterPartitionReassignments, ListPartitionReassignments) ------------------
+    async def alter_reassignments(self, changes: list[tuple[str, int, list[int] | None]]
+                                  ) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]:
+        """Start (target replicas) or cancel (None) reassignments, as the topic znode's
+        adding_replicas / removing_replicas (KIP-455): the controller completes them once the new
+        replicas are in sync. Conditional on the topic znode's version; retried on a race."""
+        answers: dict[tuple[str, int], tuple[ErrorCode, str | None]] = {}
+        by_topic: dict[str, list[tuple[int, list[int] | None]]] = {}
+        for topic, index, target in changes:
+            by_topic.setdefault(topic, []).append((index, target))
+        for topic, items in by_topic.items():
+            for _attempt in range(5):
+                snapshot = await self.zk.call(_read_snapshot, self.zk.client, None)
+                view = snapshot.topics.get(topic)
+                result, assignment, adding, removing = _plan_reassignments(view, items, set(snapshot.brokers))
+                if assignment is None:
+                    break
+                try:
+                    await self.zk.call(_set_assignment, self.zk.client, topic, view.topic_id,  # type: ignore[union-attr]
+                                       assignment, adding, removing, view.version)  # type: ignore[union-attr]
+                    break
+                except BadVersionError:
+                    continue
+            for index, answer in result.items():
+                answers[(topic, index)] = answer
+        self.zk.mark_changed()
+        return answers
+
+    def list_reassignments(self, wanted: list[tuple[str, int]] | None
+                           ) -> list[tuple[str, int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+        """(topic, partition, replicas, adding, removing) of the reassignments in progress."""
+        out = []
+        for name, view in sorted(self._snapshot.topics.items()):
+            for index in sorted(set(view.adding) | set(view.removing)):
+                if wanted is None or (name, index) in wanted:
+                    out.append((name, index, view.assignment[index], view.adding.get(index, ()),
+                                view.removing.get(index, ())))
+        return out
 
     def _unclean_allowed(self, snapshot: ClusterSnapshot) -> Callable[[str], bool]:
         def allowed(name: str) -> bool:
@@ -598,7 +677,7 @@ def _read_snapshot(client, watch: Callable | None) -> ClusterSnapshot:
     topics: dict[str, TopicView] = {}
     for name in client.get_children(zl.TOPICS, watch=watch):
         try:
-            data, _ = client.get(zl.topic_path(name), watch=watch)
+            data, topic_stat = client.get(zl.topic_path(name), watch=watch)
         except NoNodeError:
             continue
         ta = zl.TopicAssignment.decode(data)
@@ -607,7 +686,9 @@ def _read_snapshot(client, watch: Callable | None) -> ClusterSnapshot:
             configs = zl.decode_entity_config(cdata)
         except NoNodeError:
             configs = {}
-        view = TopicView(ta.topic_id or uuid.UUID(int=0), {p: tuple(r) for p, r in ta.partitions.items()}, dict(configs))
+        view = TopicView(ta.topic_id or uuid.UUID(int=0), {p: tuple(r) for p, r in ta.partitions.items()},
+                         dict(configs), adding={p: tuple(r) for p, r in ta.adding_replicas.items()},
+                         removing={p: tuple(r) for p, r in ta.removing_replicas.items()}, version=topic_stat.version)
         for index in view.assignment:
             path = zl.partition_state_path(name, index)
             if client.exists(path, watch=watch) is None:
@@ -679,8 +760,62 @@ def _create_topic_znodes(client, name: str, topic_id: uuid.UUID, assignment: dic
         p: list(r) for p, r in assignment.items()}).encode(), makepath=True)
 
 
-def _set_assignment(client, name: str, topic_id: uuid.UUID, assignment: dict[int, list[int]]) -> None:
-    client.set(zl.topic_path(name), zl.TopicAssignment(topic_id=topic_id, partitions=assignment).encode())
+def _set_assignment(client, name: str, topic_id: uuid.UUID, assignment: dict[int, list[int]],
+                    adding: dict[int, list[int]] | None = None, removing: dict[int, list[int]] | None = None,
+                    version: int = -1) -> None:
+    client.set(zl.topic_path(name), zl.TopicAssignment(topic_id=topic_id, partitions=assignment,
+                                                       adding_replicas=adding or {},
+                                                       removing_replicas=removing or {}).encode(), version=version)
+
+
+def _plan_reassignments(view: TopicView | None, items: list[tuple[int, list[int] | None]], live: set[int]):
+    """Kafka's checks of AlterPartitionReassignments for one topic, and the topic znode's new
+    assignment, adding and removing maps (None when nothing is to be written)."""
+    result: dict[int, tuple[ErrorCode, str | None]] = {}
+    if view is None:
+        return {i: (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.") for i, _ in items}, \
+            None, None, None
+    assignment = {p: list(r) for p, r in view.assignment.items()}
+    adding = {p: list(r) for p, r in view.adding.items()}
+    removing = {p: list(r) for p, r in view.removing.items()}
+    changed = False
+    for index, target in items:
+        if index not in view.assignment:
+            result[index] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.")
+            continue
+        ongoing = index in adding or index in removing
+        original = tuple(r for r in view.assignment[index] if r not in view.adding.get(index, ()))
+        if target is None:
+            if not ongoing:
+                result[index] = (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None)
+                continue
+            assignment[index] = list(original)
+            adding.pop(index, None)
+            removing.pop(index, None)
+        else:
+            if not target:
+                result[index] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Empty replica list specified in partition "
+                                 "reassignment.")
+                continue
+            if len(set(target)) != len(target):
+                result[index] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Duplicate replica ids in partition "
+                                 f"reassignment replica list: {target}")
+                continue
+            unknown = [b for b in target if b not in live]
+            if unknown:
+                result[index] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The proposed assignment contains "
+                                 f"non-live brokers: {unknown}")
+                continue
+            replicas, add, remove = start_reassignment(original, tuple(target))
+            assignment[index] = list(replicas)
+            if add or remove:
+                adding[index], removing[index] = list(add), list(remove)
+            else:
+                adding.pop(index, None)
+                removing.pop(index, None)
+        changed = True
+        result[index] = (ErrorCode.NONE, None)
+    return result, (assignment if changed else None), adding, removing
 
 
 def _set_topic_config(client, name: str, configs: dict[str, str]) -> None:

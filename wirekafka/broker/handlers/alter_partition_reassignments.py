@@ -1,0 +1,38 @@
+"""AlterPartitionReassignments (key 45), v0-1: move partitions to other brokers (kafka-reassign-partitions).
+
+- Each partition names its target replicas, or null to cancel the reassignment in progress.
+- In a cluster the move is Kafka's (KIP-455): the topic's assignment becomes the target replicas
+  followed by the leaving ones, with adding/removing replicas recorded in /brokers/topics/<t>;
+  the new replicas catch up as followers, and once all target replicas are in sync the controller
+  moves the leadership if it is leaving, shrinks the ISR and the assignment to the target, and
+  the leaving brokers delete their copies.
+- Errors per partition: UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT (empty list,
+  repeated broker, a broker that is not live), NO_REASSIGNMENT_IN_PROGRESS for a cancel with
+  nothing to cancel. One node: only this node is a valid target, and nothing is ever in progress."""
+
+from __future__ import annotations
+
+from kafka.protocol.admin import AlterPartitionReassignmentsResponse
+
+from wirekafka.broker.context import RequestContext
+from wirekafka.protocol.errors import ErrorCode
+
+_Topic = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
+_Part = _Topic.ReassignablePartitionResponse
+
+
+async def handle(ctx: RequestContext, request: object) -> AlterPartitionReassignmentsResponse:
+    changes = [(t.name, p.partition_index, None if p.replicas is None else list(p.replicas))
+               for t in request.topics for p in t.partitions]  # type: ignore[attr-defined]
+    answers = await ctx.state.metadata.alter_reassignments(changes)
+    topics = []
+    for t in request.topics:  # type: ignore[attr-defined]
+        parts = []
+        for p in t.partitions:
+            code, message = answers[(t.name, p.partition_index)]
+            parts.append(_Part(partition_index=p.partition_index, error_code=code,
+                               error_message=None if code == ErrorCode.NONE else message))
+        topics.append(_Topic(name=t.name, partitions=parts))
+    return AlterPartitionReassignmentsResponse(version=ctx.version, throttle_time_ms=0,
+                                               allow_replication_factor_change=True, error_code=ErrorCode.NONE,
+                                               error_message=None, responses=topics)

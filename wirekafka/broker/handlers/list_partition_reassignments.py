@@ -1,0 +1,25 @@
+"""ListPartitionReassignments (key 46), v0: the reassignments in progress (kafka-reassign-partitions
+--verify / --list), with each partition's replicas, adding and removing replicas. Null topics
+means all; partitions with no reassignment in progress are left out, as Kafka does."""
+
+from __future__ import annotations
+
+from kafka.protocol.admin import ListPartitionReassignmentsResponse
+
+from wirekafka.broker.context import RequestContext
+from wirekafka.protocol.errors import ErrorCode
+
+_Topic = ListPartitionReassignmentsResponse.OngoingTopicReassignment
+_Part = _Topic.OngoingPartitionReassignment
+
+
+def handle(ctx: RequestContext, request: object) -> ListPartitionReassignmentsResponse:
+    requested = request.topics  # type: ignore[attr-defined]
+    wanted = None if requested is None else [(t.name, p) for t in requested for p in t.partition_indexes]
+    by_topic: dict[str, list[_Part]] = {}
+    for topic, index, replicas, adding, removing in ctx.state.metadata.list_reassignments(wanted):
+        by_topic.setdefault(topic, []).append(_Part(partition_index=index, replicas=list(replicas),
+                                                    adding_replicas=list(adding), removing_replicas=list(removing)))
+    return ListPartitionReassignmentsResponse(version=ctx.version, throttle_time_ms=0, error_code=ErrorCode.NONE,
+                                              error_message=None,
+                                              topics=[_Topic(name=t, partitions=ps) for t, ps in by_topic.items()])

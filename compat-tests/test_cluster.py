@@ -416,3 +416,39 @@ def test_reassignment_with_kafkas_tool(cluster: WirekafkaCluster, tmp_path: Path
     cluster.brokers[2].kill()  # the new replica alone must have every record
     cluster.wait_for(lambda: cluster.leader("moving") == 3, 30, "broker 3 leading")
     assert _consume_all(cluster.bootstrap, "moving", 100) == [b"r%03d" % i for i in range(100)]
+
+
+def test_transactions_across_leaders(cluster: WirekafkaCluster) -> None:
+    """A transactional producer writing to partitions led by different brokers: the coordinator
+    sends the markers to each leader (WriteTxnMarkers); read_committed sees the committed
+    transaction only, and the consumed offsets committed with it."""
+    _create(cluster, "txn-spread", partitions=3)
+    leaders = {cluster.leader("txn-spread", p) for p in range(3)}
+    assert len(leaders) > 1
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "spread-1",
+                  "transaction.timeout.ms": 30000})
+    p.init_transactions(60)
+    p.begin_transaction()
+    for i in range(30):
+        p.produce("txn-spread", value=b"commit-%d" % i, partition=i % 3)
+    p.commit_transaction(60)
+    p.begin_transaction()
+    for i in range(30):
+        p.produce("txn-spread", value=b"abort-%d" % i, partition=i % 3)
+    p.abort_transaction(60)
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "txn-reader", "auto.offset.reset": "earliest",
+                  "isolation.level": "read_committed", "enable.auto.commit": False})
+    c.assign([TopicPartition("txn-spread", i, 0) for i in range(3)])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 60
+    while len(got) < 30 and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            got.append(m.value())
+    quiet = time.monotonic() + 2
+    while time.monotonic() < quiet:  # nothing of the aborted transaction follows
+        m = c.poll(0.2)
+        if m is not None and not m.error():
+            got.append(m.value())
+    c.close()
+    assert sorted(got) == sorted(b"commit-%d" % i for i in range(30))

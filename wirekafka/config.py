@@ -143,6 +143,13 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
 }
 
 
+# Broker configs Kafka can change at runtime that tools clear as a matter of course
+# (kafka-reassign-partitions --verify removes the replication throttles on every broker). wirekafka
+# sets none of them, so deleting one is the no-op it is on a Kafka broker where it is unset.
+DYNAMIC_BROKER_CONFIGS = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate",
+                                    "replica.alter.log.dirs.io.max.bytes.per.second"})
+
+
 @dataclass(frozen=True)
 class Listener:
     name: str

@@ -27,6 +27,7 @@ from wirekafka.broker.metadata import LocalMetadata, Topic, uuid_to_base64
 from wirekafka.broker.partition import Partition
 from wirekafka.broker.replica_manager import ReplicaManager
 from wirekafka.broker.replication.fetcher import ReplicaFetchers
+from wirekafka.broker.replication.markers import RemoteMarkers
 from wirekafka.broker.replication.zk_metadata import RoleChange, ZkMetadata
 from wirekafka.broker.transactions import TXN_TOPIC, TransactionCoordinator
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
@@ -78,6 +79,10 @@ class BrokerState:
         self.groups = GroupCoordinator(runtime)
         self.transactions = TransactionCoordinator(runtime, self._write_marker, self.metadata.allocate_producer_id)
         self.replicas.verify_transaction = self.transactions.verify_produce
+        self.markers: RemoteMarkers | None = None
+        if config.zookeeper_mode:
+            self.replicas.verify_transaction = self._verify_transaction
+            self.markers = RemoteMarkers(self.metadata, config)
         self.cleaner = LogCleaner(self)
         self._recovery: dict[tuple[str, int], int] = {}
         self._high_watermarks: dict[tuple[str, int], int] = {}
@@ -247,10 +252,30 @@ class BrokerState:
     async def _write_marker(self, tp: tuple[str, int], producer_id: int, producer_epoch: int,
                             coordinator_epoch: int, commit: bool) -> None:
         """The transaction coordinator's marker writer: a partition deleted meanwhile needs no
-        marker; any other failure leaves the transaction in its Prepare state to be retried."""
-        code = await self.write_txn_marker(tp[0], tp[1], producer_id, producer_epoch, coordinator_epoch, commit)
+        marker; any other failure leaves the transaction in its Prepare state to be retried. In
+        a cluster a partition led by another broker gets its marker through WriteTxnMarkers,
+        sent to that leader as Kafka's coordinator does."""
+        partition = self._local_leader(tp)
+        if self.markers is not None and partition is None:
+            code = await self.markers.write(tp, producer_id, producer_epoch, coordinator_epoch, commit)
+        else:
+            code = await self.write_txn_marker(tp[0], tp[1], producer_id, producer_epoch, coordinator_epoch, commit)
         if code not in (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
             raise KafkaApiError(code, f"transaction marker for {tp[0]}-{tp[1]} not written")
+
+    def _local_leader(self, tp: tuple[str, int]) -> Partition | None:
+        topic = self.metadata.topic(tp[0])
+        p = topic.partitions[tp[1]] if topic is not None and 0 <= tp[1] < len(topic.partitions) else None
+        return p if p is not None and p.is_leader else None
+
+    def _verify_transaction(self, producer_id: int, producer_epoch: int, topic: str, index: int) -> ErrorCode:
+        """Produce-side verification in a cluster: by this broker's transaction coordinator when
+        it coordinates the producer; a producer coordinated elsewhere is not verified (as with
+        Kafka's transaction.partition.verification.enable=false: the leader would have to ask
+        the other broker's coordinator over AddPartitionsToTxn, which wirekafka does not do yet)."""
+        if not self.transactions.knows_producer(producer_id):
+            return ErrorCode.NONE
+        return self.transactions.verify_produce(producer_id, producer_epoch, topic, index)
 
     async def load_coordinators(self) -> None:
         """Replay the group coordinator's topic, then the transaction coordinator's: finishing a

@@ -292,6 +292,10 @@ class TransactionCoordinator:
         return {tp: ErrorCode.NONE if meta.state is TxnState.ONGOING and tp in meta.partitions
                 else ErrorCode.TRANSACTION_ABORTABLE for tp in partitions}
 
+    def knows_producer(self, producer_id: int) -> bool:
+        """Whether this coordinator holds the transactional id of producer_id."""
+        return producer_id in self._by_producer
+
     def verify_produce(self, producer_id: int, producer_epoch: int, topic: str, partition: int) -> ErrorCode:
         """Produce-side verification (KIP-890): may this producer write transactional data to
         the partition now? A producer fenced by a newer epoch is INVALID_PRODUCER_EPOCH (fatal

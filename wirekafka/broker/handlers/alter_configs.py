@@ -25,17 +25,13 @@ from kafka.protocol.admin.configs import AlterConfigsResponse
 
 from wirekafka.broker import topic_config
 from wirekafka.broker.context import RequestContext
+from wirekafka.config import DYNAMIC_BROKER_CONFIGS
 from wirekafka.broker.handlers.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 # A resource's change: validates the request's configs against the topic's current overrides
 # and returns the new override set (raising KafkaApiError for Kafka's per-resource errors).
 ConfigChange = Callable[[object, dict[str, str]], dict[str, str]]
-# Broker configs Kafka can change at runtime that tools clear as a matter of course
-# (kafka-reassign-partitions --verify removes the replication throttles on every broker). wirekafka
-# sets none of them, so deleting one is the no-op it is on a Kafka broker where it is unset.
-DYNAMIC_BROKER_CONFIGS = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate",
-                                    "replica.alter.log.dirs.io.max.bytes.per.second"})
 DELETE = 1  # IncrementalAlterConfigs' DELETE operation
 # The answer for a resource type other than TOPIC and BROKER.
 OtherType = Callable[[object], None]

@@ -321,6 +321,8 @@ def test_paused_stale_leader_cannot_acknowledge(cluster: WirekafkaCluster) -> No
     code = _produce_raw(cluster.brokers[old], "stale", [b"to-the-stale-leader"], acks=-1, timeout_ms=15000)
     assert code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.REQUEST_TIMED_OUT), ErrorCode(code)
     new = cluster.leader("stale")
+    # its session expired while it was stopped: it registers again under a new one
+    cluster.wait_for(lambda: old in cluster.registered(), 30, "the paused broker registered again")
     cluster.wait_isr("stale", 0, 3, timeout=60)
     assert _produce_raw(cluster.brokers[new], "stale", [b"to-the-leader"], acks=-1) == ErrorCode.NONE
     assert _consume_all(cluster.bootstrap, "stale", 1) == [b"to-the-leader"]
@@ -452,3 +454,17 @@ def test_transactions_across_leaders(cluster: WirekafkaCluster) -> None:
             got.append(m.value())
     c.close()
     assert sorted(got) == sorted(b"commit-%d" % i for i in range(30))
+
+
+def test_broker_refuses_another_clusters_log_dir(cluster: WirekafkaCluster) -> None:
+    """A log dir formatted for another cluster (meta.properties' cluster.id) is refused at start,
+    with Kafka's message, instead of mixing two clusters' data."""
+    b = cluster.brokers[3]
+    b.stop()
+    meta = b.data_dir / "meta.properties"
+    real_id = cluster.znode("/cluster/id")["id"]
+    meta.write_text(meta.read_text().replace(real_id, "AAAAAAAAAAAAAAAAAAAAAA"))
+    with pytest.raises(RuntimeError, match="exited"):
+        b.start(timeout=60)
+    assert "doesn't match stored clusterId Some(AAAAAAAAAAAAAAAAAAAAAA) in meta.properties" in b.log_tail(200)
+    assert 3 not in cluster.registered()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import trio
 
-from wirekafka.config import ConfigError, load_config
+from wirekafka.config import ConfigError, StartupError, load_config
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,7 +30,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from wirekafka.server.tcp import run_broker
 
-    trio.run(run_broker, config)
+    try:
+        trio.run(run_broker, config)
+    except StartupError as exc:
+        logging.getLogger("wirekafka").error("fatal error during startup: %s", exc)
+        return 1
     return 0
 
 

@@ -22,6 +22,11 @@ class ConfigError(ValueError):
     """An invalid config value; startup stops with this message."""
 
 
+class StartupError(RuntimeError):
+    """The broker cannot start with this log dir or cluster (another cluster's or broker's data,
+    a broker id registered by a live broker); it exits with this message, as Kafka does."""
+
+
 def _bool(v: str) -> bool:
     s = v.strip().lower()
     if s not in ("true", "false"):

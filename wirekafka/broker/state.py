@@ -31,7 +31,7 @@ from wirekafka.broker.replication.markers import RemoteMarkers
 from wirekafka.broker.replication.zk_metadata import RoleChange, ZkMetadata
 from wirekafka.broker.transactions import TXN_TOPIC, TransactionCoordinator
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
-from wirekafka.config import BrokerConfig
+from wirekafka.config import BrokerConfig, StartupError
 from wirekafka.broker.log_cleaner import LogCleaner
 from wirekafka.storage import checkpoint
 from wirekafka.storage.epoch_cache import LeaderEpochCache
@@ -119,7 +119,7 @@ class BrokerState:
         if meta_path.exists():
             meta = checkpoint.read_properties(meta_path)
             if int(meta.get("node.id", self.node_id)) != self.node_id:
-                raise RuntimeError(
+                raise StartupError(
                     f"node.id {self.node_id} does not match {meta['node.id']} in {meta_path}"
                 )
             self.cluster_id = meta["cluster.id"]
@@ -144,13 +144,13 @@ class BrokerState:
             meta = checkpoint.read_properties(meta_path)
             stored = meta.get("cluster.id")
             if stored and stored != zk_cluster_id:
-                raise RuntimeError(
+                raise StartupError(
                     f"The Cluster ID {zk_cluster_id} doesn't match stored clusterId Some({stored}) in "
                     f"meta.properties. The broker is trying to join the wrong cluster. Configured "
                     f"zookeeper.connect may be wrong.")
             stored_id = meta.get("broker.id", meta.get("node.id"))
             if stored_id is not None and int(stored_id) != self.node_id:
-                raise RuntimeError(f"Stored node id {stored_id} doesn't match previous node id {self.node_id} "
+                raise StartupError(f"Stored node id {stored_id} doesn't match previous node id {self.node_id} "
                                    f"in {meta_path}")
         else:
             checkpoint.write_properties(meta_path, {"version": "0", "broker.id": str(self.node_id),

@@ -48,7 +48,7 @@ from wirekafka.broker.replication.controller import (ClusterSnapshot, Election, 
                                                      StateWrite, TopicView, completed_reassignments, elect,
                                                      imbalanced_leaders, plan_state_changes, start_reassignment)
 from wirekafka.broker.replication.zk_session import ZkSession
-from wirekafka.config import BrokerConfig
+from wirekafka.config import BrokerConfig, StartupError
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 log = logging.getLogger(__name__)
@@ -153,7 +153,7 @@ class ZkMetadata:
                 if stat is not None and stat.ephemeralOwner == self.zk.session_id():
                     break
                 if trio.current_time() > deadline:
-                    raise RuntimeError(f"broker id {self.node_id} is registered by another live broker") from None
+                    raise StartupError(f"broker id {self.node_id} is registered by another live broker") from None
                 await trio.sleep(0.25)
         self._registered_session = self.zk.session_id()
         log.info("registered broker %d at %s", self.node_id, path)

@@ -1,0 +1,99 @@
+"""The controller's decisions (broker/replication/controller.py) on hand-built cluster snapshots."""
+
+from __future__ import annotations
+
+import uuid
+
+from wirekafka.broker.metadata import BrokerInfo
+from wirekafka.broker.replication.controller import (
+    PREFERRED,
+    RECOVERING,
+    UNCLEAN,
+    ClusterSnapshot,
+    LeaderAndIsr,
+    StateWrite,
+    TopicView,
+    completed_reassignments,
+    elect,
+    imbalanced_leaders,
+    plan_state_changes,
+    start_reassignment,
+)
+
+EPOCH = 7
+
+
+def snapshot(live: list[int], states: dict[int, LeaderAndIsr | None], assignment: dict[int, tuple[int, ...]],
+             adding: dict | None = None, removing: dict | None = None) -> ClusterSnapshot:
+    view = TopicView(uuid.uuid4(), assignment, {}, {p: (s, 3) for p, s in states.items() if s is not None},
+                     adding or {}, removing or {})
+    return ClusterSnapshot({b: BrokerInfo(b, "127.0.0.1", 9000 + b) for b in live}, live[0], EPOCH, 5, {"t": view})
+
+
+def never(_topic: str) -> bool:
+    return False
+
+
+def test_new_partition_comes_online_with_its_live_replicas() -> None:
+    s = snapshot([1, 2], {0: None}, {0: (3, 2, 1)})
+    assert plan_state_changes(s, EPOCH, never) == [StateWrite("t", 0, LeaderAndIsr(2, 0, (2, 1), EPOCH), None)]
+    assert plan_state_changes(snapshot([4], {0: None}, {0: (3, 2, 1)}), EPOCH, never) == []
+
+
+def test_dead_leader_is_replaced_by_the_first_live_isr_member_in_assignment_order() -> None:
+    s = snapshot([2, 3], {0: LeaderAndIsr(1, 4, (1, 3, 2), 6)}, {0: (1, 2, 3)})
+    assert plan_state_changes(s, EPOCH, never) == [StateWrite("t", 0, LeaderAndIsr(2, 5, (3, 2), EPOCH), 3)]
+
+
+def test_dead_follower_leaves_the_isr_with_an_epoch_bump() -> None:
+    s = snapshot([1, 2], {0: LeaderAndIsr(1, 4, (1, 2, 3), 6)}, {0: (1, 2, 3)})
+    assert plan_state_changes(s, EPOCH, never) == [StateWrite("t", 0, LeaderAndIsr(1, 5, (1, 2), EPOCH), 3)]
+    assert plan_state_changes(snapshot([1, 2, 3], {0: LeaderAndIsr(1, 4, (1, 2, 3), 6)}, {0: (1, 2, 3)}),
+                              EPOCH, never) == []
+
+
+def test_no_live_isr_member_leaves_the_partition_leaderless_unless_unclean() -> None:
+    s = snapshot([3], {0: LeaderAndIsr(1, 4, (1, 2), 6)}, {0: (1, 2, 3)})
+    assert plan_state_changes(s, EPOCH, never) == [StateWrite("t", 0, LeaderAndIsr(-1, 5, (1,), EPOCH), 3)]
+    unclean = plan_state_changes(s, EPOCH, lambda _t: True)
+    assert unclean == [StateWrite("t", 0, LeaderAndIsr(3, 5, (3,), EPOCH, RECOVERING), 3)]
+    # already leaderless: nothing more to write until an ISR member returns
+    s = snapshot([3], {0: LeaderAndIsr(-1, 5, (1,), 6)}, {0: (1, 2, 3)})
+    assert plan_state_changes(s, EPOCH, never) == []
+    s = snapshot([1, 3], {0: LeaderAndIsr(-1, 5, (1,), 6)}, {0: (1, 2, 3)})
+    assert plan_state_changes(s, EPOCH, never) == [StateWrite("t", 0, LeaderAndIsr(1, 6, (1,), EPOCH), 3)]
+
+
+def test_preferred_and_unclean_elections() -> None:
+    s = snapshot([1, 2, 3], {0: LeaderAndIsr(2, 4, (2, 1), 6)}, {0: (1, 2, 3)})
+    e = elect(s, EPOCH, "t", 0, PREFERRED)
+    assert (e.error, e.write) == ("NONE", StateWrite("t", 0, LeaderAndIsr(1, 5, (2, 1), EPOCH), 3))
+    assert elect(s, EPOCH, "t", 0, UNCLEAN).error == "ELECTION_NOT_NEEDED"
+    out_of_sync = snapshot([1, 2, 3], {0: LeaderAndIsr(2, 4, (2,), 6)}, {0: (1, 2, 3)})
+    assert elect(out_of_sync, EPOCH, "t", 0, PREFERRED).error == "PREFERRED_LEADER_NOT_AVAILABLE"
+    leads = snapshot([1, 2], {0: LeaderAndIsr(1, 4, (1, 2), 6)}, {0: (1, 2)})
+    assert elect(leads, EPOCH, "t", 0, PREFERRED).error == "ELECTION_NOT_NEEDED"
+    assert elect(leads, EPOCH, "t", 9, PREFERRED).error == "UNKNOWN_TOPIC_OR_PARTITION"
+    dead = snapshot([3], {0: LeaderAndIsr(1, 4, (1,), 6)}, {0: (1, 2)})
+    assert elect(dead, EPOCH, "t", 0, UNCLEAN).error == "ELIGIBLE_LEADERS_NOT_AVAILABLE"
+
+
+def test_leader_rebalance_moves_leaderships_home_past_the_imbalance_threshold() -> None:
+    states = {p: LeaderAndIsr(2, 1, (1, 2), 6) for p in range(4)}
+    s = snapshot([1, 2], states, {p: (1, 2) for p in range(4)})
+    writes = imbalanced_leaders(s, EPOCH, 10)
+    assert [(w.partition, w.state.leader) for w in writes] == [(0, 1), (1, 1), (2, 1), (3, 1)]
+    balanced = snapshot([1, 2], {p: LeaderAndIsr(1, 1, (1, 2), 6) for p in range(4)}, {p: (1, 2) for p in range(4)})
+    assert imbalanced_leaders(balanced, EPOCH, 10) == []
+
+
+def test_reassignment_steps() -> None:
+    assert start_reassignment((1, 2), (2, 3)) == ((2, 3, 1), (3,), (1,))
+    assert start_reassignment((1, 2), (1, 2)) == ((1, 2), (), ())
+    moving = {0: (2, 3, 1)}
+    waiting = snapshot([1, 2, 3], {0: LeaderAndIsr(1, 2, (1, 2), 6)}, moving, {0: (3,)}, {0: (1,)})
+    assert completed_reassignments(waiting, EPOCH) == []
+    caught_up = snapshot([1, 2, 3], {0: LeaderAndIsr(1, 2, (1, 2, 3), 6)}, moving, {0: (3,)}, {0: (1,)})
+    [done] = completed_reassignments(caught_up, EPOCH)
+    assert done.replicas == (2, 3)
+    assert done.state == StateWrite("t", 0, LeaderAndIsr(2, 3, (2, 3), EPOCH), 3)  # the leaving leader hands over

@@ -1,0 +1,100 @@
+"""A leader's view of its followers (broker/replica_set.py) and the high watermark it allows
+(broker/partition.py): the smallest log end over the ISR, never back, not below min.insync.replicas."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from wirekafka.broker.partition import AppendOrigin, Partition
+from wirekafka.broker.replica_set import ReplicaSet
+from wirekafka.protocol import records
+from wirekafka.storage.epoch_cache import LeaderEpochCache
+from wirekafka.storage.log import LogConfig, PartitionLog
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def leader(tmp_path: Path, clock: Clock, isr=(1, 2, 3), min_isr: int = 1) -> Partition:
+    d = tmp_path / "t-0"
+    p = Partition("t", 0, PartitionLog(d, LogConfig(), clock=clock), LeaderEpochCache(d / "leader-epoch-checkpoint"),
+                  clock=clock, node_id=1, lead=False)
+    p.min_insync_replicas = min_isr
+    p.make_leader(3, (1, 2, 3), frozenset(isr))
+    return p
+
+
+def append(p: Partition, n: int = 1) -> None:
+    batch = records.build_batch([(None, b"v", 0)] * n)
+    p.append(batch, records.parse_header(batch), AppendOrigin.CLIENT)
+
+
+def test_high_watermark_is_the_smallest_in_sync_log_end(tmp_path: Path) -> None:
+    clock = Clock()
+    p = leader(tmp_path, clock)
+    append(p, 5)
+    assert p.high_watermark == 0  # the followers' log ends are unknown until they fetch
+    assert p.record_follower_fetch(2, 5)
+    assert p.high_watermark == 0
+    p.record_follower_fetch(3, 2)
+    assert p.high_watermark == 2
+    p.record_follower_fetch(3, 5)
+    assert p.high_watermark == 5
+    p.record_follower_fetch(3, 1)  # a follower going back (it truncated) does not move it back
+    assert p.high_watermark == 5
+    assert not p.record_follower_fetch(9, 5)  # not a replica of this partition
+
+
+def test_high_watermark_waits_while_the_isr_is_under_min_insync(tmp_path: Path) -> None:
+    clock = Clock()
+    p = leader(tmp_path, clock, isr=(1,), min_isr=2)
+    append(p, 3)
+    assert p.high_watermark == 0
+    p.record_follower_fetch(2, 3)
+    assert p.isr_expansion() == frozenset({2})
+    p.set_isr(frozenset({1, 2}))
+    assert p.high_watermark == 3
+
+
+def test_isr_shrinks_after_the_lag_time_and_expands_when_caught_up(tmp_path: Path) -> None:
+    clock = Clock()
+    p = leader(tmp_path, clock)
+    append(p, 4)
+    p.record_follower_fetch(2, 4)
+    p.record_follower_fetch(3, 1)
+    clock.now += 5
+    p.record_follower_fetch(2, 4)
+    assert p.isr_shrink(4000) == frozenset({3})
+    p.set_isr(frozenset({1, 2}))
+    assert p.high_watermark == 4
+    p.record_follower_fetch(3, 4)
+    assert p.isr_expansion() == frozenset({3})
+
+
+def test_follower_high_watermark_is_the_leaders_capped_at_its_log_end(tmp_path: Path) -> None:
+    d = tmp_path / "t-0"
+    p = Partition("t", 0, PartitionLog(d, LogConfig()), LeaderEpochCache(d / "leader-epoch-checkpoint"), node_id=2,
+                  lead=False)
+    p.make_follower(3, 1, (1, 2), frozenset({1, 2}))
+    batch = bytearray(records.build_batch([(None, b"v", 0)] * 4))
+    records.assign_offsets(batch, 0, 3)
+    p.append_replicated(bytes(batch), records.parse_header(batch))
+    p.set_follower_high_watermark(10)
+    assert (p.log_end_offset, p.high_watermark) == (4, 4)
+    p.set_follower_high_watermark(2)
+    assert p.high_watermark == 2
+    assert p.epochs.entries == [(3, 0)]
+
+
+def test_replica_set_tracks_new_replicas_of_a_reassignment() -> None:
+    rs = ReplicaSet.single(1)
+    rs.lead((1, 2), frozenset({1, 2}), 0)
+    rs.set_replicas((1, 2, 3))
+    assert sorted(rs.followers) == [2, 3]
+    rs.set_replicas((1, 3))
+    assert sorted(rs.followers) == [3]

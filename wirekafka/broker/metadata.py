@@ -158,7 +158,53 @@ def check_new_topic(name: str, num_partitions: int, replication_factor: int, con
             raise KafkaApiError(ErrorCode.INVALID_CONFIG, reason)
 
 
-class LocalMetadata:
+class TopicIndex:
+    """The look-ups both metadata implementations answer the same way, from their topics by name
+    and by id and the names being created."""
+
+    config: BrokerConfig
+    _topics: dict[str, Topic]
+    _by_id: dict[uuid.UUID, Topic]
+    _creating: set[str]
+
+    def topic(self, name: str) -> Topic | None:
+        return self._topics.get(name)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        return self._by_id.get(topic_id)
+
+    def resolve(self, name: str | None, topic_id: uuid.UUID | None, by_id: bool) -> tuple[Topic | None, ErrorCode]:
+        """The topic a request names, by id (newer request versions) or by name, with the error
+        Kafka answers when it does not exist (UNKNOWN_TOPIC_ID / UNKNOWN_TOPIC_OR_PARTITION)."""
+        if by_id:
+            return (self._by_id.get(topic_id) if topic_id else None), ErrorCode.UNKNOWN_TOPIC_ID
+        return (self._topics.get(name) if name is not None else None), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    def partition(self, topic: str, index: int) -> Partition:
+        """A partition for a client's request: this broker must lead it."""
+        t = self._topics.get(topic)
+        if t is None:
+            raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return t.leader_partition(index)
+
+    def all_topics(self) -> list[Topic]:
+        """A snapshot list: callers may create or delete topics while iterating it."""
+        return list(self._topics.values())
+
+    def being_created(self, name: str) -> bool:
+        """True while a creation of the topic is under way (it is not visible yet)."""
+        return name in self._creating
+
+    def iter_partitions(self) -> Iterator[Partition]:
+        """This broker's replicas."""
+        for t in self.all_topics():
+            yield from t.local_partitions()
+
+    def topic_config_value(self, topic: Topic, name: str) -> str:
+        return topic_config.effective(name, topic.configs, self.config)[0]
+
+
+class LocalMetadata(TopicIndex):
     """Single-node metadata persisted in the log dir's wirekafka-topics.json."""
 
     def __init__(self, log_dir: Path, config: BrokerConfig, open_partition: OpenPartition) -> None:
@@ -210,25 +256,6 @@ class LocalMetadata:
         self._by_id[topic.topic_id] = topic
 
     # ---- look-ups ------------------------------------------------------------------------------
-    def topic(self, name: str) -> Topic | None:
-        return self._topics.get(name)
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
-        return self._by_id.get(topic_id)
-
-    def resolve(self, name: str | None, topic_id: uuid.UUID | None, by_id: bool) -> tuple[Topic | None, ErrorCode]:
-        """The topic a request names, by id (newer request versions) or by name, with the error
-        Kafka answers when it does not exist (UNKNOWN_TOPIC_ID / UNKNOWN_TOPIC_OR_PARTITION)."""
-        if by_id:
-            return (self._by_id.get(topic_id) if topic_id else None), ErrorCode.UNKNOWN_TOPIC_ID
-        return (self._topics.get(name) if name is not None else None), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-
-    def partition(self, topic: str, index: int) -> Partition:
-        t = self._topics.get(topic)
-        if t is None:
-            raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        return t.leader_partition(index)
-
     def brokers(self) -> list[BrokerInfo]:
         adv = self.config.advertised_listener
         return [BrokerInfo(self.config.node_id, adv.host, adv.port)]
@@ -240,21 +267,6 @@ class LocalMetadata:
         node = self.config.node_id
         p = topic.partitions[index]
         return PartitionView(node, p.leader_epoch if p is not None else 0, (node,), (node,))
-
-    def all_topics(self) -> list[Topic]:
-        """A snapshot list: callers may create or delete topics while iterating it."""
-        return list(self._topics.values())
-
-    def being_created(self, name: str) -> bool:
-        """True while a creation of the topic is under way (it is not visible yet)."""
-        return name in self._creating
-
-    def iter_partitions(self) -> Iterator[Partition]:
-        for t in self.all_topics():
-            yield from t.local_partitions()
-
-    def topic_config_value(self, topic: Topic, name: str) -> str:
-        return topic_config.effective(name, topic.configs, self.config)[0]
 
     # ---- changes -------------------------------------------------------------------------------
     def validate_new_topic(self, name: str, num_partitions: int, replication_factor: int,

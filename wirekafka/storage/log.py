@@ -422,12 +422,7 @@ class PartitionLog:
         if offset >= self.log_end_offset:
             return []
         if offset < self.segments[0].base_offset or offset <= self.log_start_offset:
-            doomed = self.segments
-            self.segments = [LogSegment(self.dir, offset, self.config.index_interval_bytes)]
-            self.segments[0].created_ms = int(self.clock() * 1000)
-            self.log_start_offset = offset
-            self.recovery_point = offset
-            return doomed
+            return self.restart_at(offset)
         keep = self._segment_index(offset)
         doomed = self.segments[keep + 1:]
         if self.segments[keep].base_offset == offset and keep > 0:
@@ -439,8 +434,9 @@ class PartitionLog:
         return doomed
 
     def restart_at(self, offset: int) -> list[LogSegment]:
-        """Empty the log and start it again at offset, past its end (a follower that fell behind
-        its leader's log start: Kafka's truncateFullyAndStartAt). Returns the old segments."""
+        """Empty the log and start it again at offset (a follower that fell behind its leader's
+        log start: Kafka's truncateFullyAndStartAt; a truncation below the log start). Returns the
+        old segments."""
         doomed = self.segments
         self.segments = [LogSegment(self.dir, offset, self.config.index_interval_bytes)]
         self.segments[0].created_ms = int(self.clock() * 1000)

@@ -33,13 +33,13 @@ import random
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable
 
 import trio
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
 
 from wirekafka.broker import topic_config
-from wirekafka.broker.metadata import (BrokerInfo, OpenPartition, PartitionView, Topic, base64_to_uuid,
+from wirekafka.broker.metadata import (BrokerInfo, OpenPartition, PartitionView, Topic, TopicIndex,
                                        check_new_topic, uuid_to_base64)
 from wirekafka.broker.partition import Partition
 from wirekafka.broker.replication import assignment as assigner
@@ -68,7 +68,7 @@ class RoleChange:
     resigned: list[Partition] = field(default_factory=list)
 
 
-class ZkMetadata:
+class ZkMetadata(TopicIndex):
     def __init__(self, config: BrokerConfig, open_partition: OpenPartition, session: ZkSession) -> None:
         self.config = config
         self.node_id = config.node_id
@@ -472,23 +472,6 @@ class ZkMetadata:
         p.set_isr(frozenset(ordered))
 
     # ---- look-ups (ClusterMetadata) ---------------------------------------------------------------
-    def topic(self, name: str) -> Topic | None:
-        return self._topics.get(name)
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
-        return self._by_id.get(topic_id)
-
-    def resolve(self, name: str | None, topic_id: uuid.UUID | None, by_id: bool) -> tuple[Topic | None, ErrorCode]:
-        if by_id:
-            return (self._by_id.get(topic_id) if topic_id else None), ErrorCode.UNKNOWN_TOPIC_ID
-        return (self._topics.get(name) if name is not None else None), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-
-    def partition(self, topic: str, index: int) -> Partition:
-        t = self._topics.get(topic)
-        if t is None:
-            raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        return t.leader_partition(index)
-
     def brokers(self) -> list[BrokerInfo]:
         return [self._snapshot.brokers[b] for b in sorted(self._snapshot.brokers)]
 
@@ -505,19 +488,6 @@ class ZkMetadata:
         live = self._snapshot.brokers
         return PartitionView(state.leader if state.leader in live else -1, state.leader_epoch, replicas, state.isr,
                              tuple(r for r in replicas if r not in live))
-
-    def all_topics(self) -> list[Topic]:
-        return list(self._topics.values())
-
-    def being_created(self, name: str) -> bool:
-        return name in self._creating
-
-    def iter_partitions(self) -> Iterator[Partition]:
-        for t in self.all_topics():
-            yield from t.local_partitions()
-
-    def topic_config_value(self, topic: Topic, name: str) -> str:
-        return topic_config.effective(name, topic.configs, self.config)[0]
 
     # ---- changes ---------------------------------------------------------------------------------
     def validate_new_topic(self, name: str, num_partitions: int, replication_factor: int,

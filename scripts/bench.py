@@ -6,6 +6,7 @@ confluent-kafka and raw-socket workloads against each, stops them and prints one
     .venv/bin/python scripts/bench.py                      # everything, both brokers (~5-10 min)
     .venv/bin/python scripts/bench.py --quick              # tiny counts: a smoke test (~2 min)
     .venv/bin/python scripts/bench.py --only tput-base,latency --no-kafka --out table.md
+    .venv/bin/python scripts/bench.py --only cluster-produce,cluster-failover     # 3-broker clusters
 
 Both brokers run for the whole session and each workload runs against one broker at a time,
 wirekafka then Kafka, so slow drifts of a shared machine hit both alike. Kafka is started by
@@ -47,6 +48,24 @@ Rows (``--only`` takes a comma-separated list of these ids):
                    processed in Y seconds", Kafka's and wirekafka's), and produce->ack p50/p99 on
                    another topic (1 KB at the latency rate) with the cleaner idle vs during that
                    round (samples sent between the round's first log line and its summary)
+
+Cluster rows run last, on 3-broker clusters of their own: a wirekafka cluster (three `wirekafka
+serve` processes, testsupport/cluster.py) and a Kafka 3.9.1 ZooKeeper-mode cluster
+(realkafka.start_zk_cluster, 512 MB heap each), one after the other, each on its own chroot of one
+ZooKeeper 3.8.4 (scripts/zookeeper.py); both with Kafka's defaults where they matter and the same
+settings (benchlib/cluster.py: CLUSTER_CONFIG; zookeeper.session.timeout.ms 6000). The single-node
+brokers above are not started when only cluster rows are chosen.
+
+  cluster-produce  a topic of 3 partitions, replication factor 3, min.insync.replicas=2: the
+                   throughput base load (acks=all, idempotent, 1 KB, linger 5 ms; --cluster-mb,
+                   default 200 MB) as MB/s and records/s, then the latency row's load (1 KB at the
+                   latency rate, linger 0) on another such topic: produce->ack p50 / p99
+  cluster-failover a 1-partition topic (replication 3, min.insync.replicas=2) led by a broker that
+                   is not the controller, a producer sending one record every ~5 ms (acks=all,
+                   idempotent, linger 0); kill -9 of the leader; seconds until its ZooKeeper
+                   session expired, until a new leader was written to ZooKeeper, and until the
+                   first record sent after the kill was acknowledged (median of 3 runs,
+                   --failover-runs; the killed broker is restarted between runs)
 """
 
 from __future__ import annotations
@@ -69,7 +88,8 @@ from typing import Callable
 
 import confluent_kafka
 
-from benchlib import compaction, netprobe, recovery, syscalls, transactions, workloads
+import realkafka
+from benchlib import cluster, compaction, netprobe, recovery, syscalls, transactions, workloads
 from benchlib.brokers import HOST, REPO, Broker, KafkaBroker, WirekafkaBroker, peak_rss_mb, rss_mb
 from benchlib.report import Report
 from benchlib.workloads import BASE, LoadSpec
@@ -90,9 +110,12 @@ THROUGHPUT: dict[str, tuple[str, Callable[[LoadSpec], LoadSpec]]] = {
 #: Transactional rows: id -> producers; 1 KB records, TXN_RECORDS per transaction, 3 partitions.
 TRANSACTIONAL: dict[str, int] = {"txn-1prod": 1, "txn-8prod": 8}
 TXN_RECORDS = 100
+CLUSTER_ROWS = ["cluster-produce", "cluster-failover"]
 OTHER_ROWS = [*TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "syscalls", "recovery",
-              "offsets-compaction", "cleaner"]
+              "offsets-compaction", "cleaner", *CLUSTER_ROWS]
 ROW_IDS = [*THROUGHPUT, *OTHER_ROWS]
+#: Rows on the two long-running single-node brokers (the others start brokers of their own).
+LONG_RUNNING_ROWS = {*THROUGHPUT, *TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "syscalls"}
 
 
 @dataclass(frozen=True)
@@ -113,10 +136,14 @@ class Settings:
     settle: float = 3.0           # idle seconds before an RSS reading
     offsets_commits: int = 1_000_000  # offset commits: 10 groups x 100 partitions x 1,000 rounds
     cleaner_mb: float = 100       # payload MB the cleaner row compacts
+    cluster_mb: float = 200       # payload MB of cluster-produce's throughput load
+    cluster_timeout: float = 60   # seconds that load may take
+    failover_runs: int = 3        # kills per cluster in cluster-failover (the median is reported)
 
 
 QUICK = Settings(mb=5, small_mb=1, txn_mb=1, latency_rate=200, latency_seconds=2, syscall_mb=5,
-                 recovery_bytes=50 << 20, load_timeout=60, settle=1.0, offsets_commits=20_000, cleaner_mb=5)
+                 recovery_bytes=50 << 20, load_timeout=60, settle=1.0, offsets_commits=20_000, cleaner_mb=5,
+                 cluster_mb=5, failover_runs=1)
 OFFSETS_GROUPS, OFFSETS_PARTITIONS = 10, 100
 CLEANER_KEYS, CLEANER_VALUE_BYTES = 50_000, 256
 
@@ -416,6 +443,101 @@ class Bench:
         self.report.note(f"cleaner: produce latency with 1 KB records at {s.latency_rate:,.0f}/s on another "
                          f"topic, acks=all, linger 0; idle for {s.latency_seconds:g} s, then during the round.")
 
+    # -- cluster rows, on 3-broker clusters of their own ----------------------------------------
+
+    def run_clusters(self, selected: set[str], kafka: bool) -> None:
+        """cluster-produce and cluster-failover on a wirekafka cluster, then on a Kafka 3.9.1 one
+        (unless ``kafka`` is False), each under its own chroot of one ZooKeeper server; a cluster
+        is started once for both rows and stopped before the next one starts."""
+        zk = cluster.zookeeper_server(self.workdir / "zookeeper")
+        try:
+            makers: list[Callable[[], cluster.Cluster]] = [
+                lambda: cluster.WirekafkaClusterRun(self.workdir / "wirekafka-cluster", zk.connect_string)]
+            if kafka:
+                makers.append(lambda: cluster.KafkaClusterRun(self.workdir / "kafka-cluster", zk.connect_string))
+            for make in makers:
+                settle_writeback()
+                under_test = make()
+                try:
+                    under_test.start()
+                except Exception as exc:  # noqa: BLE001 - reported in the table's notes
+                    log.exception("cluster start failed: %s", under_test.name)
+                    self.report.note(f"cluster rows: the {under_test.name} cluster did not start: "
+                                     f"{type(exc).__name__}: {exc}")
+                    continue
+                view = cluster.ZkView(zk.connect_string, under_test.chroot)
+                try:
+                    if "cluster-produce" in selected:
+                        self._cluster_step("cluster-produce", under_test,
+                                           lambda: self.run_cluster_produce(under_test, view))
+                    if "cluster-failover" in selected:
+                        self._cluster_step("cluster-failover", under_test,
+                                           lambda: self.run_cluster_failover(under_test, view))
+                    for problem in cluster.log_problems(under_test):
+                        self.report.note(f"cluster rows on {under_test.name}: {problem}")
+                finally:
+                    view.close()
+                    under_test.stop()
+        finally:
+            zk.stop()
+        self.report.note(cluster.NOTE)
+        if "cluster-failover" in selected:
+            self.report.note(cluster.FAILOVER_NOTE)
+
+    def _cluster_step(self, what: str, under_test: cluster.Cluster, fn: Callable[[], None]) -> None:
+        log.info("== %s on the %s cluster", what, under_test.name)
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001 - reported in the table's notes
+            log.exception("%s failed on %s", what, under_test.name)
+            self.report.note(f"{what} failed on the {under_test.name} cluster: {type(exc).__name__}: {exc}")
+
+    def run_cluster_produce(self, under_test: cluster.Cluster, view: cluster.ZkView) -> None:
+        s = self.s
+        records = int(s.cluster_mb * 1e6 / 1024)
+        workload = (f"3-broker cluster, replication 3, min.insync.replicas=2: base load (1 KB, 3 partitions, "
+                    f"acks=all, linger 5 ms; {records:,} records)")
+        r = cluster.produce_row(under_test, view, records, self.payloads(1024), s.cluster_timeout,
+                                s.latency_rate, s.latency_seconds)
+        self.report.set(workload, "produce MB/s", under_test.name, r.mbps)
+        self.report.set(workload, "produce records/s", under_test.name, r.records_per_second, "higher", 0)
+        if r.acked < records:
+            self.report.note(f"cluster-produce on {under_test.name}: {r.acked:,} of {records:,} acked within "
+                             f"{s.cluster_timeout:g} s")
+        latency_workload = (f"3-broker cluster, replication 3, min.insync.replicas=2: 1 KB at "
+                            f"{s.latency_rate:,.0f}/s for {s.latency_seconds:g} s, acks=all, linger 0")
+        for label, p in (("p50", 50), ("p99", 99)):
+            self.report.set(latency_workload, f"produce->ack {label} ms", under_test.name,
+                            r.latency.percentile(p), "lower", 2)
+        if len(r.latency.samples_ms) < r.latency.sent:
+            self.report.note(f"cluster-produce latency on {under_test.name}: {len(r.latency.samples_ms):,} of "
+                             f"{r.latency.sent:,} records acked")
+
+    def run_cluster_failover(self, under_test: cluster.Cluster, view: cluster.ZkView) -> None:
+        n = self.s.failover_runs
+        workload = (f"3-broker cluster failover: kill -9 of a partition leader (not the controller), "
+                    f"zookeeper.session.timeout.ms={cluster.SESSION_TIMEOUT_MS} (median of {n})")
+        runs = cluster.failover_row(under_test, view, n, self.payloads(1024)[0])
+        put = self.report.set
+        put(workload, "kill -> first acks=all write acknowledged (new leader), s", under_test.name,
+            cluster.median([r.acked_seconds for r in runs]), "lower", 2)
+        put(workload, "kill -> new leader written to ZooKeeper, s", under_test.name,
+            cluster.median([r.elected_seconds for r in runs]), "lower", 2)
+        put(workload, "kill -> its ZooKeeper session expired (/brokers/ids/N gone), s", under_test.name,
+            cluster.median([r.expired_seconds for r in runs]), "", 2)
+        put(workload, "session expired -> first acks=all write acknowledged, s", under_test.name,
+            cluster.median([None if r.acked_seconds is None or r.expired_seconds is None
+                            else r.acked_seconds - r.expired_seconds for r in runs]), "lower", 2)
+        fmt = cluster.fmt_seconds
+        self.report.note(f"cluster-failover on {under_test.name}: per run (session expired / new leader in "
+                         "ZooKeeper / first ack, s): "
+                         + "; ".join(f"{fmt(r.expired_seconds)} / {fmt(r.elected_seconds)} / {fmt(r.acked_seconds)}"
+                                     for r in runs))
+        failed = [e for r in runs for e in r.failed_deliveries]
+        if failed:
+            self.report.note(f"cluster-failover on {under_test.name}: {len(failed)} deliveries failed, first: "
+                             f"{failed[0]}")
+
 
 def _port(broker: Broker) -> int:
     return int(broker.bootstrap.rsplit(":", 1)[1])
@@ -446,6 +568,10 @@ def build_args() -> argparse.ArgumentParser:
     ap.add_argument("--load-timeout", type=float, help="seconds any one produce or consume may take (default 180)")
     ap.add_argument("--offsets-commits", type=int, help="offset commits for offsets-compaction (default 1,000,000)")
     ap.add_argument("--cleaner-mb", type=float, help=f"payload MB for the cleaner row (default {Settings.cleaner_mb:g})")
+    ap.add_argument("--cluster-mb", type=float, help=f"payload MB for cluster-produce "
+                                                     f"(default {Settings.cluster_mb:g})")
+    ap.add_argument("--failover-runs", type=int, help=f"kills per cluster in cluster-failover "
+                                                      f"(default {Settings.failover_runs})")
     ap.add_argument("--workdir", type=Path, help="where brokers keep their data (default: a new dir in $TMPDIR)")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, strace output)")
     ap.add_argument("--python", default=None, help="interpreter for wirekafka (default .venv/bin/python)")
@@ -456,7 +582,8 @@ def build_args() -> argparse.ArgumentParser:
 def settings_from(args: argparse.Namespace) -> Settings:
     base = QUICK if args.quick else Settings()
     given = {k: getattr(args, k) for k in ("mb", "small_mb", "latency_rate", "latency_seconds", "syscall_mb",
-                                           "recovery_bytes", "load_timeout", "offsets_commits", "cleaner_mb")
+                                           "recovery_bytes", "load_timeout", "offsets_commits", "cleaner_mb",
+                                           "cluster_mb", "failover_runs")
              if getattr(args, k) is not None}
     return replace(base, **given)
 
@@ -478,18 +605,39 @@ def main(argv: list[str] | None = None) -> int:
     disk = shutil.disk_usage(workdir)
     log.info("work dir %s: %s free of %s", workdir, mb_text(disk.free), mb_text(disk.total))
 
-    brokers: list[Broker] = [WirekafkaBroker(workdir / "wirekafka", python)]
+    # The single-node brokers run for the whole session, but only if a row needs them.
+    brokers: list[Broker] = []
+    if selected & LONG_RUNNING_ROWS:
+        brokers.append(WirekafkaBroker(workdir / "wirekafka", python))
+        if not args.no_kafka:
+            brokers.append(KafkaBroker(workdir / "kafka"))
+    cluster_rows = [r for r in CLUSTER_ROWS if r in selected]
+    columns = ["wirekafka"]
     if not args.no_kafka:
-        brokers.append(KafkaBroker(workdir / "kafka"))
-    report = Report([b.name for b in brokers])
-    report.preamble.append(
-        f"wirekafka {_git_revision()}{''.join(f' and {b.name} (512 MB heap)' for b in brokers[1:])} "
-        f"on 127.0.0.1, {os.cpu_count()} cores ({platform.machine()}), Python "
-        f"{platform.python_version()}, confluent-kafka {confluent_kafka.version()} / librdkafka "
-        f"{confluent_kafka.libversion()[0]}; brokers run side by side, loads run on one at a time. "
-        f"{'Quick mode (tiny counts): not figures to quote. ' if args.quick else ''}"
-        "Throughput base: 1 KB records, 3 partitions, 1 producer, acks=all, idempotent, no compression, "
-        "linger 5 ms; MB = 10^6 bytes of record payload.")
+        if selected - set(CLUSTER_ROWS):
+            columns.append(f"Kafka {realkafka.KAFKA_VERSION}")
+        if cluster_rows:
+            columns.append(cluster.kafka_cluster_name())
+    report = Report(columns)
+    single_kafka = [c for c in columns[1:] if c != cluster.kafka_cluster_name()]
+    machine = (f"on 127.0.0.1, {os.cpu_count()} cores ({platform.machine()}), Python "
+               f"{platform.python_version()}, confluent-kafka {confluent_kafka.version()} / librdkafka "
+               f"{confluent_kafka.libversion()[0]}")
+    quick = "Quick mode (tiny counts): not figures to quote. " if args.quick else ""
+    if selected - set(CLUSTER_ROWS):
+        report.preamble.append(
+            f"wirekafka {_git_revision()}{''.join(f' and {c} (512 MB heap)' for c in single_kafka)} {machine}; "
+            f"brokers run side by side, loads run on one at a time. {quick}"
+            "Throughput base: 1 KB records, 3 partitions, 1 producer, acks=all, idempotent, no compression, "
+            "linger 5 ms; MB = 10^6 bytes of record payload.")
+    if cluster_rows:
+        kafka_cluster = "" if args.no_kafka else f", then 3 {cluster.kafka_cluster_name()} brokers (512 MB heap each)"
+        report.preamble.append(
+            f"{'' if selected - set(CLUSTER_ROWS) else f'wirekafka {_git_revision()} {machine}. {quick}'}"
+            f"Cluster rows: 3 wirekafka brokers{kafka_cluster} on one ZooKeeper 3.8.4, each cluster on its own "
+            f"chroot, one cluster at a time; both with zookeeper.session.timeout.ms={cluster.SESSION_TIMEOUT_MS}, "
+            "replica.lag.time.max.ms=30000 (Kafka's default), replication factor 3; the measured topics have "
+            "min.insync.replicas=2; MB = 10^6 bytes of record payload.")
 
     bench = Bench(settings, report, workdir)
     t0 = time.monotonic()
@@ -499,8 +647,9 @@ def main(argv: list[str] | None = None) -> int:
                 broker.start()
                 running.callback(broker.stop)
             bench.brokers = brokers
-            bench.record_start_rss()
-            bench.warm_up()
+            if brokers:
+                bench.record_start_rss()
+                bench.warm_up()
             if "connect" in selected:
                 bench.run_connect()
             if "idle-conns" in selected:
@@ -532,6 +681,8 @@ def main(argv: list[str] | None = None) -> int:
                     own.append((workdir / f"kafka-{row_id}",
                                 lambda d: KafkaBroker(d, start_timeout=600, overrides=compaction.BROKER_OVERRIDES)))
                 run_row(own)
+        if cluster_rows:
+            bench.run_clusters(set(cluster_rows), kafka=not args.no_kafka)
     finally:
         if own_workdir and not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

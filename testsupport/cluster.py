@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -50,9 +51,12 @@ class WirekafkaCluster:
 
     # ---- lifecycle -------------------------------------------------------------------------------
     def start(self, timeout: float = 60.0) -> "WirekafkaCluster":
+        """Start every broker at once (each start waits for its own process to listen)."""
         for b in self.brokers.values():
             b.data_dir.parent.mkdir(parents=True, exist_ok=True)
-            b.start(timeout=timeout)
+        with ThreadPoolExecutor(len(self.brokers)) as pool:
+            for started in [pool.submit(b.start, timeout) for b in self.brokers.values()]:
+                started.result()
         self.zk.start(timeout=15)
         self.wait_for(lambda: len(self.registered()) == len(self.brokers), timeout, "all brokers registered")
         return self

@@ -1,5 +1,9 @@
 """Rows of figures, one value per broker, rendered as one markdown table with the ratio
-wirekafka/Kafka, so every figure is read next to the reference broker's."""
+wirekafka/Kafka, so every figure is read next to the reference broker's.
+
+The first broker is wirekafka; there may be more than one reference column (Kafka 4.3.1 for the
+single-node rows, a Kafka 3.9.1 ZooKeeper-mode cluster for the cluster rows): a row's ratio is
+taken against the first reference column that holds a figure for it."""
 
 from __future__ import annotations
 
@@ -43,8 +47,9 @@ class Report:
         return f"{value:,.{row.decimals}f}"
 
     @staticmethod
-    def _ratio(row: Row, mine: str, reference: str) -> str:
-        a, b = row.values.get(mine), row.values.get(reference)
+    def _ratio(row: Row, mine: str, *references: str) -> str:
+        a = row.values.get(mine)
+        b = next((v for r in references if (v := row.values.get(r)) is not None), None)
         if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
             return "—"
         if round(b, row.decimals) == 0:  # a ratio to a figure shown as 0 would be noise
@@ -53,7 +58,7 @@ class Report:
 
     def markdown(self) -> str:
         header = ["workload", "metric", *self.brokers]
-        with_ratio = len(self.brokers) == 2
+        with_ratio = len(self.brokers) >= 2
         if with_ratio:
             header.append(f"{self.brokers[0]}/{self.brokers[1].split()[0]}")
         header.append("better")

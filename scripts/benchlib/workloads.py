@@ -101,9 +101,11 @@ def new_topic_name(prefix: str) -> str:
     return f"bench-{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def create_topic(bootstrap: str, name: str, partitions: int, timeout: float = 30.0) -> None:
+def create_topic(bootstrap: str, name: str, partitions: int, timeout: float = 30.0, replication: int = 1,
+                 config: dict[str, str] | None = None) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
-    admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=timeout)[name].result(timeout)
+    topic = NewTopic(name, partitions, replication, config=config or {})
+    admin.create_topics([topic], operation_timeout=timeout)[name].result(timeout)
     wait_for_leaders(bootstrap, name, partitions, timeout)
 
 
@@ -118,11 +120,22 @@ def ensure_topic(bootstrap: str, name: str, partitions: int, timeout: float = 30
 
 
 def wait_for_leaders(bootstrap: str, topic: str, partitions: int, timeout: float) -> None:
-    """Block until every partition of ``topic`` has a leader (Kafka elects them asynchronously)."""
+    """Block until every partition of ``topic`` has a leader (Kafka elects them asynchronously).
+
+    A Metadata request that fails as a whole is asked again until the deadline (logged): in a
+    cluster, a broker that has not yet seen a topic another broker just created may answer so
+    (wirekafka's cluster mode answers TOPIC_ALREADY_EXISTS for the whole request then)."""
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
     deadline = time.monotonic() + timeout
     while True:
-        md = admin.list_topics(topic, timeout=max(1.0, deadline - time.monotonic())).topics.get(topic)
+        try:
+            md = admin.list_topics(topic, timeout=max(1.0, deadline - time.monotonic())).topics.get(topic)
+        except KafkaException as exc:
+            if time.monotonic() > deadline:
+                raise
+            log.warning("Metadata for %s failed, asking again: %s", topic, exc)
+            time.sleep(0.1)
+            continue
         if (md is not None and md.error is None and len(md.partitions) == partitions
                 and all(p.leader >= 0 and p.error is None for p in md.partitions.values())):
             return
@@ -321,15 +334,17 @@ def fill_topic(bootstrap: str, spec: LoadSpec, payloads: list[bytes], timeout: f
     return topic, acked
 
 
-def latency(bootstrap: str, rate: float, seconds: float, size: int, payloads: list[bytes]) -> LatencyResult:
+def latency(bootstrap: str, rate: float, seconds: float, size: int, payloads: list[bytes], replication: int = 1,
+            topic_config: dict[str, str] | None = None) -> LatencyResult:
     """Send 1 KB records at a fixed ``rate`` for ``seconds`` (acks=all, idempotent, linger 0) and
-    time each from produce() to its delivery report.
+    time each from produce() to its delivery report. The topic (3 partitions) is created with
+    ``replication`` and ``topic_config`` (a cluster row: 3 and min.insync.replicas=2).
 
     Sends follow a fixed schedule (not "next after the previous ack"), so a slow ack does not
     lower the offered load; the time is measured from the actual send."""
     spec = replace(BASE, record_size=size)
     topic = new_topic_name("latency")
-    create_topic(bootstrap, topic, spec.partitions)
+    create_topic(bootstrap, topic, spec.partitions, replication=replication, config=topic_config)
     samples: list[float] = []
     producer = Producer(_producer_config(bootstrap, spec, **{"linger.ms": 0}))
     try:

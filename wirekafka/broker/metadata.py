@@ -129,7 +129,8 @@ class ClusterMetadata(Protocol):
     def validate_new_topic(self, name: str, num_partitions: int, replication_factor: int,
                            configs: dict[str, str], assignment: dict[int, list[int]] | None = None) -> None: ...
     async def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None,
-                           replication_factor: int = -1, assignment: dict[int, list[int]] | None = None) -> Topic: ...
+                           replication_factor: int = -1, assignment: dict[int, list[int]] | None = None,
+                           wait: bool = True) -> Topic | None: ...
     async def delete_topic(self, name: str) -> Topic: ...
     async def add_partitions(self, topic: Topic, total: int) -> None: ...
     async def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None: ...
@@ -296,9 +297,10 @@ class LocalMetadata(TopicIndex):
                 raise KafkaApiError(ErrorCode.INVALID_CONFIG, reason)
 
     async def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None,
-                           replication_factor: int = -1, assignment: dict[int, list[int]] | None = None) -> Topic:
+                           replication_factor: int = -1, assignment: dict[int, list[int]] | None = None,
+                           wait: bool = True) -> Topic | None:
         """Create a validated topic (one node: the replication factor and assignment were
-        validated to be this node alone): its partitions are opened in a worker; the topic becomes
+        validated to be this node alone; the topic exists when this returns, whatever wait says): its partitions are opened in a worker; the topic becomes
         visible once they all exist. A second creation of the name meanwhile is refused."""
         if name in self._topics or name in self._creating:
             raise KafkaApiError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")

@@ -21,7 +21,7 @@ from kafka.protocol.metadata.metadata import MetadataResponse
 
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.metadata import INTERNAL_TOPICS, Topic, topic_name_error
-from wirekafka.protocol.errors import ErrorCode
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 ZERO_UUID = uuid.UUID(int=0)
 TOPIC_OPERATIONS = {3, 4, 5, 6, 7, 8, 10, 11}  # READ..ALTER_CONFIGS, as AclOperation codes
@@ -86,7 +86,12 @@ async def handle(ctx: RequestContext, request: object) -> MetadataResponse:
                     topics.append(_error_topic(ErrorCode.INVALID_TOPIC_EXCEPTION, name))
                 else:
                     if not state.metadata.being_created(name):  # another request may be creating it now
-                        await state.metadata.create_topic(name, state.config.int("num.partitions"))
+                        try:
+                            await state.metadata.create_topic(name, state.config.int("num.partitions"),
+                                                              wait=False)
+                        except KafkaApiError as exc:  # in a cluster another broker may be creating it
+                            if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                                raise
                     topics.append(_error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name))
                 continue
             if topic is None:

@@ -504,9 +504,11 @@ class ZkMetadata(TopicIndex):
         return [assigner.BrokerMetadata(b.node_id, b.rack) for b in self.brokers()]
 
     async def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None,
-                           replication_factor: int = -1, assignment: dict[int, list[int]] | None = None) -> Topic:
-        """Write the topic's config and assignment znodes (Kafka's order: config first), then wait
-        until this broker has applied the partition states the controller writes for it."""
+                           replication_factor: int = -1, assignment: dict[int, list[int]] | None = None,
+                           wait: bool = True) -> Topic | None:
+        """Write the topic's config and assignment znodes (Kafka's order: config first), then
+        (wait) until this broker has applied the partition states the controller writes for it.
+        Without wait (auto-creation by Metadata, which answers at once) it returns None."""
         if replication_factor == -1:
             replication_factor = self.config.int("default.replication.factor")
         if assignment is None:
@@ -520,6 +522,9 @@ class ZkMetadata(TopicIndex):
             except NodeExistsError:
                 raise KafkaApiError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.") from None
             log.info("created topic %s with %d partitions, assignment %s", name, len(assignment), assignment)
+            if not wait:
+                self.zk.mark_changed()
+                return None
             topic = await self._wait_for(lambda: self._online(name), 30)
         finally:
             self._creating.discard(name)
@@ -622,55 +627,62 @@ def _decode_state(data: bytes) -> LeaderAndIsr:
 
 
 def _read_snapshot(client, watch: Callable | None) -> ClusterSnapshot:
-    brokers: dict[int, BrokerInfo] = {}
-    for child in client.get_children(zl.BROKER_IDS, watch=watch):
-        try:
-            data, _ = client.get(zl.broker_path(int(child)), watch=watch)
-        except NoNodeError:
-            continue
-        reg = zl.BrokerRegistration.decode(int(child), data)
-        endpoint = reg.endpoints[0]
-        brokers[reg.broker_id] = BrokerInfo(reg.broker_id, endpoint.host or "127.0.0.1", endpoint.port, reg.rack)
-    controller = -1
-    stat = client.exists(zl.CONTROLLER, watch=watch)
-    if stat is not None:
-        try:
-            data, _ = client.get(zl.CONTROLLER, watch=watch)
-            controller = zl.ControllerRegistration.decode(data).broker_id
-        except NoNodeError:
-            controller = -1
-    try:
-        data, epoch_stat = client.get(zl.CONTROLLER_EPOCH)
-        controller_epoch, epoch_version = zl.decode_controller_epoch(data), epoch_stat.version
-    except NoNodeError:
-        controller_epoch, epoch_version = 0, -1
-    topics: dict[str, TopicView] = {}
-    for name in client.get_children(zl.TOPICS, watch=watch):
-        try:
-            data, topic_stat = client.get(zl.topic_path(name), watch=watch)
-        except NoNodeError:
-            continue
-        ta = zl.TopicAssignment.decode(data)
-        try:
-            cdata, _ = client.get(zl.topic_config_path(name), watch=watch)
-            configs = zl.decode_entity_config(cdata)
-        except NoNodeError:
-            configs = {}
-        view = TopicView(ta.topic_id or uuid.UUID(int=0), {p: tuple(r) for p, r in ta.partitions.items()},
-                         dict(configs), adding={p: tuple(r) for p, r in ta.adding_replicas.items()},
-                         removing={p: tuple(r) for p, r in ta.removing_replicas.items()}, version=topic_stat.version)
-        for index in view.assignment:
-            path = zl.partition_state_path(name, index)
-            if client.exists(path, watch=watch) is None:
-                continue
-            try:
-                sdata, sstat = client.get(path, watch=watch)
-            except NoNodeError:
-                continue
-            view.states[index] = (_decode_state(sdata), sstat.version)
-        topics[name] = view
+    """The whole cluster state, every read setting the watch. The reads of one level go out
+    together (kazoo's async calls) and are then collected: one round trip per level, not per
+    znode, so a controller reacts to a dead broker in milliseconds, not a read per partition."""
+    children = client.get_children(zl.BROKER_IDS, watch=watch)
+    registrations = {int(c): client.get_async(zl.broker_path(int(c)), watch=watch) for c in children}
+    controller_read = client.get_async(zl.CONTROLLER, watch=watch)
+    epoch_read = client.get_async(zl.CONTROLLER_EPOCH)
+    names = client.get_children(zl.TOPICS, watch=watch)
+    assignments = {n: client.get_async(zl.topic_path(n), watch=watch) for n in names}
+    config_reads = {n: client.get_async(zl.topic_config_path(n), watch=watch) for n in names}
     deleting = tuple(client.get_children(zl.DELETE_TOPICS, watch=watch))
+
+    brokers: dict[int, BrokerInfo] = {}
+    for broker_id, read in registrations.items():
+        data = _value(read)
+        if data is not None:
+            reg = zl.BrokerRegistration.decode(broker_id, data[0])
+            endpoint = reg.endpoints[0]
+            brokers[broker_id] = BrokerInfo(broker_id, endpoint.host or "127.0.0.1", endpoint.port, reg.rack)
+    controller_data = _value(controller_read)
+    if controller_data is None:
+        client.exists(zl.CONTROLLER, watch=watch)  # told when a controller is elected
+    controller = zl.ControllerRegistration.decode(controller_data[0]).broker_id if controller_data else -1
+    epoch_data = _value(epoch_read)
+    controller_epoch, epoch_version = ((zl.decode_controller_epoch(epoch_data[0]), epoch_data[1].version)
+                                       if epoch_data else (0, -1))
+    topics: dict[str, TopicView] = {}
+    state_reads = {}
+    for name, read in assignments.items():
+        data = _value(read)
+        if data is None:
+            continue
+        ta = zl.TopicAssignment.decode(data[0])
+        config_data = _value(config_reads[name])
+        view = TopicView(ta.topic_id or uuid.UUID(int=0), {p: tuple(r) for p, r in ta.partitions.items()},
+                         zl.decode_entity_config(config_data[0]) if config_data else {},
+                         adding={p: tuple(r) for p, r in ta.adding_replicas.items()},
+                         removing={p: tuple(r) for p, r in ta.removing_replicas.items()}, version=data[1].version)
+        topics[name] = view
+        for index in view.assignment:
+            state_reads[(name, index)] = client.get_async(zl.partition_state_path(name, index), watch=watch)
+    for (name, index), read in state_reads.items():
+        data = _value(read)
+        if data is None:
+            client.exists(zl.partition_state_path(name, index), watch=watch)  # told when it is created
+            continue
+        topics[name].states[index] = (_decode_state(data[0]), data[1].version)
     return ClusterSnapshot(brokers, controller, controller_epoch, epoch_version, topics, deleting)
+
+
+def _value(read):
+    """(data, stat) of an async read, None if the znode does not exist."""
+    try:
+        return read.get()
+    except NoNodeError:
+        return None
 
 
 def _claim_controller(client, broker_id: int) -> int:

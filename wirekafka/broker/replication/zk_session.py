@@ -41,6 +41,7 @@ class ZkSession:
         self._token: trio.lowlevel.TrioToken | None = None
         self._changed = trio.Event()
         self.connected = False
+        self._closing = False
 
     async def start(self) -> None:
         """Connect (creating the chroot first if needed); raise if ZooKeeper does not answer
@@ -82,6 +83,8 @@ class ZkSession:
             pass
 
     def _state_changed(self, state: str) -> None:
+        if self._closing:  # our own close ends the session: not an expiry
+            return
         if state == KazooState.LOST:
             log.warning("ZooKeeper session expired")
             self.connected = False
@@ -113,6 +116,7 @@ class ZkSession:
         self._changed.set()
 
     async def close(self) -> None:
+        self._closing = True
         await trio.to_thread.run_sync(self._close)
 
     def _close(self) -> None:

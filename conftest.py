@@ -11,6 +11,7 @@ from typing import Callable, Iterator
 import pytest
 
 from testsupport.broker_process import BrokerProcess
+from testsupport.cluster import WirekafkaCluster, zookeeper_module
 
 # The conformance coverage plugin (it acts on conformance/ only). Registered here because pytest
 # accepts pytest_plugins only in the top-level conftest: in conformance/conftest.py it breaks
@@ -59,3 +60,20 @@ def topic_name(request: pytest.FixtureRequest) -> str:
     """A fresh topic name per test."""
     base = "".join(c if c.isalnum() else "-" for c in request.node.name)[:60]
     return f"{base}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="session")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One real ZooKeeper server (scripts/zookeeper.py) for the session's clusters; each cluster
+    lives under its own chroot."""
+    server = zookeeper_module().ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"))
+    server.start(timeout=60)
+    yield server.connect_string
+    server.stop()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, zookeeper: str) -> Iterator[WirekafkaCluster]:
+    """A 3-broker wirekafka cluster on that ZooKeeper (testsupport/cluster.py)."""
+    with WirekafkaCluster(tmp_path, zookeeper) as c:
+        yield c

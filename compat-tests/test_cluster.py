@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -19,27 +18,13 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsRespo
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
 from client_support import raw_call
-from testsupport.cluster import WirekafkaCluster, zookeeper_module
+from testsupport.cluster import WirekafkaCluster
 from testsupport.znodes import check_kafka39_znodes
 from wirekafka.broker.groups import partition_for
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    server = zookeeper_module().ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"))
-    server.start(timeout=60)
-    yield server.connect_string
-    server.stop()
-
-
-@pytest.fixture
-def cluster(tmp_path: Path, zookeeper: str) -> Iterator[WirekafkaCluster]:
-    with WirekafkaCluster(tmp_path, zookeeper) as c:
-        yield c
 
 
 def _admin(cluster: WirekafkaCluster) -> AdminClient:

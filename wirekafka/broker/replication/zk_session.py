@@ -63,8 +63,10 @@ class ZkSession:
             plain.close()
 
     async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run a blocking kazoo call in a worker thread."""
-        return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+        """Run a blocking kazoo call in a worker thread. A cancelled caller does not wait for it
+        (kazoo retries while ZooKeeper is unreachable: a bounded shutdown must not hang on it);
+        the thread finishes on its own, its result dropped."""
+        return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), abandon_on_cancel=True)
 
     def watcher(self, _event: object = None) -> None:
         """The watch every read sets (kazoo thread): the cluster state changed somewhere."""

@@ -37,7 +37,8 @@ def _create(cluster: WirekafkaCluster, topic: str, partitions: int = 1, rf: int 
     futures = admin.create_topics([NewTopic(topic, partitions, rf, config=config or {})], request_timeout=30)
     futures[topic].result(30)
     for p in range(partitions):
-        cluster.wait_isr(topic, p, rf)
+        state = cluster.wait_isr(topic, p, rf)
+        _wait_broker_isr(cluster.brokers[state["leader"]], topic, rf, partition=p)
 
 
 def _produce_raw(broker, topic: str, values: list[bytes], acks: int, timeout_ms: int = 3000) -> int:
@@ -59,11 +60,12 @@ def _latest(broker, topic: str) -> int:
     return p.offset
 
 
-def _wait_broker_isr(broker, topic: str, size: int, timeout: float = 30) -> None:
+def _wait_broker_isr(broker, topic: str, size: int, timeout: float = 30, partition: int = 0) -> None:
     """Until the broker itself (its Metadata answer) has applied an ISR of that size."""
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    WirekafkaCluster.wait_for(lambda: len(admin.list_topics(topic, timeout=10).topics[topic].partitions[0].isrs)
-                              == size, timeout, f"broker {broker.bootstrap} to apply an ISR of {size}")
+    WirekafkaCluster.wait_for(
+        lambda: len(admin.list_topics(topic, timeout=10).topics[topic].partitions[partition].isrs) == size,
+        timeout, f"broker {broker.bootstrap} to apply an ISR of {size}")
 
 
 def _consume_all(bootstrap: str, topic: str, expected: int, timeout: float = 60) -> list[bytes]:

@@ -40,11 +40,13 @@ Python (what ``StorageTool random-uuid`` prints, without paying for a JVM start)
 as ``java -Xmx512m -cp '<libs>/*' kafka.Kafka server.properties``; start() returns once the
 PLAINTEXT port answers a raw ApiVersions v0 request (90 s timeout, the error shows the log tail).
 stop() sends SIGTERM (controlled shutdown), waits 30 s, then SIGKILLs; a clean stop exits 143
-(the JVM's code for SIGTERM after its shutdown hooks ran). Measured here (2 cores): start-up
-including storage format ~3.5 s, stop ~0.5 s. The defaults in :data:`DEFAULT_BROKER_CONFIG` make
-a one-node cluster usable (replication factors 1, no initial rebalance delay) and its log cleaner
-quick to pick up dirty compacted logs (log.cleaner.backoff.ms 1 s); anything else is
-Kafka's own default (e.g. 50 __consumer_offsets partitions), so behaviour matches a stock broker.
+(the JVM's code for SIGTERM after its shutdown hooks ran); kill() is SIGKILL (a crash). This
+process handling is shared with ``scripts/zookeeper.py`` (``scripts/jvm_process.py``). Measured
+here (2 cores): start-up including storage format ~3.5 s, stop ~0.5 s. The defaults in
+:data:`DEFAULT_BROKER_CONFIG` make a one-node cluster usable (replication factors 1, no initial
+rebalance delay) and its log cleaner quick to pick up dirty compacted logs
+(log.cleaner.backoff.ms 1 s); anything else is Kafka's own default (e.g. 50 __consumer_offsets
+partitions), so behaviour matches a stock broker.
 
 ZooKeeper mode (Kafka 3.9)
 --------------------------
@@ -133,27 +135,19 @@ Environment: ``WIREKAFKA_CACHE`` (cache root), ``WIREKAFKA_KAFKA_VERSION`` (Kafk
 from __future__ import annotations
 
 import argparse
-import atexit
 import base64
 import concurrent.futures
-import contextlib
-import fcntl
-import hashlib
 import logging
 import os
 import shutil
-import signal
 import socket
 import struct
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 import uuid
-import weakref
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from typing import Mapping, Sequence
 
 log = logging.getLogger("realkafka")
 
@@ -161,6 +155,13 @@ REPO = Path(__file__).resolve().parent.parent
 POM = REPO / "scripts" / "maven" / "kafka" / "pom.xml"
 #: The POM for Kafka 3.x (log4j 1.x/reload4j logging, ZooKeeper mode); see :func:`pom_for`.
 POM_KAFKA3 = REPO / "scripts" / "maven" / "kafka39" / "pom.xml"
+
+# jvm_process.py sits beside this file: on sys.path when this runs as a script, not when tests
+# load it by path with importlib.
+if str(REPO / "scripts") not in sys.path:
+    sys.path.append(str(REPO / "scripts"))
+from jvm_process import (  # noqa: E402  (cache_dir and free_ports are part of this module's API)
+    JvmProcess, cache_dir, executable, free_ports, parse_settings, resolve_with_maven, serve)
 
 #: Apache Kafka version resolved from Maven Central (newest 4.x there when written).
 KAFKA_VERSION = os.environ.get("WIREKAFKA_KAFKA_VERSION", "4.3.1")
@@ -373,38 +374,9 @@ def _log4j_config(version: str, kind: str, directory: Path) -> str:
 # Jars
 # --------------------------------------------------------------------------------------------
 
-def cache_dir() -> Path:
-    """Cache root: ``$WIREKAFKA_CACHE`` or ``~/.cache/wirekafka``."""
-    env = os.environ.get("WIREKAFKA_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "wirekafka"
-
-
 def kafka_home(version: str | None = None) -> Path:
     """``<cache>/kafka-<version>``: holds ``libs/``, the marker and the tools' log4j2 config."""
     return cache_dir() / f"kafka-{version or KAFKA_VERSION}"
-
-
-def _stamp(version: str) -> str:
-    """Marker content: changes when the POM or the version changes."""
-    return f"{version} {hashlib.sha256(pom_for(version).read_bytes()).hexdigest()}"
-
-
-def _executable(env_var: str, name: str, hint: str) -> str:
-    path = os.environ.get(env_var) or shutil.which(name)
-    if not path:
-        raise RuntimeError(f"{name!r} not found on PATH ({hint}; scripts/install_system_deps.sh "
-                           f"installs it)")
-    return path
-
-
-@contextlib.contextmanager
-def _flock(path: Path) -> Iterator[None]:
-    with open(path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def ensure_jars(version: str | None = None, *, timeout: float = 1800.0) -> Path:
@@ -414,51 +386,13 @@ def ensure_jars(version: str | None = None, *, timeout: float = 1800.0) -> Path:
     checked first. Otherwise runs ``mvn -q -B -f scripts/maven/kafka/pom.xml
     dependency:copy-dependencies`` (``maven/kafka39/pom.xml`` for a 3.x version, see
     :func:`pom_for`) into a fresh directory with ``-Dmaven.repo.local=<cache>/m2`` and swaps it
-    in. Raises RuntimeError (with Maven's output) if resolution fails.
+    in (:func:`jvm_process.resolve_with_maven`). Raises RuntimeError (with Maven's output) if
+    resolution fails.
     """
     version = version or KAFKA_VERSION
-    home = kafka_home(version)
-    libs = home / "libs"
-    marker = home / ".complete"
-    stamp = _stamp(version)
-
-    def done() -> bool:
-        return (marker.is_file() and marker.read_text().strip() == stamp
-                and any(libs.glob("kafka_2.13-*.jar")))
-
-    if done():
-        log.debug("Kafka %s jars already in %s", version, libs)
-        return libs
-    home.mkdir(parents=True, exist_ok=True)
-    with _flock(home / ".lock"):
-        if done():  # another process finished while we waited for the lock
-            return libs
-        mvn = _executable("WIREKAFKA_MVN", "mvn", "Apache Maven 3.8+ is needed to fetch Kafka")
-        tmp = home / f"libs.tmp-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        cmd = [mvn, "-q", "-B", "-f", str(pom_for(version)), "dependency:copy-dependencies",
-               f"-DoutputDirectory={tmp}", f"-Dmaven.repo.local={cache_dir() / 'm2'}",
-               f"-Dkafka.version={version}", "-DincludeScope=runtime"]
-        log.info("resolving Apache Kafka %s jars from Maven Central into %s ...", version, libs)
-        t0 = time.monotonic()
-        try:
-            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, timeout=timeout)
-        except subprocess.TimeoutExpired as exc:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise RuntimeError(f"mvn did not finish in {timeout:.0f}s: {' '.join(cmd)}") from exc
-        out = proc.stdout.decode(errors="replace")
-        if proc.returncode != 0 or not any(tmp.glob("kafka_2.13-*.jar")):
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise RuntimeError(f"resolving Kafka {version} failed (exit {proc.returncode}):\n"
-                               f"$ {' '.join(cmd)}\n{out[-6000:]}")
-        marker.unlink(missing_ok=True)
-        shutil.rmtree(libs, ignore_errors=True)
-        tmp.rename(libs)
-        marker.write_text(stamp + "\n")
-        log.info("resolved %d jars in %.1fs", len(list(libs.glob("*.jar"))),
-                 time.monotonic() - t0)
-    return libs
+    return resolve_with_maven(pom_for(version), kafka_home(version), version,
+                              version_property="kafka.version", main_jar="kafka_2.13-*.jar",
+                              what="Apache Kafka", timeout=timeout, logger=log)
 
 
 def _write_if_changed(path: Path, text: str) -> Path:
@@ -470,7 +404,7 @@ def _write_if_changed(path: Path, text: str) -> Path:
 
 
 def _java() -> str:
-    return _executable("WIREKAFKA_JAVA", "java", "a Java 17+ runtime is needed to run Kafka")
+    return executable("WIREKAFKA_JAVA", "java", "a Java 17+ runtime is needed to run Kafka")
 
 
 def tool_command(main_class: str, args: Sequence[str], *, version: str | None = None,
@@ -517,20 +451,6 @@ def random_cluster_id() -> str:
             return text
 
 
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """``count`` distinct free TCP ports on ``host`` (all bound at once so they differ)."""
-    socks = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind((host, 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 def api_versions_probe(host: str, port: int, timeout: float = 2.0) -> bool:
     """Send a raw ApiVersions v0 request; True if a well-formed error-free response comes back."""
     correlation_id = 0x5EED
@@ -560,17 +480,7 @@ def _recv_exact(s: socket.socket, n: int) -> bytes:
     return buf
 
 
-_live: "weakref.WeakSet[RealKafka]" = weakref.WeakSet()
-
-
-@atexit.register
-def _stop_leftovers() -> None:
-    for kafka in list(_live):
-        with contextlib.suppress(Exception):
-            kafka.stop()
-
-
-class RealKafka:
+class RealKafka(JvmProcess):
     """One real Apache Kafka node on 127.0.0.1: a combined KRaft broker+controller, or, given
     ``zookeeper_connect``, a ZooKeeper-mode broker (Kafka 3.9) that joins that cluster.
 
@@ -596,7 +506,14 @@ class RealKafka:
     ``cluster_id``, ``workdir``, ``data_dir``, ``log_path``, ``config_path``, ``proc``.
     """
 
-    host = "127.0.0.1"
+    label = "Kafka"
+    log_name = "broker.log"
+    config_name = "server.properties"
+    tmp_prefix = "realkafka-"
+    bind_errors = ("Address already in use", "BindException")
+    readiness = "answer ApiVersions"
+    poll_interval = 0.2
+    log = log
 
     def __init__(self, workdir: str | os.PathLike | None = None, *,
                  overrides: Mapping[str, object] | None = None, port: int | None = None,
@@ -604,6 +521,7 @@ class RealKafka:
                  zookeeper_connect: str | None = None, broker_id: int = 1,
                  heap: str = "512m", start_timeout: float = 90.0, keep_workdir: bool = False,
                  die_with_parent: bool = False) -> None:
+        super().__init__(workdir, keep_workdir=keep_workdir, die_with_parent=die_with_parent)
         self.zookeeper_connect = zookeeper_connect
         self.broker_id = broker_id
         self.version = version or (KAFKA_ZK_VERSION if zookeeper_connect else KAFKA_VERSION)
@@ -611,59 +529,22 @@ class RealKafka:
             raise ValueError(f"Kafka {self.version} has no ZooKeeper mode (use 3.9.x)")
         self.overrides = {k: str(v) for k, v in (overrides or {}).items()}
         self._fixed_port, self._fixed_controller_port = port, controller_port
-        self.port: int | None = port
+        self.port = port
         self.controller_port: int | None = controller_port
         self.heap = heap
         self.start_timeout = start_timeout
-        self.die_with_parent = die_with_parent
-        self._own_workdir = workdir is None
-        self.keep_workdir = keep_workdir
-        self.workdir: Path | None = None if workdir is None else Path(workdir)
         self.cluster_id: str | None = None
-        self.proc: subprocess.Popen | None = None
-        self._log_fh = None
 
     # -- paths / info ----------------------------------------------------------------------
 
     @property
     def bootstrap(self) -> str:
         """``"127.0.0.1:<port>"`` for clients."""
-        if self.port is None:
-            raise RuntimeError("RealKafka not started")
-        return f"{self.host}:{self.port}"
-
-    @property
-    def data_dir(self) -> Path:
-        """``log.dirs``: partition directories are ``data_dir / f"{topic}-{partition}"``."""
-        return self._wd / "data"
-
-    @property
-    def log_path(self) -> Path:
-        return self._wd / "broker.log"
-
-    @property
-    def config_path(self) -> Path:
-        return self._wd / "server.properties"
-
-    @property
-    def _wd(self) -> Path:
-        if self.workdir is None:
-            raise RuntimeError("RealKafka not started")
-        return self.workdir
+        return self.address
 
     def partition_dir(self, topic: str, partition: int = 0) -> Path:
+        """A partition's directory under ``data_dir`` (``log.dirs``)."""
         return self.data_dir / f"{topic}-{partition}"
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def log_tail(self, lines: int = 60) -> str:
-        """The last ``lines`` lines of broker.log (empty if none yet)."""
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except (OSError, RuntimeError):
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
 
     def config(self) -> dict[str, str]:
         """The server.properties entries this node runs (or will run) with."""
@@ -708,31 +589,15 @@ class RealKafka:
         if self.alive():
             return self
         libs = ensure_jars(self.version)
-        if self.workdir is None:
-            self.workdir = Path(tempfile.mkdtemp(prefix="realkafka-"))
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._prepare_workdir()
         # A restart on an already formatted data dir keeps its ports (the controller endpoint
         # is recorded in the KRaft bootstrap checkpoint; in ZooKeeper mode the other brokers
         # know the advertised one) and its data. A ZooKeeper-mode broker writes meta.properties
         # itself on its first start.
         restart = (self.data_dir / "meta.properties").is_file() and self.port is not None
         attempts = 1 if restart or self._fixed_port or self._fixed_controller_port else 3
-        _live.add(self)
-        try:
-            for attempt in range(1, attempts + 1):
-                try:
-                    self._start_once(libs, restart)
-                    return self
-                except _PortClash:
-                    log.warning("port clash on attempt %d, retrying with new ports", attempt)
-                    if attempt == attempts:
-                        raise RuntimeError(
-                            f"broker could not bind its ports:\n{self.log_tail()}") from None
-            raise AssertionError("unreachable")
-        except BaseException:
-            # Kill the JVM and remove a temp work dir (the error already carries the log tail).
-            self.stop()
-            raise
+        self._start_attempts(attempts, lambda: self._start_once(libs, restart))
+        return self
 
     def _start_once(self, libs: Path, restart: bool) -> None:
         wd = self._wd
@@ -753,39 +618,22 @@ class RealKafka:
                 self._format()
         log.debug("storage ready in %.1fs", time.monotonic() - t0)
 
-        cmd = [_java(), f"-Xmx{self.heap}", *BROKER_JVM_OPTS, logging_opt,
-               f"-Dkafka.logs.dir={wd / 'logs'}",
-               "-cp", str(libs / "*"), "kafka.Kafka", str(self.config_path)]
-        self._log_fh = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self._log_fh,
-                                     stderr=subprocess.STDOUT, cwd=wd, start_new_session=True,
-                                     preexec_fn=_pdeathsig if self.die_with_parent else None)
-        log.info("started Kafka %s pid %d on %s (%s), log %s", self.version, self.proc.pid,
+        proc = self._launch([_java(), f"-Xmx{self.heap}", *BROKER_JVM_OPTS, logging_opt,
+                             f"-Dkafka.logs.dir={wd / 'logs'}",
+                             "-cp", str(libs / "*"), "kafka.Kafka", str(self.config_path)])
+        log.info("started Kafka %s pid %d on %s (%s), log %s", self.version, proc.pid,
                  self.bootstrap, f"broker.id {self.broker_id}, ZooKeeper {self.zookeeper_connect}"
                  if self.zookeeper_connect else f"controller :{self.controller_port}",
                  self.log_path)
-        deadline = time.monotonic() + self.start_timeout
-        while True:
-            code = self.proc.poll()
-            if code is not None:
-                self._close_log()
-                tail = self.log_tail()
-                if "Address already in use" in tail or "BindException" in tail:
-                    raise _PortClash()
-                raise RuntimeError(f"Kafka broker exited with {code} during start-up; "
-                                   f"its log ({self.log_path}) ends with:\n{tail}")
-            if api_versions_probe(self.host, self.port, timeout=2.0):
-                break
-            if time.monotonic() > deadline:
-                self._kill()
-                raise RuntimeError(f"Kafka broker did not answer ApiVersions on {self.bootstrap} "
-                                   f"within {self.start_timeout:g}s; its log ({self.log_path}) "
-                                   f"ends with:\n{self.log_tail()}")
-            time.sleep(0.2)
+        self._wait_ready(self.start_timeout)
         if self.cluster_id is None:  # ZooKeeper mode: Kafka made it (/cluster/id)
             self.cluster_id = self._meta_properties().get("cluster.id")
         log.info("Kafka ready on %s after %.1fs (incl. storage format)", self.bootstrap,
                  time.monotonic() - t0)
+
+    def _ready(self) -> bool:
+        assert self.port is not None
+        return api_versions_probe(self.host, self.port, timeout=2.0)
 
     def _meta_properties(self) -> dict[str, str]:
         try:
@@ -816,48 +664,12 @@ class RealKafka:
         """SIGTERM (controlled shutdown), wait ``timeout`` s, then SIGKILL. Returns the exit code.
 
         Removes the work directory if it was a temp dir made by start() (unless keep_workdir)."""
-        code = None
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    self.proc.send_signal(signal.SIGTERM)
-                try:
-                    self.proc.wait(timeout)
-                except subprocess.TimeoutExpired:
-                    log.warning("Kafka pid %d ignored SIGTERM for %.0fs; killing", self.proc.pid,
-                                timeout)
-                    self._kill()
-            code = self.proc.returncode
-            log.info("Kafka pid %d stopped (exit %s)", self.proc.pid, code)
-        self._close_log()
-        _live.discard(self)
-        if self._own_workdir and not self.keep_workdir and self.workdir is not None:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-            self.workdir = None
-        return code
-
-    def _kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
-            self.proc.wait()
-        self._close_log()
-
-    def _close_log(self) -> None:
-        if self._log_fh is not None:
-            self._log_fh.close()
-            self._log_fh = None
+        return super().stop(timeout)
 
     def run_tool(self, main_class: str, args: Sequence[str], timeout: float,
                  input: bytes | None = None, **kw) -> subprocess.CompletedProcess:
         """:func:`run_tool` with this broker's Kafka version."""
         return run_tool(main_class, args, timeout, input, version=self.version, **kw)
-
-    def __enter__(self) -> "RealKafka":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         state = "running" if self.alive() else "stopped"
@@ -900,53 +712,16 @@ def stop_all(nodes: Sequence[RealKafka], timeout: float = 30.0) -> list[int | No
         return list(pool.map(lambda n: n.stop(timeout), nodes))
 
 
-class _PortClash(Exception):
-    pass
-
-
-def _pdeathsig() -> None:  # runs in the child between fork and exec
-    import ctypes
-    PR_SET_PDEATHSIG = 1
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
 # --------------------------------------------------------------------------------------------
 # CLI
 # --------------------------------------------------------------------------------------------
 
 def _serve(ns: argparse.Namespace) -> int:
-    overrides = {}
-    for item in ns.set:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"--set expects key=value, got {item!r}")
-        overrides[key] = value
-    stop = threading.Event()
-    got = []
-
-    def on_signal(signum, _frame):
-        got.append(signum)
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    kafka = RealKafka(ns.workdir, overrides=overrides, port=ns.port,
+    kafka = RealKafka(ns.workdir, overrides=parse_settings(ns.set), port=ns.port,
                       controller_port=ns.controller_port, version=ns.version,
                       zookeeper_connect=ns.zookeeper, broker_id=ns.broker_id, heap=ns.heap,
                       start_timeout=ns.timeout, keep_workdir=ns.keep, die_with_parent=True)
-    try:
-        kafka.start()
-        print(kafka.bootstrap, flush=True)
-        log.info("serving; workdir %s; Ctrl-C or SIGTERM to stop", kafka.workdir)
-        while not stop.wait(0.5):
-            if not kafka.alive():
-                log.error("Kafka exited unexpectedly (%s); log ends with:\n%s",
-                          kafka.proc.returncode if kafka.proc else None, kafka.log_tail())
-                return 1
-        log.info("got signal %s, stopping", got[0] if got else "?")
-        return 0
-    finally:
-        kafka.stop()
+    return serve(kafka, kafka.start)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

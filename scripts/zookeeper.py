@@ -14,8 +14,9 @@ resolved with Maven from ``scripts/maven/zookeeper/pom.xml`` into::
     ${WIREKAFKA_CACHE:-~/.cache/wirekafka}/zookeeper-<version>/libs/*.jar   (~6 MB)
     ${WIREKAFKA_CACHE:-~/.cache/wirekafka}/m2/                              (Maven's local repo)
 
-exactly as ``realkafka.py`` resolves Kafka (a marker with the POM's hash makes the second call
-instant; a ``flock`` serialises concurrent callers). Why Maven first:
+by the same code as ``realkafka.py`` resolves Kafka with (``jvm_process.resolve_with_maven``: a
+marker with the POM's hash makes the second call instant; a ``flock`` serialises concurrent
+callers). Why Maven first:
 
 * it is the very server Kafka 3.9.x ships and was tested with (``kafka_2.13`` 3.9.1 depends on
   zookeeper 3.8.4), pinned to the patch release, on any distribution; Debian 12 has 3.8.0 with
@@ -73,29 +74,27 @@ Environment: ``WIREKAFKA_CACHE`` (cache root), ``WIREKAFKA_ZOOKEEPER_VERSION`` (
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextlib
-import fcntl
-import hashlib
 import logging
 import os
-import shutil
-import signal
 import socket
-import subprocess
 import sys
-import tempfile
-import threading
 import time
-import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from typing import Mapping, Sequence
 
 log = logging.getLogger("zookeeper")
 
 REPO = Path(__file__).resolve().parent.parent
 POM = REPO / "scripts" / "maven" / "zookeeper" / "pom.xml"
+
+# jvm_process.py sits beside this file: on sys.path when this runs as a script, not when tests
+# load it by path with importlib.
+if str(REPO / "scripts") not in sys.path:
+    sys.path.append(str(REPO / "scripts"))
+from jvm_process import (  # noqa: E402
+    JvmProcess, cache_dir, executable, free_ports, parse_settings, resolve_with_maven, serve)
 
 #: ZooKeeper resolved from Maven Central: the version Kafka 3.9.x depends on.
 ZOOKEEPER_VERSION = os.environ.get("WIREKAFKA_ZOOKEEPER_VERSION", "3.8.4")
@@ -151,32 +150,8 @@ class ServerJars:
         return list(_SLF4J_SIMPLE_OPTS)
 
 
-def cache_dir() -> Path:
-    """Cache root: ``$WIREKAFKA_CACHE`` or ``~/.cache/wirekafka`` (shared with realkafka.py)."""
-    env = os.environ.get("WIREKAFKA_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "wirekafka"
-
-
-def _executable(env_var: str, name: str, hint: str) -> str:
-    path = os.environ.get(env_var) or shutil.which(name)
-    if not path:
-        raise RuntimeError(f"{name!r} not found on PATH ({hint}; scripts/install_system_deps.sh "
-                           f"installs it)")
-    return path
-
-
 def _java() -> str:
-    return _executable("WIREKAFKA_JAVA", "java", "a Java 11+ runtime is needed to run ZooKeeper")
-
-
-@contextlib.contextmanager
-def _flock(path: Path) -> Iterator[None]:
-    with open(path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    return executable("WIREKAFKA_JAVA", "java", "a Java 11+ runtime is needed to run ZooKeeper")
 
 
 def ensure_maven_jars(version: str | None = None, *, timeout: float = 900.0) -> Path:
@@ -184,50 +159,14 @@ def ensure_maven_jars(version: str | None = None, *, timeout: float = 900.0) -> 
 
     Idempotent and cheap once done (a marker holding the version and the POM's hash is checked
     first); otherwise resolves into a fresh directory that then replaces the old one, so stale
-    jars never mix. Raises RuntimeError (with Maven's output) if ``mvn`` is missing or fails.
+    jars never mix (:func:`jvm_process.resolve_with_maven`). Raises RuntimeError (with Maven's
+    output) if ``mvn`` is missing or fails.
     """
     version = version or ZOOKEEPER_VERSION
-    home = cache_dir() / f"zookeeper-{version}"
-    libs = home / "libs"
-    marker = home / ".complete"
-    stamp = f"{version} {hashlib.sha256(POM.read_bytes()).hexdigest()}"
-
-    def done() -> bool:
-        return (marker.is_file() and marker.read_text().strip() == stamp
-                and (libs / f"zookeeper-{version}.jar").is_file())
-
-    if done():
-        return libs
-    home.mkdir(parents=True, exist_ok=True)
-    with _flock(home / ".lock"):
-        if done():  # another process finished while we waited for the lock
-            return libs
-        mvn = _executable("WIREKAFKA_MVN", "mvn", "Apache Maven is needed to fetch ZooKeeper")
-        tmp = home / f"libs.tmp-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        cmd = [mvn, "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
-               f"-DoutputDirectory={tmp}", f"-Dmaven.repo.local={cache_dir() / 'm2'}",
-               f"-Dzookeeper.version={version}", "-DincludeScope=runtime"]
-        log.info("resolving Apache ZooKeeper %s jars from Maven Central into %s ...", version, libs)
-        t0 = time.monotonic()
-        try:
-            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, timeout=timeout)
-        except subprocess.TimeoutExpired as exc:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise RuntimeError(f"mvn did not finish in {timeout:.0f}s: {' '.join(cmd)}") from exc
-        out = proc.stdout.decode(errors="replace")
-        if proc.returncode != 0 or not (tmp / f"zookeeper-{version}.jar").is_file():
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise RuntimeError(f"resolving ZooKeeper {version} failed (exit {proc.returncode}):\n"
-                               f"$ {' '.join(cmd)}\n{out[-6000:]}")
-        marker.unlink(missing_ok=True)
-        shutil.rmtree(libs, ignore_errors=True)
-        tmp.rename(libs)
-        marker.write_text(stamp + "\n")
-        log.info("resolved %d jars in %.1fs", len(list(libs.glob("*.jar"))),
-                 time.monotonic() - t0)
-    return libs
+    return resolve_with_maven(POM, cache_dir() / f"zookeeper-{version}", version,
+                              version_property="zookeeper.version",
+                              main_jar=f"zookeeper-{version}.jar", what="Apache ZooKeeper",
+                              timeout=timeout, logger=log)
 
 
 def debian_jars() -> ServerJars | None:
@@ -280,9 +219,7 @@ def server_jars(source: str | None = None) -> ServerJars:
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port free on ``host`` right now (someone else may take it before we bind it)."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    return free_ports(1, host)[0]
 
 
 def four_letter_word(host: str, port: int, word: str, timeout: float = 2.0) -> str:
@@ -331,21 +268,7 @@ def _owns_listener(pid: int, port: int) -> bool:
     return False
 
 
-_live: "weakref.WeakSet[ZooKeeperServer]" = weakref.WeakSet()
-
-
-@atexit.register
-def _stop_leftovers() -> None:
-    for server in list(_live):
-        with contextlib.suppress(Exception):
-            server.stop()
-
-
-class _PortClash(Exception):
-    pass
-
-
-class ZooKeeperServer:
+class ZooKeeperServer(JvmProcess):
     """One standalone Apache ZooKeeper server on 127.0.0.1.
 
     Parameters
@@ -362,24 +285,24 @@ class ZooKeeperServer:
                 server down with it when it ends.
     """
 
-    host = "127.0.0.1"
+    label = "ZooKeeper"
+    log_name = "zookeeper.log"
+    config_name = "zoo.cfg"
+    tmp_prefix = "zookeeper-"
+    readiness = "serve"
+    log = log
 
     def __init__(self, workdir: str | os.PathLike | None = None, port: int | None = None, *,
                  source: str | None = None, heap: str = "128m",
                  settings: Mapping[str, object] | None = None, keep_workdir: bool = False,
                  die_with_parent: bool | None = None) -> None:
+        super().__init__(workdir, keep_workdir=keep_workdir, die_with_parent=die_with_parent)
         self._fixed_port = port
-        self.port: int | None = port
+        self.port = port
         self.source = source
         self.heap = heap
         self.settings = {k: str(v) for k, v in (settings or {}).items()}
-        self.keep_workdir = keep_workdir
-        self.die_with_parent = die_with_parent
-        self._own_workdir = workdir is None
-        self.workdir: Path | None = None if workdir is None else Path(workdir)
         self.jars: ServerJars | None = None
-        self.proc: subprocess.Popen | None = None
-        self._log_fh = None
         self._served = False  # once served, restarts keep the port: clients know it
 
     # -- paths / info ----------------------------------------------------------------------
@@ -387,38 +310,7 @@ class ZooKeeperServer:
     @property
     def connect_string(self) -> str:
         """``"127.0.0.1:<port>"``: kazoo's ``hosts``, Kafka's ``zookeeper.connect``."""
-        if self.port is None:
-            raise RuntimeError("ZooKeeperServer not started")
-        return f"{self.host}:{self.port}"
-
-    @property
-    def _wd(self) -> Path:
-        if self.workdir is None:
-            raise RuntimeError("ZooKeeperServer not started")
-        return self.workdir
-
-    @property
-    def data_dir(self) -> Path:
-        return self._wd / "data"
-
-    @property
-    def config_path(self) -> Path:
-        return self._wd / "zoo.cfg"
-
-    @property
-    def log_path(self) -> Path:
-        return self._wd / "zookeeper.log"
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def log_tail(self, lines: int = 60) -> str:
-        """The last ``lines`` lines of zookeeper.log (empty if none yet)."""
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except (OSError, RuntimeError):
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
+        return self.address
 
     def four_letter(self, word: str, timeout: float = 2.0) -> str:
         """The server's answer to a four-letter word (srvr, ruok, stat, mntr); "" on error."""
@@ -464,138 +356,45 @@ class ZooKeeperServer:
         if self.alive():
             return self
         self.jars = server_jars(self.source)
-        if self.workdir is None:
-            self.workdir = Path(tempfile.mkdtemp(prefix="zookeeper-"))
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._prepare_workdir()
         keep_port = self._fixed_port is not None or self._served
-        attempts = 1 if keep_port else 3
-        _live.add(self)
-        try:
-            for attempt in range(1, attempts + 1):
-                if not keep_port:
-                    self.port = free_port(self.host)
-                try:
-                    self._start_once(timeout, may_move_port=not keep_port)
-                    self._served = True
-                    return self
-                except _PortClash:
-                    log.warning("port %d was taken (attempt %d of %d)", self.port, attempt,
-                                attempts)
-            raise RuntimeError(f"ZooKeeper found its port taken {attempts} times:\n"
-                               f"{self.log_tail()}")
-        except BaseException:
-            self.stop()
-            raise
+        self._start_attempts(1 if keep_port else 3, lambda: self._start_once(timeout, keep_port))
+        self._served = True
+        return self
 
-    def _start_once(self, timeout: float, may_move_port: bool) -> None:
-        assert self.jars is not None and self.port is not None
-        wd = self._wd
+    def _start_once(self, timeout: float, keep_port: bool) -> None:
+        assert self.jars is not None
+        if not keep_port:
+            self.port = free_port(self.host)
         t0 = time.monotonic()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text("# Written by scripts/zookeeper.py\n"
                                     + "".join(f"{k}={v}\n" for k, v in self.config().items()))
-        cmd = [_java(), f"-Xmx{self.heap}", *JVM_OPTS, *self.jars.logging_opts(wd),
-               "-cp", self.jars.classpath, MAIN_CLASS, str(self.config_path)]
-        die = (threading.current_thread() is threading.main_thread()
-               if self.die_with_parent is None else self.die_with_parent)
-        self._log_fh = open(self.log_path, "ab")
-        log_start = self._log_fh.tell()  # the log is appended to across restarts
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self._log_fh,
-                                     stderr=subprocess.STDOUT, cwd=wd, start_new_session=True,
-                                     preexec_fn=_pdeathsig if die else None)
+        proc = self._launch([_java(), f"-Xmx{self.heap}", *JVM_OPTS,
+                             *self.jars.logging_opts(self._wd), "-cp", self.jars.classpath,
+                             MAIN_CLASS, str(self.config_path)])
         log.info("started ZooKeeper %s (%s) pid %d on %s, log %s", self.jars.version,
-                 self.jars.source, self.proc.pid, self.connect_string, self.log_path)
-        deadline = time.monotonic() + timeout
-        while True:
-            code = self.proc.poll()
-            if code is not None:
-                self._close_log()
-                if may_move_port and "Address already in use" in self._log_since(log_start):
-                    raise _PortClash()
-                raise RuntimeError(f"ZooKeeper exited with {code} during start-up; its log "
-                                   f"({self.log_path}) ends with:\n{self.log_tail()}")
-            if _owns_listener(self.proc.pid, self.port) and self._serving():
-                break
-            if "Thread[main," in self._log_since(log_start):
-                # ZooKeeperServerMain's thread died (e.g. a missing class) while the port's
-                # threads keep the JVM up, answering but never serving: fail now, not at timeout.
-                self.kill()
-                raise RuntimeError(f"ZooKeeper failed during start-up; its log "
-                                   f"({self.log_path}) ends with:\n{self.log_tail()}")
-            if time.monotonic() > deadline:
-                self.kill()
-                raise RuntimeError(f"ZooKeeper did not serve on {self.connect_string} within "
-                                   f"{timeout:g}s; its log ({self.log_path}) ends with:\n"
-                                   f"{self.log_tail()}")
-            time.sleep(0.1)
+                 self.jars.source, proc.pid, self.connect_string, self.log_path)
+        self._wait_ready(timeout)
         log.info("ZooKeeper ready on %s after %.1fs", self.connect_string, time.monotonic() - t0)
 
-    def _serving(self) -> bool:
-        # `ruok` says imok as soon as the port is bound, even if loading the database then
-        # failed; `srvr` says "This ZooKeeper instance is not currently serving requests" until
-        # the server really runs, and its statistics from then on.
-        return "Zookeeper version:" in self.four_letter("srvr")
+    def _ready(self) -> bool:
+        # Our JVM holds the listening socket (not another server that took the port meanwhile),
+        # and serves: `ruok` says imok as soon as the port is bound, even if loading the database
+        # then failed; `srvr` says "This ZooKeeper instance is not currently serving requests"
+        # until the server really runs, and its statistics from then on.
+        assert self.proc is not None and self.port is not None
+        return (_owns_listener(self.proc.pid, self.port)
+                and "Zookeeper version:" in self.four_letter("srvr"))
 
-    def _log_since(self, offset: int) -> str:
-        try:
-            with open(self.log_path, "rb") as fh:
-                fh.seek(offset)
-                return fh.read().decode(errors="replace")
-        except OSError:
-            return ""
-
-    def stop(self, timeout: float = 10.0) -> int | None:
-        """SIGTERM, wait ``timeout`` s, then SIGKILL. Returns the exit code (143 after SIGTERM).
-
-        Removes the work directory if it was a temp dir made by start() (unless keep_workdir)."""
-        code = None
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    self.proc.send_signal(signal.SIGTERM)
-                try:
-                    self.proc.wait(timeout)
-                except subprocess.TimeoutExpired:
-                    log.warning("ZooKeeper pid %d ignored SIGTERM for %.0fs; killing",
-                                self.proc.pid, timeout)
-                    self.kill()
-            code = self.proc.returncode
-            log.info("ZooKeeper pid %d stopped (exit %s)", self.proc.pid, code)
-        self._close_log()
-        _live.discard(self)
-        if self._own_workdir and not self.keep_workdir and self.workdir is not None:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-            self.workdir = None
-        return code
-
-    def kill(self) -> None:
-        """SIGKILL: a crash at whatever moment the server is in. start() restarts it."""
-        if self.proc is not None and self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
-            self.proc.wait()
-        self._close_log()
-
-    def _close_log(self) -> None:
-        if self._log_fh is not None:
-            self._log_fh.close()
-            self._log_fh = None
-
-    def __enter__(self) -> "ZooKeeperServer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def _broken(self) -> bool:
+        # ZooKeeperServerMain's thread died (e.g. a missing class) while the port's threads keep
+        # the JVM up, answering but never serving: fail now, not at the timeout.
+        return "Thread[main," in self._log_since_start()
 
     def __repr__(self) -> str:
         state = "running" if self.alive() else "stopped"
         return f"<ZooKeeperServer {state} {self.port and self.connect_string}>"
-
-
-def _pdeathsig() -> None:  # runs in the child between fork and exec
-    import ctypes
-    PR_SET_PDEATHSIG = 1
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 # --------------------------------------------------------------------------------------------
@@ -603,36 +402,9 @@ def _pdeathsig() -> None:  # runs in the child between fork and exec
 # --------------------------------------------------------------------------------------------
 
 def _serve(ns: argparse.Namespace) -> int:
-    settings = {}
-    for item in ns.set:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"--set expects key=value, got {item!r}")
-        settings[key] = value
-    stop = threading.Event()
-    got: list[int] = []
-
-    def on_signal(signum: int, _frame: object) -> None:
-        got.append(signum)
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    server = ZooKeeperServer(ns.dir, ns.port, source=ns.source, heap=ns.heap, settings=settings,
-                             die_with_parent=True)
-    try:
-        server.start(timeout=ns.timeout)
-        print(server.connect_string, flush=True)
-        log.info("serving; workdir %s; Ctrl-C or SIGTERM to stop", server.workdir)
-        while not stop.wait(0.5):
-            if not server.alive():
-                log.error("ZooKeeper exited unexpectedly (%s); log ends with:\n%s",
-                          server.proc.returncode if server.proc else None, server.log_tail())
-                return 1
-        log.info("got signal %s, stopping", got[0] if got else "?")
-        return 0
-    finally:
-        server.stop()
+    server = ZooKeeperServer(ns.dir, ns.port, source=ns.source, heap=ns.heap,
+                             settings=parse_settings(ns.set), die_with_parent=True)
+    return serve(server, lambda: server.start(timeout=ns.timeout))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -657,10 +429,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.info("ZooKeeper %s from %s", jars.version, jars.source)
         print(jars.classpath)
         return 0
-    if ns.command == "serve":
-        return _serve(ns)
-    parser.error(f"unknown command {ns.command!r}")
-    return 2
+    return _serve(ns)  # the other command: argparse accepts no third
 
 
 if __name__ == "__main__":

@@ -128,6 +128,8 @@ class ReplicaManager:
                     if code != ErrorCode.NONE:
                         raise RefusedBeforeLog(code)
                 batch = entry.records if len(entry.records) == header.size else memoryview(entry.records)[:header.size]
+                if not partition.is_leader:  # Kafka checks leadership before the ISR size
+                    raise RefusedBeforeLog(ErrorCode.NOT_LEADER_OR_FOLLOWER)
                 if acks == -1 and partition.in_sync_replica_count < policy.min_insync_replicas:
                     raise KafkaApiError(
                         ErrorCode.NOT_ENOUGH_REPLICAS,

@@ -161,8 +161,8 @@ class ZkMetadata(TopicIndex):
     # ---- reading the cluster -----------------------------------------------------------------
     async def _reconcile(self) -> None:
         snapshot = await self.zk.call(_read_snapshot, self.zk.client, self.zk.watcher)
-        self._snapshot = snapshot
         await self._apply(snapshot)
+        self._snapshot = snapshot  # Metadata answers only what this broker has applied
         if snapshot.controller == -1:
             await self._try_become_controller()
         elif snapshot.controller == self.node_id:

@@ -239,6 +239,10 @@ def test_unclean_leader_election(cluster: WirekafkaCluster) -> None:
     state = cluster.wait_for(lambda: (s := cluster.partition_state("unclean", 0))["leader"] == lagging and s, 30,
                              "the unclean election")
     assert state["isr"] == [lagging]
+    # elected RECOVERING; the new leader then records it RECOVERED (the field goes, as Kafka writes it)
+    state = cluster.wait_for(lambda: "leader_recovery_state" not in (s := cluster.partition_state("unclean", 0))
+                             and s, 30, "the leader to record its recovery")
+    assert state["leader"] == lagging and state["isr"] == [lagging]
 
 
 def test_controller_failover(cluster: WirekafkaCluster) -> None:

@@ -44,7 +44,7 @@ from wirekafka.broker.metadata import (BrokerInfo, OpenPartition, PartitionView,
 from wirekafka.broker.partition import Partition
 from wirekafka.broker.replication import assignment as assigner
 from wirekafka.broker.replication import zk_layout as zl
-from wirekafka.broker.replication.controller import (ClusterSnapshot, Election, LeaderAndIsr, ReassignmentDone,
+from wirekafka.broker.replication.controller import (RECOVERING, ClusterSnapshot, Election, LeaderAndIsr, ReassignmentDone,
                                                      StateWrite, TopicView, completed_reassignments, elect,
                                                      imbalanced_leaders, plan_state_changes, start_reassignment)
 from wirekafka.broker.replication.zk_session import ZkSession
@@ -450,10 +450,18 @@ class ZkMetadata(TopicIndex):
                         continue
                     isr = p.replica_set.isr
                     new = (isr - p.isr_shrink(lag_ms)) | p.isr_expansion()
-                    if new != isr:
+                    if new != isr or self._recovering(p):
                         await self._write_isr(p, new)
 
+    def _recovering(self, p: Partition) -> bool:
+        """Led after an unclean election (leader_recovery_state RECOVERING): the leader marks it
+        RECOVERED with its next state write, as Kafka's leader does once it leads."""
+        view = self._snapshot.topics.get(p.topic)
+        current = view.states.get(p.index) if view is not None else None
+        return current is not None and current[0].leader_recovery_state == RECOVERING
+
     async def _write_isr(self, p: Partition, isr: frozenset[int]) -> None:
+        """The leader's state write: the ISR, and leader_recovery_state back to RECOVERED."""
         view = self._snapshot.topics.get(p.topic)
         current = view.states.get(p.index) if view is not None else None
         if current is None or current[0].leader != self.node_id or current[0].leader_epoch != p.leader_epoch:

@@ -23,7 +23,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, TypeVar
 
 import pytest
 
@@ -31,8 +30,6 @@ pytestmark = pytest.mark.zookeeper
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "scripts"
-
-T = TypeVar("T")
 
 
 def _load(name: str):
@@ -51,19 +48,8 @@ if shutil.which("java") is None:  # pragma: no cover
 
 from kazoo.client import KazooClient  # noqa: E402  (after the skip: kazoo is a main dependency)
 
+from testsupport.cluster import wait_for  # noqa: E402
 from testsupport.znodes import check_kafka39_znodes  # noqa: E402
-
-
-def _wait_for(what: str, probe: Callable[[], T], timeout: float = 30.0) -> T:
-    """Poll ``probe`` every 0.1 s until it returns something truthy; fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        time.sleep(0.1)
 
 
 def _kazoo(hosts: str) -> KazooClient:
@@ -246,8 +232,8 @@ def test_kafka39_three_brokers_on_one_zookeeper(tmp_path):
         for b in brokers:  # reload4j logs INFO into broker.log
             assert f"[KafkaServer id={b.broker_id}] started" in b.log_tail(5000), b.log_tail()
         client = _kazoo(zk.connect_string + chroot)
-        _wait_for("3 brokers in /brokers/ids",
-                  lambda: sorted(client.get_children("/brokers/ids"), key=int) == ["1", "2", "3"])
+        wait_for(lambda: sorted(client.get_children("/brokers/ids"), key=int) == ["1", "2", "3"], 30.0,
+                 "3 brokers in /brokers/ids")
 
         t0 = time.monotonic()
         created = brokers[0].run_tool(
@@ -267,7 +253,7 @@ def test_kafka39_three_brokers_on_one_zookeeper(tmp_path):
                 return False
             return sorted(json.loads(client.get(state_path)[0])["isr"]) == [1, 2, 3]
 
-        _wait_for("3 in-sync replicas", full_isr)
+        wait_for(full_isr, 30.0, "3 in-sync replicas")
 
         # acks=all through the leader with min.insync.replicas=2: replication really works.
         from confluent_kafka import Producer

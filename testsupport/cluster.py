@@ -21,6 +21,18 @@ from testsupport.java_tools import load_script
 SESSION_TIMEOUT_MS = 2000  # failover waits for ZooKeeper to expire a killed broker's session
 
 
+def wait_for(predicate: Callable[[], object], timeout: float, what: str, interval: float = 0.05) -> object:
+    """Poll predicate until it returns something truthy (returned); TimeoutError after timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:g}s waiting for {what}")
+        time.sleep(interval)
+
+
 def zookeeper_module():
     return load_script("zookeeper")
 
@@ -107,16 +119,7 @@ class WirekafkaCluster:
         return -1 if state is None else state["leader"]
 
     # ---- waiting ---------------------------------------------------------------------------------
-    @staticmethod
-    def wait_for(predicate: Callable[[], object], timeout: float, what: str) -> object:
-        deadline = time.monotonic() + timeout
-        while True:
-            value = predicate()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-            time.sleep(0.05)
+    wait_for = staticmethod(wait_for)
 
     def wait_isr(self, topic: str, partition: int, size: int, timeout: float = 30.0) -> dict:
         return self.wait_for(lambda: (s := self.partition_state(topic, partition)) is not None

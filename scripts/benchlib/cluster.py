@@ -48,7 +48,7 @@ from benchlib.workloads import BASE, WARM_TOPIC, LatencyResult, _producer_config
 
 if str(REPO) not in sys.path:  # testsupport/ lives at the repository root, next to scripts/
     sys.path.insert(0, str(REPO))
-from testsupport.cluster import WirekafkaCluster  # noqa: E402
+from testsupport.cluster import WirekafkaCluster, wait_for  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -237,17 +237,6 @@ class ZkView:
 
     def partition_state(self, topic: str, partition: int = 0) -> dict | None:
         return self._json(f"/brokers/topics/{topic}/partitions/{partition}/state")
-
-
-def wait_for(predicate, timeout: float, what: str, interval: float = 0.05):  # noqa: ANN001, ANN201
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:g}s waiting for {what}")
-        time.sleep(interval)
 
 
 def wait_cluster_ready(cluster: Cluster, zk: ZkView, timeout: float = 60.0) -> int:

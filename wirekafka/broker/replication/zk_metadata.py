@@ -354,17 +354,25 @@ class ZkMetadata(TopicIndex):
         return allowed
 
     async def _write_states(self, writes: list[StateWrite], snapshot: ClusterSnapshot) -> set[tuple[str, int]]:
-        """Write each state conditionally; returns the partitions whose write lost a race."""
+        """Write the states conditionally, all in one pipelined round (a dead broker's
+        partitions all move at once, as Kafka's controller batches its ZooKeeper writes);
+        returns the partitions whose write lost a race."""
+        if not writes:
+            return set()
+        writes = sorted(writes, key=lambda w: not _moves_leader(w, snapshot))  # what clients wait for first
+        errors = await self.zk.call(_write_states, self.zk.client, writes, snapshot.controller_epoch_version)
         failed = set()
-        for w in writes:
-            try:
-                await self.zk.call(_write_state, self.zk.client, w, snapshot.controller_epoch_version)
+        for w, error in zip(writes, errors):
+            if error is None:
                 log.info("controller: %s-%d leader %d epoch %d ISR %s", w.topic, w.partition, w.state.leader,
                          w.state.leader_epoch, list(w.state.isr))
-            except (BadVersionError, NodeExistsError, NoNodeError):
+            elif isinstance(error, (BadVersionError, NodeExistsError, NoNodeError)):
                 log.info("controller: %s-%d changed meanwhile; re-reading", w.topic, w.partition)
                 failed.add((w.topic, w.partition))
-                self.zk.mark_changed()
+            else:
+                raise error
+        if failed:
+            self.zk.mark_changed()
         return failed
 
     async def elect_leaders(self, election_type: int, partitions: list[tuple[str, int]] | None,
@@ -720,21 +728,52 @@ def _claim_controller(client, broker_id: int) -> int:
         # the epoch moved under us without a controller: read again
 
 
-def _write_state(client, w: StateWrite, controller_epoch_version: int) -> None:
-    """A controller's partition state write, fenced by the controller epoch's znode version
-    (a controller that was replaced fails the check instead of overwriting its successor)."""
-    path = zl.partition_state_path(w.topic, w.partition)
-    if w.version is None:
-        client.ensure_path(path.rsplit("/", 1)[0])
-    tx = client.transaction()
-    tx.check(zl.CONTROLLER_EPOCH, controller_epoch_version)
-    if w.version is None:
-        tx.create(path, _encode_state(w.state))
-    else:
-        tx.set_data(path, _encode_state(w.state), version=w.version)
-    errors = [r for r in tx.commit() if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
-    if errors:
-        raise errors[0]
+def _write_states(client, writes: list[StateWrite], controller_epoch_version: int) -> list[Exception | None]:
+    """Controller partition state writes, each fenced by the controller epoch's znode version
+    (a controller that was replaced fails the check instead of overwriting its successor) and
+    by the state znode's version. Every transaction is sent before any answer is awaited, the
+    writes in the order given (ZooKeeper applies one session's requests in order); one result per
+    write, in order: None, or the error that rolled it back."""
+    _ensure_parents([zl.partition_state_path(w.topic, w.partition) for w in writes if w.version is None], client)
+    pending = []
+    for w in writes:
+        path = zl.partition_state_path(w.topic, w.partition)
+        tx = client.transaction()
+        tx.check(zl.CONTROLLER_EPOCH, controller_epoch_version)
+        if w.version is None:
+            tx.create(path, _encode_state(w.state))
+        else:
+            tx.set_data(path, _encode_state(w.state), version=w.version)
+        pending.append(tx.commit_async())
+    results: list[Exception | None] = []
+    for request in pending:
+        try:
+            outcome = request.get()
+        except Exception as e:  # the connection failed under the request  # noqa: BLE001
+            results.append(e)
+            continue
+        errors = [r for r in outcome if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
+        results.append(errors[0] if errors else None)
+    return results
+
+
+def _ensure_parents(paths: list[str], client) -> None:
+    """Create the missing …/partitions and …/partitions/N parents of new state znodes: one
+    pipelined round for each of the two levels."""
+    parents = {path.rsplit("/", 1)[0] for path in paths}
+    for level in ({p.rsplit("/", 1)[0] for p in parents}, parents):
+        for request in [client.create_async(p) for p in sorted(level)]:
+            try:
+                request.get()
+            except NodeExistsError:
+                pass
+
+
+def _moves_leader(w: StateWrite, snapshot: ClusterSnapshot) -> bool:
+    """A write that creates a partition's state or changes its leader."""
+    view = snapshot.topics.get(w.topic)
+    current = view.states.get(w.partition) if view is not None else None
+    return current is None or current[0].leader != w.state.leader
 
 
 def _create_topic_znodes(client, name: str, topic_id: uuid.UUID, assignment: dict[int, list[int]],

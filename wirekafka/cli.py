@@ -28,8 +28,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, OSError) as exc:
         logging.getLogger("wirekafka").error("invalid configuration: %s", exc)
         return 2
+    from wirekafka.server.allocator import keep_freed_buffers
     from wirekafka.server.tcp import run_broker
 
+    keep_freed_buffers()
     try:
         trio.run(run_broker, config)
     except StartupError as exc:

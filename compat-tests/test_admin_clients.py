@@ -334,3 +334,53 @@ def test_a_topic_written_once_and_left_alone_is_emptied_by_retention(broker_fact
     _produce(broker.bootstrap, topic, 1)
     assert _list_offsets(admin, topic) == (5, 6)
     assert _consume_offsets(broker.bootstrap, topic, 0, 5) == [5]  # out of range at 0: reset to the start
+
+
+def _wait(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_deleted_files_are_renamed_at_once_and_removed_after_the_delete_delay(broker_factory, topic_name):
+    """Kafka's asynchronous deletion, through a live broker: segments retention takes become
+    `*.deleted` and go file.delete.delay.ms later; a deleted topic's partition directory becomes
+    `<topic>-0.<uuid>-delete` (the name is free at once: the topic is re-created and written
+    while the old files wait) and goes log.segment.delete.delay.ms later, also after a kill -9."""
+    broker = broker_factory({"log.retention.check.interval.ms": "200", "log.segment.delete.delay.ms": "4000"})
+    admin = _admin(broker)
+    admin.create_topics([NewTopic(topic_name, 1, 1, config={"internal.segment.bytes": "1024",
+                                                             "file.delete.delay.ms": "1500"})])[topic_name].result(10)
+    _produce(broker.bootstrap, topic_name, 40)
+    part = broker.data_dir / f"{topic_name}-0"
+    res = ConfigResource("topic", topic_name, incremental_configs=[
+        ConfigEntry("retention.bytes", "100", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([res])[res].result(10)
+    _wait(lambda: any(p.name.endswith(".log.deleted") for p in part.iterdir()), 15, "retention renamed segments")
+    low = _watermarks(broker.bootstrap, topic_name)[0]
+    assert low > 0 and all(int(p.stem) >= low for p in part.glob("*.log"))
+    _wait(lambda: not any(p.name.endswith(".deleted") for p in part.iterdir()), 15, "renamed segments removed")
+
+    admin.delete_topics([topic_name], operation_timeout=10)[topic_name].result(10)
+    doomed = [p for p in broker.data_dir.iterdir() if p.name.startswith(f"{topic_name}-0.") and p.name.endswith("-delete")]
+    assert len(doomed) == 1 and not part.exists() and sorted(doomed[0].glob("*.log"))
+    _wait(lambda: _topic_created(admin, topic_name), 15, "topic re-created under the same name")
+    _produce(broker.bootstrap, topic_name, 2)
+    assert _watermarks(broker.bootstrap, topic_name) == (0, 2) and doomed[0].exists()
+    _wait(lambda: not doomed[0].exists(), 15, "the -delete directory removed")
+
+    admin.delete_topics([topic_name], operation_timeout=10)[topic_name].result(10)
+    [left] = [p for p in broker.data_dir.iterdir() if p.name.startswith(f"{topic_name}-0.") and p.name.endswith("-delete")]
+    broker.kill()
+    broker.start()
+    assert left.exists()  # a previous run's: removed after the delay, as Kafka's LogManager does
+    _wait(lambda: not left.exists(), 15, "the left-over -delete directory removed after a restart")
+
+
+def _topic_created(admin: AdminClient, topic: str) -> bool:
+    try:
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+        return True
+    except KafkaException:
+        return False

@@ -7,6 +7,7 @@ messages are the ones Apache Kafka 4.3.1 returns for the same requests."""
 
 from __future__ import annotations
 
+import re
 import struct
 import uuid
 from pathlib import Path
@@ -129,6 +130,11 @@ def test_delete_topics_by_name(tmp_path: Path, version: int) -> None:
         assert got["doomed"].topic_id == topic.topic_id
     assert state.metadata.topic("doomed") is None and state.metadata.topic_by_id(topic.topic_id) is None
     assert not directory.exists() and not (tmp_path / "data" / "doomed-1").exists()
+    # Kafka's asynchronous deletion: renamed now, removed after log.segment.delete.delay.ms
+    renamed = sorted(p.name for p in (tmp_path / "data").iterdir() if p.name.endswith("-delete"))
+    assert [re.sub(r"\.[0-9a-f]{32}-", ".<uuid>-", name) for name in renamed] == \
+        ["doomed-0.<uuid>-delete", "doomed-1.<uuid>-delete"]
+    assert state.deletes.pending() == 2
     assert reopen(state).metadata.topic("doomed") is None
 
 

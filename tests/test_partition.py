@@ -96,7 +96,7 @@ def test_truncate_to_cuts_log_epochs_producer_state_and_high_watermark(tmp_path:
     p.become_leader(1)
     _append(p, 2, producer_id=7, producer_epoch=0, base_sequence=12)
     doomed = p.truncate_to(5)
-    Partition.delete_segment_files(doomed)
+    PartitionLog.delete_segments(doomed)
     assert p.log_end_offset == 4  # the batch holding 5 starts at 4 and goes whole
     assert p.high_watermark == 4
     assert p.epochs.entries == [(0, 0)]
@@ -131,7 +131,7 @@ def test_delete_records_moves_start_and_epochs(tmp_path: Path) -> None:
         _append(p, 2)
     doomed = p.delete_records_before(9)
     assert doomed and all(s.next_offset <= 9 for s in doomed)
-    Partition.delete_segment_files(doomed)
+    PartitionLog.delete_segments(doomed)
     assert p.log_start_offset == 9 and p.epochs.entries == [(0, 9)]
     with pytest.raises(KafkaApiError):
         p.read(8, 1000, Isolation.READ_UNCOMMITTED, True)

@@ -362,7 +362,7 @@ def test_truncation_deletes_later_snapshots_and_rebuilds_from_an_earlier_one(tmp
     assert in_flight is not None
     target = bases[2] + 2
     calls = _count_replayed(monkeypatch)
-    Partition.delete_segment_files(p.truncate_to(target))
+    PartitionLog.delete_segments(p.truncate_to(target))
     assert calls == [(bases[2], 1)]  # from the snapshot at the segment's base: one batch
     assert p.log_end_offset == target and _snapshots(d) == bases[1:3]
     in_flight.run()  # written after the truncation cleaned up: dropped
@@ -380,12 +380,12 @@ def test_delete_records_and_retention_delete_snapshots_below_the_log_start(tmp_p
         prod.send(2)
     _drain(p)
     bases = sorted(int(path.stem) for path in d.glob("*.log"))
-    Partition.delete_segment_files(p.delete_records_before(bases[2] + 1))
+    PartitionLog.delete_segments(p.delete_records_before(bases[2] + 1))
     _drain(p)
     assert _snapshots(d) == bases[3:]
     active_size = (d / f"{bases[-1]:020d}.log").stat().st_size  # retention.bytes keeping just the active segment
     p.set_log_config(LogConfig(segment_bytes=400, retention_ms=-1, retention_bytes=active_size))
-    Partition.delete_segment_files(p.apply_retention())
+    PartitionLog.delete_segments(p.apply_retention())
     _drain(p)
     assert p.log_start_offset == bases[-1] and _snapshots(d) == [bases[-1]]
     p.close()
@@ -419,7 +419,7 @@ def test_whole_log_expiry_keeps_producer_state_and_epochs(tmp_path: Path) -> Non
     segments = len(list(d.glob("*.log")))
     doomed = p.apply_retention()
     assert len(doomed) == segments
-    Partition.delete_segment_files(doomed)
+    PartitionLog.delete_segments(doomed)
     _drain(p)
     assert (p.log_start_offset, p.log_end_offset, p.high_watermark) == (end, end, end)
     assert sorted(d.glob("*.log")) == [d / f"{end:020d}.log"]
@@ -467,7 +467,7 @@ def test_topic_deletion_stops_snapshot_writes(tmp_path: Path) -> None:
         prod.send(2)
     work = p.producer_snapshot_work()
     p.take_offline()
-    p.delete_files()
+    p.retire_files()
     work.run()
     assert not d.exists()
 

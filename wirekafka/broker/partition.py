@@ -40,7 +40,9 @@ import enum
 import functools
 import logging
 import time
+import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterator
 
 import trio
@@ -48,6 +50,7 @@ import trio
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.protocol.records import BatchHeader
+from wirekafka.broker.delayed_deletes import DelayedDeletes, delete_directory_name
 from wirekafka.broker.producers import CompletedTxn, ProducerStateTable
 from wirekafka.broker.replica_set import ReplicaSet
 from wirekafka.storage.cleaner import (CleanableRange, CleanerLogConfig, LastRecord, RoundPlan, SegmentInfo,
@@ -112,13 +115,15 @@ class Partition:
     def __init__(self, topic: str, index: int, log: PartitionLog, epoch_cache: LeaderEpochCache,
                  leader_epoch: int = 0, clock: Callable[[], float] = time.time,
                  producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS, node_id: int = 1,
-                 lead: bool = True) -> None:
+                 lead: bool = True, deletes: DelayedDeletes | None = None) -> None:
         """Open the partition over a loaded log: producer state from the newest usable snapshot
         plus a replay after it, a snapshot at the log end if that replayed anything. Opening
         does file work: it runs in a worker thread (start-up, new partitions). lead: one node's
         partition, its own leader at once; in a cluster it has no role until the cluster
-        metadata gives it one (make_leader / make_follower)."""
+        metadata gives it one (make_leader / make_follower). deletes: the broker's delayed file
+        deletion; a partition opened on its own (tests, tools) gets a queue of its own."""
         self.topic = topic
+        self.deletes = deletes if deletes is not None else DelayedDeletes(lambda: log.config.file_delete_delay_ms)
         self.index = index
         self._log = log
         self.epochs = epoch_cache
@@ -596,21 +601,29 @@ class Partition:
             work.run()
         self._log.close()
 
-    @staticmethod
-    def delete_segment_files(segments: list[LogSegment]) -> None:
-        """Delete segments detached by retention, DeleteRecords or truncation (worker thread)."""
-        PartitionLog.delete_segments(segments)
+    async def delete_segments(self, segments: list[LogSegment]) -> None:
+        """Delete segments detached by retention, DeleteRecords or truncation, as Kafka does:
+        renamed `.deleted` now (worker thread), unlinked file.delete.delay.ms later."""
+        await trio.to_thread.run_sync(PartitionLog.retire_segments, segments)
+        self.deletes.schedule(self._log.config.file_delete_delay_ms,
+                              functools.partial(PartitionLog.delete_segments, segments))
 
     def take_offline(self) -> None:
         """The partition is going away (topic deleted): refuse appends and reads, wake waiters."""
         self.online = False
         self._wake_readers()
 
-    def delete_files(self) -> None:
-        """Close and remove the partition directory (worker thread, after take_offline)."""
+    async def delete_files(self) -> None:
+        """The partition's directory goes (after take_offline), as Kafka deletes a replica: renamed
+        `<topic>-<p>.<uuid>-delete` now (worker thread), removed after log.segment.delete.delay.ms."""
+        retired = await trio.to_thread.run_sync(self.retire_files)
+        self.deletes.schedule_directory(retired)
+
+    def retire_files(self) -> Path:
+        """Close the partition's files and rename its directory for deletion (worker thread)."""
         self.snapshots.close()
         self._log.close()
-        self._log.delete()
+        return self._log.retire_directory(delete_directory_name(self.topic, self.index, uuid.uuid4().hex))
 
 
 def _batch_reader(plog: PartitionLog, seg: LogSegment, pos: int, header: BatchHeader) -> Callable[[], bytes]:

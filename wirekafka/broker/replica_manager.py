@@ -228,7 +228,7 @@ class ReplicaManager:
         worker thread."""
         doomed = partition.delete_records_before(offset)
         if doomed:
-            await trio.to_thread.run_sync(Partition.delete_segment_files, doomed)
+            await partition.delete_segments(doomed)
 
     # ---- fetch -------------------------------------------------------------------------------
     async def fetch(self, params: FetchParams, targets: list[FetchTarget]) -> list[FetchOutcome]:

@@ -22,6 +22,7 @@ import trio
 
 from wirekafka.broker import topic_config
 from wirekafka.broker.coordinator_runtime import CoordinatorRuntime
+from wirekafka.broker.delayed_deletes import DelayedDeletes
 from wirekafka.broker.groups import OFFSETS_TOPIC, GroupCoordinator
 from wirekafka.broker.metadata import LocalMetadata, Topic, uuid_to_base64
 from wirekafka.broker.partition import Partition
@@ -84,6 +85,7 @@ class BrokerState:
             self.replicas.verify_transaction = self._verify_transaction
             self.markers = RemoteMarkers(self.metadata, config)
         self.cleaner = LogCleaner(self)
+        self.deletes = DelayedDeletes(lambda: int(topic_config.effective("file.delete.delay.ms", {}, config)[0]))
         self._recovery: dict[tuple[str, int], int] = {}
         self._high_watermarks: dict[tuple[str, int], int] = {}
         self._starts: dict[tuple[str, int], int] = {}
@@ -232,7 +234,7 @@ class BrokerState:
         epochs.truncate_from_end(plog.log_end_offset)
         partition = Partition(topic.name, index, plog, epochs, clock=self.clock,
                               producer_id_expiration_ms=self.config.int("producer.id.expiration.ms"),
-                              node_id=self.node_id, lead=not self.config.zookeeper_mode)
+                              node_id=self.node_id, lead=not self.config.zookeeper_mode, deletes=self.deletes)
         if not new and self.config.zookeeper_mode:
             # a replica that restarts knows what was committed before (a coordinator loading it as
             # a new leader reads up to here before its followers report in)
@@ -299,7 +301,7 @@ class BrokerState:
         waiters), then delete its files in a worker thread."""
         topic = await self.metadata.delete_topic(name)
         for p in topic.local_partitions():
-            await trio.to_thread.run_sync(p.delete_files)
+            await p.delete_files()
 
     async def checkpoint(self) -> None:
         """Snapshot on the loop, write the checkpoint files in a worker."""

@@ -236,4 +236,5 @@ def log_config(overrides: Mapping[str, str], broker: BrokerConfig) -> LogConfig:
         max_compaction_lag_ms=get("max.compaction.lag.ms"),
         delete_retention_ms=get("delete.retention.ms"),
         max_index_bytes=get("segment.index.bytes"),
+        file_delete_delay_ms=get("file.delete.delay.ms"),
     )

@@ -11,7 +11,6 @@ import logging
 
 import trio
 
-from wirekafka.broker.partition import Partition
 from wirekafka.broker.state import BrokerState
 
 log = logging.getLogger(__name__)
@@ -28,9 +27,12 @@ async def retention_task(state: BrokerState, *, task_status=trio.TASK_STATUS_IGN
             # compact-only topic still drops segments wholly below its log start offset.
             delete_policy = "delete" in state.metadata.topic_config_value(topic, "cleanup.policy")
             for p in topic.local_partitions():
-                doomed.extend(p.apply_retention(delete_policy))
+                segments = p.apply_retention(delete_policy)
+                if segments:
+                    doomed.append((p, segments))
+        for p, segments in doomed:
+            await p.delete_segments(segments)
         if doomed:
-            await trio.to_thread.run_sync(Partition.delete_segment_files, doomed)
             await state.checkpoint()
 
 

@@ -38,6 +38,8 @@ async def run_broker(config: BrokerConfig) -> None:
             await background.start(flush_task, state)
             await background.start(producer_expiration_task, state)
             await background.start(state.cleaner.run)
+            await background.start(state.deletes.run)
+            await state.deletes.adopt_leftovers(state.log_dir)
             await background.start(state.groups.run_timers)
             await background.start(state.transactions.run_timers)
             if config.zookeeper_mode:

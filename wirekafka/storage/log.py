@@ -40,6 +40,7 @@ class LogConfig:
     max_compaction_lag_ms: int = 2**63 - 1
     delete_retention_ms: int = 86400000
     max_index_bytes: int = 10485760
+    file_delete_delay_ms: int = 60000
 
 
 @dataclass
@@ -438,6 +439,9 @@ class PartitionLog:
         log start: Kafka's truncateFullyAndStartAt; a truncation below the log start). Returns the
         old segments."""
         doomed = self.segments
+        for seg in doomed:
+            if seg.base_offset == offset:  # its name is the new segment's: it goes out of the way first
+                seg.rename_files(DELETED_SUFFIX)
         self.segments = [LogSegment(self.dir, offset, self.config.index_interval_bytes)]
         self.segments[0].created_ms = int(self.clock() * 1000)
         self.log_start_offset = offset
@@ -485,6 +489,15 @@ class PartitionLog:
         _fsync_dir(cleaned.log_path.parent)
 
     @staticmethod
+    def retire_segments(segments: list[LogSegment]) -> None:
+        """Kafka's first step of deleting detached segments (worker thread): their files take the
+        `.deleted` suffix (a reader holding them open is undisturbed) and are closed; the log
+        loader removes such files, so a crash before delete_segments leaves nothing behind."""
+        for seg in segments:
+            seg.rename_files(DELETED_SUFFIX)
+            seg.close()
+
+    @staticmethod
     def delete_segments(segments: list[LogSegment]) -> None:
         """Close and unlink detached segments (worker-thread work)."""
         for seg in segments:
@@ -495,12 +508,15 @@ class PartitionLog:
         for seg in self.segments:
             seg.close()
 
-    def delete(self) -> None:
+    def retire_directory(self, name: str) -> Path:
+        """Close every segment and rename the partition directory to name (a deleted topic's
+        partition, removed later); returns its new path."""
         for seg in self.segments:
-            seg.delete()
-        for p in self.dir.iterdir():
-            p.unlink()
-        os.rmdir(self.dir)
+            seg.close()
+        target = self.dir.with_name(name)
+        os.rename(self.dir, target)
+        _fsync_dir(self.dir.parent)
+        return target
 
 
 def _fsync_dir(directory: Path) -> None:

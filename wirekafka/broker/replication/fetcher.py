@@ -135,7 +135,7 @@ class LeaderFetcher:
                      self.leader.node_id)
             doomed = p.truncate_to(offset)
             if doomed:
-                await trio.to_thread.run_sync(Partition.delete_segment_files, doomed)
+                await p.delete_segments(doomed)
         f.needs_truncation = False
 
     # ---- fetching ----------------------------------------------------------------------------
@@ -217,7 +217,7 @@ class LeaderFetcher:
                      earliest.offset, p.log_end_offset)
             doomed = p.restart_at(earliest.offset)
             if doomed:
-                await trio.to_thread.run_sync(Partition.delete_segment_files, doomed)
+                await p.delete_segments(doomed)
         else:
             f.needs_truncation = True  # ahead of the leader: ask it where our epoch ends
 

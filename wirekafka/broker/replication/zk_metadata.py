@@ -248,7 +248,7 @@ class ZkMetadata(TopicIndex):
                 change.stop_fetching.append(local)
                 if local.is_leader:
                     change.resigned.append(local)
-                await trio.to_thread.run_sync(local.delete_files)
+                await local.delete_files()
                 log.info("%s-%d: replica moved away (reassignment): deleted here", topic.name, index)
 
     async def _open_replicas(self, topic: Topic, view: TopicView, first: int) -> list[Partition | None]:
@@ -268,7 +268,7 @@ class ZkMetadata(TopicIndex):
             p.take_offline()
         self.on_roles(RoleChange(stop_fetching=local, resigned=[p for p in local if p.is_leader]))
         for p in local:
-            await trio.to_thread.run_sync(p.delete_files)
+            await p.delete_files()
         log.info("topic %s is gone: deleted its local replicas", name)
 
     # ---- controller ------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ the live brokers and the partition states of either.
   fixed-rate load on another such topic.
 - :func:`failover_row`: a 1-partition topic (replication 3, ``min.insync.replicas=2``) whose
   leader is not the controller; a producer (acks=all, idempotent, linger 0) sends one record
-  every ~5 ms; the leader is killed with SIGKILL; the time until the controller wrote a new
+  every ~5 ms; the leader is killed with SIGKILL (at a moment drawn per run, see
+  :func:`kill_delay`); the time until the controller wrote a new
   leader into the partition's state znode, and until the first record *sent after the kill* was
   acknowledged (only the new leader can do that: the old one is dead, and with idempotence a
   partition's records are acknowledged in order, so this is the first acknowledged write on the
@@ -28,6 +29,7 @@ import concurrent.futures
 import contextlib
 import json
 import logging
+import random
 import statistics
 import sys
 import threading
@@ -383,6 +385,16 @@ class _SteadyProducer:
             log.warning("failover producer: %d records unacknowledged at the end", left)
 
 
+def kill_delay(run: int) -> float:
+    """Seconds between the 100th acknowledged record and the kill. A crash comes at no particular
+    moment, but the readiness checks before it can end just after an ISR change, which a
+    wirekafka leader writes to ZooKeeper itself, refreshing its own session (a Kafka leader asks
+    the controller to): killed right then, its session lives the whole timeout (traced once: the
+    leader's state write 49 ms before the kill, its session expired 6.39 s later). Drawn uniformly
+    from 0-4 s, two ZooKeeper ping intervals; the same for both clusters (seeded by the run)."""
+    return random.Random(run).uniform(0.0, 4.0)
+
+
 def failover_once(cluster: Cluster, zk: ZkView, run: int, payload: bytes) -> FailoverRun:
     """One kill -9 of a partition leader that is not the controller; restarts it afterwards."""
     controller = wait_cluster_ready(cluster, zk)
@@ -396,6 +408,7 @@ def failover_once(cluster: Cluster, zk: ZkView, run: int, payload: bytes) -> Fai
     killed = False
     try:
         wait_for(lambda: producer.acked >= 100, 30, "100 acknowledged records before the kill")
+        time.sleep(kill_delay(run))
         state = zk.partition_state(topic)
         if state is None or state["leader"] != leader or len(state["isr"]) != REPLICATION:
             raise RuntimeError(f"{topic} is not led by {leader} with a full ISR before the kill: {state}")

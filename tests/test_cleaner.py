@@ -356,7 +356,7 @@ def test_a_crash_at_any_file_operation_of_the_swap_recovers_a_whole_log(
     monkeypatch.setattr(os, "replace", counted(real_replace))
     monkeypatch.setattr(os, "unlink", counted(real_unlink))
     try:
-        Partition.finish_swap(cleaned, group)
+        PartitionLog.finish_swap(cleaned, group)
     except _Crash:
         pass
     monkeypatch.undo()

@@ -15,6 +15,7 @@ import trio.testing
 from wirekafka.broker.delayed_deletes import DelayedDeletes, delete_directory_name
 from wirekafka.broker.partition import AppendOrigin, Isolation, Partition
 from wirekafka.protocol import records
+from wirekafka.storage.cleaner import run_round
 from wirekafka.storage.epoch_cache import LeaderEpochCache
 from wirekafka.storage.log import LogConfig, PartitionLog
 
@@ -40,6 +41,10 @@ async def _until(condition: Callable[[], bool]) -> None:
     while not condition():
         assert time.monotonic() < deadline, "removal did not finish"
         await trio.sleep(0.01)
+
+
+def _retired(d: Path) -> list[Path]:
+    return [path for path in d.iterdir() if path.name.endswith(".deleted")]
 
 
 def _run(test) -> None:
@@ -88,7 +93,7 @@ def test_segments_are_renamed_now_and_unlinked_after_file_delete_delay(tmp_path:
         await trio.sleep(4.9)
         assert all((d / (name + ".deleted")).exists() for name in names)
         await trio.sleep(0.2)
-        await _until(lambda: not any(path.name.endswith(".deleted") for path in d.iterdir()))
+        await _until(lambda: not _retired(d))
         assert p.log_start_offset == p.log_end_offset - 1 and sorted(d.glob("*.log"))  # the live log is intact
 
     _run(test)
@@ -104,7 +109,7 @@ def test_a_reader_of_a_retired_segment_reads_it_whole(tmp_path: Path) -> None:
         assert result.region is not None
         expected = result.region.length
         await p.delete_segments(p.delete_records_before(p.log_end_offset))
-        await _until(lambda: not any(path.name.endswith(".deleted") for path in d.iterdir()))
+        await _until(lambda: not _retired(d))
         try:
             data = result.region.read()
         finally:
@@ -171,4 +176,41 @@ def test_restart_at_the_old_base_offset_leaves_the_new_segment_alone(tmp_path: P
     PartitionLog.retire_segments(doomed)
     PartitionLog.delete_segments(doomed)
     assert (d / "00000000000000000000.log").exists() and (d / "00000000000000000000.log").stat().st_size == 0
-    assert not any(path.name.endswith(".deleted") for path in d.iterdir())
+    assert not _retired(d)
+
+
+def test_segments_replaced_by_the_cleaner_go_after_the_delay(tmp_path: Path) -> None:
+    """Kafka's replaceSegments: the cleaned segment takes the first old one's name at once, the
+    old segments wait as `.deleted` for file.delete.delay.ms."""
+    d = tmp_path / "t-0"
+
+    async def test(deletes: DelayedDeletes) -> None:
+        p = _open(d, deletes, segment_bytes=400, compact=True, file_delete_delay_ms=2_000,
+                  min_cleanable_ratio=0.01)
+        for i in range(30):
+            b = records.build_batch([(b"key-%d" % (i % 3), b"v%d" % i, NOW + i)])
+            p.append(b, records.validate_batch(b), AppendOrigin.CLIENT)
+        cleanable = p.cleanable_range(None, NOW + 10**6)
+        plan, segments = p.cleaning_plan(cleanable, 10**7, 0.9, float("inf"), NOW + 10**6)
+        groups = run_round(plan).groups
+        assert len(groups) > 1
+        for group in groups:
+            cleaned = p.open_cleaned(group.base_offset)
+            sources = [segments[base] for base in group.sources]
+            assert p.swap_cleaned(cleaned, sources)
+            await p.finish_swap(cleaned, sources)
+            # checked before any await: a worker thread lets the mock clock reach earlier removals
+            retired = [seg.log_path for seg in sources]
+            assert all(path.name.endswith(".log.deleted") and path.exists() for path in retired)
+            assert (d / f"{group.base_offset:020d}.log").exists()  # the cleaned segment, final name
+        await trio.sleep(1.9)
+        assert all(path.exists() for path in retired)
+        await trio.sleep(0.2)
+        await _until(lambda: not _retired(d))
+        latest = {}
+        for header, read in p.iter_batches(0):
+            for r in records.iter_records(read()):
+                latest[r.key] = r.value
+        assert latest == {b"key-0": b"v27", b"key-1": b"v28", b"key-2": b"v29"}
+
+    _run(test)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from wirekafka.broker.partition import Partition
 from wirekafka.storage.cleaner import run_round
+from wirekafka.storage.log import PartitionLog
 
 
 def clean_partition(p: Partition, now_ms: int, checkpoint: int | None = None, map_bytes: int = 10**7) -> int:
@@ -17,5 +18,6 @@ def clean_partition(p: Partition, now_ms: int, checkpoint: int | None = None, ma
         cleaned = p.open_cleaned(group.base_offset)
         sources = [segments[base] for base in group.sources]
         assert p.swap_cleaned(cleaned, sources), "the log changed under the round"
-        Partition.finish_swap(cleaned, sources)
+        PartitionLog.finish_swap(cleaned, sources)
+        PartitionLog.delete_segments(sources)  # at once: no delete delay in these tests
     return result.end_offset

@@ -153,7 +153,7 @@ class LogCleaner:
                     raise CleaningAborted(f"{plan.name} changed while it was cleaned")
                 log.info("swapping in cleaned segment %d for segments %s of %s", group.base_offset,
                          list(group.sources), plan.name)
-                await trio.to_thread.run_sync(Partition.finish_swap, cleaned, sources)
+                await partition.finish_swap(cleaned, sources)
             log.info("%s", result.stats.summary(plan.name, cleanable.first_dirty, result.end_offset))
             self.checkpoints[key] = result.end_offset
             self.rounds_done += 1

@@ -568,9 +568,11 @@ class Partition:
         changed meanwhile (the caller discards it). Then finish_swap in a worker."""
         return self.online and self._log.replace_segments(cleaned, old)
 
-    @staticmethod
-    def finish_swap(cleaned: LogSegment, old: list[LogSegment]) -> None:
-        PartitionLog.finish_swap(cleaned, old)
+    async def finish_swap(self, cleaned: LogSegment, old: list[LogSegment]) -> None:
+        """The swap's file work in a worker; the replaced segments go file.delete.delay.ms later,
+        as Kafka's replaceSegments deletes them."""
+        await trio.to_thread.run_sync(PartitionLog.finish_swap, cleaned, old)
+        self._schedule_deletion(old)
 
     @property
     def log_config(self) -> LogConfig:
@@ -605,8 +607,11 @@ class Partition:
         """Delete segments detached by retention, DeleteRecords or truncation, as Kafka does:
         renamed `.deleted` now (worker thread), unlinked file.delete.delay.ms later."""
         await trio.to_thread.run_sync(PartitionLog.retire_segments, segments)
+        self._schedule_deletion(segments)
+
+    def _schedule_deletion(self, retired: list[LogSegment]) -> None:
         self.deletes.schedule(self._log.config.file_delete_delay_ms,
-                              functools.partial(PartitionLog.delete_segments, segments))
+                              functools.partial(PartitionLog.delete_segments, retired))
 
     def take_offline(self) -> None:
         """The partition is going away (topic deleted): refuse appends and reads, wake waiters."""

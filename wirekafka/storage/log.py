@@ -480,11 +480,11 @@ class PartitionLog:
     def finish_swap(cleaned: LogSegment, old: Sequence[LogSegment]) -> None:
         """The file side of replace_segments (worker thread), in Kafka's crash-safe order: the
         cleaned files become `.swap` (from here recovery completes the swap), the old segments
-        are deleted, the swap files take their final names."""
+        are retired (`.deleted`, unlinked later by the caller's delete_segments), the swap files
+        take their final names."""
         cleaned.rename_files(SWAP_SUFFIX)
         _fsync_dir(cleaned.log_path.parent)
-        for seg in old:
-            seg.delete()
+        PartitionLog.retire_segments(list(old))
         cleaned.rename_files("")
         _fsync_dir(cleaned.log_path.parent)
 

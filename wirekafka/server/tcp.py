@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 async def run_broker(config: BrokerConfig) -> None:
     check_table()
     state = BrokerState(config)
+    await state.deletes.adopt_leftovers(state.log_dir)  # before anything of this run is deleted
     if config.zookeeper_mode:
         await state.join_cluster()
     else:
@@ -39,7 +40,6 @@ async def run_broker(config: BrokerConfig) -> None:
             await background.start(producer_expiration_task, state)
             await background.start(state.cleaner.run)
             await background.start(state.deletes.run)
-            await state.deletes.adopt_leftovers(state.log_dir)
             await background.start(state.groups.run_timers)
             await background.start(state.transactions.run_timers)
             if config.zookeeper_mode:

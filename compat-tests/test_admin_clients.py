@@ -348,10 +348,10 @@ def test_deleted_files_are_renamed_at_once_and_removed_after_the_delete_delay(br
     `*.deleted` and go file.delete.delay.ms later; a deleted topic's partition directory becomes
     `<topic>-0.<uuid>-delete` (the name is free at once: the topic is re-created and written
     while the old files wait) and goes log.segment.delete.delay.ms later, also after a kill -9."""
-    broker = broker_factory({"log.retention.check.interval.ms": "200", "log.segment.delete.delay.ms": "4000"})
+    broker = broker_factory({"log.retention.check.interval.ms": "200", "log.segment.delete.delay.ms": "8000"})
     admin = _admin(broker)
     admin.create_topics([NewTopic(topic_name, 1, 1, config={"internal.segment.bytes": "1024",
-                                                             "file.delete.delay.ms": "1500"})])[topic_name].result(10)
+                                                             "file.delete.delay.ms": "3000"})])[topic_name].result(10)
     _produce(broker.bootstrap, topic_name, 40)
     part = broker.data_dir / f"{topic_name}-0"
     res = ConfigResource("topic", topic_name, incremental_configs=[
@@ -368,14 +368,14 @@ def test_deleted_files_are_renamed_at_once_and_removed_after_the_delete_delay(br
     _wait(lambda: _topic_created(admin, topic_name), 15, "topic re-created under the same name")
     _produce(broker.bootstrap, topic_name, 2)
     assert _watermarks(broker.bootstrap, topic_name) == (0, 2) and doomed[0].exists()
-    _wait(lambda: not doomed[0].exists(), 15, "the -delete directory removed")
+    _wait(lambda: not doomed[0].exists(), 25, "the -delete directory removed")
 
     admin.delete_topics([topic_name], operation_timeout=10)[topic_name].result(10)
     [left] = [p for p in broker.data_dir.iterdir() if p.name.startswith(f"{topic_name}-0.") and p.name.endswith("-delete")]
     broker.kill()
     broker.start()
     assert left.exists()  # a previous run's: removed after the delay, as Kafka's LogManager does
-    _wait(lambda: not left.exists(), 15, "the left-over -delete directory removed after a restart")
+    _wait(lambda: not left.exists(), 25, "the left-over -delete directory removed after a restart")
 
 
 def _topic_created(admin: AdminClient, topic: str) -> bool:

@@ -6,6 +6,7 @@ import threading
 import time
 
 import pytest
+from kafka.protocol.consumer.fetch import FetchRequest
 
 from conformance.scenarios import batch, batch_bases, fetch, produce, record_offsets
 from conformance.wire import Connection, create_topic, poll, unique
@@ -191,3 +192,36 @@ def test_fetch_min_bytes_waits_for_enough_data(target):
         part = fetch(conn, name, 0, max_wait_ms=500, min_bytes=100_000)
         elapsed = time.monotonic() - start
     assert record_offsets(part.records) == [0] and elapsed >= 0.4
+
+
+def test_fetch_cuts_at_partition_max_bytes_mid_batch(target):
+    """partition_max_bytes ending inside the second batch: Kafka sends the file slice as is, the
+    second batch cut short, and the client drops the truncated tail."""
+    name = unique()
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, name)
+        produce(conn, name, batch([b"x" * 500]))
+        produce(conn, name, batch([b"y" * 500]))
+        part = fetch(conn, name, 0, partition_max_bytes=700)
+    assert part.error_code == 0 and batch_bases(part.records) == [0]
+    assert len(part.records) == 700  # the second batch's first bytes ride along
+
+
+def test_fetch_response_max_bytes_cuts_the_next_partition_short(target):
+    """The response's max_bytes left after the first partition is less than the second partition's
+    first batch: only the first partition may exceed the limit (one whole batch at least), and a
+    partition whose first batch does not fit gets nothing, not a truncated batch."""
+    name = unique()
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, name, partitions=2)
+        produce(conn, name, batch([b"x" * 500]), partition=0)
+        produce(conn, name, batch([b"y" * 500]), partition=1)
+        P = FetchRequest.FetchTopic.FetchPartition
+        req = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=700, isolation_level=0,
+                           session_id=0, session_epoch=-1, topics=[FetchRequest.FetchTopic(topic=name, partitions=[
+                               P(partition=i, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1,
+                                 log_start_offset=-1, partition_max_bytes=1 << 20) for i in (0, 1)])],
+                           forgotten_topics_data=[], rack_id="")
+        parts = conn.call(req, 12).responses[0].partitions
+    assert [p.error_code for p in parts] == [0, 0]
+    assert batch_bases(parts[0].records) == [0] and not parts[1].records

@@ -220,10 +220,12 @@ class LogSegment:
 
     def locate(self, offset: int, max_bytes: int, max_offset: int, min_one: bool,
                nowait: bool = False) -> tuple[int, int] | None:
-        """(position, length) of whole batches starting with the one holding offset, below
-        max_offset, within max_bytes; with min_one, the first batch even when it alone exceeds
-        max_bytes. None when there is nothing to read. Reads 27 bytes per batch; nowait: see
-        _read_head."""
+        """(position, length) of what a fetch sends, Kafka's file slice: from the batch holding
+        offset, max_bytes long, never past the first batch at or beyond max_offset nor past the
+        last whole batch of the file. The slice may end inside a batch, as Kafka's does (readers
+        drop a truncated tail); with min_one it holds at least the whole first batch, without it
+        nothing when that batch alone exceeds max_bytes (Kafka answers an empty set then). None
+        when there is nothing to read. Reads 27 bytes per batch; nowait: see _read_head."""
         end = self.size
         _, position = self.index.lookup(offset)
         while True:  # skip to the batch holding offset
@@ -235,17 +237,18 @@ class LogSegment:
             if last >= offset:
                 break
             position += size
+        if base >= max_offset or (size > max_bytes and not min_one):
+            return None
         start = position
-        total = 0
-        while base < max_offset and (total + size <= max_bytes or (min_one and total == 0)):
-            total += size
+        limit = start + max(max_bytes, size)
+        while position < limit and base < max_offset:
             position += size
-            if total >= max_bytes or position + HEADER_SIZE > end:
+            if position + HEADER_SIZE > end:
                 break
             base, size, last = self._bounds_at(position, nowait)
             if size < HEADER_SIZE or position + size > end:
                 break
-        return (start, total) if total else None
+        return start, min(position, limit) - start
 
     def region(self, position: int, length: int) -> FileRegion:
         return FileRegion(self._fd, position, length, self.base_offset)

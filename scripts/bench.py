@@ -17,7 +17,9 @@ config/server.properties`` with the listener and log.dirs overridden. Neither fs
 Rows (``--only`` takes a comma-separated list of these ids):
 
   throughput       all tput-* rows: produce MB/s (first send -> last delivery report, all
-                   producers) and consume MB/s (one assign()ed consumer reading it all back).
+                   producers) and consume MB/s (one assign()ed consumer reading it all back,
+                   fetch.queue.backoff.ms=10: see workloads.consume; the median of 5 reads, with
+                   the broker's CPU seconds in that read).
                    Base: 1 KB records, 3 partitions, 1 producer, acks=all, idempotent, no
                    compression, linger 5 ms, batch 1 MB. Each row varies one dimension:
     tput-base, tput-100b, tput-1p, tput-64p, tput-8prod, tput-acks1 (not idempotent: librdkafka
@@ -148,13 +150,6 @@ OFFSETS_GROUPS, OFFSETS_PARTITIONS = 10, 100
 CLEANER_KEYS, CLEANER_VALUE_BYTES = 50_000, 256
 
 
-def settle_writeback() -> None:
-    """Write every dirty page back to disk (sync(2)) so a row starts with a clean page cache."""
-    t0 = time.monotonic()
-    os.sync()
-    log.info("sync: dirty pages written back in %.1fs", time.monotonic() - t0)
-
-
 def parse_size(text: str) -> int:
     """'1G', '500M', '64k' or a plain byte count (powers of 1024)."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)[iI]?[bB]?\s*", text)
@@ -203,7 +198,7 @@ class Bench:
         one that runs second writes while the kernel flushes the first one's data, and the
         writeback throttling it meets is the other broker's (one row read 0.47x this way)."""
         for broker in self.brokers:
-            settle_writeback()
+            workloads.settle_writeback()
             log.info("== %s on %s", what, broker.name)
             try:
                 fn(broker)
@@ -223,7 +218,10 @@ class Bench:
         def one(broker: Broker) -> None:
             r = workloads.throughput(broker, spec, self.payloads(spec.record_size), self.s.load_timeout)
             self.report.set(workload, "produce MB/s", broker.name, r.produce_mbps)
-            self.report.set(workload, "consume MB/s", broker.name, r.consume_mbps)
+            self.report.set(workload, f"consume MB/s (median of {workloads.CONSUME_READS} reads)", broker.name,
+                            r.consume_mbps)
+            self.report.set(workload, "broker CPU s in that read", broker.name, r.consume_broker_cpu,
+                            better="lower", decimals=2)
             if r.acked < spec.records or r.consumed < r.acked:
                 self.report.note(f"{row_id} on {broker.name}: {r.acked:,} of {spec.records:,} acked, "
                                  f"{r.consumed:,} consumed within the time limit")
@@ -387,7 +385,7 @@ class Bench:
                run: Callable[[Callable[[], Broker]], None]) -> None:
         """``run`` on one fresh broker per factory, each in its own directory, removed afterwards."""
         for where, make in factories:
-            settle_writeback()
+            workloads.settle_writeback()
             try:
                 run(lambda: make(where))
             except Exception as exc:  # noqa: BLE001 - reported in the table's notes
@@ -456,7 +454,7 @@ class Bench:
             if kafka:
                 makers.append(lambda: cluster.KafkaClusterRun(self.workdir / "kafka-cluster", zk.connect_string))
             for make in makers:
-                settle_writeback()
+                workloads.settle_writeback()
                 under_test = make()
                 try:
                     under_test.start()
@@ -632,7 +630,8 @@ def main(argv: list[str] | None = None) -> int:
             f"wirekafka {_git_revision()}{''.join(f' and {c} (512 MB heap)' for c in single_kafka)} {machine}; "
             f"brokers run side by side, loads run on one at a time. {quick}"
             "Throughput base: 1 KB records, 3 partitions, 1 producer, acks=all, idempotent, no compression, "
-            "linger 5 ms; MB = 10^6 bytes of record payload.")
+            f"linger 5 ms; consumers with fetch.queue.backoff.ms={workloads.CONSUMER_QUEUE_BACKOFF_MS}; "
+            "MB = 10^6 bytes of record payload.")
     if cluster_rows:
         kafka_cluster = "" if args.no_kafka else f", then 3 {cluster.kafka_cluster_name()} brokers (512 MB heap each)"
         report.preamble.append(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
+import os
 import signal
 import subprocess
 import time
@@ -226,6 +227,17 @@ def rss_mb(pid: int) -> float | None:
 def peak_rss_mb(pid: int) -> float | None:
     kb = proc_status_kb(pid, "VmHWM")
     return None if kb is None else kb / 1024
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU the process has used, all its threads (the kernel sums them in
+    /proc/<pid>/stat), or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
 def stored_bytes(broker: Broker, topic: str) -> int:

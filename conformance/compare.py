@@ -250,8 +250,9 @@ def _expand(value: Any, key: str | None = None) -> Any:
 
 
 def decode_batches(data: bytes) -> list[dict[str, Any]]:
-    """Record data as a list of batches (header fields plus records); a truncated last batch
-    (Kafka cuts at partition_max_bytes) is kept as its length."""
+    """Record data as a list of batches (header fields plus records), then the length of a
+    truncated last batch (Kafka cuts at partition_max_bytes; 0 when there is none), so that a
+    difference in that tail alone is one field, records[-1].partial_batch_bytes."""
     out: list[dict[str, Any]] = []
     tail = 0
     for start, end in records.split_batches(data):
@@ -262,7 +263,7 @@ def decode_batches(data: bytes) -> list[dict[str, Any]]:
             batch["records"] = {"undecoded": data[start:end], "reason": type(exc).__name__}
         out.append(batch)
         tail = end
-    if tail < len(data):
+    if data:
         out.append({"partial_batch_bytes": len(data) - tail})
     return out
 

@@ -80,16 +80,18 @@ def test_record_data_is_decoded_into_batches_and_a_cut_batch_is_kept_as_its_leng
     assert (batch["base_offset"], batch["records_count"], batch["max_timestamp"]) == (5, 2, T0 + 1)
     assert [(r["offset"], r["key"], r["value"]) for r in batch["records"]] == [(5, b"k", b"v"), (6, None, b"w")]
     assert cut == {"partial_batch_bytes": 20}
+    assert _batches(_fetch_response(data))[1:] == [{"partial_batch_bytes": 0}]  # no tail: one field to compare
+    assert _batches(_fetch_response(b"")) == []
 
 
 def test_log_append_time_batches_lose_only_the_stamped_values() -> None:
     data = bytearray(records.build_batch([(b"k", b"v", 1000)]))
     records.set_log_append_time(data, T0)
-    (batch,) = _batches(Normalizer()(compare.to_tree(_fetch_response(bytes(data)))))
+    (batch, _) = _batches(Normalizer()(compare.to_tree(_fetch_response(bytes(data)))))
     assert (batch["max_timestamp"], batch["crc"], batch["records"][0]["timestamp"]) == \
         ("<stamped max_timestamp>", "<stamped crc>", "<stamped timestamp>")
     assert batch["base_timestamp"] == 1000 and batch["records"][0]["value"] == b"v"
-    (create_time,) = _batches(Normalizer()(compare.to_tree(_fetch_response(records.build_batch([(b"k", b"v", 1000)])))))
+    (create_time, _) = _batches(Normalizer()(compare.to_tree(_fetch_response(records.build_batch([(b"k", b"v", 1000)])))))
     assert create_time["max_timestamp"] == 1000 and isinstance(create_time["crc"], int)
 
 
@@ -107,7 +109,7 @@ def test_cleaned_batches_lose_the_delete_horizon_and_recompressed_bytes_only() -
     gzip_section = batch_filter.records_section(gzip, gzip_header)
     dropped = batch_filter.rebuild(gzip_header, gzip_section, list(batch_filter.iter_records(gzip_section))[1:],
                                    None)  # the first record superseded
-    (stamped, recompressed, produced) = _batches(Normalizer()(compare.to_tree(
+    (stamped, recompressed, produced, _) = _batches(Normalizer()(compare.to_tree(
         _fetch_response(horizon + dropped + gzip))))
     assert (stamped["base_timestamp"], stamped["crc"]) == ("<stamped base_timestamp>", "<stamped crc>")
     assert stamped["batch_length"] == len(horizon) - records.LOG_OVERHEAD  # uncompressed: compared

@@ -104,29 +104,6 @@ def test_segment_read_and_find(tmp_path: Path) -> None:
     assert seg.find_timestamp(1010)[1].base_offset == 20
 
 
-def test_segment_slice_ends_inside_a_batch_as_kafkas_does(tmp_path: Path) -> None:
-    """Kafka sends max_bytes of the file from the first batch (FileRecords.slice): the last batch
-    may be cut short. Only a first batch that does not fit (without min_one) gives nothing, and
-    max_offset still ends the slice on a batch boundary."""
-    seg = LogSegment(tmp_path, 0, index_interval_bytes=4096)
-    sizes = []
-    for i in range(3):
-        b = bytearray(build_batch([(None, b"v" * 100, 1000 + i)]))
-        records.assign_offsets(b, i, 0)
-        seg.append([b], parse_header(b))
-        sizes.append(len(b))
-    first = sizes[0]
-    assert seg.locate(0, first + 10, 3, min_one=False) == (0, first + 10)
-    assert seg.locate(0, first + 10, 3, min_one=True) == (0, first + 10)
-    assert seg.locate(0, 10, 3, min_one=True) == (0, first)  # min_one: the whole first batch, no more
-    assert seg.locate(0, 10, 3, min_one=False) is None
-    assert seg.locate(0, 10**6, 2, min_one=True) == (0, sizes[0] + sizes[1])  # max_offset: whole batches
-    assert seg.locate(0, first + 10, 1, min_one=True) == (0, first)
-    assert seg.locate(1, 10**6, 3, min_one=True) == (first, sizes[1] + sizes[2])  # the file's end
-    data = seg.read_at(*seg.locate(0, first + 10, 3, min_one=False))
-    assert _offsets(data) == [0]  # the truncated tail is no batch to a reader
-
-
 def test_roll_on_segment_bytes_and_read_across(tmp_path: Path) -> None:
     log = PartitionLog(tmp_path / "t-0", LogConfig(segment_bytes=500), clock=Clock())
     for i in range(30):

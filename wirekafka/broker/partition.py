@@ -423,9 +423,8 @@ class Partition:
             )
 
     def read(self, offset: int, max_bytes: int, isolation: Isolation, min_one: bool) -> ReadResult:
-        """Kafka's slice of the log from the batch holding offset, up to the high watermark (or the
-        last stable offset for read_committed), max_bytes long unless min_one lets a larger first
-        batch through (the slice may end inside a batch: see LogSegment.locate).
+        """Whole batches from the one holding offset, up to the high watermark (or the last stable
+        offset for read_committed), within max_bytes unless min_one lets the first batch through.
         Only page-cache reads happen here; data that would need the disk comes back as `cold`,
         a read to run in a worker thread."""
         if not self.online:

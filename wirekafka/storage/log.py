@@ -222,9 +222,9 @@ class PartitionLog:
 
     def read_region(self, offset: int, max_bytes: int, max_offset: int, min_one: bool,
                     nowait: bool = False, pin: bool = False) -> FileRegion | None:
-        """LogSegment.locate's slice from the batch containing offset, never past max_offset, as a
-        file region (no record bytes are read). nowait (event loop): raise ColdData rather than
-        wait for the disk. pin (worker thread): hold each segment open while reading it, so retention or a
+        """Whole batches from the one containing offset, never past max_offset, as a file region
+        (no record bytes are read). nowait (event loop): raise ColdData rather than wait for the
+        disk. pin (worker thread): hold each segment open while reading it, so retention or a
         deletion on the loop cannot close its descriptor underneath; the segment list itself is
         replaced, never mutated, by the loop."""
         for seg in self.segments[self._segment_index(offset) :]:

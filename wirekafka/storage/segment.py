@@ -220,17 +220,12 @@ class LogSegment:
 
     def locate(self, offset: int, max_bytes: int, max_offset: int, min_one: bool,
                nowait: bool = False) -> tuple[int, int] | None:
-        """(position, length) of what a fetch sends, Kafka's file slice: from the batch holding
-        offset, max_bytes long, never past the first batch at or beyond max_offset nor past the
-        end of the file. The slice may end inside a batch, as Kafka's does (readers drop a
-        truncated tail); with min_one it holds at least the whole first batch, without it nothing
-        when that batch alone exceeds max_bytes (Kafka answers an empty set then). None when
-        there is nothing to read. nowait: see _read_head.
-
-        Like Kafka, it reads only the headers it must: the first batch's, and, when max_offset
-        falls inside this segment, those from the index entry below max_offset to it; the
-        batches in between are sent unread."""
-        end = self.size  # before next_offset: an append in between then only makes us look
+        """(position, length) of whole batches starting with the one holding offset, below
+        max_offset, within max_bytes; with min_one, the first batch even when it alone exceeds
+        max_bytes. None when there is nothing to read. Reads 27 bytes per batch; nowait: see
+        _read_head. Kafka's slice would also carry the first bytes of the batch that does not
+        fit, which clients discard: a deliberate difference, see conformance/deviations.toml."""
+        end = self.size
         _, position = self.index.lookup(offset)
         while True:  # skip to the batch holding offset
             if position + HEADER_SIZE > end:
@@ -241,22 +236,17 @@ class LogSegment:
             if last >= offset:
                 break
             position += size
-        if base >= max_offset or (size > max_bytes and not min_one):
-            return None
-        limit = position + max(max_bytes, size)
-        bound = end if max_offset >= self.next_offset else self._position_of(max_offset, position, limit, end, nowait)
-        return position, min(bound, limit) - position
-
-    def _position_of(self, offset: int, start: int, limit: int, end: int, nowait: bool) -> int:
-        """Position of the first batch at or past offset (which this segment holds), searched
-        from the index entry below it but not before start; limit if that is reached first."""
-        position = max(self.index.lookup(offset)[1], start)
-        while position < limit and position + HEADER_SIZE <= end:
-            base, size, _ = self._bounds_at(position, nowait)
-            if base >= offset or size < HEADER_SIZE or position + size > end:
-                break
+        start = position
+        total = 0
+        while base < max_offset and (total + size <= max_bytes or (min_one and total == 0)):
+            total += size
             position += size
-        return min(position, end)
+            if total >= max_bytes or position + HEADER_SIZE > end:
+                break
+            base, size, last = self._bounds_at(position, nowait)
+            if size < HEADER_SIZE or position + size > end:
+                break
+        return (start, total) if total else None
 
     def region(self, position: int, length: int) -> FileRegion:
         return FileRegion(self._fd, position, length, self.base_offset)

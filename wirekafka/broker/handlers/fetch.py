@@ -2,13 +2,13 @@
 
 - Topics by name (v4-12) or topic id (v13+); the response answers exactly the partitions asked
   for, in request order.
-- Kafka's file slice, starting with the batch that holds the fetch offset (it may begin before
+- Whole batches only, starting with the batch that holds the fetch offset (it may begin before
   it; clients skip the earlier records), never past the high watermark (read_uncommitted) or
   the last stable offset (read_committed, equal to it without transactions).
-- Limits: partition_max_bytes per partition and max_bytes (v3+) for the response. A slice fills
-  its limit and may end inside a batch, as Kafka's does (clients drop the truncated tail); the
-  first partition with data always returns at least one whole batch (KIP-74), and a later one
-  whose first batch does not fit returns nothing.
+- Limits: partition_max_bytes per partition and max_bytes (v3+) for the response, except that
+  the first partition with data always returns at least one whole batch (KIP-74). Kafka's answer
+  may also end with the first bytes of the next batch, which clients discard; wirekafka does not
+  send them (conformance/deviations.toml).
 - Long-poll: while fewer than min_bytes are available, the replica manager waits up to
   max_wait_ms for a high-watermark move on any requested partition; never a busy loop.
 - Zero-copy: records are file regions, spliced into the schema-encoded response and sent with

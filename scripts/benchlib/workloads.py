@@ -57,12 +57,21 @@ BASE = LoadSpec()
 
 
 @dataclass(frozen=True)
-class ThroughputResult:
+class ProducedTopic:
+    """A throughput row's topic on one broker, as produce_topic left it."""
+
+    topic: str
     produce_mbps: float
-    consume_mbps: float  # the median of CONSUME_READS reads of the whole topic
-    consume_broker_cpu: float | None  # the broker's CPU seconds in that read
     acked: int
-    consumed: int  # the fewest records any read got
+
+
+@dataclass(frozen=True)
+class Read:
+    """One read of a whole topic by read_back."""
+
+    mbps: float
+    broker_cpu: float | None  # the broker's CPU seconds during the read
+    records: int
 
 
 @dataclass(frozen=True)
@@ -260,7 +269,7 @@ def _send(producer: Producer, topic: str, partitions: int, payloads: list[bytes]
 
 
 CONSUMER_QUEUE_BACKOFF_MS = 10  # see consume(); reported with the table's settings
-CONSUME_READS = 5  # see throughput()
+CONSUME_READS = 5  # reads of each throughput row's topic, interleaved across brokers (bench.py)
 
 
 def consume(bootstrap: str, topic: str, partitions: int, expected: int, deadline: float,
@@ -305,35 +314,30 @@ def settle_writeback() -> None:
     log.info("sync: dirty pages written back in %.1fs", time.monotonic() - t0)
 
 
-def throughput(broker: Broker, spec: LoadSpec, payloads: list[bytes], timeout: float) -> ThroughputResult:
-    """Create a topic, produce ``spec`` into it, read it all back CONSUME_READS times, delete it.
-
-    One read of 500 MB takes about half a second and is bound by the client's Python loop, so a
-    single read swung by a fifth either way on both brokers; the median read is the figure. The
-    reads start once the produced data is written back, as every row does."""
+def produce_topic(broker: Broker, spec: LoadSpec, payloads: list[bytes], timeout: float) -> ProducedTopic:
+    """Create a topic and produce ``spec`` into it; the caller reads it back and deletes it."""
     topic = new_topic_name("tput")
     create_topic(broker.bootstrap, topic, spec.partitions)
-    try:
-        seconds, acked = produce(broker.bootstrap, topic, spec, payloads, time.monotonic() + timeout)
-        stored = stored_bytes(broker, topic)
-        log.info("%s: %d records (%.1f MB payload) acked in %.2fs; %.1f MB of segments on disk",
-                 broker.name, acked, acked * spec.record_size / 1e6, seconds, stored / 1e6)
-        settle_writeback()
-        reads = []  # (MB/s, broker CPU s, records)
-        for _ in range(CONSUME_READS):
-            cpu0 = cpu_seconds(broker.pid)
-            cseconds, consumed, nbytes = consume(broker.bootstrap, topic, spec.partitions, acked,
-                                                 time.monotonic() + timeout)
-            cpu1 = cpu_seconds(broker.pid)
-            cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
-            log.info("%s: %d records (%.1f MB payload) consumed in %.2fs, broker CPU %s s", broker.name,
-                     consumed, nbytes / 1e6, cseconds, "?" if cpu is None else f"{cpu:.2f}")
-            reads.append((nbytes / cseconds / 1e6, cpu, consumed))
-        mbps, cpu, _ = sorted(reads, key=lambda r: r[0])[len(reads) // 2]
-        return ThroughputResult(acked * spec.record_size / seconds / 1e6, mbps, cpu, acked,
-                                min(r[2] for r in reads))
-    finally:
-        delete_topic(broker.bootstrap, topic)
+    seconds, acked = produce(broker.bootstrap, topic, spec, payloads, time.monotonic() + timeout)
+    log.info("%s: %d records (%.1f MB payload) acked in %.2fs; %.1f MB of segments on disk", broker.name, acked,
+             acked * spec.record_size / 1e6, seconds, stored_bytes(broker, topic) / 1e6)
+    return ProducedTopic(topic, acked * spec.record_size / seconds / 1e6, acked)
+
+
+def read_back(broker: Broker, produced: ProducedTopic, partitions: int, timeout: float) -> Read:
+    """One whole read of ``produced`` with one consumer, and the broker's CPU during it."""
+    cpu0 = cpu_seconds(broker.pid)
+    seconds, records, nbytes = consume(broker.bootstrap, produced.topic, partitions, produced.acked,
+                                       time.monotonic() + timeout)
+    cpu1 = cpu_seconds(broker.pid)
+    cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
+    log.info("%s: %d records (%.1f MB payload) consumed in %.2fs, broker CPU %s s", broker.name, records,
+             nbytes / 1e6, seconds, "?" if cpu is None else f"{cpu:.2f}")
+    return Read(nbytes / seconds / 1e6, cpu, records)
+
+
+def median_read(reads: list[Read]) -> Read:
+    return sorted(reads, key=lambda r: r.mbps)[len(reads) // 2]
 
 
 def warm_up(bootstrap: str, payloads: list[bytes], timeout: float = 120.0) -> None:

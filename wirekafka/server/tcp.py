@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 
 import trio
 
@@ -17,7 +18,6 @@ from wirekafka.config import BrokerConfig
 from wirekafka.protocol import codec
 from wirekafka.server.background import flush_task, producer_expiration_task, retention_task
 from wirekafka.server.connection import Shutdown, serve_connection
-from wirekafka.server.socket_options import tune_connection, tune_listener
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +47,10 @@ async def run_broker(config: BrokerConfig) -> None:
             else:
                 background.start_soon(state.load_coordinators)
             listeners = await trio.open_tcp_listeners(listener.port, host=listener.host or None)
-            for each in listeners:
-                tune_listener(each.socket, config)
             async with trio.open_nursery() as connections:
 
                 async def on_connection(stream: trio.SocketStream) -> None:
-                    tune_connection(stream, config)
+                    stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                     await serve_connection(stream, state, shutdown)
 
                 accepting = trio.CancelScope()

@@ -148,6 +148,25 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
 }
 
 
+# Keys accepted with Kafka's names and defaults whose setting does not change what wirekafka
+# does, so a value other than the default is reported at start-up rather than dropped silently.
+INERT_KEYS: dict[str, str] = {
+    "socket.send.buffer.bytes": "Linux autotunes the socket buffers (Kafka's 100 KB send buffer "
+                                "slowed large fetch answers several times over)",
+    "socket.receive.buffer.bytes": "Linux autotunes the socket buffers",
+    "num.network.threads": "one event loop serves every connection",
+    "num.io.threads": "requests are handled on the event loop, file work in trio's worker threads",
+    "num.replica.fetchers": "one fetcher per leader broker",
+    "log.cleaner.io.buffer.size": "the cleaner sizes its reads itself",
+    "offsets.load.buffer.size": "coordinators load their partitions batch by batch",
+    "max.incremental.fetch.session.cache.slots": "no fetch sessions are created (full fetches only)",
+    "zookeeper.max.in.flight.requests": "ZooKeeper requests in flight are not limited",
+    "zookeeper.set.acl": "znodes are created without ACLs",
+    "group.max.size": "groups are not limited in size",
+    "replica.high.watermark.checkpoint.interval.ms": "high watermarks are checkpointed with the "
+                                                     "recovery checkpoints (log.flush.offset.checkpoint.interval.ms)",
+}
+
 # Broker configs Kafka can change at runtime that tools clear as a matter of course
 # (kafka-reassign-partitions --verify removes the replication throttles on every broker). wirekafka
 # sets none of them, so deleting one is the no-op it is on a Kafka broker where it is unset.
@@ -263,6 +282,8 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
             values[key] = spec[0](raw)
         except ValueError as exc:
             raise ConfigError(f"invalid value {raw!r} for {key}: {exc}") from exc
+        if key in INERT_KEYS and values[key] != spec[1]:
+            log.warning("%s=%s has no effect in wirekafka: %s", key, raw, INERT_KEYS[key])
     cfg = BrokerConfig(values, frozenset(props) & frozenset(BROKER_KEYS))
     cfg.listener  # validate now, not on first use
     if cfg.int("message.max.bytes") <= 0:

@@ -32,15 +32,24 @@ def produce(conn: Connection, topic: str, records: bytes | None, partition: int 
 def fetch(conn: Connection, topic: str, offset: int, partition: int = 0, version: int = 12, max_wait_ms: int = 0,
           min_bytes: int = 1, max_bytes: int = 1 << 20, partition_max_bytes: int = 1 << 20,
           topic_id: Any = None, isolation_level: int = 0) -> Any:
+    return fetch_partitions(conn, topic, {partition: offset}, version, max_wait_ms, min_bytes, max_bytes,
+                            partition_max_bytes, topic_id, isolation_level)[0]
+
+
+def fetch_partitions(conn: Connection, topic: str, offsets: dict[int, int], version: int = 12, max_wait_ms: int = 0,
+                     min_bytes: int = 1, max_bytes: int = 1 << 20, partition_max_bytes: int = 1 << 20,
+                     topic_id: Any = None, isolation_level: int = 0) -> list[Any]:
+    """One Fetch of several partitions of a topic (partition -> fetch offset, in that order)."""
     req = FetchRequest(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes,
                        isolation_level=isolation_level, session_id=0, session_epoch=-1, topics=[
                            FetchRequest.FetchTopic(topic=topic, topic_id=topic_id, partitions=[
                                FetchRequest.FetchTopic.FetchPartition(
                                    partition=partition, current_leader_epoch=-1, fetch_offset=offset,
                                    last_fetched_epoch=-1, log_start_offset=-1,
-                                   partition_max_bytes=partition_max_bytes)])],
+                                   partition_max_bytes=partition_max_bytes)
+                               for partition, offset in offsets.items()])],
                        forgotten_topics_data=[], rack_id="")
-    return conn.call(req, version).responses[0].partitions[0]
+    return conn.call(req, version).responses[0].partitions
 
 
 def list_offsets(conn: Connection, topic: str, timestamp: int, partition: int = 0, version: int = 8,

@@ -6,9 +6,8 @@ import threading
 import time
 
 import pytest
-from kafka.protocol.consumer.fetch import FetchRequest
 
-from conformance.scenarios import batch, batch_bases, fetch, produce, record_offsets
+from conformance.scenarios import batch, batch_bases, fetch, fetch_partitions, produce, record_offsets
 from conformance.wire import Connection, create_topic, poll, unique
 from wirekafka.protocol.records import build_batch
 
@@ -216,12 +215,6 @@ def test_fetch_response_max_bytes_leaves_too_little_for_the_next_partition(targe
         create_topic(conn, name, partitions=2)
         produce(conn, name, batch([b"x" * 500]), partition=0)
         produce(conn, name, batch([b"y" * 500]), partition=1)
-        P = FetchRequest.FetchTopic.FetchPartition
-        req = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=700, isolation_level=0,
-                           session_id=0, session_epoch=-1, topics=[FetchRequest.FetchTopic(topic=name, partitions=[
-                               P(partition=i, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1,
-                                 log_start_offset=-1, partition_max_bytes=1 << 20) for i in (0, 1)])],
-                           forgotten_topics_data=[], rack_id="")
-        parts = conn.call(req, 12).responses[0].partitions
+        parts = fetch_partitions(conn, name, {0: 0, 1: 0}, max_bytes=700)
     assert [p.error_code for p in parts] == [0, 0]
     assert record_offsets(parts[0].records) == [0] and not parts[1].records

@@ -7,6 +7,7 @@ module). Failover waits for ZooKeeper to expire a killed broker's session
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -19,6 +20,7 @@ from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
 from client_support import raw_call
 from testsupport.cluster import WirekafkaCluster
+from testsupport.legacy_admin import check_legacy_admin_znodes
 from testsupport.znodes import check_kafka39_znodes
 from wirekafka.broker.groups import partition_for
 from wirekafka.protocol import records
@@ -409,6 +411,47 @@ def test_reassignment_with_kafkas_tool(cluster: WirekafkaCluster, tmp_path: Path
     cluster.brokers[2].kill()  # the new replica alone must have every record
     cluster.wait_for(lambda: cluster.leader("moving") == 3, 30, "broker 3 leading")
     assert _consume_all(cluster.bootstrap, "moving", 100) == [b"r%03d" % i for i in range(100)]
+
+
+def test_legacy_admin_znodes(cluster: WirekafkaCluster) -> None:
+    """The controller acts on /admin/reassign_partitions and /admin/preferred_replica_election
+    as Kafka 3.9's does (the same check runs on Kafka 3.9 in test_zookeeper_launcher.py), and the
+    moved partition keeps serving its records from its new replicas."""
+    _create(cluster, "legacy")
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(20):
+        p.produce("legacy", value=b"r%02d" % i)
+    assert p.flush(30) == 0
+    print(check_legacy_admin_znodes(cluster.zk, "legacy"))
+    dropped = next(b for b in cluster.brokers if b not in cluster.znode("/brokers/topics/legacy")["partitions"]["0"])
+    cluster.wait_for(lambda: not (cluster.brokers[dropped].data_dir / "legacy-0").exists(), 30,
+                     f"broker {dropped}'s copy deleted")
+    assert _consume_all(cluster.bootstrap, "legacy", 20) == [b"r%02d" % i for i in range(20)]
+
+
+def test_legacy_reassignment_waits_for_its_broker_and_yields_to_the_api(cluster: WirekafkaCluster) -> None:
+    """A /admin/reassign_partitions entry naming a broker that is not up is started and waits for
+    it (adding_replicas holds it); AlterPartitionReassignments for that partition later takes its
+    place, and the entry leaves the znode (deleted once empty), as Kafka's controller does."""
+    from kafka.protocol.admin import AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse
+
+    _create(cluster, "waiting", rf=2)
+    current = cluster.znode("/brokers/topics/waiting")["partitions"]["0"]
+    cluster.zk.create("/admin/reassign_partitions", json.dumps({"version": 1, "partitions": [
+        {"topic": "waiting", "partition": 0, "replicas": [9, *current]}]}).encode())
+    cluster.wait_for(lambda: cluster.znode("/brokers/topics/waiting")["adding_replicas"] == {"0": [9]}, 30,
+                     "the move to broker 9 to start")
+    assert cluster.zk.exists("/admin/reassign_partitions") is not None  # broker 9 never comes: it waits
+    A = AlterPartitionReassignmentsRequest.ReassignableTopic
+    resp = raw_call(cluster.brokers[1], AlterPartitionReassignmentsRequest(version=0, timeout_ms=10000, topics=[
+        A(name="waiting", partitions=[A.ReassignablePartition(partition_index=0, replicas=current[::-1])])]),
+        AlterPartitionReassignmentsResponse)
+    assert [p.error_code for p in resp.responses[0].partitions] == [ErrorCode.NONE]
+    cluster.wait_for(lambda: cluster.zk.exists("/admin/reassign_partitions") is None, 30, "the znode to go")
+    cluster.wait_for(lambda: cluster.znode("/brokers/topics/waiting")["partitions"] == {"0": current[::-1]}, 30,
+                     "the API's target to be the assignment")
+    topic = cluster.znode("/brokers/topics/waiting")
+    assert topic["adding_replicas"] == {} and topic["removing_replicas"] == {}, topic
 
 
 def test_transactions_across_leaders(cluster: WirekafkaCluster) -> None:

@@ -49,6 +49,7 @@ if shutil.which("java") is None:  # pragma: no cover
 from kazoo.client import KazooClient  # noqa: E402  (after the skip: kazoo is a main dependency)
 
 from testsupport.cluster import wait_for  # noqa: E402
+from testsupport.legacy_admin import check_legacy_admin_znodes  # noqa: E402
 from testsupport.znodes import check_kafka39_znodes  # noqa: E402
 
 
@@ -270,6 +271,8 @@ def test_kafka39_three_brokers_on_one_zookeeper(tmp_path):
         seen = check_kafka39_znodes(client, {b.broker_id: b.port for b in brokers}, topic, brokers[0].cluster_id,
                                     {"min.insync.replicas": "2"})
         print(f"znodes Kafka {brokers[0].version} wrote under {chroot}:\n{seen}")
+        moves = check_legacy_admin_znodes(client, topic)
+        print(f"Kafka {brokers[0].version} and the legacy admin znodes:\n{moves}")
     finally:
         if client is not None:
             client.stop()

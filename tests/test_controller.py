@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 
 from wirekafka.broker.metadata import BrokerInfo
@@ -16,6 +17,7 @@ from wirekafka.broker.replication.controller import (
     completed_reassignments,
     elect,
     imbalanced_leaders,
+    plan_legacy_reassignments,
     plan_state_changes,
     start_reassignment,
 )
@@ -97,3 +99,27 @@ def test_reassignment_steps() -> None:
     [done] = completed_reassignments(caught_up, EPOCH)
     assert done.replicas == (2, 3)
     assert done.state == StateWrite("t", 0, LeaderAndIsr(2, 3, (2, 3), EPOCH), 3)  # the leaving leader hands over
+
+
+def test_legacy_reassignment_znode_entries_start_wait_finish_or_drop() -> None:
+    """/admin/reassign_partitions: a new target starts; the same target in flight waits; a
+    partition already on its target is done; unknown partitions and bad lists are dropped."""
+    s = snapshot([1, 2, 3], {0: LeaderAndIsr(1, 4, (1, 2), 6), 1: LeaderAndIsr(2, 0, (2,), 6)},
+                 {0: (1, 2), 1: (3, 2)}, adding={1: (3,)}, removing={1: (1,)})
+    s.topics["t"].assignment[1] = (3, 2, 1)  # moving from (1, 2) to (3, 2)
+    requests = {("t", 0): (2, 3), ("t", 1): (3, 2), ("gone", 0): (1,), ("t", 9): (1,)}
+    plan = plan_legacy_reassignments(dataclasses.replace(s, legacy_reassignments=(requests, 0)))
+    assert plan.start == {("t", 0): (2, 3)}
+    assert plan.drop == {("gone", 0): "the partition does not exist", ("t", 9): "the partition does not exist"}
+    # another target for the partition in flight restarts it; a partition on its target is done
+    plan = plan_legacy_reassignments(dataclasses.replace(
+        s, legacy_reassignments=({("t", 0): (1, 2), ("t", 1): (2, 3)}, 0)))
+    assert plan.start == {("t", 1): (2, 3)} and plan.drop == {("t", 0): "completed"}
+    invalid = plan_legacy_reassignments(dataclasses.replace(
+        s, legacy_reassignments=({("t", 0): (2, 2), ("t", 1): ()}, 0)))
+    assert invalid.start == {} and invalid.drop == {("t", 0): "invalid replica list [2, 2]",
+                                                    ("t", 1): "invalid replica list []"}
+    # a topic being deleted takes its entries with it; no znode, nothing to do
+    deleting = dataclasses.replace(s, deleting=("t",), legacy_reassignments=({("t", 0): (2, 3)}, 0))
+    assert plan_legacy_reassignments(deleting).drop == {("t", 0): "the partition does not exist"}
+    assert plan_legacy_reassignments(s).start == {} and plan_legacy_reassignments(s).drop == {}

@@ -15,7 +15,14 @@ in prose, as far as wirekafka implements it:
   member can lead cleanly when it returns.
 - A dead follower leaves the ISR of partitions whose leader lives (epoch + 1, as ZooKeeper-mode
   Kafka bumps it on every controller-made ISR change).
-- A leaderless partition whose ISR has a live member again gets it as leader."""
+- A leaderless partition whose ISR has a live member again gets it as leader.
+- The legacy /admin/reassign_partitions znode (before KIP-455 the only way to move replicas) is
+  read by the controller: each entry starts a reassignment like AlterPartitionReassignments does
+  (without its live-broker check: such a move waits for the broker), an entry for a partition
+  that does not exist is dropped, and entries leave the znode as their reassignment completes;
+  the znode is deleted when it is empty. An entry for a partition that the API reassigns later
+  is dropped by the API (the latest request wins). /admin/preferred_replica_election is read
+  once: its partitions get a preferred-leader election and the znode is deleted, elected or not."""
 
 from __future__ import annotations
 
@@ -60,6 +67,9 @@ class ClusterSnapshot:
     controller_epoch_version: int
     topics: dict[str, TopicView]
     deleting: tuple[str, ...] = ()
+    # the legacy admin znodes, None when absent: (target replicas by partition, znode version)
+    legacy_reassignments: tuple[dict[tuple[str, int], tuple[int, ...]], int] | None = None
+    legacy_elections: set[tuple[str, int]] | None = None
 
 
 @dataclass(frozen=True)
@@ -173,6 +183,43 @@ def start_reassignment(current: tuple[int, ...], target: tuple[int, ...]
     return tuple(target) + removing, adding, removing
 
 
+def reassignment_target(view: TopicView, index: int) -> tuple[int, ...]:
+    """The replicas a partition ends with: its assignment less the replicas it is losing."""
+    removing = view.removing.get(index, ())
+    return tuple(r for r in view.assignment[index] if r not in removing)
+
+
+@dataclass
+class LegacyReassignmentPlan:
+    """What the controller does with the /admin/reassign_partitions entries: reassignments to
+    start (target replicas) and entries to take out of the znode (finished or impossible)."""
+
+    start: dict[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)
+    drop: dict[tuple[str, int], str] = field(default_factory=dict)  # partition -> why
+
+
+def plan_legacy_reassignments(snapshot: ClusterSnapshot) -> LegacyReassignmentPlan:
+    """Each entry is started unless the partition is already moving to that target; an entry
+    whose partition already has exactly those replicas, with nothing in flight, is done."""
+    plan = LegacyReassignmentPlan()
+    if snapshot.legacy_reassignments is None:
+        return plan
+    for (name, index), target in sorted(snapshot.legacy_reassignments[0].items()):
+        view = snapshot.topics.get(name)
+        if view is None or name in snapshot.deleting or index not in view.assignment:
+            plan.drop[(name, index)] = "the partition does not exist"
+        elif not target or len(set(target)) != len(target):
+            plan.drop[(name, index)] = f"invalid replica list {list(target)}"
+        elif index in view.adding or index in view.removing:
+            if reassignment_target(view, index) != target:
+                plan.start[(name, index)] = target
+        elif view.assignment[index] == target:
+            plan.drop[(name, index)] = "completed"
+        else:
+            plan.start[(name, index)] = target
+    return plan
+
+
 def completed_reassignments(snapshot: ClusterSnapshot, controller_epoch: int) -> list[ReassignmentDone]:
     """Reassignments whose target replicas have all joined the ISR: KIP-455's last step."""
     live = set(snapshot.brokers)
@@ -183,8 +230,7 @@ def completed_reassignments(snapshot: ClusterSnapshot, controller_epoch: int) ->
             if current is None:
                 continue
             state, version = current
-            removing = view.removing.get(index, ())
-            target = tuple(r for r in view.assignment[index] if r not in removing)
+            target = reassignment_target(view, index)
             if not all(r in state.isr for r in target):
                 continue
             isr = tuple(r for r in state.isr if r in target)

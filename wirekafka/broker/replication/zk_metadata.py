@@ -44,9 +44,10 @@ from wirekafka.broker.metadata import (BrokerInfo, OpenPartition, PartitionView,
 from wirekafka.broker.partition import Partition
 from wirekafka.broker.replication import assignment as assigner
 from wirekafka.broker.replication import zk_layout as zl
-from wirekafka.broker.replication.controller import (RECOVERING, ClusterSnapshot, Election, LeaderAndIsr, ReassignmentDone,
-                                                     StateWrite, TopicView, completed_reassignments, elect,
-                                                     imbalanced_leaders, plan_state_changes, start_reassignment)
+from wirekafka.broker.replication.controller import (PREFERRED, RECOVERING, ClusterSnapshot, Election, LeaderAndIsr,
+                                                     ReassignmentDone, StateWrite, TopicView, completed_reassignments,
+                                                     elect, imbalanced_leaders, plan_legacy_reassignments,
+                                                     plan_state_changes, start_reassignment)
 from wirekafka.broker.replication.zk_session import ZkSession
 from wirekafka.config import BrokerConfig, StartupError
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
@@ -291,6 +292,75 @@ class ZkMetadata(TopicIndex):
             if (done.state.topic, done.state.partition) in await self._write_states([done.state], snapshot):
                 continue
             await self._finish_reassignment(snapshot, done)
+        await self._follow_legacy_reassignments(snapshot)
+        await self._run_legacy_elections(snapshot)
+
+    async def _follow_legacy_reassignments(self, snapshot: ClusterSnapshot) -> None:
+        """/admin/reassign_partitions: start its moves on the topic znodes (KIP-455's fields,
+        completed like the API's) and take finished or impossible entries out of it."""
+        plan = plan_legacy_reassignments(snapshot)
+        by_topic: dict[str, list[tuple[int, list[int] | None]]] = {}
+        for (topic, index), target in plan.start.items():
+            by_topic.setdefault(topic, []).append((index, list(target)))
+        for topic, items in by_topic.items():
+            view = snapshot.topics[topic]
+            _checked, assignment, adding, removing = _plan_reassignments(view, items, set(snapshot.brokers),
+                                                                         require_live=False)
+            if assignment is None:
+                continue
+            try:
+                await self.zk.call(_set_assignment, self.zk.client, topic, view.topic_id, assignment, adding,
+                                   removing, view.version)
+            except (BadVersionError, NoNodeError):
+                self.zk.mark_changed()
+                continue
+            log.info("controller: reassignment of %s partitions %s started from %s", topic,
+                     sorted(i for i, _ in items), zl.REASSIGN_PARTITIONS)
+        for (topic, index), why in plan.drop.items():
+            log.info("controller: %s-%d leaves %s: %s", topic, index, zl.REASSIGN_PARTITIONS, why)
+        if plan.drop:
+            await self._drop_legacy_reassignments(set(plan.drop), snapshot.controller_epoch_version)
+
+    async def _yield_legacy_entries(self, snapshot: ClusterSnapshot, partitions: set[tuple[str, int]]) -> None:
+        """The latest request wins, as in Kafka: partitions the API reassigns leave
+        /admin/reassign_partitions, before the API's write, so that the controller cannot start
+        the znode's older target over it."""
+        if snapshot.legacy_reassignments is None or not partitions & set(snapshot.legacy_reassignments[0]):
+            return
+        for _attempt in range(5):
+            try:
+                await self.zk.call(_drop_legacy_reassignments, self.zk.client, partitions, None)
+                return
+            except BadVersionError:  # the controller changed it meanwhile: read it again
+                continue
+
+    async def _drop_legacy_reassignments(self, partitions: set[tuple[str, int]], epoch_version: int | None) -> None:
+        try:
+            await self.zk.call(_drop_legacy_reassignments, self.zk.client, partitions, epoch_version)
+        except (BadVersionError, NoNodeError):
+            self.zk.mark_changed()
+
+    async def _run_legacy_elections(self, snapshot: ClusterSnapshot) -> None:
+        """/admin/preferred_replica_election: Kafka's controller runs a preferred-leader election
+        for the partitions it lists that exist, then deletes the znode whatever the outcome
+        (elected, not needed, preferred replica not in sync). A write that lost a race to another
+        state change is retried on the next read before the znode goes."""
+        if snapshot.legacy_elections is None:
+            return
+        epoch = snapshot.controller_epoch
+        results = {tp: elect(snapshot, epoch, tp[0], tp[1], PREFERRED) for tp in sorted(snapshot.legacy_elections)
+                   if tp[0] not in snapshot.deleting}
+        if await self._write_states([e.write for e in results.values() if e.write is not None], snapshot):
+            return  # a state changed since the read: elect again on the next one
+        for (topic, index), e in results.items():
+            if e.write is None:
+                log.info("controller: no preferred leader election for %s-%d from %s: %s", topic, index,
+                         zl.PREFERRED_REPLICA_ELECTION, e.error)
+        try:
+            await self.zk.call(_delete_fenced, self.zk.client, zl.PREFERRED_REPLICA_ELECTION,
+                               snapshot.controller_epoch_version)
+        except (BadVersionError, NoNodeError):
+            self.zk.mark_changed()
 
     async def _finish_reassignment(self, snapshot: ClusterSnapshot, done: ReassignmentDone) -> None:
         view = snapshot.topics[done.state.topic]
@@ -323,6 +393,8 @@ class ZkMetadata(TopicIndex):
                 result, assignment, adding, removing = _plan_reassignments(view, items, set(snapshot.brokers))
                 if assignment is None:
                     break
+                await self._yield_legacy_entries(snapshot, {(topic, i) for i, (e, _) in result.items()
+                                                            if e == ErrorCode.NONE})
                 try:
                     await self.zk.call(_set_assignment, self.zk.client, topic, view.topic_id,  # type: ignore[union-attr]
                                        assignment, adding, removing, view.version)  # type: ignore[union-attr]
@@ -654,6 +726,8 @@ def _read_snapshot(client, watch: Callable | None) -> ClusterSnapshot:
     assignments = {n: client.get_async(zl.topic_path(n), watch=watch) for n in names}
     config_reads = {n: client.get_async(zl.topic_config_path(n), watch=watch) for n in names}
     deleting = tuple(client.get_children(zl.DELETE_TOPICS, watch=watch))
+    legacy_reads = {path: client.get_async(path, watch=watch)
+                    for path in (zl.REASSIGN_PARTITIONS, zl.PREFERRED_REPLICA_ELECTION)}
 
     brokers: dict[int, BrokerInfo] = {}
     for broker_id, read in registrations.items():
@@ -690,7 +764,31 @@ def _read_snapshot(client, watch: Callable | None) -> ClusterSnapshot:
             client.exists(zl.partition_state_path(name, index), watch=watch)  # told when it is created
             continue
         topics[name].states[index] = (_decode_state(data[0]), data[1].version)
-    return ClusterSnapshot(brokers, controller, controller_epoch, epoch_version, topics, deleting)
+    legacy = {path: _value(read) for path, read in legacy_reads.items()}
+    for request in [client.exists_async(path, watch=watch) for path, data in legacy.items() if data is None]:
+        request.get()  # told when it is created
+    reassign, elections = legacy[zl.REASSIGN_PARTITIONS], legacy[zl.PREFERRED_REPLICA_ELECTION]
+    return ClusterSnapshot(
+        brokers, controller, controller_epoch, epoch_version, topics, deleting,
+        legacy_reassignments=(_decode_legacy(zl.decode_reassignment, reassign, {}), reassign[1].version)
+        if reassign is not None else None,
+        legacy_elections=_decode_legacy(zl.decode_preferred_replica_election, elections, set())
+        if elections is not None else None)
+
+
+_warned_invalid: set[int] = set()  # mzxids of the invalid legacy admin znodes already reported
+
+
+def _decode_legacy(decode: Callable, data, empty):
+    """A legacy admin znode's request, or `empty` if it is not valid JSON of its shape: Kafka
+    ignores such a reassignment request and deletes such an election request unread."""
+    try:
+        return decode(data[0])
+    except zl.ZkDataError as e:
+        if data[1].mzxid not in _warned_invalid:
+            _warned_invalid.add(data[1].mzxid)
+            log.warning("ignoring an invalid legacy admin request: %s", e)
+        return empty
 
 
 def _value(read):
@@ -752,8 +850,7 @@ def _write_states(client, writes: list[StateWrite], controller_epoch_version: in
         except Exception as e:  # the connection failed under the request  # noqa: BLE001
             results.append(e)
             continue
-        errors = [r for r in outcome if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
-        results.append(errors[0] if errors else None)
+        results.append(_first_error(outcome))
     return results
 
 
@@ -797,9 +894,11 @@ def _set_assignment(client, name: str, topic_id: uuid.UUID, assignment: dict[int
                                                        removing_replicas=removing or {}).encode(), version=version)
 
 
-def _plan_reassignments(view: TopicView | None, items: list[tuple[int, list[int] | None]], live: set[int]):
+def _plan_reassignments(view: TopicView | None, items: list[tuple[int, list[int] | None]], live: set[int],
+                        require_live: bool = True):
     """Kafka's checks of AlterPartitionReassignments for one topic, and the topic znode's new
-    assignment, adding and removing maps (None when nothing is to be written)."""
+    assignment, adding and removing maps (None when nothing is to be written). The legacy znode's
+    moves skip the live-broker check (require_live False): Kafka starts them and they wait."""
     result: dict[int, tuple[ErrorCode, str | None]] = {}
     if view is None:
         return {i: (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.") for i, _ in items}, \
@@ -831,7 +930,7 @@ def _plan_reassignments(view: TopicView | None, items: list[tuple[int, list[int]
                                  f"reassignment replica list: {target}")
                 continue
             unknown = [b for b in target if b not in live]
-            if unknown:
+            if unknown and require_live:
                 result[index] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The proposed assignment contains "
                                  f"non-live brokers: {unknown}")
                 continue
@@ -845,6 +944,49 @@ def _plan_reassignments(view: TopicView | None, items: list[tuple[int, list[int]
         changed = True
         result[index] = (ErrorCode.NONE, None)
     return result, (assignment if changed else None), adding, removing
+
+
+def _drop_legacy_reassignments(client, partitions: set[tuple[str, int]], epoch_version: int | None) -> None:
+    """Take partitions out of /admin/reassign_partitions, deleting it once empty; conditional on
+    its version and, for the controller, on the controller epoch's."""
+    try:
+        data, stat = client.get(zl.REASSIGN_PARTITIONS)
+    except NoNodeError:
+        return
+    try:
+        entries = zl.decode_reassignment(data)
+    except zl.ZkDataError:
+        return
+    left = {tp: r for tp, r in entries.items() if tp not in partitions}
+    if len(left) == len(entries):
+        return
+    tx = client.transaction()
+    if epoch_version is not None:
+        tx.check(zl.CONTROLLER_EPOCH, epoch_version)
+    if left:
+        tx.set_data(zl.REASSIGN_PARTITIONS, zl.encode_reassignment(left), version=stat.version)
+    else:
+        tx.delete(zl.REASSIGN_PARTITIONS, version=stat.version)
+    _raise_first(tx.commit())
+
+
+def _delete_fenced(client, path: str, epoch_version: int) -> None:
+    """Delete a znode as the controller: only while the controller epoch is still ours."""
+    tx = client.transaction()
+    tx.check(zl.CONTROLLER_EPOCH, epoch_version)
+    tx.delete(path)
+    _raise_first(tx.commit())
+
+
+def _first_error(results: list) -> Exception | None:
+    """The error that rolled a transaction back (its other operations report RolledBackError)."""
+    return next((r for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)), None)
+
+
+def _raise_first(results: list) -> None:
+    error = _first_error(results)
+    if error is not None:
+        raise error
 
 
 def _set_topic_config(client, name: str, configs: dict[str, str]) -> None:

@@ -8,6 +8,8 @@ module). Failover waits for ZooKeeper to expire a killed broker's session
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -17,6 +19,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
+from kazoo.client import KazooClient
 
 from client_support import raw_call
 from testsupport.cluster import WirekafkaCluster
@@ -452,6 +455,27 @@ def test_legacy_reassignment_waits_for_its_broker_and_yields_to_the_api(cluster:
                      "the API's target to be the assignment")
     topic = cluster.znode("/brokers/topics/waiting")
     assert topic["adding_replicas"] == {} and topic["removing_replicas"] == {}, topic
+
+
+def test_zookeeper_set_acl_without_authentication_refuses_to_start(zookeeper: str, tmp_path: Path) -> None:
+    """Kafka 3.9 exits at start-up with zookeeper.set.acl=true and no authenticated ZooKeeper
+    client (TLS keystore or JAAS file); wirekafka, which has neither, does the same and leaves
+    ZooKeeper untouched."""
+    chroot = "/wk-acl-" + tmp_path.name
+    run = subprocess.run([sys.executable, "-m", "wirekafka", "serve", "--override", "broker.id=1",
+                          "--override", f"zookeeper.connect={zookeeper}{chroot}",
+                          "--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", f"log.dirs={tmp_path}",
+                          "--override", "zookeeper.set.acl=true"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1, run.stderr
+    assert "fatal error during startup: zookeeper.set.acl is true, but ZooKeeper client TLS configuration" \
+        in run.stderr, run.stderr
+    client = KazooClient(hosts=zookeeper)
+    client.start(timeout=15)
+    try:
+        assert client.exists(chroot) is None
+    finally:
+        client.stop()
+        client.close()
 
 
 def test_transactions_across_leaders(cluster: WirekafkaCluster) -> None:

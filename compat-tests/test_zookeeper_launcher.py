@@ -282,3 +282,18 @@ def test_kafka39_three_brokers_on_one_zookeeper(tmp_path):
         print(f"stop_all took {time.monotonic() - t0:.1f}s: {codes}")
         zk.stop()
     assert codes == [143, 143, 143]
+
+
+def test_kafka39_refuses_zookeeper_set_acl_without_authentication(tmp_path):
+    """The reference for wirekafka's refusal (test_cluster.py): Kafka 3.9 exits during start-up
+    when zookeeper.set.acl is true and its ZooKeeper client has no TLS keystore or JAAS file."""
+    zk = zookeeper.ZooKeeperServer(tmp_path / "zk").start()
+    try:
+        broker = realkafka.RealKafka(tmp_path / "kafka", zookeeper_connect=zk.connect_string + "/acl", broker_id=1,
+                                     overrides={"zookeeper.set.acl": "true"})
+        with pytest.raises(RuntimeError) as failed:
+            broker.start()
+        assert "java.lang.SecurityException: zookeeper.set.acl is true, but ZooKeeper client TLS configuration " \
+               "identifying at least zookeeper.ssl.client.enable" in str(failed.value), failed.value
+    finally:
+        zk.stop()

@@ -56,6 +56,13 @@ log = logging.getLogger(__name__)
 
 PRODUCER_ID_BLOCK = 1000
 SAFETY_RECONCILE_S = 5.0  # re-read even without a watch firing (a watch lost with a session)
+# Kafka 3.9 refuses to start with zookeeper.set.acl=true unless its ZooKeeper client authenticates
+# (TLS with a keystore, or SASL from a JAAS file): znodes only this broker may change would
+# otherwise belong to nobody. wirekafka's ZooKeeper client has neither, so it always refuses.
+ZK_ACL_REFUSED = ("zookeeper.set.acl is true, but ZooKeeper client TLS configuration identifying at least "
+                  "zookeeper.ssl.client.enable, zookeeper.clientCnxnSocket, and zookeeper.ssl.keystore.location "
+                  "was not present and the verification of the JAAS login file failed (wirekafka connects to "
+                  "ZooKeeper without TLS or SASL)")
 
 
 @dataclass
@@ -99,6 +106,8 @@ class ZkMetadata(TopicIndex):
     async def connect(self) -> str:
         """Connect, create Kafka's top-level znodes, and return the cluster id in /cluster/id
         (created, random in Kafka's base64 form, by the first broker)."""
+        if self.config.bool("zookeeper.set.acl"):
+            raise StartupError(ZK_ACL_REFUSED)
         await self.zk.start()
         await self.zk.call(_create_top_level_paths, self.zk.client)
         return await self.zk.call(_get_or_create_cluster_id, self.zk.client)

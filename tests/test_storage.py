@@ -7,6 +7,8 @@ import random
 import time
 from pathlib import Path
 
+import pytest
+
 from wirekafka.protocol import records
 from wirekafka.protocol.records import build_batch, parse_header
 from wirekafka.storage import checkpoint
@@ -102,6 +104,51 @@ def test_segment_read_and_find(tmp_path: Path) -> None:
     assert read(0, max_bytes=1, max_offset=40, min_one=False) == b""
     assert _offsets(read(0, max_bytes=10**6, max_offset=6, min_one=True)) == list(range(6))
     assert seg.find_timestamp(1010)[1].base_offset == 20
+
+
+def _walked(seg: LogSegment, offset: int, max_bytes: int, max_offset: int, min_one: bool) -> tuple[int, int] | None:
+    """What locate must answer, found by reading every batch header from the segment's start."""
+    start, total = None, 0
+    for position, header in seg.iter_headers(0):
+        if start is None:
+            if header.last_offset < offset:
+                continue
+            start = position
+        if header.base_offset >= max_offset or (total + header.size > max_bytes and not (min_one and total == 0)):
+            break
+        total += header.size
+        if total >= max_bytes:
+            break
+    return (start, total) if start is not None and total else None
+
+
+@pytest.mark.parametrize("interval", [1, 100, 4096])
+def test_locate_jumping_by_the_index_finds_what_a_walk_finds(tmp_path: Path, interval: int) -> None:
+    """Batches of 1-60 records (~70 B to ~6 KB) with an entry every `interval` bytes: for every
+    limit, locate (which jumps to the last indexed batch inside the limits) answers what reading
+    each header answers, and reads fewer headers when the index helps."""
+    rng = random.Random(interval)  # fixed seed: the same segment every run
+    seg = LogSegment(tmp_path, 0, index_interval_bytes=interval)
+    offset = 0
+    for _ in range(300):
+        count = rng.randint(1, 60)
+        b = bytearray(build_batch([(None, b"v" * 90, 1000)] * count))
+        records.assign_offsets(b, offset, 0)
+        seg.append([b], parse_header(b))
+        offset += count
+    ends = sorted({h.next_offset for _, h in seg.iter_headers(0)})
+    for fetch_offset in [0, 1, 37, offset // 2, offset - 1]:
+        for max_bytes in [1, 61, 200, 4096, 10_000, 65_536, 10**7]:
+            for max_offset in [ends[0], ends[len(ends) // 3], ends[-1] - 1, offset]:
+                for min_one in (True, False):
+                    assert seg.locate(fetch_offset, max_bytes, max_offset, min_one) == \
+                        _walked(seg, fetch_offset, max_bytes, max_offset, min_one), \
+                        (fetch_offset, max_bytes, max_offset, min_one)
+    reads = []
+    original = seg._bounds_at
+    seg._bounds_at = lambda position, nowait: reads.append(position) or original(position, nowait)  # type: ignore[method-assign]
+    assert seg.locate(0, 10**7, offset, True) == (0, seg.size)
+    assert len(reads) <= (2 if interval == 1 else 300)
 
 
 def test_roll_on_segment_bytes_and_read_across(tmp_path: Path) -> None:

@@ -81,6 +81,13 @@ class OffsetIndex(_IndexFile):
         i = bisect.bisect_left(self._values, position)
         return self._keys[i] if i < len(self._keys) else None
 
+    def last_entry_within(self, position_limit: int, offset_limit: int) -> tuple[int, int] | None:
+        """The last entry at a position <= position_limit whose offset (its batch's last) is
+        < offset_limit, or None: a batch start the fetch path can jump to, every batch before it
+        being inside both limits, instead of reading each batch's header on the way."""
+        k = min(bisect.bisect_right(self._values, position_limit), bisect.bisect_left(self._keys, offset_limit)) - 1
+        return (self._keys[k], self._values[k]) if k >= 0 else None
+
     def last_position(self) -> int:
         return self._values[-1] if self._values else 0
 

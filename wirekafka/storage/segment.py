@@ -222,7 +222,9 @@ class LogSegment:
                nowait: bool = False) -> tuple[int, int] | None:
         """(position, length) of whole batches starting with the one holding offset, below
         max_offset, within max_bytes; with min_one, the first batch even when it alone exceeds
-        max_bytes. None when there is nothing to read. Reads 27 bytes per batch; nowait: see
+        max_bytes. None when there is nothing to read. Reads 27 bytes of each batch it passes,
+        but jumps over the batches the offset index already places inside both limits (with the
+        default index.interval.bytes every batch over 4 KB has an entry); nowait: see
         _read_head. Kafka's slice would also carry the first bytes of the batch that does not
         fit, which clients discard: a deliberate difference, see conformance/deviations.toml."""
         end = self.size
@@ -238,6 +240,14 @@ class LogSegment:
             position += size
         start = position
         total = 0
+        jump = self.index.last_entry_within(start + max_bytes, max_offset)
+        if jump is not None and start < jump[1] and jump[1] + HEADER_SIZE <= end:
+            # every batch from start to this indexed one fits: count them without reading them
+            position = jump[1]
+            total = position - start
+            base, size, last = self._bounds_at(position, nowait)
+            if size < HEADER_SIZE or position + size > end:
+                return start, total
         while base < max_offset and (total + size <= max_bytes or (min_one and total == 0)):
             total += size
             position += size

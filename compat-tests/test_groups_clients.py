@@ -18,6 +18,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KPTopicPartition
+from kafka import errors as kafka_errors
 
 HERE = Path(__file__).resolve().parent
 GROUP_CONF = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500, "log_level": 3,
@@ -369,3 +370,44 @@ def test_standalone_commit_rejected_while_group_active(broker, topic_name):
         "UNKNOWN_MEMBER_ID" in str(info.value)
     standalone.close()
     member.close()
+
+
+def test_group_max_size_refuses_a_third_consumer(broker_factory):
+    """group.max.size=2: with two members in the group, a third consumer's JoinGroup is refused
+    with GROUP_MAX_SIZE_REACHED, which both clients treat as fatal (kafka-python raises it from
+    poll, librdkafka reports it as a consumer error); the two members keep their partitions."""
+    broker = broker_factory({"group.max.size": "2", "group.initial.rebalance.delay.ms": "0"})
+    topic, group = "max-size", "max-size-group"
+    _topic(broker.bootstrap, topic, 2)
+    members = [_consumer(broker.bootstrap, group) for _ in range(2)]
+    extra = _consumer(broker.bootstrap, group)
+    try:
+        for c in members:
+            c.subscribe([topic])
+        _poll_until(members, lambda: all(len(c.assignment()) == 1 for c in members), 20)
+        assignments = [c.assignment() for c in members]
+        assert sorted(tp.partition for a in assignments for tp in a) == [0, 1]
+
+        refused = KafkaConsumer(topic, bootstrap_servers=broker.bootstrap, group_id=group,
+                                session_timeout_ms=6000, request_timeout_ms=10000)
+        try:
+            with pytest.raises(kafka_errors.GroupMaxSizeReachedError):
+                refused.poll(timeout_ms=5000)
+        finally:
+            refused.close(autocommit=False)
+
+        extra.subscribe([topic])
+        errors: list[KafkaError] = []
+        deadline = time.monotonic() + 10
+        while not errors and time.monotonic() < deadline:
+            msg = extra.poll(0.1)
+            if msg is not None and msg.error() is not None:
+                errors.append(msg.error())
+        assert [e.code() for e in errors] == [KafkaError.GROUP_MAX_SIZE_REACHED]
+        for c in members:
+            c.poll(0)
+        assert [c.assignment() for c in members] == assignments
+    finally:
+        extra.close()
+        for c in members:
+            c.close()

@@ -338,3 +338,183 @@ def test_an_empty_group_without_offsets_is_deleted_with_tombstones(tmp_path: Pat
         assert set(state.groups.groups) == {"kept"}
 
     _run(tmp_path, reload)
+
+
+# ---- group.max.size (Kafka's acceptJoiningMember) --------------------------------------------------
+async def _form(state, nursery, count: int, group: str = "g") -> list[str]:
+    """A Stable group of `count` members (two-step joins, then SyncGroup); their ids, leader first."""
+    g = state.groups
+    ids = [(await _join(state, group)).member_id for _ in range(count)]
+    joined: dict[str, object] = {}
+
+    async def rejoin(member_id: str) -> None:
+        joined[member_id] = await _join(state, group, member_id)
+
+    for member_id in ids:
+        nursery.start_soon(rejoin, member_id)
+    await trio.testing.wait_all_tasks_blocked()
+    leader = g.groups[group].leader
+    generation = g.groups[group].generation
+    assert len(joined) == count and g.groups[group].state == GroupState.COMPLETING_REBALANCE
+    await g.sync(group, generation, leader, None, None, None, {m: b"a" for m in ids})
+    for member_id in ids:
+        if member_id != leader:
+            await g.sync(group, generation, member_id, None, None, None, {})
+    assert g.groups[group].state == GroupState.STABLE
+    return [leader] + [m for m in ids if m != leader]
+
+
+def _refused(result) -> bool:
+    return result.error == ErrorCode.GROUP_MAX_SIZE_REACHED and result.member_id == ""
+
+
+def test_group_max_size_must_be_at_least_one(tmp_path: Path) -> None:
+    from wirekafka.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^Invalid value 0 for configuration group.max.size: "
+                                          r"Value must be at least 1$"):
+        build_config({"log.dirs": str(tmp_path), "group.max.size": "0"})
+
+
+def test_an_empty_group_accepts_a_member_whatever_its_size(tmp_path: Path) -> None:
+    async def body(state, nursery):
+        g = state.groups
+        (a,) = await _form(state, nursery, 1)
+        g.leave("g", [(a, None)])
+        assert g.groups["g"].state == GroupState.EMPTY
+        assert (await _join_new(state)).error == ErrorCode.NONE
+
+    _run(tmp_path, body, **{"group.max.size": "1"})
+
+
+def test_a_full_stable_group_refuses_every_joiner_but_its_members(tmp_path: Path) -> None:
+    """Stable (and CompletingRebalance): the group's size counts. The empty member id is never a
+    member, so a new member, the first step of a two-step join and a static member coming back
+    with an empty id are all refused; an existing member still gets back in."""
+    async def body(state, nursery):
+        g = state.groups
+        leader, follower = await _form(state, nursery, 2)
+        assert _refused(await _join(state))
+        assert _refused(await _join(state, instance="static-1"))
+        assert _refused(await _join(state, member="not-a-member"))
+        again = await _join(state, member=follower)
+        assert again.error == ErrorCode.NONE and again.member_id == follower
+        assert set(g.groups["g"].members) == {leader, follower} and g.groups["g"].state == GroupState.STABLE
+
+    _run(tmp_path, body, **{"group.max.size": "2"})
+
+
+async def _join_in_background(state, nursery, member_id: str, results: dict) -> None:
+    """Send a JoinGroup that waits for the rebalance; its answer lands in results[member_id]."""
+    async def join() -> None:
+        results[member_id] = await _join(state, member=member_id)
+
+    nursery.start_soon(join)
+    await trio.testing.wait_all_tasks_blocked()
+
+
+def test_while_rebalancing_members_awaiting_their_join_count(tmp_path: Path) -> None:
+    """PreparingRebalance: an id from MEMBER_ID_REQUIRED comes back once max.size members await
+    their join: refused and forgotten. Kafka does not check the join phase after a refusal, so
+    the members left all joined still wait for the rebalance deadline (10 s here)."""
+    async def body(state, nursery):
+        g = state.groups
+        (a,) = await _form(state, nursery, 1)
+        b = (await _join(state)).member_id
+        d = (await _join(state)).member_id
+        started = trio.current_time()
+        results: dict = {}
+        await _join_in_background(state, nursery, b, results)
+        await _join_in_background(state, nursery, a, results)
+        grp = g.groups["g"]
+        assert grp.state == GroupState.PREPARING_REBALANCE and grp.awaiting_join() == 2 and d in grp.pending
+        assert _refused(await _join(state, member=d))
+        assert d not in grp.pending and not results
+        await trio.sleep(5)
+        assert grp.state == GroupState.PREPARING_REBALANCE and not results
+        await trio.sleep(6)
+        assert {m: (r.error, r.generation) for m, r in results.items()} == {a: (ErrorCode.NONE, 2),
+                                                                          b: (ErrorCode.NONE, 2)}
+        assert trio.current_time() - started >= 10 and set(grp.members) == {a, b}
+
+    _run(tmp_path, body, **{"group.max.size": "2"})
+
+
+def test_an_existing_member_refused_while_rebalancing_is_removed(tmp_path: Path) -> None:
+    """PreparingRebalance with max.size members awaiting: a new member got in while fewer were
+    (the group's size does not count then), so the last existing member to rejoin is refused
+    and removed; one already awaiting would be accepted. The join completes at the deadline."""
+    async def body(state, nursery):
+        g = state.groups
+        leader, follower = await _form(state, nursery, 2)
+        results: dict = {}
+        await _join_in_background(state, nursery, leader, results)  # PreparingRebalance, 1 awaiting
+        newcomer = await _join(state)
+        assert newcomer.error == ErrorCode.MEMBER_ID_REQUIRED
+        await _join_in_background(state, nursery, newcomer.member_id, results)
+        grp = g.groups["g"]
+        assert len(grp.members) == 3 and grp.awaiting_join() == 2
+        assert g._accepts_joining_member(grp, leader) and not g._accepts_joining_member(grp, follower)
+        assert _refused(await _join(state, member=follower))
+        assert set(grp.members) == {leader, newcomer.member_id}
+        with pytest.raises(KafkaApiError) as info:
+            g.heartbeat("g", 1, follower, None)
+        assert info.value.code == ErrorCode.UNKNOWN_MEMBER_ID
+        await trio.sleep(11)
+        assert {m: (r.error, r.generation) for m, r in results.items()} == {
+            leader: (ErrorCode.NONE, 2), newcomer.member_id: (ErrorCode.NONE, 2)}
+        assert sorted(m for m, _, _ in results[leader].members) == sorted([leader, newcomer.member_id])
+
+    _run(tmp_path, body, **{"group.max.size": "2"})
+
+
+async def _load_group_partition(state, group: str = "g") -> None:
+    """Replay only the group's partition of __consumer_offsets: each replay waits on a worker
+    thread, and meanwhile MockClock jumps ahead, so replaying more partitions after this one
+    would let loaded members' session and rebalance deadlines pass."""
+    await state.groups.load_partition(state.groups.offsets_partition(group))
+
+
+def test_a_group_loaded_over_capacity_rebalances(tmp_path: Path) -> None:
+    """group.max.size lowered below a group's size: on load the group rebalances at once (its
+    members' heartbeats say REBALANCE_IN_PROGRESS, so they can commit and rejoin); the first
+    max.size members to rejoin get back in, the others are refused and removed."""
+    formed: list[str] = []
+
+    async def form(state, nursery):
+        formed.extend(await _form(state, nursery, 3))
+
+    _run(tmp_path, form)
+
+    async def reload(state, nursery):
+        g = state.groups
+        await _load_group_partition(state)
+        grp = g.groups["g"]
+        assert grp.state == GroupState.PREPARING_REBALANCE and set(grp.members) == set(formed)
+        with pytest.raises(KafkaApiError) as info:
+            g.heartbeat("g", 1, formed[0], None)
+        assert info.value.code == ErrorCode.REBALANCE_IN_PROGRESS
+        results: dict = {}
+        await _join_in_background(state, nursery, formed[0], results)
+        await _join_in_background(state, nursery, formed[1], results)
+        assert _refused(await _join(state, member=formed[2]))
+        assert _refused(await _join(state))
+        await trio.sleep(11)
+        assert {m: (r.error, r.generation) for m, r in results.items()} == {
+            formed[0]: (ErrorCode.NONE, 2), formed[1]: (ErrorCode.NONE, 2)}
+        assert set(grp.members) == set(formed[:2]) and grp.state == GroupState.COMPLETING_REBALANCE
+
+    _run(tmp_path, reload, **{"group.max.size": "2"})
+
+
+def test_a_group_loaded_within_capacity_stays_stable(tmp_path: Path) -> None:
+    async def form(state, nursery):
+        await _form(state, nursery, 2)
+
+    _run(tmp_path, form)
+
+    async def reload(state, nursery):
+        await _load_group_partition(state)
+        assert state.groups.groups["g"].state == GroupState.STABLE
+
+    _run(tmp_path, reload, **{"group.max.size": "2"})

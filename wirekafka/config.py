@@ -161,8 +161,8 @@ INERT_KEYS: dict[str, str] = {
     "offsets.load.buffer.size": "coordinators load their partitions batch by batch",
     "max.incremental.fetch.session.cache.slots": "no fetch sessions are created (full fetches only)",
     "zookeeper.max.in.flight.requests": "ZooKeeper requests in flight are not limited",
-    "zookeeper.set.acl": "znodes are created without ACLs",
-    "group.max.size": "groups are not limited in size",
+    "zookeeper.set.acl": "there is no ZooKeeper without zookeeper.connect (with it, true stops the broker at "
+                         "start-up, as Kafka 3.9 does without an authenticated ZooKeeper client)",
     "replica.high.watermark.checkpoint.interval.ms": "high watermarks are checkpointed with the "
                                                      "recovery checkpoints (log.flush.offset.checkpoint.interval.ms)",
 }
@@ -294,6 +294,9 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
     if cfg.int("log.segment.bytes") < MIN_SEGMENT_BYTES:
         raise ConfigError(f"Invalid value {cfg['log.segment.bytes']} for configuration log.segment.bytes: "
                           f"Value must be at least {MIN_SEGMENT_BYTES}")
+    if cfg.int("group.max.size") < 1:  # Kafka's atLeast(1) validator, and its start-up message
+        raise ConfigError(f"Invalid value {cfg['group.max.size']} for configuration group.max.size: "
+                          "Value must be at least 1")
     return cfg
 
 

@@ -11,6 +11,8 @@ back to PreparingRebalance when membership or subscriptions change, Dead once de
 - Members that stop heartbeating for their session timeout are removed, as are members that
   never answered MEMBER_ID_REQUIRED (KIP-394). Static members (KIP-345) keep their assignment
   across a restart within the session timeout; an old instance is fenced.
+- group.max.size: a join that would take the group past it is GROUP_MAX_SIZE_REACHED (Kafka's
+  acceptJoiningMember), and a group loaded with more members than that rebalances.
 - Offsets and group metadata are records in __consumer_offsets (group_records.py); the
   partition for a group is Utils.abs(javaHashCode(group)) % offsets.topic.num.partitions, so clients'
   and tools' expectations of the coordinator partition hold.
@@ -114,6 +116,7 @@ class Group:
     # TxnOffsetCommit offsets by producer id, in effect once its transaction commits
     pending_txn: dict[int, dict[tuple[str, int], gr.OffsetValue]] = field(default_factory=dict)
     offset_writes: int = 0  # offset records written and not yet in `offsets` / `pending_txn`
+    refused_at: float | None = None  # a GROUP_MAX_SIZE_REACHED refusal while rebalancing, not yet followed by a check
 
     def awaiting_join(self) -> int:
         return sum(1 for m in self.members.values() if m.join_waiter is not None)
@@ -196,9 +199,21 @@ class GroupCoordinator:
                 self._replay(key, value)
             for producer_id, entries in replay.open_transactions.items():
                 self._replay_pending(producer_id, entries)
+            self._rebalance_over_capacity(partition.index)
         finally:
             self.loading.discard(partition.index)
         await trio.lowlevel.checkpoint()
+
+    def _rebalance_over_capacity(self, index: int) -> None:
+        """Kafka's onLoaded: a group loaded with more members than group.max.size (the limit was
+        lowered since it formed) rebalances at once, so its members can commit their offsets
+        and only group.max.size of them get back in (see _accepts_joining_member)."""
+        max_size = self.config.int("group.max.size")
+        for g in self.groups.values():
+            if len(g.members) > max_size and self.partition_of(g.group_id) == index:
+                log.info("freshly-loaded group %s (size %d) is over capacity %d: rebalancing in order to give "
+                         "a chance for consumers to commit offsets", g.group_id, len(g.members), max_size)
+                self._prepare_rebalance(g)
 
     def unload_partition(self, index: int) -> None:
         """This broker no longer leads the partition: forget its groups (the new leader loads
@@ -264,6 +279,8 @@ class GroupCoordinator:
             if member_id:
                 return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id)
             g = self.groups[group_id] = Group(group_id)
+        if not self._accepts_joining_member(g, member_id):
+            return self._refuse_joining_member(g, member_id)
         if not protocols or (g.members and (protocol_type != g.protocol_type or not self._common_protocols(g, protocols))):
             return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id)
         now = self.now()
@@ -305,6 +322,36 @@ class GroupCoordinator:
             if g.state != GroupState.PREPARING_REBALANCE:
                 self._prepare_rebalance(g)
         return await self._await_join(g, member)
+
+    def _accepts_joining_member(self, g: Group, member_id: str) -> bool:
+        """Kafka's acceptJoiningMember (group.max.size). While rebalancing, the members awaiting
+        their join response are counted, not the group's size: that may exceed the limit after
+        it was lowered, and counting rejoiners lets the last existing members to rejoin be the
+        ones kept out. Otherwise existing members always get back in and new ones up to the
+        limit. The empty member id (a new or a restarted static member) is never an existing
+        member; ids still owing their MEMBER_ID_REQUIRED rejoin are not members yet."""
+        max_size = self.config.int("group.max.size")
+        member = g.members.get(member_id)
+        if g.state in (GroupState.EMPTY, GroupState.DEAD):
+            return True
+        if g.state == GroupState.PREPARING_REBALANCE:
+            return (member is not None and member.join_waiter is not None) or g.awaiting_join() < max_size
+        return member is not None or len(g.members) < max_size
+
+    def _refuse_joining_member(self, g: Group, member_id: str) -> JoinResult:
+        """GROUP_MAX_SIZE_REACHED with an empty member id, as Kafka answers; the refused id leaves
+        the group (an existing member is removed, a MEMBER_ID_REQUIRED id forgotten). That may
+        leave every remaining member joined, but Kafka 4.3.1 does not check the join phase then:
+        the rebalance completes at its deadline or at the next join or leave (_maybe_complete_join)."""
+        g.pending.pop(member_id, None)
+        member = g.members.get(member_id)
+        if member is not None:
+            log.info("removing member %s of group %s: the group is at group.max.size %d", member_id, g.group_id,
+                     self.config.int("group.max.size"))
+            self._remove(g, member)
+        if g.state == GroupState.PREPARING_REBALANCE:
+            g.refused_at = self.now()
+        return JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id="")
 
     def _common_protocols(self, g: Group, protocols: Iterable[tuple[str, bytes]]) -> set[str]:
         common = {n for n, _ in protocols}
@@ -381,11 +428,19 @@ class GroupCoordinator:
         g.state = GroupState.PREPARING_REBALANCE
         g.state_timestamp_ms = self.runtime.now_ms()
 
-    def _maybe_complete_join(self, g: Group) -> None:
+    def _maybe_complete_join(self, g: Group, *, on_timer: bool = False) -> None:
+        """Complete the join phase once every member has rejoined (and any initial delay is
+        over), or at the rebalance deadline. Kafka checks for the former on a join, a leave or
+        an expiry, and when its initial-delay timer fires, but not after a GROUP_MAX_SIZE_REACHED
+        refusal; `on_timer` is the periodic tick standing in for Kafka's timers, which therefore
+        ignores a refusal no event has followed (unless an initial delay ends after it)."""
         if g.state != GroupState.PREPARING_REBALANCE:
             return
         now = self.now()
-        all_joined = g.awaiting_join() == len(g.members) and not g.pending
+        if not on_timer:
+            g.refused_at = None
+        unchecked_refusal = g.refused_at is not None and g.initial_delay_deadline <= g.refused_at
+        all_joined = g.awaiting_join() == len(g.members) and not g.pending and not unchecked_refusal
         if (all_joined and now >= g.initial_delay_deadline) or now >= g.rebalance_deadline:
             self._complete_join(g)
 
@@ -395,6 +450,7 @@ class GroupCoordinator:
                 log.info("removing member %s of group %s: it did not rejoin in time", m.member_id, g.group_id)
                 self._remove(g, m)
         g.pending.clear()
+        g.refused_at = None
         g.generation += 1
         g.state_timestamp_ms = self.runtime.now_ms()
         if not g.members:
@@ -536,9 +592,9 @@ class GroupCoordinator:
     def expire_members(self) -> None:
         now = self.now()
         for g in list(self.groups.values()):
-            for pid, deadline in list(g.pending.items()):
-                if now > deadline:
-                    del g.pending[pid]
+            expired_pending = [pid for pid, deadline in g.pending.items() if now > deadline]
+            for pid in expired_pending:
+                del g.pending[pid]
             removed = False
             for m in list(g.members.values()):
                 if m.join_waiter is None and now - m.last_seen > m.session_timeout_ms / 1000:
@@ -549,7 +605,7 @@ class GroupCoordinator:
             if removed:
                 self._member_left(g)
             else:
-                self._maybe_complete_join(g)
+                self._maybe_complete_join(g, on_timer=not expired_pending)
 
     def expire_offsets(self) -> None:
         """Drop the offsets of Empty groups that outlived their retention: an offset committed

@@ -18,7 +18,7 @@ Rows (``--only`` takes a comma-separated list of these ids):
 
   throughput       all tput-* rows: produce MB/s (first send -> last delivery report, all
                    producers) and consume MB/s (one assign()ed consumer reading it all back,
-                   fetch.queue.backoff.ms=10: see workloads.consume; the median of 5 reads, the
+                   fetch.queue.backoff.ms=10: see workloads.consume; the median of 9 reads, the
                    brokers taking turns, with the broker's CPU seconds in that read).
                    Base: 1 KB records, 3 partitions, 1 producer, acks=all, idempotent, no
                    compression, linger 5 ms, batch 1 MB. Each row varies one dimension:
@@ -66,7 +66,7 @@ brokers above are not started when only cluster rows are chosen.
                    is not the controller, a producer sending one record every ~5 ms (acks=all,
                    idempotent, linger 0); kill -9 of the leader; seconds until its ZooKeeper
                    session expired, until a new leader was written to ZooKeeper, and until the
-                   first record sent after the kill was acknowledged (median of 5 runs,
+                   first record sent after the kill was acknowledged (median of 9 runs,
                    --failover-runs; the killed broker is restarted between runs)
 """
 
@@ -140,7 +140,7 @@ class Settings:
     cleaner_mb: float = 100       # payload MB the cleaner row compacts
     cluster_mb: float = 200       # payload MB of cluster-produce's throughput load
     cluster_timeout: float = 60   # seconds that load may take
-    failover_runs: int = 5        # kills per cluster in cluster-failover (the median is reported)
+    failover_runs: int = 9        # kills per cluster in cluster-failover (the median is reported)
 
 
 QUICK = Settings(mb=5, small_mb=1, txn_mb=1, latency_rate=200, latency_seconds=2, syscall_mb=5,

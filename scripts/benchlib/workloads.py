@@ -269,7 +269,7 @@ def _send(producer: Producer, topic: str, partitions: int, payloads: list[bytes]
 
 
 CONSUMER_QUEUE_BACKOFF_MS = 10  # see consume(); reported with the table's settings
-CONSUME_READS = 5  # reads of each throughput row's topic, interleaved across brokers (bench.py)
+CONSUME_READS = 9  # reads of each throughput row's topic, interleaved across brokers (bench.py)
 
 
 def consume(bootstrap: str, topic: str, partitions: int, expected: int, deadline: float,

@@ -478,6 +478,38 @@ def test_zookeeper_set_acl_without_authentication_refuses_to_start(zookeeper: st
         client.close()
 
 
+def test_brokers_without_broker_id_get_generated_ids(zookeeper: str, tmp_path: Path) -> None:
+    """Kafka 3.9's broker id generation (the same steps give 1001 on Kafka 3.9.1): without
+    broker.id a broker takes /brokers/seqid's next version plus reserved.broker.max.id, registers
+    under it and keeps it in meta.properties, so a restart comes back as the same broker."""
+    from testsupport.broker_process import BrokerProcess
+
+    chroot = "/wk-ids-" + tmp_path.name
+    base = {"zookeeper.connect": zookeeper + chroot, "zookeeper.session.timeout.ms": "2000"}
+    client = KazooClient(hosts=zookeeper + chroot)
+    first = BrokerProcess(tmp_path / "a", dict(base))
+    second = BrokerProcess(tmp_path / "b", {**base, "reserved.broker.max.id": "2000"})
+    try:
+        first.start(60)
+        client.start(timeout=15)
+        WirekafkaCluster.wait_for(lambda: client.get_children("/brokers/ids") == ["1001"], 30, "broker 1001")
+        assert "broker.id=1001" in (tmp_path / "a" / "meta.properties").read_text()
+        second.start(60)
+        WirekafkaCluster.wait_for(lambda: sorted(client.get_children("/brokers/ids")) == ["1001", "2002"], 30,
+                                  "broker 2002 (the second id, above its own reserved.broker.max.id)")
+        first.stop()
+        WirekafkaCluster.wait_for(lambda: client.get_children("/brokers/ids") == ["2002"], 30, "1001 gone")
+        first.start(60)  # its log dir says who it is: no new id
+        WirekafkaCluster.wait_for(lambda: sorted(client.get_children("/brokers/ids")) == ["1001", "2002"], 30,
+                                  "1001 back")
+        assert client.exists("/brokers/seqid").version == 2
+    finally:
+        first.stop()
+        second.stop()
+        client.stop()
+        client.close()
+
+
 def test_transactions_across_leaders(cluster: WirekafkaCluster) -> None:
     """A transactional producer writing to partitions led by different brokers: the coordinator
     sends the markers to each leader (WriteTxnMarkers); read_committed sees the committed

@@ -50,6 +50,9 @@ def _list(v: str) -> tuple[str, ...]:
 BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     "node.id": (_int, 1),  # Kafka requires it; a single embedded node is node 1
     "broker.id": (_int, -1),
+    # ZooKeeper mode: a broker started without an id gets one from /brokers/seqid, above this
+    "broker.id.generation.enable": (_bool, True),
+    "reserved.broker.max.id": (_int, 1000),
     "process.roles": (_list, ("broker", "controller")),
     "listeners": (_list, ("PLAINTEXT://127.0.0.1:9092",)),  # Kafka binds all interfaces
     "advertised.listeners": (_list, ()),
@@ -200,10 +203,18 @@ class BrokerConfig:
 
     @property
     def node_id(self) -> int:
-        """node.id, or broker.id (its ZooKeeper-mode synonym) when that is the one given."""
-        if "broker.id" in self.overridden and "node.id" not in self.overridden:
+        """node.id, or broker.id (its ZooKeeper-mode synonym) when that is the one given. In
+        ZooKeeper mode with neither given it is broker.id's default, -1: the id is then read from
+        the log dir or generated at start-up (replication/broker_id.py)."""
+        if "node.id" in self.overridden:
+            return int(self.values["node.id"])  # type: ignore[arg-type]
+        if "broker.id" in self.overridden or self.zookeeper_mode:
             return int(self.values["broker.id"])  # type: ignore[arg-type]
         return int(self.values["node.id"])  # type: ignore[arg-type]
+
+    def with_node_id(self, node_id: int) -> "BrokerConfig":
+        """This config with broker.id set (a stored or generated id)."""
+        return BrokerConfig({**self.values, "broker.id": node_id}, self.overridden | {"broker.id"})
 
     @property
     def zookeeper_mode(self) -> bool:
@@ -294,10 +305,23 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
     if cfg.int("log.segment.bytes") < MIN_SEGMENT_BYTES:
         raise ConfigError(f"Invalid value {cfg['log.segment.bytes']} for configuration log.segment.bytes: "
                           f"Value must be at least {MIN_SEGMENT_BYTES}")
+    if cfg.zookeeper_mode:
+        _check_zookeeper_broker_id(cfg)
     if cfg.int("group.max.size") < 1:  # Kafka's atLeast(1) validator, and its start-up message
         raise ConfigError(f"Invalid value {cfg['group.max.size']} for configuration group.max.size: "
                           "Value must be at least 1")
     return cfg
+
+
+def _check_zookeeper_broker_id(cfg: BrokerConfig) -> None:
+    """Kafka 3.9's bounds on broker.id in ZooKeeper mode: ids up to reserved.broker.max.id are
+    given by hand and -1 asks for a generated one above it; without generation an id is needed."""
+    if cfg.bool("broker.id.generation.enable"):
+        if not -1 <= cfg.node_id <= cfg.int("reserved.broker.max.id"):
+            raise ConfigError("broker.id must be greater than or equal to -1 and not greater than "
+                              "reserved.broker.max.id")
+    elif cfg.node_id < 0:
+        raise ConfigError("broker.id must be greater than or equal to 0")
 
 
 def load_config(path: Path | None, overrides: list[str]) -> BrokerConfig:

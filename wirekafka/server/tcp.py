@@ -13,6 +13,7 @@ import socket
 import trio
 
 from wirekafka.broker.dispatch import check_table
+from wirekafka.broker.replication.broker_id import resolve_broker_id
 from wirekafka.broker.state import BrokerState
 from wirekafka.config import BrokerConfig
 from wirekafka.protocol import codec
@@ -24,6 +25,7 @@ log = logging.getLogger(__name__)
 
 async def run_broker(config: BrokerConfig) -> None:
     check_table()
+    config = await resolve_broker_id(config)  # ZooKeeper mode without broker.id: stored or generated
     state = BrokerState(config)
     await state.deletes.adopt_leftovers(state.log_dir)  # before anything of this run is deleted
     if config.zookeeper_mode:

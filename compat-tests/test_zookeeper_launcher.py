@@ -297,3 +297,36 @@ def test_kafka39_refuses_zookeeper_set_acl_without_authentication(tmp_path):
                "identifying at least zookeeper.ssl.client.enable" in str(failed.value), failed.value
     finally:
         zk.stop()
+
+
+def test_kafka39_generates_broker_ids(tmp_path):
+    """The reference for wirekafka's generated broker ids (test_cluster.py): Kafka 3.9 without
+    broker.id registers as /brokers/seqid's version plus reserved.broker.max.id (1001) and keeps
+    the id in meta.properties; ids out of Kafka's bounds stop it with these messages."""
+    zk = zookeeper.ZooKeeperServer(tmp_path / "zk").start()
+    client = None
+    broker = realkafka.RealKafka(tmp_path / "generated", zookeeper_connect=zk.connect_string + "/ids", broker_id=1,
+                                 overrides={"broker.id": "-1"})
+    try:
+        broker.start()
+        client = _kazoo(zk.connect_string + "/ids")
+        assert client.get_children("/brokers/ids") == ["1001"]
+        assert client.exists("/brokers/seqid").version == 1
+        meta = next((tmp_path / "generated").rglob("meta.properties")).read_text()
+        assert "broker.id=1001" in meta, meta
+        for overrides, message in (
+                ({"broker.id": "-1", "broker.id.generation.enable": "false"},
+                 "broker.id must be greater than or equal to 0"),
+                ({"broker.id": "1001"},
+                 "broker.id must be greater than or equal to -1 and not greater than reserved.broker.max.id")):
+            refused = realkafka.RealKafka(tmp_path / f"refused-{len(overrides)}", broker_id=1, overrides=overrides,
+                                          zookeeper_connect=zk.connect_string + "/ids")
+            with pytest.raises(RuntimeError) as failed:
+                refused.start()
+            assert f"requirement failed: {message}" in str(failed.value), failed.value
+    finally:
+        if client is not None:
+            client.stop()
+            client.close()
+        realkafka.stop_all([broker])
+        zk.stop()

@@ -22,6 +22,7 @@ from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kazoo.client import KazooClient
 
 from client_support import raw_call
+from testsupport.broker_process import BrokerProcess
 from testsupport.cluster import WirekafkaCluster
 from testsupport.legacy_admin import check_legacy_admin_znodes
 from testsupport.znodes import check_kafka39_znodes
@@ -482,8 +483,6 @@ def test_brokers_without_broker_id_get_generated_ids(zookeeper: str, tmp_path: P
     """Kafka 3.9's broker id generation (the same steps give 1001 on Kafka 3.9.1): without
     broker.id a broker takes /brokers/seqid's next version plus reserved.broker.max.id, registers
     under it and keeps it in meta.properties, so a restart comes back as the same broker."""
-    from testsupport.broker_process import BrokerProcess
-
     chroot = "/wk-ids-" + tmp_path.name
     base = {"zookeeper.connect": zookeeper + chroot, "zookeeper.session.timeout.ms": "2000"}
     client = KazooClient(hosts=zookeeper + chroot)

@@ -27,6 +27,7 @@ from wirekafka.broker.groups import OFFSETS_TOPIC, GroupCoordinator
 from wirekafka.broker.metadata import LocalMetadata, Topic, uuid_to_base64
 from wirekafka.broker.partition import Partition
 from wirekafka.broker.replica_manager import ReplicaManager
+from wirekafka.broker.replication.broker_id import broker_id_in
 from wirekafka.broker.replication.fetcher import ReplicaFetchers
 from wirekafka.broker.replication.markers import RemoteMarkers
 from wirekafka.broker.replication.zk_metadata import RoleChange, ZkMetadata
@@ -150,8 +151,8 @@ class BrokerState:
                     f"The Cluster ID {zk_cluster_id} doesn't match stored clusterId Some({stored}) in "
                     f"meta.properties. The broker is trying to join the wrong cluster. Configured "
                     f"zookeeper.connect may be wrong.")
-            stored_id = meta.get("broker.id", meta.get("node.id"))
-            if stored_id is not None and int(stored_id) != self.node_id:
+            stored_id = broker_id_in(meta)
+            if stored_id is not None and stored_id != self.node_id:
                 raise StartupError(f"Stored node id {stored_id} doesn't match previous node id {self.node_id} "
                                    f"in {meta_path}")
         else:

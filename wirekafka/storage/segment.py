@@ -229,34 +229,33 @@ class LogSegment:
         fit, which clients discard: a deliberate difference, see conformance/deviations.toml."""
         end = self.size
         _, position = self.index.lookup(offset)
-        while True:  # skip to the batch holding offset
-            if position + HEADER_SIZE > end:
-                return None
-            base, size, last = self._bounds_at(position, nowait)
-            if size < HEADER_SIZE or position + size > end:
-                return None
-            if last >= offset:
-                break
-            position += size
-        start = position
-        total = 0
+        batch = self._batch_at(position, end, nowait)
+        while batch is not None and batch[2] < offset:  # skip to the batch holding offset
+            position += batch[1]
+            batch = self._batch_at(position, end, nowait)
+        if batch is None:
+            return None
+        start, total = position, 0
         jump = self.index.last_entry_within(start + max_bytes, max_offset)
-        if jump is not None and start < jump[1] and jump[1] + HEADER_SIZE <= end:
+        if jump is not None and start < jump[1] <= end:
             # every batch from start to this indexed one fits: count them without reading them
-            position = jump[1]
-            total = position - start
-            base, size, last = self._bounds_at(position, nowait)
-            if size < HEADER_SIZE or position + size > end:
-                return start, total
-        while base < max_offset and (total + size <= max_bytes or (min_one and total == 0)):
-            total += size
-            position += size
-            if total >= max_bytes or position + HEADER_SIZE > end:
+            position, total = jump[1], jump[1] - start
+            batch = self._batch_at(position, end, nowait)
+        while batch is not None and batch[0] < max_offset and (
+                total + batch[1] <= max_bytes or (min_one and total == 0)):
+            total += batch[1]
+            position += batch[1]
+            if total >= max_bytes:
                 break
-            base, size, last = self._bounds_at(position, nowait)
-            if size < HEADER_SIZE or position + size > end:
-                break
+            batch = self._batch_at(position, end, nowait)
         return (start, total) if total else None
+
+    def _batch_at(self, position: int, end: int, nowait: bool) -> tuple[int, int, int] | None:
+        """_bounds_at of a whole batch that ends by end; None past end or at a torn header."""
+        if position + HEADER_SIZE > end:
+            return None
+        bounds = self._bounds_at(position, nowait)
+        return bounds if HEADER_SIZE <= bounds[1] and position + bounds[1] <= end else None
 
     def region(self, position: int, length: int) -> FileRegion:
         return FileRegion(self._fd, position, length, self.base_offset)

@@ -40,10 +40,12 @@ async def resolve_broker_id(config: BrokerConfig) -> BrokerConfig:
 def stored_broker_id(log_dir: Path) -> int | None:
     """The broker id in a log dir's meta.properties, if it was formatted."""
     meta = log_dir / "meta.properties"
-    if not meta.exists():
-        return None
-    props = checkpoint.read_properties(meta)
-    stored = props.get("broker.id", props.get("node.id"))
+    return broker_id_in(checkpoint.read_properties(meta)) if meta.exists() else None
+
+
+def broker_id_in(meta: dict[str, str]) -> int | None:
+    """The id a meta.properties holds: broker.id (ZooKeeper mode, version 0) or node.id."""
+    stored = meta.get("broker.id", meta.get("node.id"))
     return int(stored) if stored is not None else None
 
 

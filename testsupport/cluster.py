@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 
 from testsupport.broker_process import BrokerProcess
 from testsupport.java_tools import load_script
@@ -95,9 +96,12 @@ class WirekafkaCluster:
 
     # ---- ZooKeeper reads ---------------------------------------------------------------------
     def znode(self, path: str) -> dict | None:
-        if self.zk.exists(path) is None:
+        """The znode's JSON, None if it does not exist. One read: an exists() first could see an
+        ephemeral (/controller) that a session expiry deletes before the get."""
+        try:
+            data, _ = self.zk.get(path)
+        except NoNodeError:
             return None
-        data, _ = self.zk.get(path)
         return json.loads(data)
 
     def registered(self) -> list[int]:

@@ -50,6 +50,7 @@ from kazoo.client import KazooClient  # noqa: E402  (after the skip: kazoo is a 
 
 from testsupport.cluster import wait_for  # noqa: E402
 from testsupport.legacy_admin import check_legacy_admin_znodes  # noqa: E402
+from testsupport.throttled_reassignment import check_throttled_reassignment  # noqa: E402
 from testsupport.znodes import check_kafka39_znodes  # noqa: E402
 
 
@@ -273,6 +274,13 @@ def test_kafka39_three_brokers_on_one_zookeeper(tmp_path):
         print(f"znodes Kafka {brokers[0].version} wrote under {chroot}:\n{seen}")
         moves = check_legacy_admin_znodes(client, topic)
         print(f"Kafka {brokers[0].version} and the legacy admin znodes:\n{moves}")
+        bootstrap = ",".join(b.bootstrap for b in brokers)
+        throttled = check_throttled_reassignment(
+            client, bootstrap,
+            lambda args: brokers[0].run_tool("kafka-reassign-partitions", ["--bootstrap-server", bootstrap, *args],
+                                             timeout=120),
+            tmp_path, source=1, target=3)
+        print(f"Kafka {brokers[0].version}, kafka-reassign-partitions --throttle: {throttled}")
     finally:
         if client is not None:
             client.stop()

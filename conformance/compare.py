@@ -150,6 +150,9 @@ UNORDERED: dict[tuple[str, str], tuple[str, str]] = {
     ("DescribeLogDirs", "results[*].topics"): ("name", "Kafka groups a log dir's partitions by topic in a Map"),
     ("DescribeLogDirs", "results[*].topics[*].partitions"): (
         "partition_index", "Kafka lists a log dir's logs from its log manager's concurrent hash maps"),
+    ("DescribeConfigs", "results[*].configs"): (
+        "name", "Kafka lists a resource's configs in the iteration order of a Scala mutable.HashMap of every key "
+                "it holds (originals and defaults), so where a key lands depends on all the others"),
 }
 # Lists of group members: Kafka keeps a group's members in a HashMap keyed by member id, a random
 # UUID, so their order is random. They are sorted by member id after normalisation, where each

@@ -414,12 +414,38 @@ def test_alter_configs_errors(tmp_path: Path, version: int) -> None:
         (ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")] * 2
     assert _alter(state, version, (BROKER, "1", {"log.retention.ms": "1000"})) == [
         (ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: [log.retention.ms]")]
-    assert _alter(state, version, (BROKER, "", {})) == [(ErrorCode.NONE, None)]
+    assert _alter(state, version, (BROKER, "", {})) == [  # the whole default would lose min.insync.replicas
+        (ErrorCode.INVALID_CONFIG, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")]
+    assert _alter(state, version, (BROKER, "1", {})) == [(ErrorCode.NONE, None)]
     assert _alter(state, version, (BROKER, "9", {})) == [
         (ErrorCode.INVALID_REQUEST, "Unexpected broker id, expected 1, but received 9")]
     assert _alter(state, version, (BROKER_LOGGER, "1", {"root": "INFO"})) == [
         (ErrorCode.INVALID_REQUEST, "Unknown resource type 8")]
     assert topic.configs == {"retention.ms": "1000000"}
+
+
+def test_broker_throttles_are_listed_kept_across_restarts_and_replaced(tmp_path: Path) -> None:
+    """The dynamic throttles join the full broker listing once set, outlive a restart (kept with
+    the topics), and AlterConfigs replaces the broker's whole set."""
+    state = make_state(tmp_path)
+    leader, follower = "leader.replication.throttled.rate", "follower.replication.throttled.rate"
+    before = {c.name for c in _describe(state, 4, BROKER, "1").configs}
+    assert leader not in before
+    assert _alter(state, 1, (BROKER, "1", {leader: "1000", follower: "2000"})) == [(ErrorCode.NONE, None)]
+    assert _incremental(state, 1, BROKER, "", [(leader, SET, "3000")]) == (ErrorCode.NONE, None)
+    listed = {c.name: c for c in _describe(state, 4, BROKER, "1").configs}
+    assert set(listed) == before | {leader, follower}
+    assert (listed[leader].value, listed[leader].config_source, listed[leader].read_only) == ("1000", 2, False)
+    assert _syn(listed[leader]) == [(leader, "1000", 2), (leader, "3000", 3)]
+    assert [c.name for c in _describe(state, 4, BROKER, "").configs] == ["leader.replication.throttled.rate",
+                                                                         "min.insync.replicas"]
+    assert state.quotas.leader.exceeded() is False
+    state = reopen(state)
+    assert state.metadata.broker_configs.own == {leader: "1000", follower: "2000"}
+    assert state.metadata.broker_configs.rate(leader) == 1000
+    assert _alter(state, 1, (BROKER, "1", {follower: "5"})) == [(ErrorCode.NONE, None)]
+    assert state.metadata.broker_configs.own == {follower: "5"}
+    assert state.metadata.broker_configs.rate(leader) == 3000  # the cluster default now
 
 
 # ---- IncrementalAlterConfigs ---------------------------------------------------------------------

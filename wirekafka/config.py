@@ -143,6 +143,9 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     "replica.socket.timeout.ms": (_int, 30000),
     "replica.high.watermark.checkpoint.interval.ms": (_int, 5000),
     "num.replica.fetchers": (_int, 1),
+    # the replication throttles' byte rate: the bytes of this many samples of this length
+    "replication.quota.window.num": (_int, 11),
+    "replication.quota.window.size.seconds": (_int, 1),
     "unclean.leader.election.enable": (_bool, False),
     "auto.leader.rebalance.enable": (_bool, True),
     "leader.imbalance.check.interval.seconds": (_int, 300),
@@ -169,13 +172,6 @@ INERT_KEYS: dict[str, str] = {
     "replica.high.watermark.checkpoint.interval.ms": "high watermarks are checkpointed with the "
                                                      "recovery checkpoints (log.flush.offset.checkpoint.interval.ms)",
 }
-
-# Broker configs Kafka can change at runtime that tools clear as a matter of course
-# (kafka-reassign-partitions --verify removes the replication throttles on every broker). wirekafka
-# sets none of them, so deleting one is the no-op it is on a Kafka broker where it is unset.
-DYNAMIC_BROKER_CONFIGS = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate",
-                                    "replica.alter.log.dirs.io.max.bytes.per.second"})
-
 
 @dataclass(frozen=True)
 class Listener:
@@ -307,10 +303,14 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
                           f"Value must be at least {MIN_SEGMENT_BYTES}")
     if cfg.zookeeper_mode:
         _check_zookeeper_broker_id(cfg)
-    if cfg.int("group.max.size") < 1:  # Kafka's atLeast(1) validator, and its start-up message
-        raise ConfigError(f"Invalid value {cfg['group.max.size']} for configuration group.max.size: "
-                          "Value must be at least 1")
+    for key in AT_LEAST_ONE:  # Kafka's atLeast(1) validator, and its start-up message
+        if cfg.int(key) < 1:
+            raise ConfigError(f"Invalid value {cfg[key]} for configuration {key}: Value must be at least 1")
     return cfg
+
+
+# Keys Kafka's ConfigDef bounds with atLeast(1).
+AT_LEAST_ONE = ("group.max.size", "replication.quota.window.num", "replication.quota.window.size.seconds")
 
 
 def _check_zookeeper_broker_id(cfg: BrokerConfig) -> None:

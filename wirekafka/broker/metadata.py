@@ -25,6 +25,7 @@ from typing import Callable, Iterator, Protocol
 import trio
 
 from wirekafka.broker import topic_config
+from wirekafka.broker.dynamic_config import DynamicBrokerConfigs
 from wirekafka.broker.partition import Partition
 from wirekafka.config import BrokerConfig
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
@@ -134,6 +135,8 @@ class ClusterMetadata(Protocol):
     async def delete_topic(self, name: str) -> Topic: ...
     async def add_partitions(self, topic: Topic, total: int) -> None: ...
     async def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None: ...
+    broker_configs: DynamicBrokerConfigs
+    async def set_broker_configs(self, entity: str, configs: dict[str, str]) -> None: ...
     def topic_config_value(self, topic: Topic, name: str) -> str: ...
     async def allocate_producer_id(self) -> int: ...
     async def elect_leaders(self, election_type: int, partitions: list[tuple[str, int]] | None,
@@ -219,6 +222,7 @@ class LocalMetadata(TopicIndex):
         self._creating: set[str] = set()  # names whose partitions are being opened right now
         self._save_lock = trio.Lock()
         self._change_lock = trio.Lock()  # changes that must not interleave (partition growth, pid blocks)
+        self.broker_configs = DynamicBrokerConfigs(config.node_id)
 
     # ---- persistence ---------------------------------------------------------------------------
     def load(self) -> None:
@@ -226,6 +230,8 @@ class LocalMetadata(TopicIndex):
         saved = json.loads(self.path.read_text()) if self.path.exists() else {"topics": []}
         # Producer ids are handed out in persisted blocks, so none is reused after a crash.
         self._next_producer_id = self._producer_id_ceiling = saved.get("producer_id_block_end", 0)
+        for entity, configs in saved.get("broker_configs", {}).items():
+            self.broker_configs.replace(entity, configs)
         for t in saved["topics"]:
             topic = Topic(t["name"], base64_to_uuid(t["id"]), configs=dict(t.get("configs", {})))
             topic.partitions = [self._open_partition(topic, p, False) for p in range(t["partitions"])]
@@ -245,6 +251,7 @@ class LocalMetadata(TopicIndex):
         data = {
             "version": 1,
             "producer_id_block_end": self._producer_id_ceiling,
+            "broker_configs": self.broker_configs.snapshot(),
             "topics": [
                 {"name": t.name, "id": uuid_to_base64(t.topic_id), "partitions": len(t.partitions), "configs": t.configs}
                 for t in self._topics.values()
@@ -347,6 +354,10 @@ class LocalMetadata(TopicIndex):
         cfg = topic_config.log_config(topic.configs, self.config)
         for p in topic.local_partitions():
             p.set_log_config(cfg)
+        await self._persist()
+
+    async def set_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
+        self.broker_configs.replace(entity, configs)
         await self._persist()
 
     async def elect_leaders(self, election_type: int, partitions: list[tuple[str, int]] | None,

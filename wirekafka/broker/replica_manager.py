@@ -30,6 +30,7 @@ from wirekafka.broker.batch_validation import (
 )
 from wirekafka.broker.metadata import ClusterMetadata, Topic
 from wirekafka.broker.partition import AppendOrigin, AppendResult, Isolation, Partition, ReadResult
+from wirekafka.broker.replication_quota import ReplicationQuotas
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
@@ -90,9 +91,10 @@ TransactionVerifier = Callable[[int, int, str, int], ErrorCode]
 
 
 class ReplicaManager:
-    def __init__(self, metadata: ClusterMetadata, now_ms: Callable[[], int]) -> None:
+    def __init__(self, metadata: ClusterMetadata, now_ms: Callable[[], int], quotas: ReplicationQuotas) -> None:
         self.metadata = metadata
         self.now_ms = now_ms
+        self.quotas = quotas
         self.verify_transaction: TransactionVerifier = lambda _pid, _epoch, _topic, _partition: ErrorCode.INVALID_TXN_STATE
         # topic id -> (the config overrides it was computed from, policy): configs are replaced as a
         # whole when altered, so an identity check keeps this current without per-batch look-ups.
@@ -238,6 +240,8 @@ class ReplicaManager:
         while True:
             outcomes, total, errored = await self._read_all(params, targets)
             if total >= params.min_bytes or errored or not targets or trio.current_time() >= deadline:
+                if params.replica_id >= 0:
+                    self._count_throttled(targets, outcomes)
                 return outcomes
             _close_regions(outcomes)
             await _wait_for_data([t.partition for t in targets if t.partition is not None], deadline)
@@ -258,11 +262,14 @@ class ReplicaManager:
                 if not p.is_leader:
                     raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
                 isolation = params.isolation
+                budget = min(t.max_bytes, remaining)
+                min_one = total == 0
                 if params.replica_id >= 0:
                     p.record_follower_fetch(params.replica_id, t.fetch_offset)
                     isolation = Isolation.LOG_END
-                budget = min(t.max_bytes, remaining)
-                result = p.read(t.fetch_offset, max(budget, 0), isolation, min_one=total == 0)
+                    if self._holds_back(p, params.replica_id):
+                        budget, min_one = 0, False  # throttled: no records, the watermarks only
+                result = p.read(t.fetch_offset, max(budget, 0), isolation, min_one=min_one)
                 if result.cold is not None:  # data not in the page cache: read it off the loop
                     result.region = await trio.to_thread.run_sync(result.cold)
                     result.cold = None
@@ -276,6 +283,21 @@ class ReplicaManager:
             remaining -= result.size
             outcomes.append(FetchOutcome(ErrorCode.NONE, result))
         return outcomes, total, errored
+
+
+    def _holds_back(self, p: Partition, replica_id: int) -> bool:
+        """Kafka's shouldLeaderThrottle: a replica out of the ISR, fetching a throttled partition,
+        while the leader quota is exceeded."""
+        q = self.quotas
+        return replica_id not in p.replica_set.isr and q.leader_throttled(p.topic, p.index) and q.leader.exceeded()
+
+    def _count_throttled(self, targets: list[FetchTarget], outcomes: list[FetchOutcome]) -> None:
+        """Count the replicated bytes of throttled partitions against the leader quota, whoever
+        fetched them (in-sync replicas' too, as Kafka counts them)."""
+        for t, o in zip(targets, outcomes):
+            if o.read is not None and o.read.size and t.partition is not None \
+                    and self.quotas.leader_throttled(t.partition.topic, t.partition.index):
+                self.quotas.leader.record(o.read.size)
 
 
 async def _wait_for_data(partitions: list[Partition], deadline: float) -> None:

@@ -29,6 +29,7 @@ from wirekafka.broker.partition import Partition
 from wirekafka.broker.replica_manager import ReplicaManager
 from wirekafka.broker.replication.broker_id import broker_id_in
 from wirekafka.broker.replication.fetcher import ReplicaFetchers
+from wirekafka.broker.replication_quota import ReplicationQuotas
 from wirekafka.broker.replication.markers import RemoteMarkers
 from wirekafka.broker.replication.zk_metadata import RoleChange, ZkMetadata
 from wirekafka.broker.transactions import TXN_TOPIC, TransactionCoordinator
@@ -73,10 +74,12 @@ class BrokerState:
         if config.zookeeper_mode:
             self.metadata = ZkMetadata(config, self._open_partition, ZkMetadata.session_for(config))
             self.metadata.on_roles = self._on_roles
-            self.fetchers = ReplicaFetchers(config)
         else:
             self.metadata = LocalMetadata(self.log_dir, config, self._open_partition)
-        self.replicas = ReplicaManager(self.metadata, self.now_ms)
+        self.quotas = ReplicationQuotas(self.metadata, config)
+        if config.zookeeper_mode:
+            self.fetchers = ReplicaFetchers(config, self.quotas)
+        self.replicas = ReplicaManager(self.metadata, self.now_ms, self.quotas)
         runtime = CoordinatorRuntime(self.metadata, self.replicas, config, self.now_ms)
         self.groups = GroupCoordinator(runtime)
         self.transactions = TransactionCoordinator(runtime, self._write_marker, self.metadata.allocate_producer_id)

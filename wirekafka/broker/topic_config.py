@@ -17,7 +17,7 @@ from wirekafka.storage.log import LogConfig
 
 # DescribeConfigs enums, as on the wire
 TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_SHORT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST = 1, 2, 3, 4, 5, 6, 7
-SOURCE_DYNAMIC_TOPIC, SOURCE_DYNAMIC_DEFAULT_BROKER, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 3, 4, 5
+SOURCE_DYNAMIC_TOPIC, SOURCE_DYNAMIC_BROKER, SOURCE_DYNAMIC_DEFAULT_BROKER, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 2, 3, 4, 5
 
 # Broker keys that a Kafka 4 cluster holds as dynamic cluster-wide defaults from the moment its
 # storage is formatted: the formatter copies min.insync.replicas (from server.properties, else its

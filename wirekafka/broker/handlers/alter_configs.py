@@ -8,11 +8,12 @@
   resource must appear at most once."), a key named twice in one resource ("Error due to
   duplicate config keys"), a null value ("Null value not supported for : <keys>").
 - Unknown topic: UNKNOWN_TOPIC_OR_PARTITION "The topic '<name>' does not exist.".
-- BROKER resources (this node's id, or "" for the cluster default): wirekafka has no dynamic
-  broker configs, so any key is refused with Kafka's own error for a key that cannot change at
-  runtime: INVALID_REQUEST "Cannot update these configs dynamically: [<keys>]"; an empty set
-  changes nothing and succeeds. Another broker id: INVALID_REQUEST as Kafka. (Deleting a
-  replication throttle with IncrementalAlterConfigs succeeds: it is never set.)
+- BROKER resources (this node's id, or "" for the cluster default): the dynamic replication
+  throttles (broker/dynamic_config.py) are stored and take effect on the running brokers; any
+  other key is refused with Kafka's error for a key that cannot change at runtime:
+  INVALID_REQUEST "Cannot update these configs dynamically: [<keys>]"; a throttle that is not a
+  non-negative LONG is INVALID_CONFIG with Kafka's text. Another broker id: INVALID_REQUEST as
+  Kafka.
 - Any other resource type: INVALID_REQUEST "Unknown resource type <n>" (as Kafka for the legacy
   API, which has no broker-logger support)."""
 
@@ -23,16 +24,16 @@ from typing import Callable, Iterable
 
 from kafka.protocol.admin.configs import AlterConfigsResponse
 
-from wirekafka.broker import topic_config
+from wirekafka.broker import dynamic_config, topic_config
 from wirekafka.broker.context import RequestContext
-from wirekafka.config import DYNAMIC_BROKER_CONFIGS
 from wirekafka.broker.handlers.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 # A resource's change: validates the request's configs against the topic's current overrides
 # and returns the new override set (raising KafkaApiError for Kafka's per-resource errors).
 ConfigChange = Callable[[object, dict[str, str]], dict[str, str]]
-DELETE = 1  # IncrementalAlterConfigs' DELETE operation
+LIST_OPERATIONS = (2, 3)  # IncrementalAlterConfigs' APPEND and SUBTRACT
+ELR_MIN_ISR_REMOVED = "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."
 # The answer for a resource type other than TOPIC and BROKER.
 OtherType = Callable[[object], None]
 
@@ -46,8 +47,8 @@ def check_request_configs(names: Iterable[str], null_names: list[str]) -> None:
         raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {', '.join(null_names)}")
 
 
-def refuse_broker_change(ctx: RequestContext, name: str, keys: list[str]) -> None:
-    """No broker config of wirekafka can change at runtime: Kafka's answer for such keys."""
+def check_broker_name(ctx: RequestContext, name: str) -> None:
+    """A BROKER resource must name this broker or be "" (the cluster default), as in Kafka."""
     if name:
         try:
             broker = int(name)
@@ -56,9 +57,33 @@ def refuse_broker_change(ctx: RequestContext, name: str, keys: list[str]) -> Non
         if broker != ctx.state.node_id:
             raise KafkaApiError(ErrorCode.INVALID_REQUEST,
                                 f"Unexpected broker id, expected {ctx.state.node_id}, but received {name}")
-    if keys:
+
+
+async def _apply_broker(ctx: RequestContext, resource: object, change: ConfigChange, validate_only: bool,
+                        replaces_all: bool) -> None:
+    """Validate a broker resource's change and store it (unless validate_only). Kafka writes
+    even an unchanged set (in ZooKeeper mode: the znode and a change notification)."""
+    name = resource.resource_name  # type: ignore[attr-defined]
+    check_broker_name(ctx, name)
+    configs = list(resource.configs)  # type: ignore[attr-defined]
+    static = [c.name for c in configs if c.name not in dynamic_config.DYNAMIC_KEYS]
+    if static:
         raise KafkaApiError(ErrorCode.INVALID_REQUEST,
-                            f"Cannot update these configs dynamically: [{', '.join(keys)}]")
+                            f"Cannot update these configs dynamically: [{', '.join(static)}]")
+    listed = [c.name for c in configs if getattr(c, "config_operation", None) in LIST_OPERATIONS]
+    if listed:  # the throttles are LONGs: Kafka finds no list config by that name
+        raise KafkaApiError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {listed[0]}")
+    if not name and replaces_all and not ctx.state.config.zookeeper_mode:
+        # AlterConfigs replaces the whole cluster default, and a Kafka 4 cluster's default holds
+        # min.insync.replicas, which it refuses to drop while ELR is on (wirekafka cannot set it).
+        raise KafkaApiError(ErrorCode.INVALID_CONFIG, ELR_MIN_ISR_REMOVED)
+    entity = dynamic_config.entity_of(name)
+    new = change(resource, ctx.state.metadata.broker_configs.of(entity))
+    for c in configs:
+        if c.name in new:
+            dynamic_config.check_value(c.name, new[c.name])
+    if not validate_only:
+        await ctx.state.metadata.set_broker_configs(entity, new)
 
 
 def unknown_type(resource: object) -> None:
@@ -66,12 +91,10 @@ def unknown_type(resource: object) -> None:
 
 
 async def _apply(ctx: RequestContext, resource: object, change: ConfigChange, validate_only: bool,
-           other_type: OtherType) -> None:
+                 other_type: OtherType, replaces_all: bool) -> None:
     rtype, name = resource.resource_type, resource.resource_name  # type: ignore[attr-defined]
     if rtype == RESOURCE_BROKER:
-        refuse_broker_change(ctx, name, [c.name for c in resource.configs  # type: ignore[attr-defined]
-                                         if not (getattr(c, "config_operation", None) == DELETE
-                                                 and c.name in DYNAMIC_BROKER_CONFIGS)])
+        await _apply_broker(ctx, resource, change, validate_only, replaces_all)
         return
     if rtype != RESOURCE_TOPIC:
         other_type(resource)
@@ -89,8 +112,9 @@ async def _apply(ctx: RequestContext, resource: object, change: ConfigChange, va
 
 
 async def run_resources(ctx: RequestContext, request: object, response_cls: type, change: ConfigChange,
-                  null_names: Callable[[object], list[str]], other_type: OtherType) -> object:
-    """Answer each resource of an AlterConfigs or IncrementalAlterConfigs request."""
+                        null_names: Callable[[object], list[str]], other_type: OtherType,
+                        replaces_all: bool = False) -> object:
+    """Answer each resource of an AlterConfigs (replaces_all) or IncrementalAlterConfigs request."""
     resources = list(request.resources)  # type: ignore[attr-defined]
     counts = Counter((r.resource_type, r.resource_name) for r in resources)
     out = []
@@ -99,7 +123,8 @@ async def run_resources(ctx: RequestContext, request: object, response_cls: type
             if counts[(r.resource_type, r.resource_name)] > 1:
                 raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
             check_request_configs((c.name for c in r.configs), null_names(r))
-            await _apply(ctx, r, change, bool(request.validate_only), other_type)  # type: ignore[attr-defined]
+            await _apply(ctx, r, change, bool(request.validate_only), other_type,  # type: ignore[attr-defined]
+                         replaces_all)
             code, message = ErrorCode.NONE, None
         except KafkaApiError as exc:
             code, message = exc.code, exc.message
@@ -118,4 +143,4 @@ def _nulls(resource: object) -> list[str]:
 
 async def handle(ctx: RequestContext, request: object) -> AlterConfigsResponse:
     return await run_resources(ctx, request, AlterConfigsResponse,  # type: ignore[return-value]
-                         _replace_all, _nulls, unknown_type)
+                               _replace_all, _nulls, unknown_type, replaces_all=True)

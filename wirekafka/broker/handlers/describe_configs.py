@@ -21,8 +21,13 @@
   is not a number or not ours INVALID_REQUEST with a message; any other resource type
   INVALID_REQUEST with Kafka's generic text for it.
 
-Deliberate deviations: every broker config is read_only (wirekafka has no dynamic broker
-configs; Kafka marks its dynamically updatable ones read_only=false) and so is every logger.
+- The dynamic replication throttles (broker/dynamic_config.py) are listed once set: source
+  DYNAMIC_BROKER_CONFIG for this broker's own value, DYNAMIC_DEFAULT_BROKER_CONFIG for the
+  cluster default's, both as synonyms in that order, type LONG.
+
+Deliberate deviations: every static broker config is read_only (Kafka marks the ones it can
+change at runtime read_only=false; wirekafka can change only the throttles) and so is every
+logger.
 Not implemented: GROUP (32) and CLIENT_METRICS (16) configs (INVALID_REQUEST: wirekafka has
 neither KIP-848 groups nor client metrics); documentation (always null)."""
 
@@ -32,6 +37,7 @@ import logging
 
 from kafka.protocol.admin.configs import DescribeConfigsResponse
 
+from wirekafka.broker import dynamic_config
 from wirekafka.broker import topic_config as tc
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.metadata import MAX_TOPIC_NAME, Topic, topic_name_error
@@ -188,16 +194,35 @@ def _check_broker_id(ctx: RequestContext, name: str, allow_empty: bool) -> None:
         raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {expected} but received {name}")
 
 
+def _throttle_entries(ctx: RequestContext, per_broker: bool, with_synonyms: bool) -> list[_Entry]:
+    """The dynamic throttles that are set: this broker's own value first, then the cluster
+    default's. Kafka 4 marks them writable; Kafka 3.9 in ZooKeeper mode read-only."""
+    dynamic = ctx.state.metadata.broker_configs
+    read_only = ctx.state.config.zookeeper_mode
+    out = []
+    for key in dynamic_config.DYNAMIC_KEYS:
+        synonyms = []
+        if per_broker and key in dynamic.own:
+            synonyms.append(_Synonym(name=key, value=dynamic.own[key], source=tc.SOURCE_DYNAMIC_BROKER))
+        if key in dynamic.defaults:
+            synonyms.append(_Synonym(name=key, value=dynamic.defaults[key], source=tc.SOURCE_DYNAMIC_DEFAULT_BROKER))
+        if synonyms:
+            out.append(_entry(key, synonyms[0].value, synonyms, with_synonyms, tc.TYPE_LONG, read_only))
+    return out
+
+
 def _broker_entries(ctx: RequestContext, name: str, with_synonyms: bool) -> list[_Entry]:
     config = ctx.state.config
-    if name == "":  # the cluster-wide dynamic defaults: those a Kafka 4 cluster is formatted with
-        return [_entry(key, render(config[key]), broker_synonyms(config, key)[:1], with_synonyms,
-                       broker_config_type(key), read_only=True)
-                for key in sorted(tc.CLUSTER_DEFAULT_KEYS)]
+    if name == "":  # the cluster-wide dynamic defaults: those a Kafka 4 cluster is formatted with, and set ones
+        static = [_entry(key, render(config[key]), broker_synonyms(config, key)[:1], with_synonyms,
+                         broker_config_type(key), read_only=True)
+                  for key in tc.CLUSTER_DEFAULT_KEYS]
+        return sorted(static + _throttle_entries(ctx, False, with_synonyms), key=lambda e: e.name)
     _check_broker_id(ctx, name, allow_empty=True)
-    return [_entry(key, render(config[key]), broker_synonyms(config, key), with_synonyms, broker_config_type(key),
-                   read_only=True)
-            for key in sorted(BROKER_KEYS)]
+    static = [_entry(key, render(config[key]), broker_synonyms(config, key), with_synonyms, broker_config_type(key),
+                     read_only=True)
+              for key in BROKER_KEYS]
+    return sorted(static + _throttle_entries(ctx, True, with_synonyms), key=lambda e: e.name)
 
 
 def _log4j_level(logger: logging.Logger) -> str:

@@ -11,7 +11,8 @@
   for anything but DELETE: INVALID_REQUEST with Kafka's messages); an operation code outside
   0-3: INVALID_REQUEST "Unknown operations type <n>" (Kafka answers UNKNOWN_SERVER_ERROR for
   topics). Unknown topic: UNKNOWN_TOPIC_OR_PARTITION.
-- BROKER resources: refused like AlterConfigs ("Cannot update these configs dynamically").
+- BROKER resources: the replication throttles are set and deleted per operation (SET, DELETE;
+  APPEND/SUBTRACT are refused, they are not lists), any other key refused as in AlterConfigs.
 
 Not implemented (INVALID_REQUEST with a message): BROKER_LOGGER (8) level changes, CLIENT_METRICS
 (16) and GROUP (32) configs."""

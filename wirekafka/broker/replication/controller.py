@@ -70,6 +70,8 @@ class ClusterSnapshot:
     # the legacy admin znodes, None when absent: (target replicas by partition, znode version)
     legacy_reassignments: tuple[dict[tuple[str, int], tuple[int, ...]], int] | None = None
     legacy_elections: set[tuple[str, int]] | None = None
+    # /config/brokers/<entity> of the entities read (this broker's id, <default>), when present
+    broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,9 @@ broker follows on that leader in one Fetch (replica_id = this broker, read up to
 end). Each response's batches are checked (size, magic, CRC) and appended as they are, offsets
 and leader epochs unchanged; the follower's high watermark becomes the leader's, capped at its
 own log end. The next fetch offset — the follower's log end — is what tells the leader how far
-this replica is (that is how the ISR and the leader's high watermark move).
+this replica is (that is how the ISR and the leader's high watermark move). A replica behind the
+leader's high watermark of a partition under a follower replication throttle is left out of the
+fetch while the throttle's rate is exceeded (broker/replication_quota.py).
 
 Before a partition's first fetch from a new leader, the follower truncates a tail the leader
 does not have, as Kafka does since KIP-101/279: it asks the leader (OffsetForLeaderEpoch) where
@@ -28,6 +30,7 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderE
 from wirekafka.broker.metadata import BrokerInfo
 from wirekafka.broker.partition import Partition
 from wirekafka.broker.replication.peer_client import PeerClient, PeerUnavailable
+from wirekafka.broker.replication_quota import ReplicationQuotas
 from wirekafka.config import BrokerConfig
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode
@@ -48,14 +51,21 @@ _L = ListOffsetsRequest.ListOffsetsTopic
 class Followed:
     partition: Partition
     needs_truncation: bool = True
+    lag: int | None = None  # the leader's high watermark past our log end at the last fetch
+
+    @property
+    def in_sync(self) -> bool:
+        """Kafka's PartitionFetchState.isReplicaInSync: caught up to the leader's high watermark."""
+        return self.lag is not None and self.lag <= 0
 
 
 class LeaderFetcher:
     """Fetches every partition this broker follows on one leader."""
 
-    def __init__(self, leader: BrokerInfo, config: BrokerConfig) -> None:
+    def __init__(self, leader: BrokerInfo, config: BrokerConfig, quotas: ReplicationQuotas) -> None:
         self.leader = leader
         self.config = config
+        self.quotas = quotas
         self.node_id = config.node_id
         self.partitions: dict[tuple[str, int], Followed] = {}
         self.client = PeerClient(leader.host, leader.port, f"broker-{self.node_id}-fetcher-0",
@@ -141,7 +151,7 @@ class LeaderFetcher:
     # ---- fetching ----------------------------------------------------------------------------
     async def _fetch_once(self) -> None:
         followed = [f for f in self.partitions.values() if not f.needs_truncation and f.partition.online
-                    and not f.partition.is_leader]
+                    and not f.partition.is_leader and not self._held_back(f)]
         if not followed:
             await trio.sleep(0.05)
             return
@@ -177,6 +187,9 @@ class LeaderFetcher:
             data = pd.records or b""
             if data:
                 self._append(p, memoryview(data))
+                if self.quotas.follower_throttled(p.topic, p.index):
+                    self.quotas.follower.record(len(data))
+            f.lag = max(0, pd.high_watermark - p.log_end_offset)
             p.set_follower_high_watermark(pd.high_watermark)
             return
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
@@ -186,6 +199,12 @@ class LeaderFetcher:
         # on; the next reconcile re-adds the partition with the right leader and epoch.
         log.debug("%s-%d: fetch from %d answered %s", p.topic, p.index, self.leader.node_id, ErrorCode(code).name)
         await trio.sleep(0.05)
+
+    def _held_back(self, f: Followed) -> bool:
+        """Kafka's shouldFollowerThrottle: a replica not in sync, of a throttled partition, while
+        the follower quota is exceeded, is left out of the next fetch."""
+        p = f.partition
+        return not f.in_sync and self.quotas.follower_throttled(p.topic, p.index) and self.quotas.follower.exceeded()
 
     def _append(self, p: Partition, data: memoryview) -> None:
         for start, end in records.split_batches(data):
@@ -225,8 +244,9 @@ class LeaderFetcher:
 class ReplicaFetchers:
     """The fetchers of this broker, one per leader it follows."""
 
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, quotas: ReplicationQuotas) -> None:
         self.config = config
+        self.quotas = quotas
         self._fetchers: dict[int, LeaderFetcher] = {}
         self._nursery: trio.Nursery | None = None
 
@@ -245,7 +265,7 @@ class ReplicaFetchers:
             fetcher.cancel_scope.cancel()
             fetcher = None
         if fetcher is None:
-            fetcher = LeaderFetcher(leader, self.config)
+            fetcher = LeaderFetcher(leader, self.config, self.quotas)
             self._fetchers[leader.node_id] = fetcher
             assert self._nursery is not None
             self._nursery.start_soon(fetcher.run)

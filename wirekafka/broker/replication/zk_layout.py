@@ -56,6 +56,7 @@ FEATURE = "/feature"
 # The entity types whose configs live under /config/<type> (Kafka's ConfigType.ALL).
 CONFIG_ENTITY_TYPES = ("topics", "clients", "users", "brokers", "ips")
 TOPIC_CONFIG_TYPE = "topics"
+BROKER_CONFIG_TYPE = "brokers"
 
 # What every Kafka broker makes sure exists when it starts (ZkData.PersistentZkPaths), in Kafka's
 # order; each is created with its parents and no data.
@@ -91,6 +92,11 @@ def entity_config_path(entity_type: str, entity_name: str) -> str:
 
 def topic_config_path(topic: str) -> str:
     return entity_config_path(TOPIC_CONFIG_TYPE, topic)
+
+
+def broker_config_path(entity: str) -> str:
+    """/config/brokers/<id>, or /config/brokers/<default> for the cluster-wide default."""
+    return entity_config_path(BROKER_CONFIG_TYPE, entity)
 
 
 def delete_topic_path(topic: str) -> str:

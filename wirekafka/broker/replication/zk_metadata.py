@@ -39,6 +39,7 @@ import trio
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
 
 from wirekafka.broker import topic_config
+from wirekafka.broker.dynamic_config import DEFAULT_ENTITY, DynamicBrokerConfigs
 from wirekafka.broker.metadata import (BrokerInfo, OpenPartition, PartitionView, Topic, TopicIndex,
                                        check_new_topic, uuid_to_base64)
 from wirekafka.broker.partition import Partition
@@ -92,8 +93,14 @@ class ZkMetadata(TopicIndex):
         self._next_producer_id = 0
         self._producer_id_ceiling = 0
         self._shutting_down = False
+        self.broker_configs = DynamicBrokerConfigs(self.node_id)
         # set by the broker: start/stop following a leader (the replica fetchers)
         self.on_roles: Callable[[RoleChange], None] = lambda change: None
+
+    @property
+    def _config_entities(self) -> tuple[str, ...]:
+        """The /config/brokers entities whose dynamic configs apply here."""
+        return DEFAULT_ENTITY, str(self.node_id)
 
     # ---- start-up --------------------------------------------------------------------------------
     @staticmethod
@@ -170,7 +177,7 @@ class ZkMetadata(TopicIndex):
 
     # ---- reading the cluster -----------------------------------------------------------------
     async def _reconcile(self) -> None:
-        snapshot = await self.zk.call(_read_snapshot, self.zk.client, self.zk.watcher)
+        snapshot = await self.zk.call(_read_snapshot, self.zk.client, self.zk.watcher, self._config_entities)
         await self._apply(snapshot)
         self._snapshot = snapshot  # Metadata answers only what this broker has applied
         if snapshot.controller == -1:
@@ -181,7 +188,9 @@ class ZkMetadata(TopicIndex):
         self._reconciled = trio.Event()
 
     async def _apply(self, snapshot: ClusterSnapshot) -> None:
-        """Make the local topics and partition roles match the snapshot."""
+        """Make the local topics, dynamic broker configs and partition roles match the snapshot."""
+        for entity in self._config_entities:
+            self.broker_configs.replace(entity, snapshot.broker_configs.get(entity, {}))
         for name in [n for n in self._topics if n not in snapshot.topics]:
             await self._drop_topic(name)
         change = RoleChange()
@@ -674,11 +683,16 @@ class ZkMetadata(TopicIndex):
             await self._wait_for(lambda: topic if len(topic.partitions) >= total else None, 30)
 
     async def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:
-        await self.zk.call(_set_topic_config, self.zk.client, topic.name, configs)
+        await self.zk.call(_set_entity_config, self.zk.client, zl.TOPIC_CONFIG_TYPE, topic.name, configs)
         topic.configs = dict(configs)
         cfg = topic_config.log_config(topic.configs, self.config)
         for p in topic.local_partitions():
             p.set_log_config(cfg)
+
+    async def set_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
+        """/config/brokers/<entity> and its notification; every broker reloads it from its watch."""
+        await self.zk.call(_set_entity_config, self.zk.client, zl.BROKER_CONFIG_TYPE, entity, configs)
+        self.broker_configs.replace(entity, configs)
 
     async def allocate_producer_id(self) -> int:
         """Producer ids from blocks claimed in /latest_producer_id_block with a conditional write."""
@@ -723,10 +737,11 @@ def _decode_state(data: bytes) -> LeaderAndIsr:
     return LeaderAndIsr(s.leader, s.leader_epoch, tuple(s.isr), s.controller_epoch, int(s.leader_recovery_state))
 
 
-def _read_snapshot(client, watch: Callable | None) -> ClusterSnapshot:
-    """The whole cluster state, every read setting the watch. The reads of one level go out
-    together (kazoo's async calls) and are then collected: one round trip per level, not per
-    znode, so a controller reacts to a dead broker in milliseconds, not a read per partition."""
+def _read_snapshot(client, watch: Callable | None, config_entities: tuple[str, ...] = ()) -> ClusterSnapshot:
+    """The whole cluster state, every read setting the watch, with the dynamic configs of
+    config_entities (/config/brokers/<name>). The reads of one level go out together (kazoo's
+    async calls) and are then collected: one round trip per level, not per znode, so a
+    controller reacts to a dead broker in milliseconds, not a read per partition."""
     children = client.get_children(zl.BROKER_IDS, watch=watch)
     registrations = {int(c): client.get_async(zl.broker_path(int(c)), watch=watch) for c in children}
     controller_read = client.get_async(zl.CONTROLLER, watch=watch)
@@ -737,6 +752,7 @@ def _read_snapshot(client, watch: Callable | None) -> ClusterSnapshot:
     deleting = tuple(client.get_children(zl.DELETE_TOPICS, watch=watch))
     legacy_reads = {path: client.get_async(path, watch=watch)
                     for path in (zl.REASSIGN_PARTITIONS, zl.PREFERRED_REPLICA_ELECTION)}
+    broker_config_reads = {e: client.get_async(zl.broker_config_path(e), watch=watch) for e in config_entities}
 
     brokers: dict[int, BrokerInfo] = {}
     for broker_id, read in registrations.items():
@@ -774,7 +790,10 @@ def _read_snapshot(client, watch: Callable | None) -> ClusterSnapshot:
             continue
         topics[name].states[index] = (_decode_state(data[0]), data[1].version)
     legacy = {path: _value(read) for path, read in legacy_reads.items()}
-    for request in [client.exists_async(path, watch=watch) for path, data in legacy.items() if data is None]:
+    broker_configs = {e: _value(read) for e, read in broker_config_reads.items()}
+    absent = [path for path, data in legacy.items() if data is None]
+    absent += [zl.broker_config_path(e) for e, data in broker_configs.items() if data is None]
+    for request in [client.exists_async(path, watch=watch) for path in absent]:
         request.get()  # told when it is created
     reassign, elections = legacy[zl.REASSIGN_PARTITIONS], legacy[zl.PREFERRED_REPLICA_ELECTION]
     return ClusterSnapshot(
@@ -782,7 +801,17 @@ def _read_snapshot(client, watch: Callable | None) -> ClusterSnapshot:
         legacy_reassignments=(_decode_legacy(zl.decode_reassignment, reassign, {}), reassign[1].version)
         if reassign is not None else None,
         legacy_elections=_decode_legacy(zl.decode_preferred_replica_election, elections, set())
-        if elections is not None else None)
+        if elections is not None else None,
+        broker_configs={e: _broker_config(e, data[0]) for e, data in broker_configs.items() if data is not None})
+
+
+def _broker_config(entity: str, data: bytes) -> dict[str, str]:
+    """A /config/brokers znode's settings; one that cannot be read counts as none, logged."""
+    try:
+        return zl.decode_entity_config(data)
+    except zl.ZkDataError as exc:
+        log.warning("ignoring /config/brokers/%s: %s", entity, exc)
+        return {}
 
 
 _warned_invalid: set[int] = set()  # mzxids of the invalid legacy admin znodes already reported
@@ -998,13 +1027,15 @@ def _raise_first(results: list) -> None:
         raise error
 
 
-def _set_topic_config(client, name: str, configs: dict[str, str]) -> None:
+def _set_entity_config(client, entity_type: str, name: str, configs: dict[str, str]) -> None:
+    """Write an entity's config znode, then the change notification Kafka's brokers watch for."""
+    path = zl.entity_config_path(entity_type, name)
     data = zl.encode_entity_config(configs)
     try:
-        client.set(zl.topic_config_path(name), data)
+        client.set(path, data)
     except NoNodeError:
-        client.create(zl.topic_config_path(name), data, makepath=True)
-    client.create(zl.CONFIG_CHANGE_PREFIX, zl.encode_config_change(zl.TOPIC_CONFIG_TYPE, name), sequence=True,
+        client.create(path, data, makepath=True)
+    client.create(zl.CONFIG_CHANGE_PREFIX, zl.encode_config_change(entity_type, name), sequence=True,
                   makepath=True)
 
 

@@ -24,6 +24,7 @@ from kazoo.client import KazooClient
 from client_support import raw_call
 from testsupport.broker_process import BrokerProcess
 from testsupport.cluster import WirekafkaCluster
+from testsupport.follower_fetch import check_follower_fetch, rack_overrides
 from testsupport.legacy_admin import check_legacy_admin_znodes
 from testsupport.throttled_reassignment import check_throttled_reassignment
 from testsupport.znodes import check_kafka39_znodes
@@ -432,6 +433,14 @@ def test_throttled_reassignment_with_kafkas_tool(cluster: WirekafkaCluster, tmp_
     print(summary)
     source, copy = ([f.read_bytes() for f in cluster.segment_files(n, "throttled", 0)] for n in (1, 3))
     assert source and copy == source  # the throttled copy is whole
+
+
+def test_consumers_fetch_from_the_replica_in_their_rack(tmp_path: Path, zookeeper: str) -> None:
+    """KIP-392 with Kafka's RackAwareReplicaSelector: the leader points a consumer at the follower
+    in its rack, the follower serves it (the same check passes on Kafka 3.9.1,
+    compat-tests/test_zookeeper_launcher.py)."""
+    with WirekafkaCluster(tmp_path, zookeeper, broker_overrides={n: rack_overrides(n) for n in (1, 2, 3)}) as c:
+        print(check_follower_fetch(c.zk, c.bootstrap, {n: b.bootstrap for n, b in c.brokers.items()}))
 
 
 def test_legacy_admin_znodes(cluster: WirekafkaCluster) -> None:

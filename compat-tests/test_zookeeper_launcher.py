@@ -49,6 +49,7 @@ if shutil.which("java") is None:  # pragma: no cover
 from kazoo.client import KazooClient  # noqa: E402  (after the skip: kazoo is a main dependency)
 
 from testsupport.cluster import wait_for  # noqa: E402
+from testsupport.follower_fetch import check_follower_fetch, rack_overrides  # noqa: E402
 from testsupport.legacy_admin import check_legacy_admin_znodes  # noqa: E402
 from testsupport.throttled_reassignment import check_throttled_reassignment  # noqa: E402
 from testsupport.znodes import check_kafka39_znodes  # noqa: E402
@@ -290,6 +291,28 @@ def test_kafka39_three_brokers_on_one_zookeeper(tmp_path):
         print(f"stop_all took {time.monotonic() - t0:.1f}s: {codes}")
         zk.stop()
     assert codes == [143, 143, 143]
+
+
+def test_kafka39_consumers_fetch_from_the_replica_in_their_rack(tmp_path):
+    """KIP-392 on Kafka 3.9.1 in racks with its RackAwareReplicaSelector: the check wirekafka's
+    cluster passes too (compat-tests/test_cluster.py)."""
+    chroot = f"/kafka39-{tmp_path.name}"
+    zk = zookeeper.ZooKeeperServer(tmp_path / "zk").start()
+    brokers: list = []
+    client = None
+    try:
+        brokers = realkafka.start_zk_cluster(zk.connect_string + chroot, (1, 2, 3), workdir=tmp_path, heap="256m",
+                                             broker_overrides={n: rack_overrides(n) for n in (1, 2, 3)})
+        client = _kazoo(zk.connect_string + chroot)
+        summary = check_follower_fetch(client, ",".join(b.bootstrap for b in brokers),
+                                       {b.broker_id: b.bootstrap for b in brokers})
+        print(f"Kafka {brokers[0].version}: {summary}")
+    finally:
+        if client is not None:
+            client.stop()
+            client.close()
+        realkafka.stop_all(brokers)
+        zk.stop()
 
 
 def test_kafka39_refuses_zookeeper_set_acl_without_authentication(tmp_path):

@@ -39,7 +39,9 @@ def zookeeper_module():
 
 
 class WirekafkaCluster:
-    def __init__(self, workdir: Path, zk_connect: str, size: int = 3, overrides: dict[str, str] | None = None) -> None:
+    def __init__(self, workdir: Path, zk_connect: str, size: int = 3, overrides: dict[str, str] | None = None,
+                 broker_overrides: dict[int, dict[str, str]] | None = None) -> None:
+        """`overrides` apply to every broker, `broker_overrides[n]` to broker n alone (its rack)."""
         self.workdir = Path(workdir)
         self.chroot = "/wk-" + self.workdir.name
         self.zk_connect = zk_connect
@@ -58,7 +60,8 @@ class WirekafkaCluster:
         self.brokers: dict[int, BrokerProcess] = {}
         for node in range(1, size + 1):
             data = self.workdir / f"broker-{node}"
-            self.brokers[node] = BrokerProcess(data / "logs", {**base, "broker.id": str(node)},
+            own = (broker_overrides or {}).get(node, {})
+            self.brokers[node] = BrokerProcess(data / "logs", {**base, **own, "broker.id": str(node)},
                                                log_path=self.workdir / f"broker-{node}.log")
         self.zk = KazooClient(hosts=zk_connect + self.chroot)
 

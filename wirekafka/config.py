@@ -135,6 +135,8 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     "zookeeper.set.acl": (_bool, False),
     "broker.rack": (_str, None),
     "replica.lag.time.max.ms": (_int, 30000),
+    # KIP-392: the class that picks a consumer's read replica; Kafka's rack-aware one, or none
+    "replica.selector.class": (_str, None),
     "replica.fetch.max.bytes": (_int, 1048576),
     "replica.fetch.response.max.bytes": (_int, 10485760),
     "replica.fetch.wait.max.ms": (_int, 500),
@@ -303,12 +305,17 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
                           f"Value must be at least {MIN_SEGMENT_BYTES}")
     if cfg.zookeeper_mode:
         _check_zookeeper_broker_id(cfg)
+    selector = cfg["replica.selector.class"]
+    if selector not in (None, "", RACK_AWARE_SELECTOR):
+        raise ConfigError(f"replica.selector.class {selector} is not available: wirekafka has Kafka's "
+                          f"{RACK_AWARE_SELECTOR} only")
     for key in AT_LEAST_ONE:  # Kafka's atLeast(1) validator, and its start-up message
         if cfg.int(key) < 1:
             raise ConfigError(f"Invalid value {cfg[key]} for configuration {key}: Value must be at least 1")
     return cfg
 
 
+RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 # Keys Kafka's ConfigDef bounds with atLeast(1).
 AT_LEAST_ONE = ("group.max.size", "replication.quota.window.num", "replication.quota.window.size.seconds")
 

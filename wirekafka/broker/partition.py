@@ -229,10 +229,11 @@ class Partition:
         self.replica_set.set_isr(isr)
         self._maybe_advance_high_watermark()
 
-    def record_follower_fetch(self, replica_id: int, fetch_offset: int) -> bool:
+    def record_follower_fetch(self, replica_id: int, fetch_offset: int, log_start_offset: int = -1) -> bool:
         """A follower's fetch from fetch_offset: its progress, and the high watermark it allows.
         False when replica_id does not follow this partition here."""
-        if not self.replica_set.record_fetch(replica_id, fetch_offset, self._log.log_end_offset, self._now_ms()):
+        if not self.replica_set.record_fetch(replica_id, fetch_offset, self._log.log_end_offset, self._now_ms(),
+                                             log_start_offset):
             return False
         self._maybe_advance_high_watermark()
         return True

@@ -30,7 +30,9 @@ from wirekafka.broker.batch_validation import (
 )
 from wirekafka.broker.metadata import ClusterMetadata, Topic
 from wirekafka.broker.partition import AppendOrigin, AppendResult, Isolation, Partition, ReadResult
+from wirekafka.broker.replica_selector import NO_PREFERENCE, preferred_read_replica
 from wirekafka.broker.replication_quota import ReplicationQuotas
+from wirekafka.config import RACK_AWARE_SELECTOR
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
@@ -67,6 +69,7 @@ class FetchTarget:
     max_bytes: int
     current_leader_epoch: int = -1
     unknown: ErrorCode = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    log_start_offset: int = -1  # a follower's own log start, as its fetch reports it
 
 
 @dataclass(slots=True)
@@ -76,12 +79,16 @@ class FetchParams:
     max_wait_ms: int
     isolation: Isolation = Isolation.READ_UNCOMMITTED
     replica_id: int = -1  # a follower broker's id: it reads up to the log end and reports its progress
+    # a consumer's rack (Fetch v11+, "" when it has none): such a fetch may be served by a follower,
+    # and the leader may point it at one (KIP-392); None before v11: leaders only
+    client_rack: str | None = None
 
 
 @dataclass(slots=True)
 class FetchOutcome:
     error: ErrorCode
     read: ReadResult | None = None
+    preferred_read_replica: int = NO_PREFERENCE
 
 
 # (producer id, producer epoch, topic, partition) -> NONE if that partition is in the producer's
@@ -91,10 +98,12 @@ TransactionVerifier = Callable[[int, int, str, int], ErrorCode]
 
 
 class ReplicaManager:
-    def __init__(self, metadata: ClusterMetadata, now_ms: Callable[[], int], quotas: ReplicationQuotas) -> None:
+    def __init__(self, metadata: ClusterMetadata, now_ms: Callable[[], int], quotas: ReplicationQuotas,
+                 replica_selector: str | None = None) -> None:
         self.metadata = metadata
         self.now_ms = now_ms
         self.quotas = quotas
+        self.rack_aware_reads = replica_selector == RACK_AWARE_SELECTOR  # the only one there is (config.py checks)
         self.verify_transaction: TransactionVerifier = lambda _pid, _epoch, _topic, _partition: ErrorCode.INVALID_TXN_STATE
         # topic id -> (the config overrides it was computed from, policy): configs are replaced as a
         # whole when altered, so an identity check keeps this current without per-batch look-ups.
@@ -238,8 +247,8 @@ class ReplicaManager:
         The caller owns the regions of the returned reads and must close them."""
         deadline = trio.current_time() + max(params.max_wait_ms, 0) / 1000
         while True:
-            outcomes, total, errored = await self._read_all(params, targets)
-            if total >= params.min_bytes or errored or not targets or trio.current_time() >= deadline:
+            outcomes, total, answer_now = await self._read_all(params, targets)
+            if total >= params.min_bytes or answer_now or not targets or trio.current_time() >= deadline:
                 if params.replica_id >= 0:
                     self._count_throttled(targets, outcomes)
                 return outcomes
@@ -247,25 +256,35 @@ class ReplicaManager:
             await _wait_for_data([t.partition for t in targets if t.partition is not None], deadline)
 
     async def _read_all(self, params: FetchParams, targets: list[FetchTarget]) -> tuple[list[FetchOutcome], int, bool]:
+        """Every target's read, the bytes read, and whether to answer at once without waiting
+        for min_bytes (an error, or a consumer sent to another replica, as Kafka does)."""
         remaining = params.max_bytes
         total = 0
-        errored = False
+        answer_now = False
         outcomes = []
         for t in targets:
             p = t.partition
             if p is None or not p.online:
                 outcomes.append(FetchOutcome(t.unknown))
-                errored = True
+                answer_now = True
                 continue
             try:
                 p.check_leader_epoch(t.current_leader_epoch)
-                if not p.is_leader:
+                if not p.is_leader and (params.replica_id >= 0 or params.client_rack is None):
                     raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                if params.client_rack and self.rack_aware_reads and p.is_leader:
+                    preferred = preferred_read_replica(p, self.metadata.brokers(), params.client_rack,
+                                                       t.fetch_offset, self.now_ms())
+                    if preferred != NO_PREFERENCE:  # no read: the consumer goes to that replica
+                        outcomes.append(FetchOutcome(ErrorCode.NONE, ReadResult(
+                            None, p.high_watermark, p.last_stable_offset, p.log_start_offset), preferred))
+                        answer_now = True
+                        continue
                 isolation = params.isolation
                 budget = min(t.max_bytes, remaining)
                 min_one = total == 0
                 if params.replica_id >= 0:
-                    p.record_follower_fetch(params.replica_id, t.fetch_offset)
+                    p.record_follower_fetch(params.replica_id, t.fetch_offset, t.log_start_offset)
                     isolation = Isolation.LOG_END
                     if self._holds_back(p, params.replica_id):
                         budget, min_one = 0, False  # throttled: no records, the watermarks only
@@ -277,12 +296,12 @@ class ReplicaManager:
                         result.aborted = p.aborted_transactions(t.fetch_offset, result.region)
             except KafkaApiError as exc:
                 outcomes.append(FetchOutcome(exc.code))
-                errored = True
+                answer_now = True
                 continue
             total += result.size
             remaining -= result.size
             outcomes.append(FetchOutcome(ErrorCode.NONE, result))
-        return outcomes, total, errored
+        return outcomes, total, answer_now
 
 
     def _holds_back(self, p: Partition, replica_id: int) -> bool:

@@ -24,6 +24,7 @@ class FollowerProgress:
     last_caught_up_ms: int = 0  # last time a fetch of it reached the leader's log end
     last_fetch_leader_end: int = -1  # the leader's log end at its previous fetch (Kafka's lastFetchLeaderLogEndOffset)
     last_fetch_ms: int = 0
+    log_start_offset: int = -1  # as its last fetch reported it (-1: unknown)
 
 
 @dataclass
@@ -70,7 +71,8 @@ class ReplicaSet:
             for r in [r for r in self.followers if r not in replicas]:
                 del self.followers[r]
 
-    def record_fetch(self, replica_id: int, fetch_offset: int, leader_end: int, now_ms: int) -> bool:
+    def record_fetch(self, replica_id: int, fetch_offset: int, leader_end: int, now_ms: int,
+                     log_start_offset: int = -1) -> bool:
         """A follower fetched from fetch_offset: it has everything below it. Kafka's rule for
         "caught up": it reached the leader's log end now, or the log end the leader had at its
         previous fetch. False when replica_id is not a follower of this partition."""
@@ -82,6 +84,7 @@ class ReplicaSet:
         elif fetch_offset >= progress.last_fetch_leader_end >= 0:
             progress.last_caught_up_ms = max(progress.last_caught_up_ms, progress.last_fetch_ms)
         progress.log_end_offset = fetch_offset
+        progress.log_start_offset = log_start_offset
         progress.last_fetch_leader_end = leader_end
         progress.last_fetch_ms = now_ms
         return True

@@ -22,7 +22,12 @@
   clients answer with full fetches; a request naming a session id gets FETCH_SESSION_ID_NOT_FOUND.
 - read_committed reads stop at the last stable offset and list the aborted transactions in
   what they return (from the segments' transaction indexes).
-- Not implemented: incremental fetch sessions, preferred read replicas."""
+- Fetching from followers (KIP-392): a consumer's fetch v11+ (it carries the client's rack) is
+  served by a follower too, up to the follower's high watermark; with replica.selector.class set
+  to Kafka's RackAwareReplicaSelector the leader answers a consumer in another replica's rack
+  with preferred_read_replica and no records (broker/replica_selector.py). Follower fetches and
+  consumers before v11 are served by the leader only (NOT_LEADER_OR_FOLLOWER elsewhere).
+- Not implemented: incremental fetch sessions."""
 
 from __future__ import annotations
 
@@ -47,7 +52,8 @@ def _targets(ctx: RequestContext, request: object) -> list[FetchTarget]:
             known = topic is not None and 0 <= fp.partition < len(topic.partitions)
             part = topic.partitions[fp.partition] if known else None  # type: ignore[union-attr]
             targets.append(FetchTarget(part, fp.fetch_offset, fp.partition_max_bytes, fp.current_leader_epoch,
-                                       ErrorCode.NOT_LEADER_OR_FOLLOWER if known else unknown))
+                                       ErrorCode.NOT_LEADER_OR_FOLLOWER if known else unknown,
+                                       getattr(fp, "log_start_offset", -1)))
     return targets
 
 
@@ -70,7 +76,7 @@ async def handle(ctx: RequestContext, request: object) -> FetchResponse | Region
     read_committed = getattr(request, "isolation_level", 0) == 1
     params = FetchParams(request.max_bytes, request.min_bytes, request.max_wait_ms,  # type: ignore[attr-defined]
                          Isolation.READ_COMMITTED if read_committed else Isolation.READ_UNCOMMITTED,
-                         _replica_id(request))
+                         _replica_id(request), getattr(request, "rack_id", None) if v >= 11 else None)
     targets = _targets(ctx, request)
     outcomes = iter(zip(targets, await ctx.state.replicas.fetch(params, targets)))
     response = RegionResponse(FetchResponse(version=v, throttle_time_ms=0, error_code=ErrorCode.NONE,
@@ -93,6 +99,6 @@ async def handle(ctx: RequestContext, request: object) -> FetchResponse | Region
                                    aborted_transactions=None if r.aborted is None else [
                                        _Aborted(producer_id=a.producer_id, first_offset=a.first_offset)
                                        for a in r.aborted],
-                                   preferred_read_replica=-1, records=data))
+                                   preferred_read_replica=o.preferred_read_replica, records=data))
         response.body.responses.append(_TopicResp(topic=ft.topic, topic_id=ft.topic_id, partitions=parts))
     return response

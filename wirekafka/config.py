@@ -6,10 +6,10 @@ inherits its default from, because DescribeConfigs reports both the value and it
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
-from urllib.parse import urlsplit
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,11 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     "process.roles": (_list, ("broker", "controller")),
     "listeners": (_list, ("PLAINTEXT://127.0.0.1:9092",)),  # Kafka binds all interfaces
     "advertised.listeners": (_list, ()),
+    # listener name -> security protocol; wirekafka serves PLAINTEXT only (see _check_listeners)
+    "listener.security.protocol.map": (_list, ("SASL_SSL:SASL_SSL", "PLAINTEXT:PLAINTEXT", "SSL:SSL",
+                                               "SASL_PLAINTEXT:SASL_PLAINTEXT")),
+    "inter.broker.listener.name": (_str, None),
+    "security.inter.broker.protocol": (_str, "PLAINTEXT"),
     "log.dirs": (_list, ()),
     "log.dir": (_str, "/tmp/kafka-logs"),
     "num.partitions": (_int, 1),
@@ -133,6 +138,7 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     "zookeeper.connection.timeout.ms": (_int, None),
     "zookeeper.max.in.flight.requests": (_int, 10),
     "zookeeper.set.acl": (_bool, False),
+    "zookeeper.ssl.client.enable": (_bool, False),
     "broker.rack": (_str, None),
     "replica.lag.time.max.ms": (_int, 30000),
     # KIP-392: the class that picks a consumer's read replica; Kafka's rack-aware one, or none
@@ -182,11 +188,16 @@ class Listener:
     port: int
 
 
+# Kafka's listener pattern (its EndPoint uriParseExp): NAME://host:port, host optional or [IPv6].
+_LISTENER = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*?)\]?:(-?[0-9]+)$")
+
+
 def parse_listener(spec: str) -> Listener:
-    parts = urlsplit(spec)
-    if not parts.scheme or parts.port is None:
+    match = _LISTENER.match(spec.strip())
+    if not match or not match.group(1):
         raise ConfigError(f"bad listener {spec!r}: expected NAME://host:port")
-    return Listener(parts.scheme.upper(), parts.hostname or "", parts.port)
+    name, host, port = match.groups()
+    return Listener(name.upper(), host, int(port))
 
 
 @dataclass(frozen=True)
@@ -226,6 +237,12 @@ class BrokerConfig:
     @property
     def listener(self) -> Listener:
         return parse_listener(self.values["listeners"][0])  # type: ignore[index]
+
+    @property
+    def listener_security_protocol(self) -> str:
+        """The listener's protocol from listener.security.protocol.map (PLAINTEXT: nothing else
+        starts)."""
+        return _security_protocols(self)[self.listener.name]
 
     @property
     def advertised_listener(self) -> Listener:
@@ -294,7 +311,7 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
         if key in INERT_KEYS and values[key] != spec[1]:
             log.warning("%s=%s has no effect in wirekafka: %s", key, raw, INERT_KEYS[key])
     cfg = BrokerConfig(values, frozenset(props) & frozenset(BROKER_KEYS))
-    cfg.listener  # validate now, not on first use
+    _check_listeners(cfg)
     if cfg.int("message.max.bytes") <= 0:
         raise ConfigError("message.max.bytes must be > 0")
     # Kafka 4 (KIP-1030) refuses segments under 1 MiB, and its broker exits with this message.
@@ -305,6 +322,9 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
                           f"Value must be at least {MIN_SEGMENT_BYTES}")
     if cfg.zookeeper_mode:
         _check_zookeeper_broker_id(cfg)
+        if cfg.bool("zookeeper.ssl.client.enable"):
+            raise ConfigError("zookeeper.ssl.client.enable is true, but wirekafka's ZooKeeper client has no TLS: "
+                              "it would connect in plaintext, so it does not start")
     selector = cfg["replica.selector.class"]
     if selector not in (None, "", RACK_AWARE_SELECTOR):
         raise ConfigError(f"replica.selector.class {selector} is not available: wirekafka has Kafka's "
@@ -318,6 +338,54 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
 RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 # Keys Kafka's ConfigDef bounds with atLeast(1).
 AT_LEAST_ONE = ("group.max.size", "replication.quota.window.num", "replication.quota.window.size.seconds")
+
+
+def _security_protocols(cfg: BrokerConfig) -> dict[str, str]:
+    """listener.security.protocol.map as listener name -> protocol."""
+    out = {}
+    for item in cfg["listener.security.protocol.map"]:  # type: ignore[attr-defined]
+        name, sep, protocol = item.partition(":")
+        if not sep or not name.strip() or not protocol.strip():
+            raise ConfigError(f"Invalid value {','.join(cfg['listener.security.protocol.map'])} for configuration "  # type: ignore[arg-type]
+                              f"listener.security.protocol.map: Map entry '{item}' is improperly formatted")
+        out[name.strip().upper()] = protocol.strip().upper()
+    return out
+
+
+def _check_listeners(cfg: BrokerConfig) -> None:
+    """Kafka's listener rules, for the one PLAINTEXT listener wirekafka serves: every listener's
+    name must map to a security protocol, advertised names must be listeners, the inter-broker
+    listener must be one of them. A listener that Kafka would serve with TLS or SASL, or a
+    second listener, stops start-up: serving it as plain TCP, or not at all, would betray what
+    the setting asks for."""
+    listeners = [parse_listener(spec) for spec in cfg["listeners"]]  # type: ignore[attr-defined]
+    advertised = [parse_listener(spec) for spec in cfg["advertised.listeners"]]  # type: ignore[attr-defined]
+    if not listeners:
+        raise ConfigError("listeners must name one listener")
+    protocols = _security_protocols(cfg)
+    for lst in listeners:
+        protocol = protocols.get(lst.name)
+        if protocol is None:
+            raise ConfigError(f"No security protocol defined for listener {lst.name}")
+        if protocol != "PLAINTEXT":
+            raise ConfigError(f"listener {lst.name} uses {protocol}: wirekafka serves PLAINTEXT listeners only "
+                              "(no TLS, no SASL)")
+    names = [lst.name for lst in listeners]
+    if len(listeners) > 1:
+        raise ConfigError(f"wirekafka serves one listener, and listeners names {len(listeners)}: {', '.join(names)}")
+    stray = [a.name for a in advertised if a.name not in names]
+    if stray:
+        raise ConfigError(f"advertised.listeners listener names must be equal to or a subset of the ones defined in "
+                          f"listeners. Found {','.join(stray)}. The valid options based on the current configuration "
+                          f"are {','.join(names)}")
+    inter = cfg["inter.broker.listener.name"]
+    if inter and "security.inter.broker.protocol" in cfg.overridden:
+        raise ConfigError("Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.")
+    inter_name = str(inter).upper() if inter else next(
+        (n for n in names if protocols[n] == str(cfg["security.inter.broker.protocol"]).upper()), None)
+    if inter_name not in names:
+        raise ConfigError("inter.broker.listener.name must be a listener name defined in advertised.listeners. "
+                          f"The valid options based on currently configured listeners are {','.join(names)}")
 
 
 def _check_zookeeper_broker_id(cfg: BrokerConfig) -> None:

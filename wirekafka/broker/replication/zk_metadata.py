@@ -155,7 +155,7 @@ class ZkMetadata(TopicIndex):
         adv = self.config.advertised_listener
         data = zl.BrokerRegistration(
             broker_id=self.node_id,
-            endpoints=(zl.Endpoint(adv.name, adv.host, adv.port, adv.name),),
+            endpoints=(zl.Endpoint(adv.name, adv.host, adv.port, self.config.listener_security_protocol),),
             rack=self.config["broker.rack"] or None,  # type: ignore[arg-type]
             timestamp_ms=int(time.time() * 1000),
         ).encode()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import re
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
@@ -101,6 +102,13 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     "message.max.bytes": (_int, 1048588),
     "min.insync.replicas": (_int, 1),
     "socket.request.max.bytes": (_int, 104857600),
+    "socket.listen.backlog.size": (_int, 50),
+    "connections.max.idle.ms": (_int, 600000),
+    "max.connections": (_int, INT_MAX),
+    "max.connections.per.ip": (_int, INT_MAX),
+    "max.connections.per.ip.overrides": (_str, ""),
+    "replica.socket.receive.buffer.bytes": (_int, 65536),
+    "fetch.max.bytes": (_int, 57671680),
     "socket.send.buffer.bytes": (_int, 102400),
     "socket.receive.buffer.bytes": (_int, 102400),
     "num.network.threads": (_int, 3),
@@ -165,9 +173,6 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
 # Keys accepted with Kafka's names and defaults whose setting does not change what wirekafka
 # does, so a value other than the default is reported at start-up rather than dropped silently.
 INERT_KEYS: dict[str, str] = {
-    "socket.send.buffer.bytes": "Linux autotunes the socket buffers (Kafka's 100 KB send buffer "
-                                "slowed large fetch answers several times over)",
-    "socket.receive.buffer.bytes": "Linux autotunes the socket buffers",
     "num.network.threads": "one event loop serves every connection",
     "num.io.threads": "requests are handled on the event loop, file work in trio's worker threads",
     "num.replica.fetchers": "one fetcher per leader broker",
@@ -329,15 +334,41 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
     if selector not in (None, "", RACK_AWARE_SELECTOR):
         raise ConfigError(f"replica.selector.class {selector} is not available: wirekafka has Kafka's "
                           f"{RACK_AWARE_SELECTOR} only")
-    for key in AT_LEAST_ONE:  # Kafka's atLeast(1) validator, and its start-up message
-        if cfg.int(key) < 1:
-            raise ConfigError(f"Invalid value {cfg[key]} for configuration {key}: Value must be at least 1")
+    for key, least in AT_LEAST.items():  # Kafka's atLeast(n) validators, and their start-up message
+        if cfg.int(key) < least:
+            raise ConfigError(f"Invalid value {cfg[key]} for configuration {key}: Value must be at least {least}")
+    parse_ip_overrides(str(cfg["max.connections.per.ip.overrides"]))  # refused now, not at the first connection
+    if cfg.int("max.connections.per.ip") == 0 and not cfg["max.connections.per.ip.overrides"]:
+        raise ConfigError("requirement failed: max.connections.per.ip can be set to zero only if "
+                          "max.connections.per.ip.overrides property is set.")
     return cfg
 
 
 RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
-# Keys Kafka's ConfigDef bounds with atLeast(1).
-AT_LEAST_ONE = ("group.max.size", "replication.quota.window.num", "replication.quota.window.size.seconds")
+# Keys Kafka's ConfigDef bounds with atLeast(n).
+AT_LEAST = {"group.max.size": 1, "replication.quota.window.num": 1, "replication.quota.window.size.seconds": 1,
+            "socket.listen.backlog.size": 1, "fetch.max.bytes": 1024, "max.connections": 0,
+            "max.connections.per.ip": 0}
+
+
+def parse_ip_overrides(value: str) -> dict[str, int]:
+    """max.connections.per.ip.overrides: "hostOrIp:count,..." -> address -> count, host names
+    resolved once at start-up as Kafka does."""
+    out: dict[str, int] = {}
+    for item in (i.strip() for i in value.split(",")):
+        if not item:
+            continue
+        host, sep, count = item.rpartition(":")
+        try:
+            limit = int(count)
+            address = socket.gethostbyname(host) if sep and host else None
+        except (ValueError, OSError):
+            address = None
+        if address is None:
+            raise ConfigError(f"Invalid value {value} for configuration max.connections.per.ip.overrides: "
+                              f"entry '{item}' is not host:count")
+        out[address] = limit
+    return out
 
 
 def _security_protocols(cfg: BrokerConfig) -> dict[str, str]:

@@ -41,15 +41,18 @@ class Shutdown:
         for scope in self._idle:
             scope.cancel()
 
-    async def receive(self, stream: trio.SocketStream) -> bytes:
-        """Read from stream; b"" on EOF or when shutdown began while waiting."""
+    async def receive(self, stream: trio.SocketStream, idle_s: float) -> bytes | None:
+        """Read from stream; b"" on EOF or when shutdown began while waiting, None when nothing
+        came for idle_s (connections.max.idle.ms)."""
         if self.started:
             return b""
         scope = trio.CancelScope()
         self._idle.add(scope)
         try:
             with scope:
-                return await stream.receive_some(RECEIVE_SIZE)
+                with trio.move_on_after(idle_s):
+                    return await stream.receive_some(RECEIVE_SIZE)
+                return None
             return b""
         finally:
             self._idle.discard(scope)
@@ -58,18 +61,26 @@ class Shutdown:
 async def serve_connection(stream: trio.SocketStream, state: BrokerState, shutdown: Shutdown) -> None:
     peer = _peer_name(stream)
     reader = FrameReader(state.config.int("socket.request.max.bytes"))
+    # Kafka closes a connection with no traffic for connections.max.idle.ms; here that is the
+    # time since the last response went out or the last bytes came in.
+    idle_s = state.config.int("connections.max.idle.ms") / 1000
     try:
         while True:
             payload = reader.next_frame()
             if payload is None:
                 target = reader.large_frame_target()
                 if target is not None:  # the rest of a large request goes straight into its buffer
-                    received = await stream.socket.recv_into(target)
+                    received = 0
+                    with trio.move_on_after(idle_s):
+                        received = await stream.socket.recv_into(target)
                     if not received:
                         return
                     reader.large_frame_received(received)
                     continue
-                data = await shutdown.receive(stream)
+                data = await shutdown.receive(stream, idle_s)
+                if data is None:
+                    log.debug("closing connection from %s: idle for %.0f ms", peer, idle_s * 1000)
+                    return
                 if not data:
                     return
                 reader.feed(data)

@@ -6,9 +6,10 @@ marker."""
 
 from __future__ import annotations
 
+import errno
 import logging
 import signal
-import socket
+from typing import Awaitable, Callable
 
 import trio
 
@@ -19,6 +20,7 @@ from wirekafka.config import BrokerConfig
 from wirekafka.protocol import codec
 from wirekafka.server.background import flush_task, producer_expiration_task, retention_task
 from wirekafka.server.connection import Shutdown, serve_connection
+from wirekafka.server.connection_quotas import ConnectionQuotas
 
 log = logging.getLogger(__name__)
 
@@ -48,20 +50,19 @@ async def run_broker(config: BrokerConfig) -> None:
                 await background.start(state.run_cluster)
             else:
                 background.start_soon(state.load_coordinators)
-            listeners = await trio.open_tcp_listeners(listener.port, host=listener.host or None)
+            listeners = await trio.open_tcp_listeners(listener.port, host=listener.host or None,
+                                                       backlog=config.int("socket.listen.backlog.size"))
+            quotas = ConnectionQuotas(config)
             async with trio.open_nursery() as connections:
-
-                async def on_connection(stream: trio.SocketStream) -> None:
-                    stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                    await serve_connection(stream, state, shutdown)
-
                 accepting = trio.CancelScope()
 
-                async def accept_loop() -> None:
+                async def accept_loop(server: trio.SocketListener) -> None:
                     with accepting:
-                        await trio.serve_listeners(on_connection, listeners, handler_nursery=connections)
+                        await _accept(server, quotas, connections,
+                                      lambda stream: serve_connection(stream, state, shutdown))
 
-                connections.start_soon(accept_loop)
+                for server in listeners:
+                    connections.start_soon(accept_loop, server)
                 log.info("wirekafka node %d listening on %s:%d (cluster id %s, log dir %s)", state.node_id,
                          listener.host, listener.port, state.cluster_id, state.log_dir)
                 with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -79,3 +80,50 @@ async def run_broker(config: BrokerConfig) -> None:
             await trio.to_thread.run_sync(state.shutdown)
             await state.leave_cluster()
         log.info("shut down cleanly")
+
+
+# accept() errors that mean "out of resources for now": wait and try again (as trio's serve_listeners).
+_ACCEPT_RETRY = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
+
+
+async def _accept(server: trio.SocketListener, quotas: ConnectionQuotas, nursery: trio.Nursery,
+                  serve: Callable[[trio.SocketStream], Awaitable[None]]) -> None:
+    """Accept connections within the connection quotas, each served in its own task."""
+    while True:
+        await quotas.wait_for_slot()
+        try:
+            stream = await server.accept()
+        except OSError as exc:
+            quotas.release(None)
+            if exc.errno not in _ACCEPT_RETRY:
+                raise
+            log.error("accept failed (%s); retrying in 0.1 s", exc)
+            await trio.sleep(0.1)
+            continue
+        except BaseException:
+            quotas.release(None)
+            raise
+        address = _address(stream)
+        if not quotas.admit(address):
+            log.info("closing connection from %s: too many connections from that address (max %d)", address,
+                     quotas.overrides.get(address, quotas.per_ip))
+            quotas.release(None)
+            await stream.aclose()
+            continue
+        nursery.start_soon(_serve_counted, stream, address, quotas, serve)
+
+
+async def _serve_counted(stream: trio.SocketStream, address: str, quotas: ConnectionQuotas,
+                         serve: Callable[[trio.SocketStream], Awaitable[None]]) -> None:
+    try:
+        quotas.configure(stream.socket)
+        await serve(stream)
+    finally:
+        quotas.release(address)
+
+
+def _address(stream: trio.SocketStream) -> str:
+    try:
+        return str(stream.socket.getpeername()[0])
+    except OSError:
+        return "?"

@@ -5,7 +5,8 @@
 - Whole batches only, starting with the batch that holds the fetch offset (it may begin before
   it; clients skip the earlier records), never past the high watermark (read_uncommitted) or
   the last stable offset (read_committed, equal to it without transactions).
-- Limits: partition_max_bytes per partition and max_bytes (v3+) for the response, except that
+- Limits: partition_max_bytes per partition and max_bytes (v3+, capped at the broker's
+  fetch.max.bytes, and min_bytes at that, as Kafka caps them) for the response, except that
   the first partition with data always returns at least one whole batch (KIP-74). Kafka's answer
   may also end with the first bytes of the next batch, which clients discard; wirekafka does not
   send them (conformance/deviations.toml).
@@ -74,7 +75,8 @@ async def handle(ctx: RequestContext, request: object) -> FetchResponse | Region
         return FetchResponse(version=v, throttle_time_ms=0, error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
                              session_id=0, responses=[], node_endpoints=[])
     read_committed = getattr(request, "isolation_level", 0) == 1
-    params = FetchParams(request.max_bytes, request.min_bytes, request.max_wait_ms,  # type: ignore[attr-defined]
+    max_bytes = min(request.max_bytes, ctx.state.config.int("fetch.max.bytes"))  # type: ignore[attr-defined]
+    params = FetchParams(max_bytes, min(request.min_bytes, max_bytes), request.max_wait_ms,  # type: ignore[attr-defined]
                          Isolation.READ_COMMITTED if read_committed else Isolation.READ_UNCOMMITTED,
                          _replica_id(request), getattr(request, "rack_id", None) if v >= 11 else None)
     targets = _targets(ctx, request)

@@ -71,7 +71,9 @@ class LeaderFetcher:
         self.client = PeerClient(leader.host, leader.port, f"broker-{self.node_id}-fetcher-0",
                                  connect_timeout_s=config.int("replica.socket.timeout.ms") / 1000,
                                  request_timeout_s=config.int("replica.socket.timeout.ms") / 1000
-                                 + config.int("replica.fetch.wait.max.ms") / 1000)
+                                 + config.int("replica.fetch.wait.max.ms") / 1000,
+                                 receive_buffer=config.int("replica.socket.receive.buffer.bytes")
+                                 if "replica.socket.receive.buffer.bytes" in config.overridden else -1)
         self._wake = trio.Event()
         self.cancel_scope = trio.CancelScope()
 

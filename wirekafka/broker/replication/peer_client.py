@@ -59,13 +59,16 @@ def _response_header_decoder(flexible: bool):
 
 class PeerClient:
     def __init__(self, host: str, port: int, client_id: str, connect_timeout_s: float,
-                 request_timeout_s: float, *, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> None:
+                 request_timeout_s: float, *, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+                 receive_buffer: int = -1) -> None:
+        """receive_buffer: SO_RCVBUF in bytes, -1 for the OS's (autotuned)."""
         self.host = host
         self.port = port
         self.client_id = client_id
         self.connect_timeout_s = connect_timeout_s
         self.request_timeout_s = request_timeout_s
         self.max_response_bytes = max_response_bytes
+        self.receive_buffer = receive_buffer
         self._stream: trio.SocketStream | None = None
         self._lock = trio.Lock()
         self._correlation_id = 0
@@ -136,6 +139,8 @@ class PeerClient:
             with trio.move_on_after(self.connect_timeout_s):
                 stream = await trio.open_tcp_stream(self.host, self.port)
                 stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+                if self.receive_buffer >= 0:
+                    stream.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer)
                 self._stream = stream
                 return stream
         except OSError as exc:

@@ -1,0 +1,117 @@
+"""Broker limits at the wire level: connections.max.idle.ms closes a quiet connection,
+max.connections.per.ip closes a connection from an address already at its limit right after it
+is accepted (Kafka's acceptor), while one below the limit is served, and fetch.max.bytes caps a
+fetch's max_bytes.
+
+The session brokers run realkafka.DEFAULT_BROKER_CONFIG, shared by every scenario; these limits
+would disturb the others, so this module overrides `target` with a pair of its own, started once
+for the module."""
+
+from __future__ import annotations
+
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest
+
+from conformance.scenarios import batch, batch_bases, fetch, produce
+from conformance.wire import Connection, create_topic, poll, unique
+from testsupport.broker_process import BrokerProcess
+from testsupport.java_tools import realkafka
+
+IDLE_MS, PER_IP, FETCH_MAX = 2000, 3, 1024
+LIMITS = {"connections.max.idle.ms": str(IDLE_MS), "max.connections.per.ip": str(PER_IP),
+          "fetch.max.bytes": str(FETCH_MAX)}
+
+
+@dataclass(frozen=True)
+class Broker:
+    name: str
+    bootstrap: str
+
+
+@pytest.fixture(scope="module")
+def limited_wirekafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    data: Path = tmp_path_factory.mktemp("conformance-limits") / "data"
+    proc = BrokerProcess(data, {**realkafka().DEFAULT_BROKER_CONFIG, **LIMITS}).start()
+    yield Broker("wirekafka", proc.bootstrap)
+    proc.stop()
+
+
+@pytest.fixture(scope="module")
+def limited_kafka() -> Iterator[Broker]:
+    kafka = realkafka().RealKafka(overrides=LIMITS).start()
+    yield Broker("kafka", kafka.bootstrap)
+    kafka.stop()
+
+
+@pytest.fixture
+def target(request: pytest.FixtureRequest) -> Broker:
+    """This module's broker for the item's target (conftest parametrizes `target` indirectly)."""
+    return request.getfixturevalue("limited_wirekafka" if request.param == "wirekafka" else "limited_kafka")
+
+
+def _versions(conn: Connection) -> int:
+    return conn.call(ApiVersionsRequest(client_software_name="conformance", client_software_version="1"), 3).error_code
+
+
+def _closed_by_broker(conn: Connection, within: float) -> float | None:
+    """Seconds until the broker closed the connection (EOF or reset), None if it stayed open."""
+    start = time.monotonic()
+    conn.sock.settimeout(within)
+    try:
+        data = conn.sock.recv(1)
+    except socket.timeout:
+        return None
+    except ConnectionResetError:
+        data = b""
+    assert data == b"", data
+    return time.monotonic() - start
+
+
+def test_an_idle_connection_is_closed(target):
+    with Connection(target.bootstrap) as conn:
+        assert _versions(conn) == 0
+        time.sleep(IDLE_MS / 4000)
+        assert _versions(conn) == 0  # traffic keeps it open
+        closed_after = _closed_by_broker(conn, within=IDLE_MS / 1000 * 5)
+        assert closed_after is not None, "still open long after connections.max.idle.ms"
+        assert closed_after >= IDLE_MS / 1000 * 0.9, closed_after
+
+
+def test_connections_beyond_the_per_ip_limit_are_closed(target):
+    held = [Connection(target.bootstrap) for _ in range(PER_IP)]
+    try:
+        assert [_versions(c) for c in held] == [0] * PER_IP
+        with Connection(target.bootstrap) as extra:  # accepted by TCP, then closed by the broker
+            assert _closed_by_broker(extra, within=5) is not None
+        held.pop().close()
+
+        def fresh() -> int:
+            with Connection(target.bootstrap) as again:
+                try:
+                    return _versions(again)
+                except ConnectionError:
+                    return -1
+
+        # the broker counts the closed one out as soon as it sees the close
+        assert poll(fresh, lambda code: code == 0, timeout=10) == 0
+    finally:
+        for c in held:
+            c.close()
+
+
+def test_fetch_max_bytes_caps_what_a_fetch_asks_for(target):
+    topic = unique()
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, topic)
+        for i in range(3):  # three batches of ~700 bytes: two do not fit in 1024
+            assert produce(conn, topic, batch([bytes([65 + i]) * 600])).error_code == 0
+        capped = fetch(conn, topic, 0, max_bytes=1 << 20, partition_max_bytes=1 << 20)
+        assert (capped.error_code, batch_bases(capped.records)) == (0, [0])
+        second = fetch(conn, topic, 1, max_bytes=1 << 20, partition_max_bytes=1 << 20)
+        assert batch_bases(second.records) == [1]

@@ -100,6 +100,21 @@ def test_api_versions_every_version(broker) -> None:
     trio.run(main)
 
 
+def test_an_idle_connection_is_replaced_before_the_next_request(broker) -> None:
+    """A connection unused for longer than the client's idle time is not trusted (the broker may
+    have closed it as idle): the next request goes out on a fresh one."""
+    async def main():
+        async with PeerClient("127.0.0.1", broker.port, "peer-test", 5.0, 10.0, idle_s=0.2) as c:
+            request = ApiVersionsRequest(version=3, client_software_name="p", client_software_version="0")
+            assert (await c.send(request)).error_code == 0
+            first = c._stream
+            assert (await c.send(request)).error_code == 0 and c._stream is first  # in use: kept
+            await trio.sleep(0.3)
+            assert (await c.send(request)).error_code == 0 and c._stream is not first
+
+    trio.run(main)
+
+
 def test_metadata_every_version(broker, topic_name) -> None:
     _create_topic(broker, topic_name)
 

@@ -57,11 +57,18 @@ def _response_header_decoder(flexible: bool):
                                                        data_class=ResponseHeader)
 
 
+# Kafka clients' connections.max.idle.ms default (9 min): under the brokers' 10 min, so a client
+# lets go of an idle connection before the broker closes it.
+CLIENT_IDLE_S = 540.0
+
+
 class PeerClient:
     def __init__(self, host: str, port: int, client_id: str, connect_timeout_s: float,
                  request_timeout_s: float, *, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-                 receive_buffer: int = -1) -> None:
-        """receive_buffer: SO_RCVBUF in bytes, -1 for the OS's (autotuned)."""
+                 receive_buffer: int = -1, idle_s: float = CLIENT_IDLE_S) -> None:
+        """receive_buffer: SO_RCVBUF in bytes, -1 for the OS's (autotuned). A connection unused
+        for idle_s is replaced before the next request rather than risk one the peer closed
+        as idle (connections.max.idle.ms)."""
         self.host = host
         self.port = port
         self.client_id = client_id
@@ -69,6 +76,8 @@ class PeerClient:
         self.request_timeout_s = request_timeout_s
         self.max_response_bytes = max_response_bytes
         self.receive_buffer = receive_buffer
+        self.idle_s = idle_s
+        self._last_used = 0.0
         self._stream: trio.SocketStream | None = None
         self._lock = trio.Lock()
         self._correlation_id = 0
@@ -133,6 +142,10 @@ class PeerClient:
                 raise
 
     async def _connect(self) -> trio.SocketStream:
+        now = trio.current_time()
+        if self._stream is not None and now - self._last_used > self.idle_s:
+            self._drop()
+        self._last_used = now
         if self._stream is not None:
             return self._stream
         try:

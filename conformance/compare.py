@@ -85,9 +85,12 @@ DELETE_HORIZON_BATCH: dict[str, str] = {
                       "tombstones, plus delete.retention.ms",
     "crc": "covers the delete horizon",
 }
+# A compressed batch may hold bytes the broker compressed itself: the cleaner's rebuilt batches,
+# and every batch of a topic whose compression.type is not the producer's codec.
 RECOMPRESSED_BATCH: dict[str, str] = {
-    "batch_length": "the cleaner compressed the records it kept anew, with its broker's libraries and levels "
-                    "(Kafka: the JVM's zlib, lz4-java, zstd-jni, snappy-java); the records are compared decoded",
+    "batch_length": "the broker compressed the records anew (the cleaner, or a topic's compression.type), with "
+                    "its own libraries (Kafka: the JVM's zlib, lz4-java, zstd-jni, snappy-java); the records "
+                    "are compared decoded",
     "crc": "covers the compressed bytes",
 }
 DELETE_HORIZON_MASK = 0x40
@@ -219,8 +222,7 @@ def _stamped(batch: Any) -> Any:
         stamped, stamped_records = APPEND_TIME_BATCH, APPEND_TIME_RECORD
     if attributes & DELETE_HORIZON_MASK:
         stamped = {**stamped, **DELETE_HORIZON_BATCH}
-    rebuilt = attributes & DELETE_HORIZON_MASK or batch.get("records_count") != batch.get("last_offset_delta", -2) + 1
-    if attributes & records.COMPRESSION_MASK and rebuilt:  # a producer's batch has every offset of its range
+    if attributes & records.COMPRESSION_MASK:
         stamped = {**stamped, **RECOMPRESSED_BATCH}
     if not stamped:
         return batch

@@ -9,7 +9,6 @@ an unknown group (v9+) and topic ids (v10), and OffsetFetch from one group (v1-7
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Any
 

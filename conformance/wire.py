@@ -11,7 +11,7 @@ import time
 from typing import Any, Callable, TypeVar
 
 from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
-from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
+from kafka.protocol.metadata.metadata import MetadataRequest
 
 from conformance import transcript
 from wirekafka.protocol import api_versions

@@ -87,9 +87,16 @@ class AppendPolicy:
     timestamp_after_ms: int
     compacted: bool
     min_insync_replicas: int
+    # compression.type: the codec batches are stored with (None: "producer", as sent) and the
+    # level of compression.<codec>.level for it (None: no level for that codec)
+    codec: int | None = None
+    compression_level: int | None = None
 
     @classmethod
     def from_values(cls, value) -> "AppendPolicy":  # value(name) -> the topic's effective config
+        compression = value("compression.type")
+        codec = _TOPIC_CODECS.get(compression)
+        level_key = f"compression.{compression}.level"
         return cls(
             max_message_bytes=int(value("max.message.bytes")),
             log_append_time=value("message.timestamp.type") == "LogAppendTime",
@@ -97,7 +104,13 @@ class AppendPolicy:
             timestamp_after_ms=int(value("message.timestamp.after.max.ms")),
             compacted="compact" in value("cleanup.policy"),
             min_insync_replicas=int(value("min.insync.replicas")),
+            codec=codec,
+            compression_level=int(value(level_key)) if compression in ("gzip", "lz4", "zstd") else None,
         )
+
+
+# compression.type -> Kafka's codec id ("producer" keeps the producer's: absent here)
+_TOPIC_CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
 ZSTD = 4
@@ -252,7 +265,7 @@ def _record_errors(batch: bytes | memoryview, header: records.BatchHeader, polic
                                           f"{_java_long(now_ms + policy.timestamp_after_ms)}]"))
                     timestamp_error = True
             elif claimed:
-                shown = _record_string(section, header, record, ts)
+                shown = _record_string(section, header, record, ts, policy)
                 errors.append((index, f"Invalid timestamp type in message {shown}. "
                                       "Producer should not set timestamp type to LogAppendTime."))
                 timestamp_error = True
@@ -263,14 +276,15 @@ def _record_errors(batch: bytes | memoryview, header: records.BatchHeader, polic
     return errors, timestamp_error
 
 
-def _record_string(section: bytes, header: records.BatchHeader, record: batch_filter.RawRecord, ts: int) -> str:
-    """A record as Kafka's validator prints it: a compressed batch is read with key and value
-    skipped (PartialDefaultRecord: sizes, -1 for null), an uncompressed one whole (DefaultRecord:
-    0 bytes for null). Kafka skips them only when it keeps the producer's codec, as wirekafka
-    always does (a topic's compression.type is not applied)."""
+def _record_string(section: bytes, header: records.BatchHeader, record: batch_filter.RawRecord, ts: int,
+                   policy: AppendPolicy) -> str:
+    """A record as Kafka's validator prints it: a compressed batch kept in the producer's codec is
+    read with key and value skipped (PartialDefaultRecord: sizes, -1 for null); an uncompressed
+    one, or one the topic's compression.type has recompressed, whole (DefaultRecord: 0 bytes for
+    null)."""
     key_size, value_size = batch_filter.key_value_sizes(section, record)
     offset = _java_long(header.base_offset + record[batch_filter.OFFSET_DELTA])
-    if header.compression:
+    if header.compression and policy.codec in (None, header.compression):
         return f"PartialDefaultRecord(offset={offset}, timestamp={ts}, key={key_size} bytes, value={value_size} bytes)"
     return (f"DefaultRecord(offset={offset}, timestamp={ts}, key={max(key_size, 0)} bytes, "
             f"value={max(value_size, 0)} bytes)")

@@ -34,6 +34,7 @@ from wirekafka.broker.replica_selector import NO_PREFERENCE, preferred_read_repl
 from wirekafka.broker.replication_quota import ReplicationQuotas
 from wirekafka.config import RACK_AWARE_SELECTOR
 from wirekafka.protocol import records
+from wirekafka.storage import batch_filter
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 log = logging.getLogger(__name__)
@@ -139,6 +140,10 @@ class ReplicaManager:
                     if code != ErrorCode.NONE:
                         raise RefusedBeforeLog(code)
                 batch = entry.records if len(entry.records) == header.size else memoryview(entry.records)[:header.size]
+                if policy.codec is not None and policy.codec != header.compression:
+                    # the topic's compression.type is not the producer's: stored recompressed, as Kafka does
+                    batch = batch_filter.recompress(batch, header, policy.codec, policy.compression_level)
+                    header = records.parse_header(batch)
                 if not partition.is_leader:  # Kafka checks leadership before the ISR size
                     raise RefusedBeforeLog(ErrorCode.NOT_LEADER_OR_FOLLOWER)
                 if acks == -1 and partition.in_sync_replica_count < policy.min_insync_replicas:

@@ -3,7 +3,7 @@
 DescribeConfigs reports every topic config with its value and source (a per-topic override,
 a cluster-wide dynamic default, a static broker setting, or Kafka's default), so each entry names
 its broker synonym. The set is Kafka 4.3.1's; those wirekafka accepts but does not act on
-(compression levels: batches are stored as sent; tiered storage; replication throttles; and the
+(tiered storage; replication throttles; and the
 flush/preallocate settings it documents) are validated and reported all the same, because
 clients and tools list, copy and set them."""
 

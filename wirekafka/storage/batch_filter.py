@@ -24,6 +24,7 @@ from typing import Iterator
 
 import crc32c
 import kafka.codec as codecs
+import zstandard
 
 from wirekafka.protocol import records
 from wirekafka.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
@@ -63,8 +64,19 @@ def _decompress(codec: int, data: bytes) -> bytes:
     return data if codec == CODEC_NONE else _codec(codec)[1](data)
 
 
-def _compress(codec: int, data: bytes) -> bytes:
-    return data if codec == CODEC_NONE else _codec(codec)[0](data)
+def _compress(codec: int, data: bytes, level: int | None = None) -> bytes:
+    """data compressed with codec; level as Kafka's compression.<codec>.level (None: the
+    library's default, -1 for gzip: zlib's default, 6)."""
+    if codec == CODEC_NONE:
+        return data
+    if level is not None:
+        if codec == CODEC_GZIP:
+            return codecs.gzip_encode(data, compresslevel=6 if level == -1 else level)
+        if codec == CODEC_LZ4:
+            return codecs.lz4_encode(data, compression_level=level)
+        if codec == CODEC_ZSTD:
+            return zstandard.ZstdCompressor(level=level).compress(data)
+    return _codec(codec)[0](data)
 
 
 def records_section(batch: bytes | memoryview, header: BatchHeader) -> bytes:
@@ -180,6 +192,22 @@ def rebuild(header: BatchHeader, section: bytes, retained: list[RawRecord], hori
     if horizon_ms is not None:
         attributes |= DELETE_HORIZON_MASK
     return _assemble(header, attributes, base_timestamp, max_timestamp, len(retained), body)
+
+
+def recompress(batch: bytes | memoryview, header: BatchHeader, codec: int, level: int | None) -> bytes:
+    """The batch with its records compressed with codec (none: uncompressed) instead of the
+    producer's, as Kafka's LogValidator writes it when a topic's compression.type differs: the
+    same offsets, producer id/epoch/sequence, flags and records (record timestamps kept, deltas
+    from a base timestamp that is the first record's), the max timestamp the largest record's
+    (or the log append time)."""
+    section = records_section(batch, header)
+    kept = list(iter_records(section))
+    timestamps = [record_timestamp(header, r) for r in kept]
+    base_timestamp = timestamps[0] if kept else header.base_timestamp
+    body = b"".join(encoded(section, r, ts - base_timestamp) for r, ts in zip(kept, timestamps))
+    max_timestamp = header.max_timestamp if header.is_log_append_time or not kept else max(timestamps)
+    attributes = (header.attributes & ~records.COMPRESSION_MASK) | codec
+    return _assemble(header, attributes, base_timestamp, max_timestamp, len(kept), _compress(codec, body, level))
 
 
 def empty_batch(header: BatchHeader) -> bytes:

@@ -162,3 +162,28 @@ def test_legacy_alter_configs_cannot_drop_the_cluster_min_insync_replicas(target
         assert _legacy(conn, "", {}) == (INVALID_CONFIG, message)
         time.sleep(0.5)
         assert _described(conn, "") == {}
+
+
+# Broker keys wirekafka accepts with Kafka's defaults though nothing in it acts on them
+# (config.py INERT_KEYS): described with Kafka 4.3.1's values, types and sources all the same.
+INERT_DESCRIBED = ["background.threads", "num.recovery.threads.per.data.dir", "queued.max.requests",
+                   "queued.max.request.bytes", "fetch.purgatory.purge.interval.requests",
+                   "producer.purgatory.purge.interval.requests", "delete.records.purgatory.purge.interval.requests",
+                   "metrics.num.samples", "metrics.sample.window.ms", "metrics.recording.level",
+                   "kafka.metrics.polling.interval.secs", "connection.failed.authentication.delay.ms",
+                   "transaction.state.log.load.buffer.size", "num.io.threads", "num.network.threads",
+                   "connections.max.idle.ms", "max.connections", "max.connections.per.ip",
+                   "max.connections.per.ip.overrides", "socket.listen.backlog.size", "fetch.max.bytes",
+                   "replication.quota.window.num", "replication.quota.window.size.seconds",
+                   "transaction.partition.verification.enable", "replica.socket.receive.buffer.bytes"]
+
+
+def test_accepted_broker_keys_are_described_as_kafka_describes_them(target):
+    with Connection(target.bootstrap) as conn:
+        node = _node(conn)
+        req = DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+            resource_type=BROKER, resource_name=node, configuration_keys=INERT_DESCRIBED)],
+            include_synonyms=True, include_documentation=False)
+        result = conn.call(req, 4).results[0]
+        assert result.error_code == 0
+        assert sorted(c.name for c in result.configs) == sorted(INERT_DESCRIBED)

@@ -1,7 +1,8 @@
 """Broker limits at the wire level: connections.max.idle.ms closes a quiet connection,
 max.connections.per.ip closes a connection from an address already at its limit right after it
-is accepted (Kafka's acceptor), while one below the limit is served, and fetch.max.bytes caps a
-fetch's max_bytes.
+is accepted (Kafka's acceptor), while one below the limit is served, fetch.max.bytes caps a
+fetch's max_bytes, and transaction.partition.verification.enable=false lets a transactional batch
+in without checking that its partition is in the transaction.
 
 The session brokers run realkafka.DEFAULT_BROKER_CONFIG, shared by every scenario; these limits
 would disturb the others, so this module overrides `target` with a pair of its own, started once
@@ -19,13 +20,14 @@ import pytest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 
 from conformance.scenarios import batch, batch_bases, fetch, produce
+from conformance.test_transactions import _open_transaction, _txn_batch
 from conformance.wire import Connection, create_topic, poll, unique
 from testsupport.broker_process import BrokerProcess
 from testsupport.java_tools import realkafka
 
 IDLE_MS, PER_IP, FETCH_MAX = 2000, 3, 1024
 LIMITS = {"connections.max.idle.ms": str(IDLE_MS), "max.connections.per.ip": str(PER_IP),
-          "fetch.max.bytes": str(FETCH_MAX)}
+          "fetch.max.bytes": str(FETCH_MAX), "transaction.partition.verification.enable": "false"}
 
 
 @dataclass(frozen=True)
@@ -115,3 +117,12 @@ def test_fetch_max_bytes_caps_what_a_fetch_asks_for(target):
         assert (capped.error_code, batch_bases(capped.records)) == (0, [0])
         second = fetch(conn, topic, 1, max_bytes=1 << 20, partition_max_bytes=1 << 20)
         assert batch_bases(second.records) == [1]
+
+
+def test_unverified_transactional_produce_is_appended(target):
+    topic, tid = unique(), unique("tx")
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, topic, partitions=2)
+        pid, epoch = _open_transaction(conn, topic, tid)
+        res = produce(conn, topic, _txn_batch(pid, epoch, 0, [b"x"]), partition=1, transactional_id=tid)
+        assert (res.error_code, res.base_offset) == (0, 0)  # partition 1 was never added: not checked

@@ -100,10 +100,13 @@ TransactionVerifier = Callable[[int, int, str, int], ErrorCode]
 
 class ReplicaManager:
     def __init__(self, metadata: ClusterMetadata, now_ms: Callable[[], int], quotas: ReplicationQuotas,
-                 replica_selector: str | None = None) -> None:
+                 replica_selector: str | None = None, verify_transactions: bool = True) -> None:
         self.metadata = metadata
         self.now_ms = now_ms
         self.quotas = quotas
+        # transaction.partition.verification.enable: a transactional batch must belong to the
+        # producer's ongoing transaction (KIP-890); off, it is appended unchecked as before KIP-890
+        self.verify_transactions = verify_transactions
         self.rack_aware_reads = replica_selector == RACK_AWARE_SELECTOR  # the only one there is (config.py checks)
         self.verify_transaction: TransactionVerifier = lambda _pid, _epoch, _topic, _partition: ErrorCode.INVALID_TXN_STATE
         # topic id -> (the config overrides it was computed from, policy): configs are replaced as a
@@ -132,7 +135,7 @@ class ReplicaManager:
                     raise RefusedBeforeLog(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                         f"Cannot append to internal topic {topic.name}")
                 header = validate_client_batch(entry.records, policy, now, topic.name, entry.index)
-                if header.is_transactional:
+                if header.is_transactional and self.verify_transactions:
                     code = self.verify_transaction(header.producer_id, header.producer_epoch, topic.name, entry.index)
                     if code == ErrorCode.INVALID_TXN_STATE:
                         raise TransactionNotVerified(code, f"{topic.name}-{entry.index} is not part of the "

@@ -80,7 +80,8 @@ class BrokerState:
         if config.zookeeper_mode:
             self.fetchers = ReplicaFetchers(config, self.quotas)
         self.replicas = ReplicaManager(self.metadata, self.now_ms, self.quotas,
-                                       config["replica.selector.class"])  # type: ignore[arg-type]
+                                       config["replica.selector.class"],  # type: ignore[arg-type]
+                                       config.bool("transaction.partition.verification.enable"))
         runtime = CoordinatorRuntime(self.metadata, self.replicas, config, self.now_ms)
         self.groups = GroupCoordinator(runtime)
         self.transactions = TransactionCoordinator(runtime, self._write_marker, self.metadata.allocate_producer_id)

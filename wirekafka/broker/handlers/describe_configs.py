@@ -72,9 +72,10 @@ _LONG_KEYS = frozenset({
     "log.flush.interval.messages", "log.flush.interval.ms", "log.flush.scheduler.interval.ms",
     "log.segment.delete.delay.ms", "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
     "log.cleaner.max.compaction.lag.ms", "log.cleaner.backoff.ms", "log.message.timestamp.before.max.ms",
-    "log.message.timestamp.after.max.ms", "offsets.retention.check.interval.ms",
+    "log.message.timestamp.after.max.ms", "offsets.retention.check.interval.ms", "queued.max.request.bytes",
+    "metrics.sample.window.ms", "connections.max.idle.ms",
 })
-_SHORT_KEYS = frozenset({"offsets.topic.replication.factor"})
+_SHORT_KEYS = frozenset({"offsets.topic.replication.factor", "offsets.commit.required.acks"})
 _LIST_KEYS = frozenset({"log.dir"})
 # Kafka's INVALID_REQUEST text when the exception carries no message of its own.
 _INVALID_REQUEST_TEXT = ("This most likely occurs because of a request being malformed by the client library or the "

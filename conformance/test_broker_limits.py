@@ -12,49 +12,20 @@ from __future__ import annotations
 
 import socket
 import time
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Iterator
 
-import pytest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 
+from conformance.own_brokers import own_broker_pair
 from conformance.scenarios import batch, batch_bases, fetch, produce
-from conformance.test_transactions import _open_transaction, _txn_batch
+from conformance.test_transactions import produce_outside_the_transaction
 from conformance.wire import Connection, create_topic, poll, unique
-from testsupport.broker_process import BrokerProcess
-from testsupport.java_tools import realkafka
 
 IDLE_MS, PER_IP, FETCH_MAX = 2000, 3, 1024
 LIMITS = {"connections.max.idle.ms": str(IDLE_MS), "max.connections.per.ip": str(PER_IP),
           "fetch.max.bytes": str(FETCH_MAX), "transaction.partition.verification.enable": "false"}
 
 
-@dataclass(frozen=True)
-class Broker:
-    name: str
-    bootstrap: str
-
-
-@pytest.fixture(scope="module")
-def limited_wirekafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    data: Path = tmp_path_factory.mktemp("conformance-limits") / "data"
-    proc = BrokerProcess(data, {**realkafka().DEFAULT_BROKER_CONFIG, **LIMITS}).start()
-    yield Broker("wirekafka", proc.bootstrap)
-    proc.stop()
-
-
-@pytest.fixture(scope="module")
-def limited_kafka() -> Iterator[Broker]:
-    kafka = realkafka().RealKafka(overrides=LIMITS).start()
-    yield Broker("kafka", kafka.bootstrap)
-    kafka.stop()
-
-
-@pytest.fixture
-def target(request: pytest.FixtureRequest) -> Broker:
-    """This module's broker for the item's target (conftest parametrizes `target` indirectly)."""
-    return request.getfixturevalue("limited_wirekafka" if request.param == "wirekafka" else "limited_kafka")
+own_wirekafka, own_kafka, target = own_broker_pair(LIMITS)
 
 
 def _versions(conn: Connection) -> int:
@@ -120,9 +91,6 @@ def test_fetch_max_bytes_caps_what_a_fetch_asks_for(target):
 
 
 def test_unverified_transactional_produce_is_appended(target):
-    topic, tid = unique(), unique("tx")
     with Connection(target.bootstrap) as conn:
-        create_topic(conn, topic, partitions=2)
-        pid, epoch = _open_transaction(conn, topic, tid)
-        res = produce(conn, topic, _txn_batch(pid, epoch, 0, [b"x"]), partition=1, transactional_id=tid)
-        assert (res.error_code, res.base_offset) == (0, 0)  # partition 1 was never added: not checked
+        res = produce_outside_the_transaction(conn)
+        assert (res.error_code, res.base_offset) == (0, 0)  # its partition was never added: not checked

@@ -7,17 +7,13 @@ started once for the module with group.max.size=2 (a real Kafka start costs a fe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-import pytest
 from kafka.protocol.admin.groups import DescribeGroupsRequest
 from kafka.protocol.consumer.group import JoinGroupRequest, SyncGroupRequest
 
+from conformance.own_brokers import own_broker_pair
 from conformance.wire import Connection, ensure_group_coordinator, poll, retry_transient, unique
-from testsupport.broker_process import BrokerProcess
-from testsupport.java_tools import realkafka
 
 MAX_SIZE = {"group.max.size": "2"}
 # Rebalances that must wait for their deadline (a refusal does not complete them) wait this long.
@@ -26,31 +22,7 @@ PROTOCOLS = [JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"
 GROUP_MAX_SIZE_REACHED, MEMBER_ID_REQUIRED = 81, 79
 
 
-@dataclass(frozen=True)
-class Broker:
-    name: str
-    bootstrap: str
-
-
-@pytest.fixture(scope="module")
-def max_size_wirekafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    data: Path = tmp_path_factory.mktemp("conformance-max-size") / "data"
-    proc = BrokerProcess(data, {**realkafka().DEFAULT_BROKER_CONFIG, **MAX_SIZE}).start()
-    yield Broker("wirekafka", proc.bootstrap)
-    proc.stop()
-
-
-@pytest.fixture(scope="module")
-def max_size_kafka() -> Iterator[Broker]:
-    kafka = realkafka().RealKafka(overrides=MAX_SIZE).start()
-    yield Broker("kafka", kafka.bootstrap)
-    kafka.stop()
-
-
-@pytest.fixture
-def target(request: pytest.FixtureRequest) -> Broker:
-    """This module's broker for the item's target (conftest parametrizes `target` indirectly)."""
-    return request.getfixturevalue("max_size_wirekafka" if request.param == "wirekafka" else "max_size_kafka")
+own_wirekafka, own_kafka, target = own_broker_pair(MAX_SIZE)
 
 
 def _request(group: str, member_id: str, instance_id: str | None = None) -> JoinGroupRequest:

@@ -5,6 +5,8 @@ transaction does to Produce, Fetch and ListOffsets (last stable offset, markers,
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from kafka.protocol.admin.transactions import (
     DescribeProducersRequest,
@@ -159,13 +161,18 @@ def test_end_txn_without_a_transaction(target):
         assert _end(conn, tid, init.producer_id + 1000, init.producer_epoch, True) == 49  # INVALID_PRODUCER_ID_MAPPING
 
 
-def test_transactional_produce_to_a_partition_outside_the_transaction(target):
+def produce_outside_the_transaction(conn: Connection) -> Any:
+    """A transaction open on partition 0 of a new 2-partition topic, and its producer's batch
+    for partition 1, which was never added to it: the produce answer."""
     topic, tid = unique(), unique("tx")
+    create_topic(conn, topic, partitions=2)
+    pid, epoch = _open_transaction(conn, topic, tid)
+    return produce(conn, topic, _txn_batch(pid, epoch, 0, [b"x"]), partition=1, transactional_id=tid)
+
+
+def test_transactional_produce_to_a_partition_outside_the_transaction(target):
     with Connection(target.bootstrap) as conn:
-        create_topic(conn, topic, partitions=2)
-        pid, epoch = _open_transaction(conn, topic, tid)
-        res = produce(conn, topic, _txn_batch(pid, epoch, 0, [b"x"]), partition=1, transactional_id=tid)
-        assert res.error_code == 48  # INVALID_TXN_STATE: partition 1 was never added
+        assert produce_outside_the_transaction(conn).error_code == 48  # INVALID_TXN_STATE: never added
 
 
 def test_new_producer_aborts_the_open_transaction(target):

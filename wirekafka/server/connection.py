@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import Callable
 
 import trio
 
@@ -46,19 +47,19 @@ class Shutdown:
         came for idle_s (connections.max.idle.ms)."""
         if self.started:
             return b""
-        scope = trio.CancelScope()
+        scope = trio.CancelScope(deadline=trio.current_time() + idle_s)
         self._idle.add(scope)
         try:
             with scope:
-                with trio.move_on_after(idle_s):
-                    return await stream.receive_some(RECEIVE_SIZE)
-                return None
-            return b""
+                return await stream.receive_some(RECEIVE_SIZE)
+            return b"" if self.started else None  # cancelled by shutdown, else the idle deadline passed
         finally:
             self._idle.discard(scope)
 
 
-async def serve_connection(stream: trio.SocketStream, state: BrokerState, shutdown: Shutdown) -> None:
+async def serve_connection(stream: trio.SocketStream, state: BrokerState, shutdown: Shutdown,
+                           on_close: Callable[[], None] = lambda: None) -> None:
+    """Serve the connection until it closes; on_close runs after (the connection quota's release)."""
     peer = _peer_name(stream)
     reader = FrameReader(state.config.int("socket.request.max.bytes"))
     # Kafka closes a connection with no traffic for connections.max.idle.ms; here that is the
@@ -102,6 +103,7 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, shutdo
         # A bug must cost one connection, never the broker.
         log.exception("closing connection from %s after an unexpected error", peer)
     finally:
+        on_close()
         with trio.CancelScope(shield=True):
             await stream.aclose()
 

@@ -7,9 +7,9 @@ marker."""
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import signal
-from typing import Awaitable, Callable
 
 import trio
 
@@ -58,8 +58,7 @@ async def run_broker(config: BrokerConfig) -> None:
 
                 async def accept_loop(server: trio.SocketListener) -> None:
                     with accepting:
-                        await _accept(server, quotas, connections,
-                                      lambda stream: serve_connection(stream, state, shutdown))
+                        await _accept(server, quotas, connections, state, shutdown)
 
                 for server in listeners:
                     connections.start_soon(accept_loop, server)
@@ -87,7 +86,7 @@ _ACCEPT_RETRY = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
 
 
 async def _accept(server: trio.SocketListener, quotas: ConnectionQuotas, nursery: trio.Nursery,
-                  serve: Callable[[trio.SocketStream], Awaitable[None]]) -> None:
+                  state: BrokerState, shutdown: Shutdown) -> None:
     """Accept connections within the connection quotas, each served in its own task."""
     while True:
         await quotas.wait_for_slot()
@@ -110,16 +109,13 @@ async def _accept(server: trio.SocketListener, quotas: ConnectionQuotas, nursery
             quotas.release(None)
             await stream.aclose()
             continue
-        nursery.start_soon(_serve_counted, stream, address, quotas, serve)
-
-
-async def _serve_counted(stream: trio.SocketStream, address: str, quotas: ConnectionQuotas,
-                         serve: Callable[[trio.SocketStream], Awaitable[None]]) -> None:
-    try:
-        quotas.configure(stream.socket)
-        await serve(stream)
-    finally:
-        quotas.release(address)
+        try:
+            quotas.configure(stream.socket)
+        except OSError:  # the client is already gone
+            quotas.release(address)
+            await stream.aclose()
+            continue
+        nursery.start_soon(serve_connection, stream, state, shutdown, functools.partial(quotas.release, address))
 
 
 def _address(stream: trio.SocketStream) -> str:

@@ -1,0 +1,48 @@
+"""A conformance module's own pair of brokers, for settings that would disturb the shared ones.
+
+The session brokers run realkafka.DEFAULT_BROKER_CONFIG, shared by every scenario, and Kafka
+cannot change most broker settings at runtime; a module needing others calls own_broker_pair
+with its overrides and binds the three fixtures it returns to the names they carry:
+
+    own_wirekafka, own_kafka, target = own_broker_pair({"group.max.size": "2"})
+
+Each broker starts once for the module (a real Kafka start costs a few seconds); `target` then
+gives each test item the broker of its parametrized side, as conftest's `target` does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import pytest
+
+from testsupport.broker_process import BrokerProcess
+from testsupport.java_tools import realkafka
+
+
+@dataclass(frozen=True)
+class Broker:
+    name: str
+    bootstrap: str
+
+
+def own_broker_pair(overrides: dict[str, str]) -> tuple[Callable, Callable, Callable]:
+    @pytest.fixture(scope="module")
+    def own_wirekafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+        data = tmp_path_factory.mktemp("conformance-own") / "data"
+        proc = BrokerProcess(data, {**realkafka().DEFAULT_BROKER_CONFIG, **overrides}).start()
+        yield Broker("wirekafka", proc.bootstrap)
+        proc.stop()
+
+    @pytest.fixture(scope="module")
+    def own_kafka() -> Iterator[Broker]:
+        kafka = realkafka().RealKafka(overrides=overrides).start()
+        yield Broker("kafka", kafka.bootstrap)
+        kafka.stop()
+
+    @pytest.fixture
+    def target(request: pytest.FixtureRequest) -> Broker:
+        """This module's broker for the item's side (conftest parametrizes `target` indirectly)."""
+        return request.getfixturevalue("own_wirekafka" if request.param == "wirekafka" else "own_kafka")
+
+    return own_wirekafka, own_kafka, target

@@ -19,7 +19,8 @@ def _versions(conn: Connection) -> int:
 
 
 def test_max_connections_makes_new_clients_wait(tmp_path: Path) -> None:
-    proc = BrokerProcess(tmp_path / "data", {"max.connections": "2", "socket.send.buffer.bytes": "65536",
+    proc = BrokerProcess(tmp_path / "data", {"max.connections": "2", "socket.listen.backlog.size": "8",
+                                             "socket.send.buffer.bytes": "65536",
                                              "socket.receive.buffer.bytes": "65536"}).start()
     try:
         first, second = Connection(proc.bootstrap), Connection(proc.bootstrap)

@@ -4,7 +4,8 @@
   "host:count,..."): a connection from an address already at its limit is closed as soon as it is
   accepted, as Kafka's acceptor closes it (TooManyConnectionsException).
 - max.connections: the broker stops accepting while that many connections are open, so further
-  clients wait in the listen backlog (socket.listen.backlog.size) as they do on Kafka.
+  clients wait in the listen backlog (socket.listen.backlog.size when set, server/tcp.py) as they
+  do on Kafka.
 - socket.send.buffer.bytes / socket.receive.buffer.bytes: SO_SNDBUF / SO_RCVBUF of accepted
   sockets when set (-1: the OS's). Unset, wirekafka leaves Linux's autotuning alone instead of
   Kafka's 100 KB send buffer, which slowed large fetch answers several times over."""

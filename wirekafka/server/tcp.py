@@ -50,8 +50,11 @@ async def run_broker(config: BrokerConfig) -> None:
                 await background.start(state.run_cluster)
             else:
                 background.start_soon(state.load_coordinators)
-            listeners = await trio.open_tcp_listeners(listener.port, host=listener.host or None,
-                                                       backlog=config.int("socket.listen.backlog.size"))
+            # socket.listen.backlog.size when set; unset, the OS's maximum rather than Kafka's 50,
+            # which makes a burst of 100 connects wait out 1 s SYN retransmits (scripts/bench.py connect)
+            backlog = config.int("socket.listen.backlog.size") if "socket.listen.backlog.size" in config.overridden \
+                else None
+            listeners = await trio.open_tcp_listeners(listener.port, host=listener.host or None, backlog=backlog)
             quotas = ConnectionQuotas(config)
             async with trio.open_nursery() as connections:
                 accepting = trio.CancelScope()

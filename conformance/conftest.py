@@ -70,6 +70,8 @@ def _scenario_of(item: pytest.Item) -> str | None:
     if callspec is None or "target" not in callspec.params:
         return None
     target = callspec.params["target"]
+    if not isinstance(target, str):  # another directory's test with a parameter of that name
+        return None
     base, _, params = item.nodeid.partition("[")
     params = params.removesuffix("]")
     if params == target:

@@ -13,15 +13,15 @@ T0 = 1_700_000_000_000
 
 
 @pytest.mark.parametrize("source", range(5))
-@pytest.mark.parametrize("target, level", [(0, None), (1, -1), (1, 9), (2, None), (3, 9), (3, 17), (4, 3), (4, 19)])
-def test_recompress_keeps_everything_but_the_codec(source: int, target: int, level: int | None) -> None:
+@pytest.mark.parametrize("codec, level", [(0, None), (1, -1), (1, 9), (2, None), (3, 9), (3, 17), (4, 3), (4, 19)])
+def test_recompress_keeps_everything_but_the_codec(source: int, codec: int, level: int | None) -> None:
     entries = [(b"k%d" % i, b"v" * (i * 50) if i != 2 else None, T0 + 10 - i) for i in range(5)]
     original = records.build_batch(entries, compression=source, producer_id=7, producer_epoch=2, base_sequence=40,
                                    transactional=True, headers=[("h", b"1")], base_offset=100)
     header = records.parse_header(original)
-    out = batch_filter.recompress(original, header, target, level)
+    out = batch_filter.recompress(original, header, codec, level)
     new = records.check_integrity(out)  # a whole batch with a valid CRC
-    assert new.compression == target
+    assert new.compression == codec
     assert (new.base_offset, new.last_offset_delta, new.records_count, new.producer_id, new.producer_epoch,
             new.base_sequence, new.is_transactional) == (100, 4, 5, 7, 2, 40, True)
     assert (new.base_timestamp, new.max_timestamp) == (T0 + 10, T0 + 10)  # the first record's; the largest

@@ -32,6 +32,7 @@ RESULTS_ENV = "WIREKAFKA_CONFORMANCE_RESULTS"
 _SCENARIO = pytest.StashKey[str]()        # the test id without its target
 _TRANSCRIPT = pytest.StashKey[transcript.Transcript]()
 _TARGET_ORDER = {"kafka": 0, "wirekafka": 1}
+_HERE = Path(__file__).resolve().parent  # scenario items live here; the hooks see the whole session's
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -69,9 +70,9 @@ def _scenario_of(item: pytest.Item) -> str | None:
     callspec = getattr(item, "callspec", None)
     if callspec is None or "target" not in callspec.params:
         return None
-    target = callspec.params["target"]
-    if not isinstance(target, str):  # another directory's test with a parameter of that name
+    if _HERE not in Path(str(item.path)).parents:  # the session's other directories: not scenarios
         return None
+    target = callspec.params["target"]
     base, _, params = item.nodeid.partition("[")
     params = params.removesuffix("]")
     if params == target:

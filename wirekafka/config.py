@@ -293,6 +293,11 @@ class BrokerConfig:
     def int(self, key: str) -> int:
         return int(self.values[key])  # type: ignore[arg-type]
 
+    def int_if_set(self, key: str) -> int | None:
+        """The key's value when the configuration gives it, else None: for settings wirekafka
+        applies only when asked (socket buffers, the listen backlog), leaving the OS's otherwise."""
+        return self.int(key) if key in self.overridden else None
+
     def bool(self, key: str) -> bool:
         return bool(self.values[key])
 

@@ -110,7 +110,8 @@ class AppendPolicy:
 
 
 # compression.type -> Kafka's codec id ("producer" keeps the producer's: absent here)
-_TOPIC_CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+_TOPIC_CODECS = {"uncompressed": batch_filter.CODEC_NONE, "gzip": batch_filter.CODEC_GZIP,
+                 "snappy": batch_filter.CODEC_SNAPPY, "lz4": batch_filter.CODEC_LZ4, "zstd": batch_filter.CODEC_ZSTD}
 
 
 ZSTD = 4

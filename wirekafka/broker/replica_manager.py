@@ -34,8 +34,8 @@ from wirekafka.broker.replica_selector import NO_PREFERENCE, preferred_read_repl
 from wirekafka.broker.replication_quota import ReplicationQuotas
 from wirekafka.config import RACK_AWARE_SELECTOR
 from wirekafka.protocol import records
-from wirekafka.storage import batch_filter
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+from wirekafka.storage import batch_filter
 
 log = logging.getLogger(__name__)
 
@@ -270,6 +270,7 @@ class ReplicaManager:
         total = 0
         answer_now = False
         outcomes = []
+        brokers = None  # the live brokers, read once if a consumer is to be sent to one
         for t in targets:
             p = t.partition
             if p is None or not p.online:
@@ -281,8 +282,8 @@ class ReplicaManager:
                 if not p.is_leader and (params.replica_id >= 0 or params.client_rack is None):
                     raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
                 if params.client_rack and self.rack_aware_reads and p.is_leader:
-                    preferred = preferred_read_replica(p, self.metadata.brokers(), params.client_rack,
-                                                       t.fetch_offset, self.now_ms())
+                    brokers = brokers if brokers is not None else self.metadata.brokers()
+                    preferred = preferred_read_replica(p, brokers, params.client_rack, t.fetch_offset, self.now_ms())
                     if preferred != NO_PREFERENCE:  # no read: the consumer goes to that replica
                         outcomes.append(FetchOutcome(ErrorCode.NONE, ReadResult(
                             None, p.high_watermark, p.last_stable_offset, p.log_start_offset), preferred))
@@ -310,7 +311,6 @@ class ReplicaManager:
             remaining -= result.size
             outcomes.append(FetchOutcome(ErrorCode.NONE, result))
         return outcomes, total, answer_now
-
 
     def _holds_back(self, p: Partition, replica_id: int) -> bool:
         """Kafka's shouldLeaderThrottle: a replica out of the ISR, fetching a throttled partition,

@@ -111,9 +111,6 @@ class ReplicationQuota:
         bound = self._bound()
         return bound != UNLIMITED and self._rate.measure(self._now_ms()) > bound
 
-    def rate(self) -> float:
-        return self._rate.measure(self._now_ms())
-
 
 class ReplicationQuotas:
     """This broker's leader and follower quotas, and which partitions they throttle (read from

@@ -32,9 +32,8 @@ class ConnectionQuotas:
         total = config.int("max.connections")
         self.slots = trio.Semaphore(total) if total < INT_MAX else None
         self.open: Counter[str] = Counter()
-        self.send_buffer = config.int("socket.send.buffer.bytes") if "socket.send.buffer.bytes" in config.overridden else -1
-        self.receive_buffer = (config.int("socket.receive.buffer.bytes")
-                               if "socket.receive.buffer.bytes" in config.overridden else -1)
+        self.send_buffer = config.int_if_set("socket.send.buffer.bytes")
+        self.receive_buffer = config.int_if_set("socket.receive.buffer.bytes")
 
     async def wait_for_slot(self) -> None:
         """Before accepting: block while max.connections are open."""
@@ -59,7 +58,6 @@ class ConnectionQuotas:
 
     def configure(self, sock: trio.socket.SocketType) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if self.send_buffer >= 0:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer)
-        if self.receive_buffer >= 0:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer)
+        for option, size in ((socket.SO_SNDBUF, self.send_buffer), (socket.SO_RCVBUF, self.receive_buffer)):
+            if size is not None and size >= 0:  # -1: the OS's, as in Kafka
+                sock.setsockopt(socket.SOL_SOCKET, option, size)

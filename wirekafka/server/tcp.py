@@ -52,9 +52,8 @@ async def run_broker(config: BrokerConfig) -> None:
                 background.start_soon(state.load_coordinators)
             # socket.listen.backlog.size when set; unset, the OS's maximum rather than Kafka's 50,
             # which makes a burst of 100 connects wait out 1 s SYN retransmits (scripts/bench.py connect)
-            backlog = config.int("socket.listen.backlog.size") if "socket.listen.backlog.size" in config.overridden \
-                else None
-            listeners = await trio.open_tcp_listeners(listener.port, host=listener.host or None, backlog=backlog)
+            listeners = await trio.open_tcp_listeners(listener.port, host=listener.host or None,
+                                                       backlog=config.int_if_set("socket.listen.backlog.size"))
             quotas = ConnectionQuotas(config)
             async with trio.open_nursery() as connections:
                 accepting = trio.CancelScope()

@@ -180,18 +180,21 @@ def record_timestamp(header: BatchHeader, record: RawRecord) -> int:
     return header.max_timestamp if header.is_log_append_time else header.base_timestamp + record[TIMESTAMP_DELTA]
 
 
-def rebuild(header: BatchHeader, section: bytes, retained: list[RawRecord], horizon_ms: int | None) -> bytes:
-    """A batch of the retained records (at least one) of section in place of the original: see
-    the module docstring. horizon_ms: the delete horizon to carry (new or the batch's own), or None."""
+def rebuild(header: BatchHeader, section: bytes, retained: list[RawRecord], horizon_ms: int | None,
+            codec: int | None = None, level: int | None = None) -> bytes:
+    """A batch of the retained records of section in place of the original: see the module
+    docstring. horizon_ms: the delete horizon to carry (new or the batch's own), or None. codec
+    and level: compress anew with those (a topic's compression.type) instead of the batch's codec."""
     timestamps = [record_timestamp(header, r) for r in retained]
-    base_timestamp = horizon_ms if horizon_ms is not None else timestamps[0]
+    base_timestamp = horizon_ms if horizon_ms is not None else timestamps[0] if timestamps else header.base_timestamp
     body = b"".join(encoded(section, r, ts - base_timestamp) for r, ts in zip(retained, timestamps))
-    body = _compress(header.compression, body)
-    max_timestamp = header.max_timestamp if header.is_log_append_time else max(timestamps)
-    attributes = header.attributes & ~DELETE_HORIZON_MASK
+    codec = header.compression if codec is None else codec
+    max_timestamp = header.max_timestamp if header.is_log_append_time else max(timestamps, default=header.max_timestamp)
+    attributes = (header.attributes & ~(DELETE_HORIZON_MASK | records.COMPRESSION_MASK)) | codec
     if horizon_ms is not None:
         attributes |= DELETE_HORIZON_MASK
-    return _assemble(header, attributes, base_timestamp, max_timestamp, len(retained), body)
+    return _assemble(header, attributes, base_timestamp, max_timestamp, len(retained),
+                     _compress(codec, body, level))
 
 
 def recompress(batch: bytes | memoryview, header: BatchHeader, codec: int, level: int | None) -> bytes:
@@ -201,13 +204,7 @@ def recompress(batch: bytes | memoryview, header: BatchHeader, codec: int, level
     from a base timestamp that is the first record's), the max timestamp the largest record's
     (or the log append time)."""
     section = records_section(batch, header)
-    kept = list(iter_records(section))
-    timestamps = [record_timestamp(header, r) for r in kept]
-    base_timestamp = timestamps[0] if kept else header.base_timestamp
-    body = b"".join(encoded(section, r, ts - base_timestamp) for r, ts in zip(kept, timestamps))
-    max_timestamp = header.max_timestamp if header.is_log_append_time or not kept else max(timestamps)
-    attributes = (header.attributes & ~records.COMPRESSION_MASK) | codec
-    return _assemble(header, attributes, base_timestamp, max_timestamp, len(kept), _compress(codec, body, level))
+    return rebuild(header, section, list(iter_records(section)), None, codec, level)
 
 
 def empty_batch(header: BatchHeader) -> bytes:

@@ -12,7 +12,7 @@
   throttles (broker/dynamic_config.py) are stored and take effect on the running brokers; any
   other key is refused with Kafka's error for a key that cannot change at runtime:
   INVALID_REQUEST "Cannot update these configs dynamically: [<keys>]"; a throttle that is not a
-  non-negative LONG is INVALID_CONFIG with Kafka's text. Another broker id: INVALID_REQUEST as
+  non-negative LONG is INVALID_REQUEST with Kafka's text (its code for these keys). Another broker id: INVALID_REQUEST as
   Kafka.
 - Any other resource type: INVALID_REQUEST "Unknown resource type <n>" (as Kafka for the legacy
   API, which has no broker-logger support)."""
@@ -32,7 +32,7 @@ from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 # A resource's change: validates the request's configs against the topic's current overrides
 # and returns the new override set (raising KafkaApiError for Kafka's per-resource errors).
 ConfigChange = Callable[[object, dict[str, str]], dict[str, str]]
-LIST_OPERATIONS = (2, 3)  # IncrementalAlterConfigs' APPEND and SUBTRACT
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # IncrementalAlterConfigs' operations
 ELR_MIN_ISR_REMOVED = "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."
 # The answer for a resource type other than TOPIC and BROKER.
 OtherType = Callable[[object], None]
@@ -70,7 +70,7 @@ async def _apply_broker(ctx: RequestContext, resource: object, change: ConfigCha
     if static:
         raise KafkaApiError(ErrorCode.INVALID_REQUEST,
                             f"Cannot update these configs dynamically: [{', '.join(static)}]")
-    listed = [c.name for c in configs if getattr(c, "config_operation", None) in LIST_OPERATIONS]
+    listed = [c.name for c in configs if getattr(c, "config_operation", None) in (APPEND, SUBTRACT)]
     if listed:  # the throttles are LONGs: Kafka finds no list config by that name
         raise KafkaApiError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {listed[0]}")
     if not name and replaces_all and not ctx.state.config.zookeeper_mode:

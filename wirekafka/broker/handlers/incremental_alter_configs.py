@@ -23,7 +23,7 @@ from kafka.protocol.admin.configs import IncrementalAlterConfigsResponse
 
 from wirekafka.broker import topic_config
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.handlers.alter_configs import run_resources, unknown_type
+from wirekafka.broker.handlers.alter_configs import APPEND, DELETE, SET, SUBTRACT, run_resources, unknown_type
 from wirekafka.broker.handlers.describe_configs import (
     RESOURCE_BROKER_LOGGER,
     RESOURCE_CLIENT_METRICS,
@@ -32,7 +32,6 @@ from wirekafka.broker.handlers.describe_configs import (
 )
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _OP_NAMES = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
 

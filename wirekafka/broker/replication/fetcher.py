@@ -72,8 +72,7 @@ class LeaderFetcher:
                                  connect_timeout_s=config.int("replica.socket.timeout.ms") / 1000,
                                  request_timeout_s=config.int("replica.socket.timeout.ms") / 1000
                                  + config.int("replica.fetch.wait.max.ms") / 1000,
-                                 receive_buffer=config.int("replica.socket.receive.buffer.bytes")
-                                 if "replica.socket.receive.buffer.bytes" in config.overridden else -1)
+                                 receive_buffer=config.int_if_set("replica.socket.receive.buffer.bytes"))
         self._wake = trio.Event()
         self.cancel_scope = trio.CancelScope()
 

@@ -65,8 +65,8 @@ CLIENT_IDLE_S = 540.0
 class PeerClient:
     def __init__(self, host: str, port: int, client_id: str, connect_timeout_s: float,
                  request_timeout_s: float, *, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-                 receive_buffer: int = -1, idle_s: float = CLIENT_IDLE_S) -> None:
-        """receive_buffer: SO_RCVBUF in bytes, -1 for the OS's (autotuned). A connection unused
+                 receive_buffer: int | None = None, idle_s: float = CLIENT_IDLE_S) -> None:
+        """receive_buffer: SO_RCVBUF in bytes, None or -1 for the OS's (autotuned). A connection unused
         for idle_s is replaced before the next request rather than risk one the peer closed
         as idle (connections.max.idle.ms)."""
         self.host = host
@@ -152,7 +152,7 @@ class PeerClient:
             with trio.move_on_after(self.connect_timeout_s):
                 stream = await trio.open_tcp_stream(self.host, self.port)
                 stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
-                if self.receive_buffer >= 0:
+                if self.receive_buffer is not None and self.receive_buffer >= 0:
                     stream.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer)
                 self._stream = stream
                 return stream

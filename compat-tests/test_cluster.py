@@ -26,6 +26,7 @@ from testsupport.broker_process import BrokerProcess
 from testsupport.cluster import WirekafkaCluster
 from testsupport.follower_fetch import check_follower_fetch, rack_overrides
 from testsupport.legacy_admin import check_legacy_admin_znodes
+from testsupport.dynamic_log_config import check_dynamic_default
 from testsupport.throttled_reassignment import check_throttled_reassignment
 from testsupport.znodes import check_kafka39_znodes
 from wirekafka.broker.groups import partition_for
@@ -259,6 +260,13 @@ def test_controller_failover(cluster: WirekafkaCluster) -> None:
     new = cluster.wait_for(lambda: (c := cluster.controller()) not in (-1, old) and c, 30, "a new controller")
     assert cluster.controller_epoch() > epoch
     live = [n for n in cluster.brokers if n != old]
+
+    def controller_seen_by(n: int) -> int:
+        return AdminClient({"bootstrap.servers": cluster.brokers[n].bootstrap}).list_topics(timeout=10).controller_id
+
+    # the brokers learn of the new controller from ZooKeeper a moment after it is elected; a client
+    # that asked one before then would send its CreateTopics to the dead broker
+    cluster.wait_for(lambda: all(controller_seen_by(n) == new for n in live), 30, "the brokers know the new controller")
     admin = AdminClient({"bootstrap.servers": ",".join(cluster.brokers[n].bootstrap for n in live)})
     admin.create_topics([NewTopic("after-controller", 2, 2)], request_timeout=30)["after-controller"].result(30)
     for p in (0, 1):
@@ -433,6 +441,13 @@ def test_throttled_reassignment_with_kafkas_tool(cluster: WirekafkaCluster, tmp_
     print(summary)
     source, copy = ([f.read_bytes() for f in cluster.segment_files(n, "throttled", 0)] for n in (1, 3))
     assert source and copy == source  # the throttled copy is whole
+
+
+def test_cluster_wide_dynamic_log_default(cluster: WirekafkaCluster) -> None:
+    """message.max.bytes set on the cluster default lands in /config/brokers/<default> and
+    reaches every broker's partitions, and deleting it restores the static value (the same check
+    passes on Kafka 3.9.1, compat-tests/test_zookeeper_launcher.py)."""
+    print(check_dynamic_default(cluster.zk, cluster.bootstrap, [1, 2, 3]))
 
 
 def test_consumers_fetch_from_the_replica_in_their_rack(tmp_path: Path, zookeeper: str) -> None:

@@ -49,6 +49,7 @@ if shutil.which("java") is None:  # pragma: no cover
 from kazoo.client import KazooClient  # noqa: E402  (after the skip: kazoo is a main dependency)
 
 from testsupport.cluster import wait_for  # noqa: E402
+from testsupport.dynamic_log_config import check_dynamic_default  # noqa: E402
 from testsupport.follower_fetch import check_follower_fetch, rack_overrides  # noqa: E402
 from testsupport.legacy_admin import check_legacy_admin_znodes  # noqa: E402
 from testsupport.throttled_reassignment import check_throttled_reassignment  # noqa: E402
@@ -282,6 +283,7 @@ def test_kafka39_three_brokers_on_one_zookeeper(tmp_path):
                                              timeout=120),
             tmp_path, source=1, target=3)
         print(f"Kafka {brokers[0].version}, kafka-reassign-partitions --throttle: {throttled}")
+        print(f"Kafka {brokers[0].version}: {check_dynamic_default(client, bootstrap, [1, 2, 3])}")
     finally:
         if client is not None:
             client.stop()

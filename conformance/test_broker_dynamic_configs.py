@@ -7,58 +7,25 @@ the test on the shared brokers."""
 
 from __future__ import annotations
 
-import contextlib
 import time
-from typing import Iterator
 
 import pytest
-from kafka.protocol.admin.cluster import DescribeClusterRequest
-from kafka.protocol.admin.configs import AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest
+from kafka.protocol.admin.configs import DescribeConfigsRequest
 
+from conformance.broker_configs import (APPEND, BROKER, DELETE, DYNAMIC_BROKER, DYNAMIC_DEFAULT, SET, SUBTRACT,
+                                        described, incremental, legacy, node_id, restored)
 from conformance.wire import Connection, poll
 
 LEADER, FOLLOWER = "leader.replication.throttled.rate", "follower.replication.throttled.rate"
 ALTER_DIRS = "replica.alter.log.dirs.io.max.bytes.per.second"
 THROTTLES = [LEADER, FOLLOWER, ALTER_DIRS]
-BROKER, DYNAMIC_BROKER, DYNAMIC_DEFAULT, LONG = 4, 2, 3, 5
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+LONG = 5
 INVALID_CONFIG, INVALID_REQUEST = 40, 42
-_IR = IncrementalAlterConfigsRequest.AlterConfigsResource
-_AR = AlterConfigsRequest.AlterConfigsResource
-
-
-def _node(conn: Connection) -> str:
-    return str(conn.call(DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=1,
-                                                include_fenced_brokers=False), 0).controller_id)
-
-
-def _incremental(conn: Connection, name: str, ops: list[tuple[str, int, str | None]], version: int = 1,
-                 validate_only: bool = False) -> tuple[int, str | None]:
-    req = IncrementalAlterConfigsRequest(validate_only=validate_only, resources=[_IR(
-        resource_type=BROKER, resource_name=name,
-        configs=[_IR.AlterableConfig(name=k, config_operation=op, value=v) for k, op, v in ops])])
-    r = conn.call(req, version).responses[0]
-    return r.error_code, r.error_message
-
-
-def _legacy(conn: Connection, name: str, configs: dict[str, str], version: int = 1) -> tuple[int, str | None]:
-    req = AlterConfigsRequest(validate_only=False, resources=[_AR(
-        resource_type=BROKER, resource_name=name,
-        configs=[_AR.AlterableConfig(name=k, value=v) for k, v in configs.items()])])
-    r = conn.call(req, version).responses[0]
-    return r.error_code, r.error_message
 
 
 def _described(conn: Connection, name: str, version: int = 4) -> dict[str, tuple]:
-    """The throttles the broker lists for a BROKER resource: value, read_only, source, synonyms
-    (name, value, source) and type."""
-    req = DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
-        resource_type=BROKER, resource_name=name, configuration_keys=THROTTLES)],
-        include_synonyms=True, include_documentation=False)
-    result = conn.call(req, version).results[0]
-    assert (result.error_code, result.error_message) == (0, "")
-    return {c.name: (c.value, c.read_only, c.config_source,
-                     [(s.name, s.value, s.source) for s in c.synonyms], c.config_type) for c in result.configs}
+    """The throttles the broker lists for a BROKER resource."""
+    return described(conn, BROKER, name, THROTTLES, version)
 
 
 def _settled(conn: Connection, name: str, expected: dict[str, tuple]) -> dict[str, tuple]:
@@ -67,27 +34,16 @@ def _settled(conn: Connection, name: str, expected: dict[str, tuple]) -> dict[st
     return poll(lambda: _described(conn, name), lambda found: found == expected, timeout=10)
 
 
-@contextlib.contextmanager
-def _cleared(conn: Connection) -> Iterator[str]:
-    """This node's id; every throttle deleted on it and on the cluster default afterwards."""
-    node = _node(conn)
-    try:
-        yield node
-    finally:
-        for name in (node, ""):
-            assert _incremental(conn, name, [(k, DELETE, None) for k in THROTTLES]) == (0, None)
-
-
 @pytest.mark.parametrize("version", range(0, 2))
 def test_throttles_are_set_described_and_deleted(target, version):
-    with Connection(target.bootstrap) as conn, _cleared(conn) as node:
+    with Connection(target.bootstrap) as conn, restored(conn, THROTTLES) as node:
         assert _settled(conn, node, {}) == {}  # unset throttles are not listed
-        assert _incremental(conn, node, [(LEADER, SET, "1000000"), (FOLLOWER, SET, "2000000")], version) == (0, None)
+        assert incremental(conn, node, [(LEADER, SET, "1000000"), (FOLLOWER, SET, "2000000")], version) == (0, None)
         expected = {
             LEADER: ("1000000", False, DYNAMIC_BROKER, [(LEADER, "1000000", DYNAMIC_BROKER)], LONG),
             FOLLOWER: ("2000000", False, DYNAMIC_BROKER, [(FOLLOWER, "2000000", DYNAMIC_BROKER)], LONG)}
         assert _settled(conn, node, expected) == expected
-        assert _incremental(conn, "", [(LEADER, SET, "3000000")], version) == (0, None)
+        assert incremental(conn, "", [(LEADER, SET, "3000000")], version) == (0, None)
         expected = {LEADER: ("3000000", False, DYNAMIC_DEFAULT, [(LEADER, "3000000", DYNAMIC_DEFAULT)], LONG)}
         assert _settled(conn, "", expected) == expected
         expected = {
@@ -95,12 +51,12 @@ def test_throttles_are_set_described_and_deleted(target, version):
                      [(LEADER, "1000000", DYNAMIC_BROKER), (LEADER, "3000000", DYNAMIC_DEFAULT)], LONG),
             FOLLOWER: ("2000000", False, DYNAMIC_BROKER, [(FOLLOWER, "2000000", DYNAMIC_BROKER)], LONG)}
         assert _settled(conn, node, expected) == expected
-        assert _incremental(conn, node, [(LEADER, DELETE, None)], version) == (0, None)
+        assert incremental(conn, node, [(LEADER, DELETE, None)], version) == (0, None)
         expected = {
             LEADER: ("3000000", False, DYNAMIC_DEFAULT, [(LEADER, "3000000", DYNAMIC_DEFAULT)], LONG),
             FOLLOWER: ("2000000", False, DYNAMIC_BROKER, [(FOLLOWER, "2000000", DYNAMIC_BROKER)], LONG)}
         assert _settled(conn, node, expected) == expected
-        assert _incremental(conn, node, [(ALTER_DIRS, SET, "0")], version) == (0, None)
+        assert incremental(conn, node, [(ALTER_DIRS, SET, "0")], version) == (0, None)
         expected[ALTER_DIRS] = ("0", False, DYNAMIC_BROKER, [(ALTER_DIRS, "0", DYNAMIC_BROKER)], LONG)
         assert _settled(conn, node, expected) == expected
 
@@ -113,43 +69,43 @@ def test_throttles_are_set_described_and_deleted(target, version):
     ("9223372036854775808", f"Invalid value 9223372036854775808 for configuration {LEADER}: Not a number of type LONG"),
 ])
 def test_invalid_throttle_values(target, value, message):
-    with Connection(target.bootstrap) as conn, _cleared(conn) as node:
-        assert _incremental(conn, node, [(LEADER, SET, value)]) == (INVALID_REQUEST, message)
-        assert _incremental(conn, "", [(LEADER, SET, value)]) == (INVALID_REQUEST, message)
+    with Connection(target.bootstrap) as conn, restored(conn, THROTTLES) as node:
+        assert incremental(conn, node, [(LEADER, SET, value)]) == (INVALID_REQUEST, message)
+        assert incremental(conn, "", [(LEADER, SET, value)]) == (INVALID_REQUEST, message)
         assert _settled(conn, node, {}) == {}
 
 
 def test_throttle_request_errors(target):
-    with Connection(target.bootstrap) as conn, _cleared(conn) as node:
+    with Connection(target.bootstrap) as conn, restored(conn, THROTTLES) as node:
         other = str(int(node) + 1)
-        assert _incremental(conn, other, [(LEADER, SET, "1")]) == (
+        assert incremental(conn, other, [(LEADER, SET, "1")]) == (
             INVALID_REQUEST, f"Unexpected broker id, expected {node}, but received {other}")
-        assert _incremental(conn, "x", [(LEADER, SET, "1")]) == (
+        assert incremental(conn, "x", [(LEADER, SET, "1")]) == (
             INVALID_REQUEST, "Node id must be an integer, but it is: x")
         for op in (APPEND, SUBTRACT):
-            assert _incremental(conn, node, [(LEADER, op, "1")]) == (INVALID_CONFIG, f"Unknown config name: {LEADER}")
-        assert _incremental(conn, node, [(LEADER, SET, None)]) == (
+            assert incremental(conn, node, [(LEADER, op, "1")]) == (INVALID_CONFIG, f"Unknown config name: {LEADER}")
+        assert incremental(conn, node, [(LEADER, SET, None)]) == (
             INVALID_REQUEST, f"Null value not supported for : {LEADER}")
-        assert _incremental(conn, node, [(LEADER, SET, "1"), (LEADER, SET, "2")]) == (
+        assert incremental(conn, node, [(LEADER, SET, "1"), (LEADER, SET, "2")]) == (
             INVALID_REQUEST, "Error due to duplicate config keys")
-        assert _incremental(conn, node, [(LEADER, SET, "5")], validate_only=True) == (0, None)
-        assert _incremental(conn, node, [(LEADER, SET, "-5")], validate_only=True)[0] == INVALID_REQUEST
+        assert incremental(conn, node, [(LEADER, SET, "5")], validate_only=True) == (0, None)
+        assert incremental(conn, node, [(LEADER, SET, "-5")], validate_only=True)[0] == INVALID_REQUEST
         time.sleep(0.5)  # what a change would take to show
         assert _described(conn, node) == {}  # validate_only changed nothing
-        assert _incremental(conn, node, [(LEADER, DELETE, None)]) == (0, None)  # deleting an unset one
+        assert incremental(conn, node, [(LEADER, DELETE, None)]) == (0, None)  # deleting an unset one
 
 
 def test_legacy_alter_configs_replaces_the_brokers_set(target):
-    with Connection(target.bootstrap) as conn, _cleared(conn) as node:
-        assert _legacy(conn, node, {LEADER: "100", FOLLOWER: "200", ALTER_DIRS: "300"}) == (0, None)
+    with Connection(target.bootstrap) as conn, restored(conn, THROTTLES) as node:
+        assert legacy(conn, node, {LEADER: "100", FOLLOWER: "200", ALTER_DIRS: "300"}) == (0, None)
         assert set(poll(lambda: _described(conn, node), lambda found: len(found) == 3, 10)) == {
             LEADER, FOLLOWER, ALTER_DIRS}
-        assert _legacy(conn, node, {LEADER: "500"}) == (0, None)
+        assert legacy(conn, node, {LEADER: "500"}) == (0, None)
         expected = {LEADER: ("500", False, DYNAMIC_BROKER, [(LEADER, "500", DYNAMIC_BROKER)], LONG)}
         assert _settled(conn, node, expected) == expected
-        assert _legacy(conn, node, {LEADER: "-1"}) == (
+        assert legacy(conn, node, {LEADER: "-1"}) == (
             INVALID_REQUEST, f"Invalid value -1 for configuration {LEADER}: Value must be at least 0")
-        assert _legacy(conn, node, {}) == (0, None)
+        assert legacy(conn, node, {}) == (0, None)
         assert _settled(conn, node, {}) == {}
 
 
@@ -157,9 +113,9 @@ def test_legacy_alter_configs_cannot_drop_the_cluster_min_insync_replicas(target
     """A Kafka 4 cluster default holds min.insync.replicas (formatted with ELR on): replacing the
     whole default without it is refused, and nothing changes."""
     message = "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."
-    with Connection(target.bootstrap) as conn, _cleared(conn):
-        assert _legacy(conn, "", {LEADER: "500"}) == (INVALID_CONFIG, message)
-        assert _legacy(conn, "", {}) == (INVALID_CONFIG, message)
+    with Connection(target.bootstrap) as conn, restored(conn, THROTTLES):
+        assert legacy(conn, "", {LEADER: "500"}) == (INVALID_CONFIG, message)
+        assert legacy(conn, "", {}) == (INVALID_CONFIG, message)
         time.sleep(0.5)
         assert _described(conn, "") == {}
 
@@ -180,7 +136,7 @@ INERT_DESCRIBED = ["background.threads", "num.recovery.threads.per.data.dir", "q
 
 def test_accepted_broker_keys_are_described_as_kafka_describes_them(target):
     with Connection(target.bootstrap) as conn:
-        node = _node(conn)
+        node = node_id(conn)
         req = DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
             resource_type=BROKER, resource_name=node, configuration_keys=INERT_DESCRIBED)],
             include_synonyms=True, include_documentation=False)

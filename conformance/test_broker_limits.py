@@ -46,6 +46,18 @@ def _closed_by_broker(conn: Connection, within: float) -> float | None:
     return time.monotonic() - start
 
 
+def _served(bootstrap: str) -> Connection | None:
+    """A new connection the broker answers on, None (closed) if it closes it."""
+    conn = Connection(bootstrap)
+    try:
+        if _versions(conn) == 0:
+            return conn
+    except ConnectionError:
+        pass
+    conn.close()
+    return None
+
+
 def test_an_idle_connection_is_closed(target):
     with Connection(target.bootstrap) as conn:
         assert _versions(conn) == 0
@@ -94,3 +106,41 @@ def test_unverified_transactional_produce_is_appended(target):
     with Connection(target.bootstrap) as conn:
         res = produce_outside_the_transaction(conn)
         assert (res.error_code, res.base_offset) == (0, 0)  # its partition was never added: not checked
+
+
+def test_limits_change_at_runtime(target):
+    """max.connections.per.ip and transaction.partition.verification.enable are dynamic broker
+    configs: raised on the cluster default, the next connections and writes follow them at once;
+    deleted, the static values are back. (Each step opens its own connection: one left idle
+    longer than connections.max.idle.ms would be closed.)"""
+    from conformance.broker_configs import BROKER, DELETE, SET, described, incremental
+
+    def verification_is(value: str | None, conn: Connection) -> str | None:
+        key = "transaction.partition.verification.enable"
+        return poll(lambda: described(conn, BROKER, "", None).get(key, (None,))[0], lambda v: v == value, 10)
+
+    def served() -> Connection:
+        conn = poll(lambda: _served(target.bootstrap), lambda c: c is not None, timeout=10)
+        assert conn is not None
+        return conn
+
+    with served() as admin:
+        assert incremental(admin, "", [("max.connections.per.ip", SET, str(PER_IP + 2)),
+                                       ("transaction.partition.verification.enable", SET, "true")]) == (0, None)
+        assert verification_is("true", admin) == "true"
+        assert produce_outside_the_transaction(admin).error_code == 48  # INVALID_TXN_STATE: checked again
+    held: list[Connection] = []
+    try:
+        for _ in range(PER_IP + 2):  # the new limit (Kafka counts a closed connection out a moment late)
+            held.append(served())
+        with Connection(target.bootstrap) as extra:
+            assert _closed_by_broker(extra, within=5) is not None
+    finally:
+        for c in held:
+            c.close()
+    with served() as admin:
+        assert incremental(admin, "", [("max.connections.per.ip", DELETE, None),
+                                       ("transaction.partition.verification.enable", DELETE, None)]) == (0, None)
+        assert verification_is(None, admin) is None
+        res = produce_outside_the_transaction(admin)
+        assert (res.error_code, res.base_offset) == (0, 0)

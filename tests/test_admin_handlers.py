@@ -350,7 +350,8 @@ def test_describe_broker_configs(tmp_path: Path, version: int) -> None:
     entries = {c.name: c for c in result.configs}
     assert sorted(entries) == sorted(BROKER_KEYS)
     mmb = entries["message.max.bytes"]
-    assert (mmb.value, mmb.config_source, mmb.read_only) == ("2000000", STATIC, True)
+    assert (mmb.value, mmb.config_source, mmb.read_only) == ("2000000", STATIC, False)  # dynamic in Kafka 4
+    assert entries["log.dirs"].read_only and entries["log.retention.hours"].read_only
     assert _syn(mmb) == [("message.max.bytes", "2000000", STATIC), ("message.max.bytes", "1048588", DEFAULT)]
     assert (entries["log.cleanup.policy"].value, entries["log.cleanup.policy"].config_source) == ("compact,delete", STATIC)
     assert (entries["auto.create.topics.enable"].value, entries["auto.create.topics.enable"].config_source) == (
@@ -412,8 +413,8 @@ def test_alter_configs_errors(tmp_path: Path, version: int) -> None:
         (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic 'ghost' does not exist.")]
     assert _alter(state, version, (TOPIC, "t", {}), (TOPIC, "t", {})) == [
         (ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")] * 2
-    assert _alter(state, version, (BROKER, "1", {"log.retention.ms": "1000"})) == [
-        (ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: [log.retention.ms]")]
+    assert _alter(state, version, (BROKER, "1", {"log.retention.hours": "1"})) == [
+        (ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: [log.retention.hours]")]
     assert _alter(state, version, (BROKER, "", {})) == [  # the whole default would lose min.insync.replicas
         (ErrorCode.INVALID_CONFIG, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")]
     assert _alter(state, version, (BROKER, "1", {})) == [(ErrorCode.NONE, None)]
@@ -500,8 +501,8 @@ def test_incremental_alter_configs_errors(tmp_path: Path, version: int) -> None:
         assert _incremental(state, version, TOPIC, "t", ops) == (code, message)
     assert _incremental(state, version, TOPIC, "ghost", [("retention.ms", SET, "5")]) == (
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic 'ghost' does not exist.")
-    assert _incremental(state, version, BROKER, "1", [("log.retention.ms", SET, "5"), ("log.dirs", DELETE, None)]) == (
-        ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: [log.retention.ms, log.dirs]")
+    assert _incremental(state, version, BROKER, "1", [("log.roll.hours", SET, "5"), ("log.dirs", DELETE, None)]) == (
+        ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: [log.roll.hours, log.dirs]")
     assert _incremental(state, version, BROKER_LOGGER, "1", [("root", SET, "DEBUG")])[0] == ErrorCode.INVALID_REQUEST
     assert topic.configs == {"retention.ms": "1000"}
 

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import trio
+import trio.testing
 
 from wirekafka.broker import log_cleaner
 from wirekafka.broker.partition import AppendOrigin, Partition
@@ -92,5 +93,31 @@ def test_a_round_whose_log_changed_meanwhile_is_discarded(tmp_path: Path, monkey
         assert doomed and state.cleaner.rounds_done == 0 and ("c", 0) not in state.cleaner.checkpoints
         assert _values(p) == [v for v in before if v[0] >= p.log_start_offset]
         assert not _leftovers(state, p)
+
+    trio.run(main)
+
+
+def test_dynamic_settings_restart_the_cleaner_tasks(tmp_path: Path) -> None:
+    """The cleaner's settings are dynamic broker configs: a change wakes the tasks sleeping out
+    log.cleaner.backoff.ms (Kafka's default 15 s) and restarts them with the new settings, so a
+    log that became dirty meanwhile is cleaned at once."""
+    state = _state(tmp_path)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(state.cleaner.run)
+            await trio.testing.wait_all_tasks_blocked()  # the one task found nothing: it sleeps its backoff
+            p = await _compacted(state, "c")
+            await trio.sleep(0.2)
+            assert state.cleaner.rounds_done == 0  # 15 s of backoff to go
+            await state.metadata.set_broker_configs("<default>", {
+                **state.metadata.broker_configs.defaults, "log.cleaner.backoff.ms": "50",
+                "log.cleaner.io.max.bytes.per.second": "1e9"})
+            assert (state.cleaner.backoff_s, state.cleaner.io_rate) == (0.05, 1e9)
+            with trio.fail_after(10):
+                while state.cleaner.rounds_done == 0:
+                    await trio.sleep(0.02)
+            assert ("c", 0) in state.cleaner.checkpoints and not _leftovers(state, p)
+            nursery.cancel_scope.cancel()
 
     trio.run(main)

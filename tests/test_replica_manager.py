@@ -45,7 +45,11 @@ def test_produce_outcomes_and_errors(tmp_path: Path) -> None:
         out = await rm.append_records([ProduceEntry(topic, 0, bytes(corrupt))], acks=1, timeout_ms=1000)
         # refused before the log is involved: Kafka answers no log start offset and no message
         assert (out[0].error, out[0].log_start_offset, out[0].message) == (ErrorCode.CORRUPT_MESSAGE, -1, None)
-        # acks=all needs min.insync.replicas in sync; acks=1 does not
+        # min.insync.replicas counts at most the partition's replicas (Kafka 3.7+): one replica is enough
+        out = await rm.append_records([ProduceEntry(strict, 0, _batch())], acks=-1, timeout_ms=1000)
+        assert out[0].error == ErrorCode.NONE
+        # with two replicas and one in sync, acks=all is refused before the log; acks=1 is not
+        strict.partitions[0].replica_set.replicas = (1, 2)
         out = await rm.append_records([ProduceEntry(strict, 0, _batch())], acks=-1, timeout_ms=1000)
         assert (out[0].error, out[0].log_start_offset, out[0].message) == (ErrorCode.NOT_ENOUGH_REPLICAS, 0, None)
         out = await rm.append_records([ProduceEntry(strict, 0, _batch())], acks=1, timeout_ms=1000)

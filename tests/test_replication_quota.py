@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from wirekafka.broker import dynamic_config as dc
+from wirekafka.config import build_config
 from wirekafka.broker.replication_quota import ALL, ReplicationQuota, SimpleRate, lists_partition, throttled_partitions
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
@@ -58,7 +59,7 @@ def test_quota_is_exceeded_only_above_a_finite_bound() -> None:
 
 
 def test_dynamic_configs_resolve_per_broker_then_default_then_unlimited() -> None:
-    configs = dc.DynamicBrokerConfigs(node_id=2)
+    configs = dc.DynamicBrokerConfigs(2, build_config({}))
     assert configs.rate(dc.LEADER_RATE) == dc.UNLIMITED
     configs.replace(dc.DEFAULT_ENTITY, {dc.LEADER_RATE: "300", dc.FOLLOWER_RATE: "400"})
     configs.replace("3", {dc.LEADER_RATE: "5"})  # another broker's: not ours

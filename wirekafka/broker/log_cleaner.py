@@ -8,7 +8,8 @@ loop, and keeps each log's first dirty offset in Kafka's `cleaner-offset-checkpo
   runs), with an offset map of log.cleaner.dedupe.buffer.size / threads bytes (load factor
   log.cleaner.io.buffer.load.factor) and log.cleaner.io.max.bytes.per.second / threads; a task
   that found nothing to clean sleeps log.cleaner.backoff.ms. log.cleaner.enable=false turns it
-  off.
+  off. Those settings are dynamic broker configs: a change restarts the tasks with the new ones
+  once each has finished its round (Kafka restarts its cleaner threads).
 - A log is picked when its dirty ratio exceeds min.cleanable.dirty.ratio or a dirty segment is
   older than max.compaction.lag.ms (see wirekafka.storage.cleaner); the dirtiest first; a log is
   cleaned by one task at a time.
@@ -59,14 +60,11 @@ CLEANER_NICENESS = 10
 
 class LogCleaner:
     def __init__(self, state) -> None:  # state: BrokerState (not imported: it owns this object)
-        cfg = state.config
         self.state = state
-        self.enabled = cfg.bool("log.cleaner.enable")
-        self.threads = max(cfg.int("log.cleaner.threads"), 1)
-        self.backoff_s = cfg.int("log.cleaner.backoff.ms") / 1000
-        self.map_bytes = cfg.int("log.cleaner.dedupe.buffer.size") // self.threads
-        self.load_factor = float(cfg["log.cleaner.io.buffer.load.factor"])  # type: ignore[arg-type]
-        self.io_rate = float(cfg["log.cleaner.io.max.bytes.per.second"]) / self.threads  # type: ignore[arg-type]
+        self.enabled = state.config.bool("log.cleaner.enable")
+        self._restart = trio.Event()  # set when the settings changed: the tasks stop between rounds
+        self._read_settings()
+        state.metadata.broker_configs.observe(self.reconfigure)
         self.path = state.log_dir / CHECKPOINT_FILE
         self.checkpoints: dict[tuple[str, int], int] = {}
         self._in_progress: set[tuple[str, int]] = set()
@@ -75,6 +73,25 @@ class LogCleaner:
         # (unit tests use a thread pool).
         self.executor: Executor | None = None
         self.rounds_done = 0  # completed rounds since start
+
+    def _read_settings(self) -> None:
+        current = self.state.metadata.broker_configs.current
+        self.threads = max(int(current("log.cleaner.threads")), 1)  # type: ignore[call-overload]
+        self.backoff_s = int(current("log.cleaner.backoff.ms")) / 1000  # type: ignore[call-overload]
+        self.map_bytes = int(current("log.cleaner.dedupe.buffer.size")) // self.threads  # type: ignore[call-overload]
+        self.load_factor = float(current("log.cleaner.io.buffer.load.factor"))  # type: ignore[arg-type]
+        self.io_rate = float(current("log.cleaner.io.max.bytes.per.second")) / self.threads  # type: ignore[arg-type]
+
+    def _settings(self) -> tuple[int, float, int, float, float]:
+        return self.threads, self.backoff_s, self.map_bytes, self.load_factor, self.io_rate
+
+    def reconfigure(self) -> None:
+        """The dynamic broker configs changed: take the cleaner's settings again and restart the
+        tasks if any of them moved."""
+        before = self._settings()
+        self._read_settings()
+        if self._settings() != before:
+            self._restart.set()
 
     def load(self) -> None:
         """Read the checkpoint file (worker thread, at start-up)."""
@@ -86,9 +103,16 @@ class LogCleaner:
         if not self.enabled:
             return
         try:
-            async with trio.open_nursery() as nursery:
-                for _ in range(self.threads):
-                    nursery.start_soon(self._cleaner_task)
+            while True:
+                restart = self._restart = trio.Event()
+                threads = self.threads
+                async with trio.open_nursery() as nursery:
+                    for _ in range(threads):
+                        nursery.start_soon(self._cleaner_task, restart)
+                log.info("log cleaner settings changed: restarting with %d task(s)", self.threads)
+                if self.threads != threads and self.executor is not None:
+                    self.executor.shutdown(wait=False)  # idle now; a pool of the new size replaces it
+                    self.executor = None
         finally:
             if self.executor is not None:  # shutdown: a round in progress is dropped, not waited for
                 self.executor.shutdown(wait=False, cancel_futures=True)
@@ -103,11 +127,12 @@ class LogCleaner:
                                                 initializer=_cleaner_process_init)
         return self.executor
 
-    async def _cleaner_task(self) -> None:
-        while True:
+    async def _cleaner_task(self, restart: trio.Event) -> None:
+        while not restart.is_set():
             picked = self.grab_filthiest()
             if picked is None:
-                await trio.sleep(self.backoff_s)
+                with trio.move_on_after(self.backoff_s):
+                    await restart.wait()
                 continue
             await self.clean(*picked)
 

@@ -25,7 +25,7 @@ from typing import Callable, Iterator, Protocol
 import trio
 
 from wirekafka.broker import topic_config
-from wirekafka.broker.dynamic_config import DynamicBrokerConfigs
+from wirekafka.broker.dynamic_config import DEFAULT_ENTITY, MIN_ISR, DynamicBrokerConfigs
 from wirekafka.broker.partition import Partition
 from wirekafka.config import BrokerConfig
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
@@ -205,7 +205,24 @@ class TopicIndex:
             yield from t.local_partitions()
 
     def topic_config_value(self, topic: Topic, name: str) -> str:
-        return topic_config.effective(name, topic.configs, self.config)[0]
+        return topic_config.effective(name, topic.configs, self.config, self.broker_configs)[0]
+
+    def apply_topic_configs(self, topic: Topic) -> None:
+        """Give the topic's replicas its effective log config, min.insync.replicas and the
+        broker's producer.id.expiration.ms: after a change of its overrides or of the dynamic
+        broker configs it inherits."""
+        cfg = topic_config.log_config(topic.configs, self.config, self.broker_configs)
+        min_isr = int(self.topic_config_value(topic, "min.insync.replicas"))
+        expiration_ms = self.broker_configs.current_int("producer.id.expiration.ms")
+        for p in topic.local_partitions():
+            p.set_log_config(cfg)
+            p.min_insync_replicas = min_isr
+            p.producer_id_expiration_ms = expiration_ms
+
+    def apply_all_configs(self) -> None:
+        """The dynamic broker configs changed: every topic inherits anew."""
+        for topic in self.all_topics():
+            self.apply_topic_configs(topic)
 
 
 class LocalMetadata(TopicIndex):
@@ -222,7 +239,8 @@ class LocalMetadata(TopicIndex):
         self._creating: set[str] = set()  # names whose partitions are being opened right now
         self._save_lock = trio.Lock()
         self._change_lock = trio.Lock()  # changes that must not interleave (partition growth, pid blocks)
-        self.broker_configs = DynamicBrokerConfigs(config.node_id)
+        self.broker_configs = DynamicBrokerConfigs(config.node_id, config)
+        self.broker_configs.observe(self.apply_all_configs)
 
     # ---- persistence ---------------------------------------------------------------------------
     def load(self) -> None:
@@ -232,6 +250,9 @@ class LocalMetadata(TopicIndex):
         self._next_producer_id = self._producer_id_ceiling = saved.get("producer_id_block_end", 0)
         for entity, configs in saved.get("broker_configs", {}).items():
             self.broker_configs.replace(entity, configs)
+        defaults = self.broker_configs.defaults
+        if MIN_ISR not in defaults:  # formatting a Kafka 4 cluster writes it (KIP-966)
+            self.broker_configs.replace(DEFAULT_ENTITY, {**defaults, MIN_ISR: str(self.config.int(MIN_ISR))})
         for t in saved["topics"]:
             topic = Topic(t["name"], base64_to_uuid(t["id"]), configs=dict(t.get("configs", {})))
             topic.partitions = [self._open_partition(topic, p, False) for p in range(t["partitions"])]
@@ -351,9 +372,7 @@ class LocalMetadata(TopicIndex):
 
     async def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:
         topic.configs = dict(configs)
-        cfg = topic_config.log_config(topic.configs, self.config)
-        for p in topic.local_partitions():
-            p.set_log_config(cfg)
+        self.apply_topic_configs(topic)
         await self._persist()
 
     async def set_broker_configs(self, entity: str, configs: dict[str, str]) -> None:

@@ -188,6 +188,12 @@ class Partition:
     def is_leader(self) -> bool:
         return self.replica_set.is_leader
 
+    def effective_min_isr(self, configured: int) -> int:
+        """min.insync.replicas as Kafka 3.7+ applies it: never more than the partition's
+        replicas (KAFKA-15583), so a topic with fewer replicas than its min.insync.replicas
+        still takes acks=all writes and moves its high watermark."""
+        return min(configured, max(len(self.replica_set.replicas), 1))
+
     @property
     def recovery_point(self) -> int:
         return self._log.recovery_point
@@ -196,7 +202,7 @@ class Partition:
         """Leader: the smallest log end among the in-sync replicas, once they are at least
         min.insync.replicas; it never moves back."""
         rs = self.replica_set
-        if not rs.is_leader or len(rs.isr) < self.min_insync_replicas:
+        if not rs.is_leader or len(rs.isr) < self.effective_min_isr(self.min_insync_replicas):
             return
         new = rs.min_in_sync_end(self._log.log_end_offset)
         if new is not None and new > self._high_watermark:

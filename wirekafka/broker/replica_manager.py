@@ -100,18 +100,16 @@ TransactionVerifier = Callable[[int, int, str, int], ErrorCode]
 
 class ReplicaManager:
     def __init__(self, metadata: ClusterMetadata, now_ms: Callable[[], int], quotas: ReplicationQuotas,
-                 replica_selector: str | None = None, verify_transactions: bool = True) -> None:
+                 replica_selector: str | None = None) -> None:
         self.metadata = metadata
         self.now_ms = now_ms
         self.quotas = quotas
-        # transaction.partition.verification.enable: a transactional batch must belong to the
-        # producer's ongoing transaction (KIP-890); off, it is appended unchecked as before KIP-890
-        self.verify_transactions = verify_transactions
         self.rack_aware_reads = replica_selector == RACK_AWARE_SELECTOR  # the only one there is (config.py checks)
         self.verify_transaction: TransactionVerifier = lambda _pid, _epoch, _topic, _partition: ErrorCode.INVALID_TXN_STATE
-        # topic id -> (the config overrides it was computed from, policy): configs are replaced as a
-        # whole when altered, so an identity check keeps this current without per-batch look-ups.
-        self._policies: dict[object, tuple[dict[str, str], AppendPolicy]] = {}
+        # topic id -> (the config overrides it was computed from, the dynamic broker configs'
+        # version, policy): overrides are replaced as a whole when altered, so an identity check
+        # and a version compare keep this current without per-batch look-ups.
+        self._policies: dict[object, tuple[dict[str, str], int, AppendPolicy]] = {}
 
     # ---- produce -----------------------------------------------------------------------------
     async def append_records(self, entries: list[ProduceEntry], acks: int, timeout_ms: int,
@@ -135,7 +133,7 @@ class ReplicaManager:
                     raise RefusedBeforeLog(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                         f"Cannot append to internal topic {topic.name}")
                 header = validate_client_batch(entry.records, policy, now, topic.name, entry.index)
-                if header.is_transactional and self.verify_transactions:
+                if header.is_transactional and self._verify_transactions():
                     code = self.verify_transaction(header.producer_id, header.producer_epoch, topic.name, entry.index)
                     if code == ErrorCode.INVALID_TXN_STATE:
                         raise TransactionNotVerified(code, f"{topic.name}-{entry.index} is not part of the "
@@ -149,12 +147,12 @@ class ReplicaManager:
                     header = records.parse_header(batch)
                 if not partition.is_leader:  # Kafka checks leadership before the ISR size
                     raise RefusedBeforeLog(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-                if acks == -1 and partition.in_sync_replica_count < policy.min_insync_replicas:
+                min_isr = partition.effective_min_isr(policy.min_insync_replicas)
+                if acks == -1 and partition.in_sync_replica_count < min_isr:
                     raise KafkaApiError(
                         ErrorCode.NOT_ENOUGH_REPLICAS,
                         f"The size of the current ISR {partition.in_sync_replica_count} is insufficient to "
-                        f"satisfy the min.isr requirement of {policy.min_insync_replicas} for partition "
-                        f"{topic.name}-{entry.index}")
+                        f"satisfy the min.isr requirement of {min_isr} for partition {topic.name}-{entry.index}")
                 result = partition.append(batch, header, AppendOrigin.CLIENT,  # type: ignore[arg-type]
                                           now if policy.log_append_time else None)
             except RefusedBeforeLog as exc:
@@ -170,7 +168,7 @@ class ReplicaManager:
             if result.flush_due:
                 flushes.append(partition)
             if acks == -1:
-                waits.append((len(outcomes), partition, result.last_offset + 1, policy.min_insync_replicas))
+                waits.append((len(outcomes), partition, result.last_offset + 1, min_isr))
             outcomes.append(ProduceOutcome(base_offset=result.base_offset, log_append_time=result.log_append_time,
                                            log_start_offset=partition.log_start_offset))
         for partition in flushes:
@@ -183,12 +181,18 @@ class ReplicaManager:
                     outcomes[i] = ProduceOutcome(code, log_start_offset=partition.log_start_offset)
         return outcomes
 
+    def _verify_transactions(self) -> bool:
+        """transaction.partition.verification.enable: a transactional batch must belong to the
+        producer's ongoing transaction (KIP-890); off, it is appended unchecked as before KIP-890."""
+        return bool(self.metadata.broker_configs.current("transaction.partition.verification.enable"))
+
     def _policy(self, topic: Topic) -> AppendPolicy:
         cached = self._policies.get(topic.topic_id)
-        if cached is not None and cached[0] is topic.configs:
-            return cached[1]
+        version = self.metadata.broker_configs.version
+        if cached is not None and cached[0] is topic.configs and cached[1] == version:
+            return cached[2]
         policy = AppendPolicy.from_values(lambda name: self.metadata.topic_config_value(topic, name))
-        self._policies[topic.topic_id] = (topic.configs, policy)
+        self._policies[topic.topic_id] = (topic.configs, version, policy)
         return policy
 
     def append_coordinator_records(self, partition: Partition, batch: bytes) -> AppendResult:

@@ -80,8 +80,7 @@ class BrokerState:
         if config.zookeeper_mode:
             self.fetchers = ReplicaFetchers(config, self.quotas)
         self.replicas = ReplicaManager(self.metadata, self.now_ms, self.quotas,
-                                       config["replica.selector.class"],  # type: ignore[arg-type]
-                                       config.bool("transaction.partition.verification.enable"))
+                                       config["replica.selector.class"])  # type: ignore[arg-type]
         runtime = CoordinatorRuntime(self.metadata, self.replicas, config, self.now_ms)
         self.groups = GroupCoordinator(runtime)
         self.transactions = TransactionCoordinator(runtime, self._write_marker, self.metadata.allocate_producer_id)
@@ -91,7 +90,8 @@ class BrokerState:
             self.replicas.verify_transaction = self._verify_transaction
             self.markers = RemoteMarkers(self.metadata, config)
         self.cleaner = LogCleaner(self)
-        self.deletes = DelayedDeletes(lambda: int(topic_config.effective("file.delete.delay.ms", {}, config)[0]))
+        self.deletes = DelayedDeletes(lambda: int(topic_config.effective("file.delete.delay.ms", {}, config,
+                                                                        self.metadata.broker_configs)[0]))
         self._recovery: dict[tuple[str, int], int] = {}
         self._high_watermarks: dict[tuple[str, int], int] = {}
         self._starts: dict[tuple[str, int], int] = {}
@@ -227,7 +227,7 @@ class BrokerState:
         key = (topic.name, index)
         plog = PartitionLog(
             directory,
-            topic_config.log_config(topic.configs, self.config),
+            topic_config.log_config(topic.configs, self.config, self.metadata.broker_configs),
             log_start_offset=0 if new else self._starts.get(key, 0),
             recovery_point=0 if new else self._recovery.get(key, 0),
             clean_shutdown=new or self._clean,
@@ -239,7 +239,8 @@ class BrokerState:
         epochs = LeaderEpochCache(directory / "leader-epoch-checkpoint")
         epochs.truncate_from_end(plog.log_end_offset)
         partition = Partition(topic.name, index, plog, epochs, clock=self.clock,
-                              producer_id_expiration_ms=self.config.int("producer.id.expiration.ms"),
+                              producer_id_expiration_ms=self.metadata.broker_configs.current_int(
+                                  "producer.id.expiration.ms"),
                               node_id=self.node_id, lead=not self.config.zookeeper_mode, deletes=self.deletes)
         if not new and self.config.zookeeper_mode:
             # a replica that restarts knows what was committed before (a coordinator loading it as

@@ -12,19 +12,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from wirekafka.broker.config_enums import (  # noqa: F401 - DescribeConfigs' enums, re-exported
+    SOURCE_DEFAULT,
+    SOURCE_DYNAMIC_BROKER,
+    SOURCE_DYNAMIC_DEFAULT_BROKER,
+    SOURCE_DYNAMIC_TOPIC,
+    SOURCE_STATIC_BROKER,
+    TYPE_BOOLEAN,
+    TYPE_DOUBLE,
+    TYPE_INT,
+    TYPE_LIST,
+    TYPE_LONG,
+    TYPE_SHORT,
+    TYPE_STRING,
+)
+from wirekafka.broker.dynamic_config import DynamicBrokerConfigs
 from wirekafka.config import MIN_SEGMENT_BYTES, BrokerConfig
 from wirekafka.storage.log import LogConfig
-
-# DescribeConfigs enums, as on the wire
-TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_SHORT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST = 1, 2, 3, 4, 5, 6, 7
-SOURCE_DYNAMIC_TOPIC, SOURCE_DYNAMIC_BROKER, SOURCE_DYNAMIC_DEFAULT_BROKER, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 2, 3, 4, 5
-
-# Broker keys that a Kafka 4 cluster holds as dynamic cluster-wide defaults from the moment its
-# storage is formatted: the formatter copies min.insync.replicas (from server.properties, else its
-# default) into the metadata log (KIP-966), so Kafka reports it with source
-# DYNAMIC_DEFAULT_BROKER_CONFIG. wirekafka has no dynamic broker configs; it reports the same
-# source, with the static value the formatter would have copied.
-CLUSTER_DEFAULT_KEYS = frozenset({"min.insync.replicas"})
 
 
 @dataclass(frozen=True)
@@ -206,20 +210,27 @@ def invalid_reason(name: str, value: str | None) -> str | None:
     return None if problem is None else f"Invalid value {value} for configuration {name}: {problem}"
 
 
-def effective(name: str, overrides: Mapping[str, str], broker: BrokerConfig) -> tuple[str, int]:
-    """(value, source) of a topic config."""
+def effective(name: str, overrides: Mapping[str, str], broker: BrokerConfig,
+              dynamic: DynamicBrokerConfigs) -> tuple[str, int]:
+    """(value, source) of a topic config: the topic's override, else its broker key set
+    dynamically (this broker's, else the cluster default's), else the static broker value. Only
+    a broker key's first synonym is dynamic, so a dynamic value beats every static one."""
     if name in overrides:
         return overrides[name], SOURCE_DYNAMIC_TOPIC
     d = TOPIC_CONFIGS[name]
-    if d.broker_key in CLUSTER_DEFAULT_KEYS:
-        return d.default(broker), SOURCE_DYNAMIC_DEFAULT_BROKER
+    found = dynamic.lookup(d.broker_key) if d.broker_key else None
+    if found is not None:
+        return found
     source = SOURCE_STATIC_BROKER if d.broker_key in broker.overridden else SOURCE_DEFAULT
     return d.default(broker), source
 
 
-def log_config(overrides: Mapping[str, str], broker: BrokerConfig) -> LogConfig:
+def log_config(overrides: Mapping[str, str], broker: BrokerConfig, dynamic: DynamicBrokerConfigs) -> LogConfig:
+    def value(name: str) -> str:
+        return effective(name, overrides, broker, dynamic)[0]
+
     def get(name: str) -> int:
-        return int(effective(name, overrides, broker)[0])
+        return int(value(name))
 
     internal_segment_bytes = overrides.get("internal.segment.bytes")
     return LogConfig(
@@ -230,8 +241,8 @@ def log_config(overrides: Mapping[str, str], broker: BrokerConfig) -> LogConfig:
         retention_bytes=get("retention.bytes"),
         flush_messages=get("flush.messages"),
         flush_ms=get("flush.ms"),
-        compact="compact" in [p.strip() for p in effective("cleanup.policy", overrides, broker)[0].split(",")],
-        min_cleanable_ratio=float(effective("min.cleanable.dirty.ratio", overrides, broker)[0]),
+        compact="compact" in [p.strip() for p in value("cleanup.policy").split(",")],
+        min_cleanable_ratio=float(value("min.cleanable.dirty.ratio")),
         min_compaction_lag_ms=get("min.compaction.lag.ms"),
         max_compaction_lag_ms=get("max.compaction.lag.ms"),
         delete_retention_ms=get("delete.retention.ms"),

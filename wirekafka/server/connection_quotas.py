@@ -18,27 +18,47 @@ from collections import Counter
 
 import trio
 
-from wirekafka.config import INT_MAX, BrokerConfig, parse_ip_overrides
+from wirekafka.broker.dynamic_config import DynamicBrokerConfigs
+from wirekafka.config import resolve_ip_overrides
 
 log = logging.getLogger(__name__)
 
 
 class ConnectionQuotas:
-    """Open connections per peer address and in all, against the configured limits."""
+    """Open connections per peer address and in all, against the limits as they are now: they
+    are dynamic broker configs, so a change applies to the next accept (connections already open
+    stay, as in Kafka)."""
 
-    def __init__(self, config: BrokerConfig) -> None:
-        self.per_ip = config.int("max.connections.per.ip")
-        self.overrides = parse_ip_overrides(str(config["max.connections.per.ip.overrides"] or ""))
-        total = config.int("max.connections")
-        self.slots = trio.Semaphore(total) if total < INT_MAX else None
+    def __init__(self, settings: DynamicBrokerConfigs) -> None:
+        self._settings = settings
         self.open: Counter[str] = Counter()
-        self.send_buffer = config.int_if_set("socket.send.buffer.bytes")
-        self.receive_buffer = config.int_if_set("socket.receive.buffer.bytes")
+        self.taken = 0  # connections open, and accepts under way
+        self._freed = trio.Event()  # set (and replaced) when a slot may have come free
+        static = settings.static
+        self.send_buffer = static.int_if_set("socket.send.buffer.bytes")
+        self.receive_buffer = static.int_if_set("socket.receive.buffer.bytes")
+        self.reconfigure()
+        settings.observe(self.reconfigure)
+
+    def reconfigure(self) -> None:
+        """Read the limits again (the dynamic broker configs changed)."""
+        current = self._settings
+        self.per_ip = current.current_int("max.connections.per.ip")
+        self.max_total = current.current_int("max.connections")
+        self.overrides, unresolved = resolve_ip_overrides(str(current.current("max.connections.per.ip.overrides")))
+        for host in unresolved:
+            log.warning("max.connections.per.ip.overrides: %s does not resolve; its entry is ignored", host)
+        self._wake()
+
+    def _wake(self) -> None:
+        self._freed.set()
+        self._freed = trio.Event()
 
     async def wait_for_slot(self) -> None:
-        """Before accepting: block while max.connections are open."""
-        if self.slots is not None:
-            await self.slots.acquire()
+        """Before accepting: wait while max.connections are open."""
+        while self.taken >= self.max_total:
+            await self._freed.wait()
+        self.taken += 1
 
     def admit(self, address: str) -> bool:
         """Count a connection from address; False (not counted) if that address is at its limit."""
@@ -53,8 +73,9 @@ class ConnectionQuotas:
             self.open[address] -= 1
             if not self.open[address]:
                 del self.open[address]
-        if self.slots is not None:
-            self.slots.release()
+        self.taken -= 1
+        if self.taken < self.max_total:
+            self._wake()
 
     def configure(self, sock: trio.socket.SocketType) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -54,7 +54,7 @@ async def run_broker(config: BrokerConfig) -> None:
             # which makes a burst of 100 connects wait out 1 s SYN retransmits (scripts/bench.py connect)
             listeners = await trio.open_tcp_listeners(listener.port, host=listener.host or None,
                                                        backlog=config.int_if_set("socket.listen.backlog.size"))
-            quotas = ConnectionQuotas(config)
+            quotas = ConnectionQuotas(state.metadata.broker_configs)
             async with trio.open_nursery() as connections:
                 accepting = trio.CancelScope()
 

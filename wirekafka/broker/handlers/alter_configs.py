@@ -8,25 +8,29 @@
   resource must appear at most once."), a key named twice in one resource ("Error due to
   duplicate config keys"), a null value ("Null value not supported for : <keys>").
 - Unknown topic: UNKNOWN_TOPIC_OR_PARTITION "The topic '<name>' does not exist.".
-- BROKER resources (this node's id, or "" for the cluster default): the dynamic replication
-  throttles (broker/dynamic_config.py) are stored and take effect on the running brokers; any
-  other key is refused with Kafka's error for a key that cannot change at runtime:
-  INVALID_REQUEST "Cannot update these configs dynamically: [<keys>]"; a throttle that is not a
-  non-negative LONG is INVALID_REQUEST with Kafka's text (its code for these keys). Another broker id: INVALID_REQUEST as
-  Kafka.
+- BROKER resources (this node's id, or "" for the cluster default): the dynamic broker keys
+  (broker/dynamic_config.py: replication throttles, log defaults, thread-pool sizes) are stored
+  and take effect on the running brokers; any other key is refused with Kafka's error for a key
+  that cannot change at runtime: INVALID_REQUEST "Cannot update these configs dynamically:
+  [<keys>]"; a value its type or validator refuses is INVALID_REQUEST with Kafka's text.
+  Without ZooKeeper (a Kafka 4 cluster with ELR on) the cluster default's min.insync.replicas
+  cannot be removed and the per-broker one cannot be set, INVALID_CONFIG with Kafka's texts.
+  Another broker id: INVALID_REQUEST as Kafka.
 - Any other resource type: INVALID_REQUEST "Unknown resource type <n>" (as Kafka for the legacy
   API, which has no broker-logger support)."""
 
 from __future__ import annotations
 
 from collections import Counter
+from types import SimpleNamespace
 from typing import Callable, Iterable
 
 from kafka.protocol.admin.configs import AlterConfigsResponse
 
 from wirekafka.broker import dynamic_config, topic_config
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.handlers.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC
+from wirekafka.broker.config_enums import TYPE_LIST
+from wirekafka.broker.handlers.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC, render
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 # A resource's change: validates the request's configs against the topic's current overrides
@@ -34,6 +38,7 @@ from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 ConfigChange = Callable[[object, dict[str, str]], dict[str, str]]
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # IncrementalAlterConfigs' operations
 ELR_MIN_ISR_REMOVED = "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."
+ELR_BROKER_MIN_ISR = "Broker-level min.insync.replicas cannot be altered while ELR is enabled."
 # The answer for a resource type other than TOPIC and BROKER.
 OtherType = Callable[[object], None]
 
@@ -59,6 +64,32 @@ def check_broker_name(ctx: RequestContext, name: str) -> None:
                                 f"Unexpected broker id, expected {ctx.state.node_id}, but received {name}")
 
 
+def _list_ops_as_sets(ctx: RequestContext, entity: str, configs: list) -> list:
+    """IncrementalAlterConfigs' APPEND/SUBTRACT on a broker resource as SETs: the items added to
+    (skipping ones present) or removed from the entity's value, else the static one. Kafka finds
+    no broker config by a throttle's name, and refuses the operation on other non-list keys."""
+    out = []
+    for c in configs:
+        op = getattr(c, "config_operation", SET)
+        if op not in (APPEND, SUBTRACT):
+            out.append(c)
+            continue
+        if c.name in dynamic_config.THROTTLE_KEYS:
+            raise KafkaApiError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {c.name}")
+        if dynamic_config.UPDATABLE[c.name].type != TYPE_LIST:
+            verb = "append" if op == APPEND else "subtract"
+            raise KafkaApiError(ErrorCode.INVALID_CONFIG, f"Config value {verb} is not allowed for config key: {c.name}")
+        current = ctx.state.metadata.broker_configs.of(entity).get(c.name, render(ctx.state.config[c.name]))
+        items = [x for x in (current or "").split(",") if x]
+        given = [x for x in (c.value or "").split(",") if x]
+        if op == APPEND:
+            items += [x for x in dict.fromkeys(given) if x not in items]
+        else:
+            items = [x for x in items if x not in given]
+        out.append(SimpleNamespace(name=c.name, config_operation=SET, value=",".join(items)))
+    return out
+
+
 async def _apply_broker(ctx: RequestContext, resource: object, change: ConfigChange, validate_only: bool,
                         replaces_all: bool) -> None:
     """Validate a broker resource's change and store it (unless validate_only). Kafka writes
@@ -70,18 +101,19 @@ async def _apply_broker(ctx: RequestContext, resource: object, change: ConfigCha
     if static:
         raise KafkaApiError(ErrorCode.INVALID_REQUEST,
                             f"Cannot update these configs dynamically: [{', '.join(static)}]")
-    listed = [c.name for c in configs if getattr(c, "config_operation", None) in (APPEND, SUBTRACT)]
-    if listed:  # the throttles are LONGs: Kafka finds no list config by that name
-        raise KafkaApiError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {listed[0]}")
-    if not name and replaces_all and not ctx.state.config.zookeeper_mode:
-        # AlterConfigs replaces the whole cluster default, and a Kafka 4 cluster's default holds
-        # min.insync.replicas, which it refuses to drop while ELR is on (wirekafka cannot set it).
-        raise KafkaApiError(ErrorCode.INVALID_CONFIG, ELR_MIN_ISR_REMOVED)
     entity = dynamic_config.entity_of(name)
-    new = change(resource, ctx.state.metadata.broker_configs.of(entity))
+    configs = _list_ops_as_sets(ctx, entity, configs)
     for c in configs:
-        if c.name in new:
-            dynamic_config.check_value(c.name, new[c.name])
+        if c.value is not None and getattr(c, "config_operation", SET) == SET:
+            dynamic_config.check_value(c.name, c.value)
+    dynamic = ctx.state.metadata.broker_configs
+    new = change(SimpleNamespace(configs=configs), dynamic.of(entity))
+    dynamic.check_change(entity, new)
+    if not ctx.state.config.zookeeper_mode:  # Kafka 4 with ELR on (KIP-966) guards min.insync.replicas
+        if name and any(c.name == dynamic_config.MIN_ISR for c in configs):
+            raise KafkaApiError(ErrorCode.INVALID_CONFIG, ELR_BROKER_MIN_ISR)
+        if not name and dynamic_config.MIN_ISR not in new:
+            raise KafkaApiError(ErrorCode.INVALID_CONFIG, ELR_MIN_ISR_REMOVED)
     if not validate_only:
         await ctx.state.metadata.set_broker_configs(entity, new)
 

@@ -28,7 +28,7 @@ _Config = _Result.CreatableTopicConfigs
 def _config_entries(ctx: RequestContext, overrides: dict[str, str]) -> list:
     out = []
     for name in topic_config.listed_configs(overrides):
-        value, source = topic_config.effective(name, overrides, ctx.state.config)
+        value, source = topic_config.effective(name, overrides, ctx.state.config, ctx.state.metadata.broker_configs)
         out.append(_Config(name=name, value=value, read_only=False, config_source=source, is_sensitive=False))
     return out
 

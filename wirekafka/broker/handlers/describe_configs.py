@@ -2,16 +2,19 @@
 
 - TOPIC (2): every topic config of broker/topic_config.py with its effective value, source,
   type (v3+) and, when include_synonyms is set, Kafka's synonym chain: the topic override, then
-  the broker keys it inherits from (DYNAMIC_DEFAULT_BROKER_CONFIG for min.insync.replicas, which
-  Kafka 4 formats as a cluster default; STATIC_BROKER_CONFIG where server.properties sets them;
-  then DEFAULT_CONFIG where Kafka has a non-null default), cut to start at the topic config's
-  own broker key — so retention.ms without log.retention.ms set lists no broker synonym, as in
-  Kafka. The source is the first synonym's, DEFAULT_CONFIG when there is none.
-- BROKER (4) named by this node's id: every server.properties key wirekafka knows, with Kafka's
-  type, value (lists comma-joined, booleans lowercase, unset as null) and the same synonym
-  rules (log.retention.ms/minutes/hours, log.roll.*, log.flush.interval.ms share a chain).
-  The cluster-default resource (empty name) lists the dynamic cluster defaults a Kafka 4
-  cluster is formatted with: min.insync.replicas.
+  the broker keys it inherits from, source by source (this broker's dynamic setting
+  DYNAMIC_BROKER_CONFIG, the cluster default's DYNAMIC_DEFAULT_BROKER_CONFIG — a Kafka 4
+  cluster is formatted with min.insync.replicas there —, STATIC_BROKER_CONFIG where
+  server.properties sets them, then DEFAULT_CONFIG where Kafka has a non-null default), cut to
+  start at the topic config's own broker key — so retention.ms without log.retention.ms set
+  lists no broker synonym, as in Kafka. The source is the first synonym's, DEFAULT_CONFIG when
+  there is none.
+- BROKER (4) named by this node's id: every server.properties key wirekafka knows (and any
+  dynamic key set), with Kafka's type, value (lists comma-joined, booleans lowercase, unset as
+  null) and the same synonym rules (log.retention.ms/minutes/hours, log.roll.*,
+  log.flush.interval.ms share a chain); read_only is false for the keys it can change at
+  runtime (broker/dynamic_config.py). The cluster-default resource (empty name) lists the keys
+  set there, min.insync.replicas among them.
 - BROKER_LOGGER (8) named by this node's id: the root logger and wirekafka's loggers with their
   effective levels in log4j's names.
 - configuration_keys filters (null or empty = all; unknown keys are skipped); the result's
@@ -21,12 +24,10 @@
   is not a number or not ours INVALID_REQUEST with a message; any other resource type
   INVALID_REQUEST with Kafka's generic text for it.
 
-- The dynamic replication throttles (broker/dynamic_config.py) are listed once set: source
-  DYNAMIC_BROKER_CONFIG for this broker's own value, DYNAMIC_DEFAULT_BROKER_CONFIG for the
-  cluster default's, both as synonyms in that order, type LONG.
+- The dynamic replication throttles are listed once set, type LONG, with the same sources.
 
-Deliberate deviations: every static broker config is read_only (Kafka marks the ones it can
-change at runtime read_only=false; wirekafka can change only the throttles) and so is every
+Deliberate deviations: the broker keys Kafka can change at runtime but wirekafka only reads at
+start-up (connection limits, producer.id.expiration.ms, ...) are read_only, and so is every
 logger.
 Not implemented: GROUP (32) and CLIENT_METRICS (16) configs (INVALID_REQUEST: wirekafka has
 neither KIP-848 groups nor client metrics); documentation (always null)."""
@@ -38,6 +39,7 @@ import logging
 from kafka.protocol.admin.configs import DescribeConfigsResponse
 
 from wirekafka.broker import dynamic_config
+from wirekafka.broker.dynamic_config import DynamicBrokerConfigs
 from wirekafka.broker import topic_config as tc
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.metadata import MAX_TOPIC_NAME, Topic, topic_name_error
@@ -123,13 +125,14 @@ def kafka_default(key: str) -> str | None:
     return _UNREAD_DEFAULTS.get(key)
 
 
-def broker_synonyms(config: BrokerConfig, key: str) -> list[_Synonym]:
-    """Kafka's synonym chain of a broker key: its cluster-wide dynamic default (Kafka 4 formats
-    one for min.insync.replicas), static settings of the key and its stand-ins, then their
-    non-null defaults, starting at the key itself."""
+def broker_synonyms(config: BrokerConfig, dynamic: DynamicBrokerConfigs, key: str) -> list[_Synonym]:
+    """Kafka's synonym chain of a broker key, source by source: this broker's dynamic settings
+    of the key and its stand-ins, the cluster default's, the static ones, then their non-null
+    defaults, starting at the key itself."""
     chain = next((c for c in _SYNONYM_CHAINS if key in c), (key,))
-    found = [_Synonym(name=k, value=render(config[k]), source=tc.SOURCE_DYNAMIC_DEFAULT_BROKER)
-             for k in chain if k in tc.CLUSTER_DEFAULT_KEYS]
+    found = [_Synonym(name=k, value=dynamic.own[k], source=tc.SOURCE_DYNAMIC_BROKER) for k in chain if k in dynamic.own]
+    found += [_Synonym(name=k, value=dynamic.defaults[k], source=tc.SOURCE_DYNAMIC_DEFAULT_BROKER)
+              for k in chain if k in dynamic.defaults]
     found += [_Synonym(name=k, value=render(config[k]), source=tc.SOURCE_STATIC_BROKER)
               for k in chain if k in config.overridden]
     found += [_Synonym(name=k, value=d, source=tc.SOURCE_DEFAULT)
@@ -168,7 +171,7 @@ def _topic_entries(ctx: RequestContext, name: str, with_synonyms: bool) -> list[
     topic: Topic | None = ctx.state.metadata.topic(name)
     if topic is None:
         raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "")
-    config = ctx.state.config
+    config, dynamic = ctx.state.config, ctx.state.metadata.broker_configs
     out = []
     for cname in tc.listed_configs(topic.configs):
         d = tc.TOPIC_CONFIGS[cname]
@@ -176,8 +179,8 @@ def _topic_entries(ctx: RequestContext, name: str, with_synonyms: bool) -> list[
         if cname in topic.configs:
             synonyms.append(_Synonym(name=cname, value=topic.configs[cname], source=tc.SOURCE_DYNAMIC_TOPIC))
         if d.broker_key:
-            synonyms += broker_synonyms(config, d.broker_key)
-        value = tc.effective(cname, topic.configs, config)[0]
+            synonyms += broker_synonyms(config, dynamic, d.broker_key)
+        value = tc.effective(cname, topic.configs, config, dynamic)[0]
         out.append(_entry(cname, value, synonyms, with_synonyms, d.type, read_only=False))
     return out
 
@@ -195,35 +198,38 @@ def _check_broker_id(ctx: RequestContext, name: str, allow_empty: bool) -> None:
         raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {expected} but received {name}")
 
 
-def _throttle_entries(ctx: RequestContext, per_broker: bool, with_synonyms: bool) -> list[_Entry]:
-    """The dynamic throttles that are set: this broker's own value first, then the cluster
-    default's. Kafka 4 marks them writable; Kafka 3.9 in ZooKeeper mode read-only."""
-    dynamic = ctx.state.metadata.broker_configs
-    read_only = ctx.state.config.zookeeper_mode
-    out = []
-    for key in dynamic_config.DYNAMIC_KEYS:
-        synonyms = []
-        if per_broker and key in dynamic.own:
-            synonyms.append(_Synonym(name=key, value=dynamic.own[key], source=tc.SOURCE_DYNAMIC_BROKER))
-        if key in dynamic.defaults:
-            synonyms.append(_Synonym(name=key, value=dynamic.defaults[key], source=tc.SOURCE_DYNAMIC_DEFAULT_BROKER))
-        if synonyms:
-            out.append(_entry(key, synonyms[0].value, synonyms, with_synonyms, tc.TYPE_LONG, read_only))
-    return out
+def _read_only(ctx: RequestContext, key: str) -> bool:
+    """Kafka marks the keys it can change at runtime writable. The throttles are among them in
+    Kafka 4, not in Kafka 3.9's ZooKeeper mode (they are quota configs there)."""
+    if key in dynamic_config.THROTTLE_KEYS:
+        return ctx.state.config.zookeeper_mode
+    return key not in dynamic_config.UPDATABLE
+
+
+def _broker_type(key: str) -> int:
+    if key in dynamic_config.THROTTLE_KEYS:
+        return tc.TYPE_LONG
+    d = dynamic_config.UPDATABLE.get(key)
+    return d.type if d is not None else broker_config_type(key)
 
 
 def _broker_entries(ctx: RequestContext, name: str, with_synonyms: bool) -> list[_Entry]:
-    config = ctx.state.config
-    if name == "":  # the cluster-wide dynamic defaults: those a Kafka 4 cluster is formatted with, and set ones
-        static = [_entry(key, render(config[key]), broker_synonyms(config, key)[:1], with_synonyms,
-                         broker_config_type(key), read_only=True)
-                  for key in tc.CLUSTER_DEFAULT_KEYS]
-        return sorted(static + _throttle_entries(ctx, False, with_synonyms), key=lambda e: e.name)
+    """Every broker key with its value as this broker sees it (the cluster default's resource:
+    only the keys set there), and its synonyms."""
+    config, dynamic = ctx.state.config, ctx.state.metadata.broker_configs
+    out = []
+    if name == "":
+        for key, value in sorted(dynamic.defaults.items()):
+            synonyms = [_Synonym(name=key, value=value, source=tc.SOURCE_DYNAMIC_DEFAULT_BROKER)]
+            out.append(_entry(key, value, synonyms, with_synonyms, _broker_type(key), _read_only(ctx, key)))
+        return out
     _check_broker_id(ctx, name, allow_empty=True)
-    static = [_entry(key, render(config[key]), broker_synonyms(config, key), with_synonyms, broker_config_type(key),
-                     read_only=True)
-              for key in BROKER_KEYS]
-    return sorted(static + _throttle_entries(ctx, True, with_synonyms), key=lambda e: e.name)
+    for key in sorted(set(BROKER_KEYS) | set(dynamic.own) | set(dynamic.defaults)):
+        synonyms = broker_synonyms(config, dynamic, key)
+        found = dynamic.lookup(key)
+        value = found[0] if found is not None else render(config[key]) if key in BROKER_KEYS else kafka_default(key)
+        out.append(_entry(key, value, synonyms, with_synonyms, _broker_type(key), _read_only(ctx, key)))
+    return out
 
 
 def _log4j_level(logger: logging.Logger) -> str:

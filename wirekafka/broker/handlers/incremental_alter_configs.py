@@ -11,8 +11,10 @@
   for anything but DELETE: INVALID_REQUEST with Kafka's messages); an operation code outside
   0-3: INVALID_REQUEST "Unknown operations type <n>" (Kafka answers UNKNOWN_SERVER_ERROR for
   topics). Unknown topic: UNKNOWN_TOPIC_OR_PARTITION.
-- BROKER resources: the replication throttles are set and deleted per operation (SET, DELETE;
-  APPEND/SUBTRACT are refused, they are not lists), any other key refused as in AlterConfigs.
+- BROKER resources: the dynamic broker keys are set and deleted per operation; APPEND and
+  SUBTRACT work on list keys (log.cleanup.policy, from the entity's value or else the static
+  one) and are refused on the others with Kafka's messages; static keys are refused as in
+  AlterConfigs.
 
 Not implemented (INVALID_REQUEST with a message): BROKER_LOGGER (8) level changes, CLIENT_METRICS
 (16) and GROUP (32) configs."""

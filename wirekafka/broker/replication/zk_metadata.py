@@ -93,7 +93,8 @@ class ZkMetadata(TopicIndex):
         self._next_producer_id = 0
         self._producer_id_ceiling = 0
         self._shutting_down = False
-        self.broker_configs = DynamicBrokerConfigs(self.node_id)
+        self.broker_configs = DynamicBrokerConfigs(self.node_id, self.config)
+        self.broker_configs.observe(self.apply_all_configs)
         # set by the broker: start/stop following a leader (the replica fetchers)
         self.on_roles: Callable[[RoleChange], None] = lambda change: None
 
@@ -196,6 +197,7 @@ class ZkMetadata(TopicIndex):
         change = RoleChange()
         for name, view in snapshot.topics.items():
             topic = self._topics.get(name)
+            reconfigure = topic is None or topic.configs != view.configs
             if topic is None or topic.topic_id != view.topic_id:
                 if topic is not None:
                     await self._drop_topic(name)
@@ -203,18 +205,18 @@ class ZkMetadata(TopicIndex):
                 topic.partitions = await self._open_replicas(topic, view, 0)
                 self._topics[name] = topic
                 self._by_id[topic.topic_id] = topic
+                reconfigure = True
             else:
                 if len(topic.partitions) < len(view.assignment):
                     topic.partitions.extend(await self._open_replicas(topic, view, len(topic.partitions)))
+                    reconfigure = True
                 await self._follow_reassignments(topic, view, change)
-            if topic.configs != view.configs:
+            if reconfigure:
                 topic.configs = dict(view.configs)
-                cfg = topic_config.log_config(topic.configs, self.config)
-                for p in topic.local_partitions():
-                    p.set_log_config(cfg)
-            min_isr = int(topic_config.effective("min.insync.replicas", topic.configs, self.config)[0])
+                self.apply_topic_configs(topic)
+            min_isr = int(self.topic_config_value(topic, "min.insync.replicas"))
             for p in topic.local_partitions():
-                p.min_insync_replicas = min_isr
+                p.min_insync_replicas = min_isr  # replicas a reassignment opened here too
                 current = view.states.get(p.index)
                 if current is not None:
                     self._apply_role(p, view.assignment.get(p.index, ()), current[0], snapshot, change)
@@ -439,7 +441,7 @@ class ZkMetadata(TopicIndex):
         def allowed(name: str) -> bool:
             view = snapshot.topics.get(name)
             value = topic_config.effective("unclean.leader.election.enable", view.configs if view else {},
-                                           self.config)[0]
+                                           self.config, self.broker_configs)[0]
             return str(value).lower() == "true"
         return allowed
 
@@ -685,9 +687,7 @@ class ZkMetadata(TopicIndex):
     async def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:
         await self.zk.call(_set_entity_config, self.zk.client, zl.TOPIC_CONFIG_TYPE, topic.name, configs)
         topic.configs = dict(configs)
-        cfg = topic_config.log_config(topic.configs, self.config)
-        for p in topic.local_partitions():
-            p.set_log_config(cfg)
+        self.apply_topic_configs(topic)
 
     async def set_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
         """/config/brokers/<entity> and its notification; every broker reloads it from its watch."""

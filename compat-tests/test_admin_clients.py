@@ -161,9 +161,21 @@ def test_confluent_broker_configs(broker):
     assert configs["listeners"].value == f"PLAINTEXT://127.0.0.1:{broker.port}"
     assert configs["listeners"].source == 4  # STATIC_BROKER_CONFIG
     assert configs["log.retention.ms"].value is None and configs["log.retention.hours"].value == "168"
+    # log.retention.hours cannot change at runtime (only log.retention.ms can, as in Kafka)
+    static = ConfigResource("broker", "1", incremental_configs=[
+        ConfigEntry("log.retention.hours", "1", incremental_operation=AlterConfigOpType.SET)])
+    assert _error_name(lambda: admin.incremental_alter_configs([static])[static].result(10)) == "INVALID_REQUEST"
     change = ConfigResource("broker", "1", incremental_configs=[
-        ConfigEntry("log.retention.ms", "1000", incremental_operation=AlterConfigOpType.SET)])
-    assert _error_name(lambda: admin.incremental_alter_configs([change])[change].result(10)) == "INVALID_REQUEST"
+        ConfigEntry("log.retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)])
+    try:
+        admin.incremental_alter_configs([change])[change].result(10)
+        changed = admin.describe_configs([res])[res].result(10)
+        assert (changed["log.retention.ms"].value, changed["log.retention.ms"].source) == ("3600000", 2)  # DYNAMIC_BROKER
+        assert changed["log.retention.hours"].value == "168"
+    finally:
+        undo = ConfigResource("broker", "1", incremental_configs=[
+            ConfigEntry("log.retention.ms", None, incremental_operation=AlterConfigOpType.DELETE)])
+        admin.incremental_alter_configs([undo])[undo].result(10)
     assert admin.describe_configs([res])[res].result(10)["log.retention.ms"].value is None
 
 

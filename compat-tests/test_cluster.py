@@ -319,9 +319,20 @@ def test_paused_stale_leader_cannot_acknowledge(cluster: WirekafkaCluster) -> No
     _create(cluster, "stale")
     old = cluster.leader("stale")
     epoch = cluster.partition_state("stale", 0)["leader_epoch"]
+    others = [n for n in cluster.brokers if n != old]
+
+    def leader_seen_by(n: int) -> int:
+        admin = AdminClient({"bootstrap.servers": cluster.brokers[n].bootstrap})
+        return admin.list_topics("stale", timeout=10).topics["stale"].partitions[0].leader
+
     cluster.brokers[old].proc.send_signal(19)  # SIGSTOP
     try:
         cluster.wait_for(lambda: cluster.leader("stale") not in (old, -1), 30, "a new leader")
+        # Resumed while a follower still fetched from it, the old leader could see that follower
+        # take the write (a real replication, not a stale acknowledgement): resume it once the
+        # others follow the new leader, so only its own view can acknowledge anything.
+        cluster.wait_for(lambda: all(leader_seen_by(n) not in (old, -1) for n in others), 30,
+                         "the other brokers follow the new leader")
     finally:
         cluster.brokers[old].proc.send_signal(18)  # SIGCONT
     assert cluster.partition_state("stale", 0)["leader_epoch"] > epoch

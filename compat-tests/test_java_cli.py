@@ -14,7 +14,7 @@ import time
 
 import pytest
 from client_support import CODECS, read_confluent
-from confluent_kafka import Consumer, Producer, TopicCollection, TopicPartition
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
 from java_tools import (PROBLEM_MARKERS, fails, java_string_hash, kafka_index_entries, offsets_partition, ok,
                         parse_index_dump, parse_log_dump, parse_offsets_dump, run, table)
@@ -331,6 +331,45 @@ def test_configs_topic_alter_describe_and_enforce(broker, topic_name):
     out = ok("kafka-configs", "--bootstrap-server", b, "--entity-type", "brokers", "--entity-name", "1",
              "--describe", "--all")
     assert re.search(r"^\s+message\.max\.bytes=1048588 sensitive=false", out, re.M), out
+
+
+def test_configs_broker_defaults_change_a_running_broker(broker, topic_name):
+    """kafka-configs on brokers (--entity-default and --entity-name): the log defaults set there
+    reach a topic that does not override them at once, the tool describes them with their
+    sources, and a key Kafka cannot change at runtime is refused with Kafka's message."""
+    b = broker.bootstrap
+    _create(broker, topic_name, 1)
+    default = ("--bootstrap-server", b, "--entity-type", "brokers", "--entity-default")
+    one = ("--bootstrap-server", b, "--entity-type", "brokers", "--entity-name", "1")
+    try:
+        ok("kafka-configs", *default, "--alter", "--add-config",
+           "log.message.timestamp.type=LogAppendTime,log.retention.ms=3600000")
+        ok("kafka-configs", *one, "--alter", "--add-config", "log.retention.ms=7200000")
+        shown = ok("kafka-configs", *default, "--describe")
+        assert re.search(r"^\s+log\.retention\.ms=3600000 sensitive=false "
+                         r"synonyms=\{DYNAMIC_DEFAULT_BROKER_CONFIG:log\.retention\.ms=3600000\}$", shown, re.M), shown
+        assert re.search(r"^\s+min\.insync\.replicas=1 ", shown, re.M), shown  # formatted with the cluster
+        shown = ok("kafka-configs", *one, "--describe")
+        assert re.search(r"^\s+log\.retention\.ms=7200000 sensitive=false synonyms=\{DYNAMIC_BROKER_CONFIG:"
+                         r"log\.retention\.ms=7200000, DYNAMIC_DEFAULT_BROKER_CONFIG:log\.retention\.ms=3600000", shown,
+                         re.M), shown
+        configs = _topic_configs(broker, topic_name)
+        assert (configs["retention.ms"].value, configs["retention.ms"].source) == (
+            "7200000", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+        stamps = []
+        p = Producer({"bootstrap.servers": b, "log_level": 3})
+        p.produce(topic_name, value=b"x", timestamp=1_600_000_000_000,
+                  on_delivery=lambda err, msg: stamps.append((err, msg.timestamp())))
+        p.flush(10)
+        assert stamps[0][0] is None and stamps[0][1][0] == TIMESTAMP_LOG_APPEND_TIME, stamps  # the broker's clock
+        err = fails("kafka-configs", *default, "--alter", "--add-config", "log.retention.hours=1")
+        assert "Cannot update these configs dynamically: [log.retention.hours]" in err, err
+    finally:
+        ok("kafka-configs", *one, "--alter", "--delete-config", "log.retention.ms")
+        ok("kafka-configs", *default, "--alter", "--delete-config", "log.message.timestamp.type,log.retention.ms")
+    configs = _topic_configs(broker, topic_name)
+    assert (configs["retention.ms"].value, configs["retention.ms"].source) == (
+        "604800000", ConfigSource.DEFAULT_CONFIG.value)
 
 
 # ---- perf tests --------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterator
 
+from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
@@ -75,7 +76,15 @@ class WirekafkaCluster:
                 started.result()
         self.zk.start(timeout=15)
         self.wait_for(lambda: len(self.registered()) == len(self.brokers), timeout, "all brokers registered")
+        # each broker (the controller among them) learns of the others from its ZooKeeper watch a
+        # moment after they register: a CreateTopics sent before then would find too few brokers
+        self.wait_for(lambda: all(self._brokers_seen_by(b) == len(self.brokers) for b in self.brokers.values()),
+                      timeout, "every broker sees all brokers")
         return self
+
+    @staticmethod
+    def _brokers_seen_by(broker: BrokerProcess) -> int:
+        return len(AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=10).brokers)
 
     def stop(self) -> None:
         for b in self.brokers.values():

@@ -75,10 +75,11 @@ class LogCleaner:
         self.rounds_done = 0  # completed rounds since start
 
     def _read_settings(self) -> None:
-        current = self.state.metadata.broker_configs.current
-        self.threads = max(int(current("log.cleaner.threads")), 1)  # type: ignore[call-overload]
-        self.backoff_s = int(current("log.cleaner.backoff.ms")) / 1000  # type: ignore[call-overload]
-        self.map_bytes = int(current("log.cleaner.dedupe.buffer.size")) // self.threads  # type: ignore[call-overload]
+        settings = self.state.metadata.broker_configs
+        current = settings.current
+        self.threads = max(settings.current_int("log.cleaner.threads"), 1)
+        self.backoff_s = settings.current_int("log.cleaner.backoff.ms") / 1000
+        self.map_bytes = settings.current_int("log.cleaner.dedupe.buffer.size") // self.threads
         self.load_factor = float(current("log.cleaner.io.buffer.load.factor"))  # type: ignore[arg-type]
         self.io_rate = float(current("log.cleaner.io.max.bytes.per.second")) / self.threads  # type: ignore[arg-type]
 

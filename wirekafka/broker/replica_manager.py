@@ -110,6 +110,8 @@ class ReplicaManager:
         # version, policy): overrides are replaced as a whole when altered, so an identity check
         # and a version compare keep this current without per-batch look-ups.
         self._policies: dict[object, tuple[dict[str, str], int, AppendPolicy]] = {}
+        # (broker-config version, transaction.partition.verification.enable) as last read
+        self._verify_setting: tuple[int, bool] = (-1, True)
 
     # ---- produce -----------------------------------------------------------------------------
     async def append_records(self, entries: list[ProduceEntry], acks: int, timeout_ms: int,
@@ -184,7 +186,11 @@ class ReplicaManager:
     def _verify_transactions(self) -> bool:
         """transaction.partition.verification.enable: a transactional batch must belong to the
         producer's ongoing transaction (KIP-890); off, it is appended unchecked as before KIP-890."""
-        return bool(self.metadata.broker_configs.current("transaction.partition.verification.enable"))
+        settings = self.metadata.broker_configs
+        if self._verify_setting[0] != settings.version:
+            self._verify_setting = (settings.version,
+                                    bool(settings.current("transaction.partition.verification.enable")))
+        return self._verify_setting[1]
 
     def _policy(self, topic: Topic) -> AppendPolicy:
         cached = self._policies.get(topic.topic_id)

@@ -43,6 +43,18 @@ ELR_BROKER_MIN_ISR = "Broker-level min.insync.replicas cannot be altered while E
 OtherType = Callable[[object], None]
 
 
+def merge_list(op: int, base: str | None, value: str | None) -> str:
+    """APPEND or SUBTRACT on a LIST value as Kafka does it: appended items not already present
+    go to the end (each once), subtracted ones are removed wherever they are."""
+    items = [x for x in (base or "").split(",") if x]
+    given = [x for x in (value or "").split(",") if x]
+    if op == APPEND:
+        items += [x for x in dict.fromkeys(given) if x not in items]
+    else:
+        items = [x for x in items if x not in given]
+    return ",".join(items)
+
+
 def check_request_configs(names: Iterable[str], null_names: list[str]) -> None:
     """Kafka's checks on one resource's config list, before anything is looked up."""
     counts = Counter(names)
@@ -80,13 +92,7 @@ def _list_ops_as_sets(ctx: RequestContext, entity: str, configs: list) -> list:
             verb = "append" if op == APPEND else "subtract"
             raise KafkaApiError(ErrorCode.INVALID_CONFIG, f"Config value {verb} is not allowed for config key: {c.name}")
         current = ctx.state.metadata.broker_configs.of(entity).get(c.name, render(ctx.state.config[c.name]))
-        items = [x for x in (current or "").split(",") if x]
-        given = [x for x in (c.value or "").split(",") if x]
-        if op == APPEND:
-            items += [x for x in dict.fromkeys(given) if x not in items]
-        else:
-            items = [x for x in items if x not in given]
-        out.append(SimpleNamespace(name=c.name, config_operation=SET, value=",".join(items)))
+        out.append(SimpleNamespace(name=c.name, config_operation=SET, value=merge_list(op, current, c.value)))
     return out
 
 

@@ -25,7 +25,15 @@ from kafka.protocol.admin.configs import IncrementalAlterConfigsResponse
 
 from wirekafka.broker import topic_config
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.handlers.alter_configs import APPEND, DELETE, SET, SUBTRACT, run_resources, unknown_type
+from wirekafka.broker.handlers.alter_configs import (
+    APPEND,
+    DELETE,
+    SET,
+    SUBTRACT,
+    merge_list,
+    run_resources,
+    unknown_type,
+)
 from wirekafka.broker.handlers.describe_configs import (
     RESOURCE_BROKER_LOGGER,
     RESOURCE_CLIENT_METRICS,
@@ -37,10 +45,6 @@ from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 _OP_NAMES = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
 
-def _items(value: str | None) -> list[str]:
-    return [x for x in (value or "").split(",") if x]
-
-
 def _list_change(name: str, op: int, value: str, current: dict[str, str]) -> str:
     d = topic_config.TOPIC_CONFIGS.get(name)
     if d is None or d.type != topic_config.TYPE_LIST:
@@ -49,13 +53,7 @@ def _list_change(name: str, op: int, value: str, current: dict[str, str]) -> str
     base = current.get(name)
     if base is None and d.broker_key:
         base = kafka_default(d.broker_key)
-    items = _items(base)
-    given = _items(value)
-    if op == APPEND:
-        items += [x for x in dict.fromkeys(given) if x not in items]
-    else:
-        items = [x for x in items if x not in given]
-    return ",".join(items)
+    return merge_list(op, base, value)
 
 
 def _incremental(resource: object, current: dict[str, str]) -> dict[str, str]:

@@ -22,12 +22,13 @@ from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kazoo.client import KazooClient
 
 from client_support import raw_call
-from testsupport.broker_process import BrokerProcess
+from testsupport.broker_process import BrokerProcess, free_port
 from testsupport.cluster import WirekafkaCluster
 from testsupport.follower_fetch import check_follower_fetch, rack_overrides
 from testsupport.legacy_admin import check_legacy_admin_znodes
 from testsupport.dynamic_log_config import check_dynamic_default
 from testsupport.throttled_reassignment import check_throttled_reassignment
+from testsupport.two_listeners import check_two_listeners, listener_overrides
 from testsupport.znodes import check_kafka39_znodes
 from wirekafka.broker.groups import partition_for
 from wirekafka.protocol import records
@@ -467,6 +468,16 @@ def test_consumers_fetch_from_the_replica_in_their_rack(tmp_path: Path, zookeepe
     compat-tests/test_zookeeper_launcher.py)."""
     with WirekafkaCluster(tmp_path, zookeeper, broker_overrides={n: rack_overrides(n) for n in (1, 2, 3)}) as c:
         print(check_follower_fetch(c.zk, c.bootstrap, {n: b.bootstrap for n, b in c.brokers.items()}))
+
+
+def test_two_listeners_replicate_on_the_inter_broker_one(tmp_path: Path, zookeeper: str) -> None:
+    """CLIENT and REPLICATION listeners on every broker, REPLICATION the inter-broker one: the
+    registrations, Metadata per listener and replication are as on Kafka 3.9.1 (the same check
+    runs there in compat-tests/test_zookeeper_launcher.py)."""
+    ports = {n: (free_port(), free_port()) for n in (1, 2, 3)}
+    with WirekafkaCluster(tmp_path, zookeeper, ports={n: p[0] for n, p in ports.items()},
+                          broker_overrides={n: listener_overrides(*p) for n, p in ports.items()}) as c:
+        print(check_two_listeners(c.zk, ports))
 
 
 def test_legacy_admin_znodes(cluster: WirekafkaCluster) -> None:

@@ -13,6 +13,7 @@ Needs java and mvn (scripts/install_system_deps.sh); the first run downloads Zoo
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import re
@@ -23,6 +24,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -53,6 +55,7 @@ from testsupport.dynamic_log_config import check_dynamic_default  # noqa: E402
 from testsupport.follower_fetch import check_follower_fetch, rack_overrides  # noqa: E402
 from testsupport.legacy_admin import check_legacy_admin_znodes  # noqa: E402
 from testsupport.throttled_reassignment import check_throttled_reassignment  # noqa: E402
+from testsupport.two_listeners import check_two_listeners, listener_overrides  # noqa: E402
 from testsupport.znodes import check_kafka39_znodes  # noqa: E402
 
 
@@ -295,26 +298,43 @@ def test_kafka39_three_brokers_on_one_zookeeper(tmp_path):
     assert codes == [143, 143, 143]
 
 
-def test_kafka39_consumers_fetch_from_the_replica_in_their_rack(tmp_path):
-    """KIP-392 on Kafka 3.9.1 in racks with its RackAwareReplicaSelector: the check wirekafka's
-    cluster passes too (compat-tests/test_cluster.py)."""
+@contextlib.contextmanager
+def _kafka39_cluster(tmp_path, **start_args) -> Iterator[tuple[list, KazooClient]]:
+    """Three Kafka 3.9 brokers (realkafka.start_zk_cluster with start_args) on a ZooKeeper of
+    their own, and kazoo on their chroot; all stopped after."""
     chroot = f"/kafka39-{tmp_path.name}"
     zk = zookeeper.ZooKeeperServer(tmp_path / "zk").start()
     brokers: list = []
     client = None
     try:
         brokers = realkafka.start_zk_cluster(zk.connect_string + chroot, (1, 2, 3), workdir=tmp_path, heap="256m",
-                                             broker_overrides={n: rack_overrides(n) for n in (1, 2, 3)})
+                                             **start_args)
         client = _kazoo(zk.connect_string + chroot)
-        summary = check_follower_fetch(client, ",".join(b.bootstrap for b in brokers),
-                                       {b.broker_id: b.bootstrap for b in brokers})
-        print(f"Kafka {brokers[0].version}: {summary}")
+        yield brokers, client
     finally:
         if client is not None:
             client.stop()
             client.close()
         realkafka.stop_all(brokers)
         zk.stop()
+
+
+def test_kafka39_consumers_fetch_from_the_replica_in_their_rack(tmp_path):
+    """KIP-392 on Kafka 3.9.1 in racks with its RackAwareReplicaSelector: the check wirekafka's
+    cluster passes too (compat-tests/test_cluster.py)."""
+    with _kafka39_cluster(tmp_path, broker_overrides={n: rack_overrides(n) for n in (1, 2, 3)}) as (brokers, client):
+        summary = check_follower_fetch(client, ",".join(b.bootstrap for b in brokers),
+                                       {b.broker_id: b.bootstrap for b in brokers})
+        print(f"Kafka {brokers[0].version}: {summary}")
+
+
+def test_kafka39_two_listeners_replicate_on_the_inter_broker_one(tmp_path):
+    """CLIENT and REPLICATION listeners, REPLICATION the inter-broker one, on Kafka 3.9.1: the
+    check wirekafka's cluster passes too (compat-tests/test_cluster.py)."""
+    ports = {n: tuple(realkafka.free_ports(2)) for n in (1, 2, 3)}
+    with _kafka39_cluster(tmp_path, ports={n: p[0] for n, p in ports.items()},
+                          broker_overrides={n: listener_overrides(*p) for n, p in ports.items()}) as (brokers, client):
+        print(f"Kafka {brokers[0].version}: {check_two_listeners(client, ports)}")
 
 
 def test_kafka39_refuses_zookeeper_set_acl_without_authentication(tmp_path):

@@ -110,6 +110,9 @@ API_OF = {
     "test_refused_settings": "IncrementalAlterConfigs (broker)",
     "test_accepted_settings": "IncrementalAlterConfigs (broker)",
     "test_settings_are_described_with_their_sources": "IncrementalAlterConfigs/DescribeConfigs (broker)",
+    "test_metadata_lists_each_broker_on_the_requests_listener": "Metadata (two listeners)",
+    "test_find_coordinator_names_the_node_on_the_requests_listener": "FindCoordinator (two listeners)",
+    "test_describe_cluster_lists_the_brokers_on_the_requests_listener": "DescribeCluster (two listeners)",
 }
 TARGETS = ("kafka", "wirekafka")
 

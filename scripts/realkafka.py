@@ -680,11 +680,12 @@ class RealKafka(JvmProcess):
 def start_zk_cluster(zookeeper_connect: str, broker_ids: Sequence[int] = (1, 2, 3), *,
                      workdir: str | os.PathLike, overrides: Mapping[str, object] | None = None,
                      broker_overrides: Mapping[int, Mapping[str, object]] | None = None,
-                     version: str | None = None, heap: str = "256m",
+                     ports: Mapping[int, int] | None = None, version: str | None = None, heap: str = "256m",
                      start_timeout: float = 90.0) -> list[RealKafka]:
     """Start ZooKeeper-mode brokers ``broker_ids`` on one ZooKeeper, all at once, and return
     them once every one answers ApiVersions (each has joined ``/brokers/ids`` by then).
-    ``overrides`` apply to every broker, ``broker_overrides[id]`` to one (its ``broker.rack``).
+    ``overrides`` apply to every broker, ``broker_overrides[id]`` to one (its ``broker.rack``);
+    ``ports[id]``, when given, is that broker's client port (its listeners may name more).
 
     Each broker gets ``workdir/broker-<id>``. The JVMs start in parallel threads: most of a
     start is JVM and Scala class loading, which overlaps well even on 2 cores. If any fails, the
@@ -694,7 +695,7 @@ def start_zk_cluster(zookeeper_connect: str, broker_ids: Sequence[int] = (1, 2, 
     root = Path(workdir)
     brokers = [RealKafka(root / f"broker-{i}", zookeeper_connect=zookeeper_connect, broker_id=i,
                          overrides={**(overrides or {}), **(broker_overrides or {}).get(i, {})},
-                         version=version, heap=heap,
+                         port=(ports or {}).get(i), version=version, heap=heap,
                          start_timeout=start_timeout) for i in broker_ids]
     with concurrent.futures.ThreadPoolExecutor(len(brokers)) as pool:
         futures = [pool.submit(b.start) for b in brokers]

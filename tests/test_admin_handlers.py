@@ -64,7 +64,7 @@ def call(state: BrokerState, request: Any, version: int) -> Any:
     frame = bytes(request.encode(header=True))
     header = codec.parse_header(frame)
     body = codec.decode_body(header, frame)
-    ctx = RequestContext(state, header, "test")
+    ctx = RequestContext(state, header, state.config.listeners[0].name, "test")
     response = trio.run(dispatch.dispatch, ctx, body)
     if isinstance(response, RegionResponse):  # a Fetch answer: join its parts as the socket would
         out = b"".join(p if isinstance(p, bytes) else p.read()

@@ -1,5 +1,5 @@
 """Listener settings: Kafka's keys and rules, and a refusal to start where wirekafka cannot do
-what a setting asks (a TLS or SASL listener, a second listener, TLS to ZooKeeper)."""
+what a setting asks (a TLS or SASL listener, TLS to ZooKeeper)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,29 @@ def test_plaintext_listeners_under_any_mapped_name_are_served() -> None:
     cfg = build_config({"log.dirs": "/tmp/unused", "listeners": "CLIENT://127.0.0.1:9192",
                         "listener.security.protocol.map": "CLIENT:PLAINTEXT",
                         "inter.broker.listener.name": "CLIENT"})
-    assert (cfg.listener.name, cfg.listener.port) == ("CLIENT", 9192)
+    assert [(lst.name, lst.port) for lst in cfg.listeners] == [("CLIENT", 9192)]
+    assert cfg.inter_broker_listener == "CLIENT"
     build_config({"log.dirs": "/tmp/unused", "security.inter.broker.protocol": "PLAINTEXT"})
+
+
+def test_several_listeners_each_advertised_unless_advertised_listeners_says_otherwise() -> None:
+    base = {"log.dirs": "/tmp/unused", "listeners": "CLIENT://127.0.0.1:9192,REPLICATION://:9193",
+            "listener.security.protocol.map": "CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT"}
+    cfg = build_config({**base, "inter.broker.listener.name": "replication"})
+    assert [(lst.name, lst.host, lst.port) for lst in cfg.listeners] == [("CLIENT", "127.0.0.1", 9192),
+                                                                          ("REPLICATION", "", 9193)]
+    # a listener on all interfaces is advertised on loopback, where wirekafka is reached
+    assert [(lst.name, lst.host, lst.port) for lst in cfg.advertised_listeners] == [
+        ("CLIENT", "127.0.0.1", 9192), ("REPLICATION", "127.0.0.1", 9193)]
+    assert cfg.inter_broker_listener == "REPLICATION"
+    assert cfg.security_protocol("REPLICATION") == "PLAINTEXT"
+    # advertised.listeners names the advertised ones: a listener left out is bound, not advertised
+    cfg = build_config({**base, "inter.broker.listener.name": "CLIENT",
+                        "advertised.listeners": "CLIENT://localhost:29192"})
+    assert [(lst.name, lst.host, lst.port) for lst in cfg.advertised_listeners] == [("CLIENT", "localhost", 29192)]
+    assert len(cfg.listeners) == 2
+    # without inter.broker.listener.name: the first listener on security.inter.broker.protocol
+    assert build_config(base).inter_broker_listener == "CLIENT"
 
 
 @pytest.mark.parametrize("listener, protocol", [("SSL", "SSL"), ("SASL_PLAINTEXT", "SASL_PLAINTEXT"),
@@ -33,12 +54,9 @@ def test_tls_and_sasl_listeners_stop_start_up(listener: str, protocol: str) -> N
 
 def test_listener_rules_are_kafkas() -> None:
     assert _refused(listeners="CLIENT://127.0.0.1:9093") == "No security protocol defined for listener CLIENT"
-    assert _refused(listeners="PLAINTEXT://127.0.0.1:9093,INTERNAL://127.0.0.1:9094",
-                    **{"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT"}) == (
-        "wirekafka serves one listener, and listeners names 2: PLAINTEXT, INTERNAL")
-    assert _refused(**{"advertised.listeners": "OTHER://h:1"}).startswith(
+    assert _refused(**{"advertised.listeners": "PLAINTEXT://h:1,OTHER://h:2"}).startswith(
         "advertised.listeners listener names must be equal to or a subset of the ones defined in listeners. "
-        "Found OTHER.")
+        "Found PLAINTEXT,OTHER.")
     assert _refused(**{"inter.broker.listener.name": "PLAINTEXT", "security.inter.broker.protocol": "PLAINTEXT"}) == (
         "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.")
     assert _refused(**{"inter.broker.listener.name": "INTERNAL"}).startswith(
@@ -46,6 +64,40 @@ def test_listener_rules_are_kafkas() -> None:
     assert _refused(**{"security.inter.broker.protocol": "SSL"}).startswith(
         "inter.broker.listener.name must be a listener name defined in advertised.listeners.")
     assert "improperly formatted" in _refused(**{"listener.security.protocol.map": "PLAINTEXT"})
+    # the inter-broker listener must be advertised, and is checked first
+    assert _refused(listeners="PLAINTEXT://127.0.0.1:9093,INTERNAL://127.0.0.1:9094",
+                    **{"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
+                       "advertised.listeners": "INTERNAL://127.0.0.1:9094"}) == (
+        "inter.broker.listener.name must be a listener name defined in advertised.listeners. "
+        "The valid options based on currently configured listeners are INTERNAL")
+    assert _refused(**{"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"}) == (
+        "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP address.")
+    assert _refused(listeners="PLAINTEXT://0.0.0.0:9092") == (
+        "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP address.")
+
+
+PAIR = {"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT"}
+
+
+@pytest.mark.parametrize("listeners, message", [
+    ("PLAINTEXT://127.0.0.1:9093,plaintext://127.0.0.1:9094",
+     "Each listener must have a different name, listeners: PLAINTEXT://127.0.0.1:9093,plaintext://127.0.0.1:9094"),
+    ("PLAINTEXT://:9093,INTERNAL://localhost:9093",
+     "Each listener must have a different port, listeners: PLAINTEXT://:9093,INTERNAL://localhost:9093"),
+    ("PLAINTEXT://127.0.0.1:9093,INTERNAL://127.0.0.2:9093",
+     "If you have two listeners on the same port then one needs to be IPv4 and the other IPv6, listeners: "
+     "PLAINTEXT://127.0.0.1:9093,INTERNAL://127.0.0.2:9093, port: 9093"),
+    ("PLAINTEXT://127.0.0.1:9093,INTERNAL://localhost:9093",
+     "Each listener must have a different port unless exactly one listener has an IPv4 address and the other "
+     "IPv6 address, listeners: PLAINTEXT://127.0.0.1:9093,INTERNAL://localhost:9093, port: 9093"),
+])
+def test_listener_names_and_ports_are_distinct_as_in_kafka(listeners: str, message: str) -> None:
+    assert _refused(listeners=listeners, **PAIR) == message
+
+
+def test_ipv4_and_ipv6_listeners_may_share_a_port_and_port_0_may_repeat() -> None:
+    build_config({"log.dirs": "/tmp/unused", "listeners": "PLAINTEXT://127.0.0.1:9093,INTERNAL://[::1]:9093", **PAIR})
+    build_config({"log.dirs": "/tmp/unused", "listeners": "PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0", **PAIR})
 
 
 def test_tls_to_zookeeper_stops_start_up() -> None:
@@ -53,3 +105,12 @@ def test_tls_to_zookeeper_stops_start_up() -> None:
                        "zookeeper.ssl.client.enable": "true"}).startswith(
         "zookeeper.ssl.client.enable is true, but wirekafka's ZooKeeper client has no TLS")
     build_config({"log.dirs": "/tmp/unused", "zookeeper.ssl.client.enable": "true"})  # no ZooKeeper: no effect
+
+
+def test_a_listener_on_port_0_is_listed_and_advertised_on_its_bound_port() -> None:
+    cfg = build_config({"log.dirs": "/tmp/unused", "listeners": "PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:9094",
+                        "advertised.listeners": "PLAINTEXT://localhost:0,INTERNAL://127.0.0.1:9094", **PAIR})
+    bound = cfg.with_bound_ports({"PLAINTEXT": 40123, "INTERNAL": 9094})
+    assert [(lst.name, lst.port) for lst in bound.listeners] == [("PLAINTEXT", 40123), ("INTERNAL", 9094)]
+    assert [(lst.host, lst.port) for lst in bound.advertised_listeners] == [("localhost", 40123), ("127.0.0.1", 9094)]
+    assert bound["listeners"] == cfg["listeners"]  # the value as given, for DescribeConfigs

@@ -5,10 +5,11 @@ inherits its default from, because DescribeConfigs reports both the value and it
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import re
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -244,6 +245,8 @@ class BrokerConfig:
 
     values: Mapping[str, object]
     overridden: frozenset[str] = field(default_factory=frozenset)
+    # listener name -> the port it was bound to, once bound (with_bound_ports)
+    bound_ports: Mapping[str, int] = field(default_factory=dict, hash=False)
 
     def __getitem__(self, key: str) -> object:
         return self.values[key]
@@ -261,7 +264,7 @@ class BrokerConfig:
 
     def with_node_id(self, node_id: int) -> "BrokerConfig":
         """This config with broker.id set (a stored or generated id)."""
-        return BrokerConfig({**self.values, "broker.id": node_id}, self.overridden | {"broker.id"})
+        return replace(self, values={**self.values, "broker.id": node_id}, overridden=self.overridden | {"broker.id"})
 
     @property
     def zookeeper_mode(self) -> bool:
@@ -273,22 +276,37 @@ class BrokerConfig:
         return Path(dirs[0])  # type: ignore[index]
 
     @property
-    def listener(self) -> Listener:
-        return parse_listener(self.values["listeners"][0])  # type: ignore[index]
+    def listeners(self) -> tuple[Listener, ...]:
+        """Every listener the broker binds, in the order `listeners` names them."""
+        return tuple(self._bound(parse_listener(spec)) for spec in self.values["listeners"])  # type: ignore[attr-defined]
 
     @property
-    def listener_security_protocol(self) -> str:
-        """The listener's protocol from listener.security.protocol.map (PLAINTEXT: nothing else
-        starts)."""
-        return _security_protocols(self)[self.listener.name]
-
-    @property
-    def advertised_listener(self) -> Listener:
+    def advertised_listeners(self) -> tuple[Listener, ...]:
+        """What the broker tells clients and other brokers: advertised.listeners when set (only
+        those listeners are advertised, as in Kafka), else the listeners. A listener without a
+        host (all interfaces) is advertised on loopback, where wirekafka is reached."""
         adv = self.values["advertised.listeners"]
-        lst = parse_listener(adv[0]) if adv else self.listener  # type: ignore[index]
-        if lst.host in ("", "0.0.0.0"):
-            return Listener(lst.name, "127.0.0.1", lst.port)
-        return lst
+        chosen = tuple(self._bound(parse_listener(spec)) for spec in adv) if adv else self.listeners  # type: ignore[union-attr]
+        return tuple(Listener(lst.name, lst.host or "127.0.0.1", lst.port) for lst in chosen)
+
+    def with_bound_ports(self, bound: Mapping[str, int]) -> "BrokerConfig":
+        """This config with the ports its listeners were bound to: a listener on port 0 is then
+        listed, and advertised, on the port the OS gave it, as Kafka advertises it. The values
+        stay as given (DescribeConfigs shows them)."""
+        return replace(self, bound_ports=dict(bound))
+
+    def _bound(self, lst: Listener) -> Listener:
+        return Listener(lst.name, lst.host, self.bound_ports.get(lst.name, 0)) if lst.port == 0 else lst
+
+    def security_protocol(self, listener: str) -> str:
+        """The listener's protocol from listener.security.protocol.map."""
+        return _security_protocols(self)[listener]
+
+    @property
+    def inter_broker_listener(self) -> str:
+        """The listener other brokers are reached on: inter.broker.listener.name, else the first
+        listener whose protocol is security.inter.broker.protocol (Kafka's rule)."""
+        return _inter_broker_listener(self) or ""
 
     def int(self, key: str) -> int:
         return int(self.values[key])  # type: ignore[arg-type]
@@ -447,16 +465,28 @@ def _security_protocols(cfg: BrokerConfig) -> dict[str, str]:
     return out
 
 
+def _inter_broker_listener(cfg: BrokerConfig) -> str | None:
+    inter = cfg["inter.broker.listener.name"]
+    if inter:
+        return str(inter).upper()
+    protocols = _security_protocols(cfg)
+    wanted = str(cfg["security.inter.broker.protocol"]).upper()
+    return next((lst.name for lst in cfg.listeners if protocols.get(lst.name) == wanted), None)
+
+
 def _check_listeners(cfg: BrokerConfig) -> None:
-    """Kafka's listener rules, for the one PLAINTEXT listener wirekafka serves: every listener's
-    name must map to a security protocol, advertised names must be listeners, the inter-broker
-    listener must be one of them. A listener that Kafka would serve with TLS or SASL, or a
-    second listener, stops start-up: serving it as plain TCP, or not at all, would betray what
-    the setting asks for."""
-    listeners = [parse_listener(spec) for spec in cfg["listeners"]]  # type: ignore[attr-defined]
-    advertised = [parse_listener(spec) for spec in cfg["advertised.listeners"]]  # type: ignore[attr-defined]
+    """Kafka's listener rules: distinct names and ports, every listener's name mapped to a
+    security protocol, the inter-broker listener advertised, advertised names among the
+    listeners, no advertised 0.0.0.0. A listener that Kafka would serve with TLS or SASL stops
+    start-up: serving it as plain TCP, or not at all, would betray what the setting asks for."""
+    spec = ",".join(cfg["listeners"])  # type: ignore[arg-type]
+    listeners = cfg.listeners
     if not listeners:
-        raise ConfigError("listeners must name one listener")
+        raise ConfigError("listeners must name at least one listener")
+    names = [lst.name for lst in listeners]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"Each listener must have a different name, listeners: {spec}")
+    _check_distinct_ports(listeners, spec)
     protocols = _security_protocols(cfg)
     for lst in listeners:
         protocol = protocols.get(lst.name)
@@ -465,22 +495,50 @@ def _check_listeners(cfg: BrokerConfig) -> None:
         if protocol != "PLAINTEXT":
             raise ConfigError(f"listener {lst.name} uses {protocol}: wirekafka serves PLAINTEXT listeners only "
                               "(no TLS, no SASL)")
-    names = [lst.name for lst in listeners]
-    if len(listeners) > 1:
-        raise ConfigError(f"wirekafka serves one listener, and listeners names {len(listeners)}: {', '.join(names)}")
-    stray = [a.name for a in advertised if a.name not in names]
-    if stray:
-        raise ConfigError(f"advertised.listeners listener names must be equal to or a subset of the ones defined in "
-                          f"listeners. Found {','.join(stray)}. The valid options based on the current configuration "
-                          f"are {','.join(names)}")
-    inter = cfg["inter.broker.listener.name"]
-    if inter and "security.inter.broker.protocol" in cfg.overridden:
+    given = [parse_listener(s) for s in cfg["advertised.listeners"]] or list(listeners)  # type: ignore[attr-defined]
+    advertised = list(dict.fromkeys(a.name for a in given))
+    if cfg["inter.broker.listener.name"] and "security.inter.broker.protocol" in cfg.overridden:
         raise ConfigError("Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.")
-    inter_name = str(inter).upper() if inter else next(
-        (n for n in names if protocols[n] == str(cfg["security.inter.broker.protocol"]).upper()), None)
-    if inter_name not in names:
+    if _inter_broker_listener(cfg) not in advertised:
         raise ConfigError("inter.broker.listener.name must be a listener name defined in advertised.listeners. "
-                          f"The valid options based on currently configured listeners are {','.join(names)}")
+                          f"The valid options based on currently configured listeners are {','.join(advertised)}")
+    if any(name not in names for name in advertised):
+        raise ConfigError(f"advertised.listeners listener names must be equal to or a subset of the ones defined in "
+                          f"listeners. Found {','.join(advertised)}. The valid options based on the current "
+                          f"configuration are {','.join(names)}")
+    if any(a.host == "0.0.0.0" for a in given):
+        raise ConfigError("advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. "
+                          "Use a routable IP address.")
+
+
+def _check_distinct_ports(listeners: tuple[Listener, ...], spec: str) -> None:
+    """Kafka's port rule: no two listeners on one port (port 0 picks a free one each), except
+    one on an IPv4 address and one on an IPv6 address."""
+    by_port: dict[int, list[Listener]] = {}
+    for lst in listeners:
+        if lst.port != 0:
+            by_port.setdefault(lst.port, []).append(lst)
+    for port, group in by_port.items():
+        if len(group) < 2:
+            continue
+        with_ip = [lst for lst in group if _ip_family(lst.host) is not None]
+        if len(group) - len(with_ip) > 1:
+            raise ConfigError(f"Each listener must have a different port, listeners: {spec}")
+        if len(with_ip) not in (0, 2):
+            raise ConfigError("Each listener must have a different port unless exactly one listener has an IPv4 "
+                              f"address and the other IPv6 address, listeners: {spec}, port: {port}")
+        if len(with_ip) == 2 and (sorted(_ip_family(lst.host) for lst in with_ip) != ["4", "6"]  # type: ignore[type-var]
+                                  or len(group) > 2):
+            raise ConfigError("If you have two listeners on the same port then one needs to be IPv4 and the other "
+                              f"IPv6, listeners: {spec}, port: {port}")
+
+
+def _ip_family(host: str) -> str | None:
+    """"4" or "6" for an IP address literal, None for a name or an empty host."""
+    try:
+        return str(ipaddress.ip_address(host).version)
+    except ValueError:
+        return None
 
 
 def _check_zookeeper_broker_id(cfg: BrokerConfig) -> None:

@@ -17,6 +17,9 @@ class CloseConnection(Exception):
 class RequestContext:
     state: BrokerState
     header: RequestHeader
+    # the listener the request came in on: Metadata and the coordinator look-ups answer with
+    # the brokers' endpoints on that same listener, as Kafka does
+    listener: str
     peer: str = ""
 
     @property

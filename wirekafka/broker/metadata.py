@@ -18,9 +18,9 @@ import json
 import logging
 import re
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterator, Protocol
+from typing import Callable, Iterator, Mapping, Protocol
 
 import trio
 
@@ -90,12 +90,20 @@ class Topic:
 
 @dataclass(frozen=True)
 class BrokerInfo:
-    """A live broker as clients see it in Metadata."""
+    """A live broker: id, rack and every advertised endpoint (listener name -> host, port).
+    host and port are one listener's: the one a client's request came in on when answering
+    it, the inter-broker listener when a broker connects to another."""
 
     node_id: int
     host: str
     port: int
     rack: str | None = None
+    endpoints: Mapping[str, tuple[str, int]] = field(default_factory=dict, hash=False)
+
+    def on(self, listener: str) -> BrokerInfo | None:
+        """This broker as reached on listener; None when it does not advertise that listener."""
+        endpoint = self.endpoints.get(listener)
+        return None if endpoint is None else replace(self, host=endpoint[0], port=endpoint[1])
 
 
 @dataclass(frozen=True)
@@ -121,7 +129,9 @@ class ClusterMetadata(Protocol):
     def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None: ...
     def resolve(self, name: str | None, topic_id: uuid.UUID | None, by_id: bool) -> tuple[Topic | None, ErrorCode]: ...
     def partition(self, topic: str, index: int) -> Partition: ...
-    def brokers(self) -> list[BrokerInfo]: ...
+    def brokers(self, listener: str) -> list[BrokerInfo]:
+        """The live brokers that advertise listener, each with its host and port on it."""
+        ...
     def controller_id(self) -> int: ...
     def partition_view(self, topic: Topic, index: int) -> PartitionView: ...
     def all_topics(self) -> list[Topic]: ...
@@ -285,9 +295,10 @@ class LocalMetadata(TopicIndex):
         self._by_id[topic.topic_id] = topic
 
     # ---- look-ups ------------------------------------------------------------------------------
-    def brokers(self) -> list[BrokerInfo]:
-        adv = self.config.advertised_listener
-        return [BrokerInfo(self.config.node_id, adv.host, adv.port)]
+    def brokers(self, listener: str) -> list[BrokerInfo]:
+        me = BrokerInfo(self.config.node_id, "", -1, self.config["broker.rack"] or None,  # type: ignore[arg-type]
+                        {lst.name: (lst.host, lst.port) for lst in self.config.advertised_listeners}).on(listener)
+        return [me] if me is not None else []
 
     def controller_id(self) -> int:
         return self.config.node_id

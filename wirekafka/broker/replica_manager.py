@@ -83,6 +83,8 @@ class FetchParams:
     # a consumer's rack (Fetch v11+, "" when it has none): such a fetch may be served by a follower,
     # and the leader may point it at one (KIP-392); None before v11: leaders only
     client_rack: str | None = None
+    # the listener the fetch came in on: a preferred read replica must be reachable there
+    listener: str = ""
 
 
 @dataclass(slots=True)
@@ -292,7 +294,7 @@ class ReplicaManager:
                 if not p.is_leader and (params.replica_id >= 0 or params.client_rack is None):
                     raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
                 if params.client_rack and self.rack_aware_reads and p.is_leader:
-                    brokers = brokers if brokers is not None else self.metadata.brokers()
+                    brokers = brokers if brokers is not None else self.metadata.brokers(params.listener)
                     preferred = preferred_read_replica(p, brokers, params.client_rack, t.fetch_offset, self.now_ms())
                     if preferred != NO_PREFERENCE:  # no read: the consumer goes to that replica
                         outcomes.append(FetchOutcome(ErrorCode.NONE, ReadResult(

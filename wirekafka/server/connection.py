@@ -57,9 +57,10 @@ class Shutdown:
             self._idle.discard(scope)
 
 
-async def serve_connection(stream: trio.SocketStream, state: BrokerState, shutdown: Shutdown,
+async def serve_connection(stream: trio.SocketStream, state: BrokerState, listener: str, shutdown: Shutdown,
                            on_close: Callable[[], None] = lambda: None) -> None:
-    """Serve the connection until it closes; on_close runs after (the connection quota's release)."""
+    """Serve a connection accepted on listener until it closes; on_close runs after (the
+    connection quota's release)."""
     peer = _peer_name(stream)
     reader = FrameReader(state.config.int("socket.request.max.bytes"))
     # Kafka closes a connection with no traffic for connections.max.idle.ms; here that is the
@@ -86,7 +87,7 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, shutdo
                     return
                 reader.feed(data)
                 continue
-            response = await _handle_frame(payload, state, peer)
+            response = await _handle_frame(payload, state, listener, peer)
             if isinstance(response, list):
                 await _send_parts(stream, response)
             elif response is not None:
@@ -145,14 +146,14 @@ async def _sendfile(sock: trio.socket.SocketType, region: FileRegion) -> None:
         await trio.lowlevel.checkpoint()
 
 
-async def _handle_frame(payload: bytes, state: BrokerState, peer: str) -> bytes | list[Part] | None:
+async def _handle_frame(payload: bytes, state: BrokerState, listener: str, peer: str) -> bytes | list[Part] | None:
     header = codec.parse_header(payload)
     if not api_versions.is_served(header.api_key, header.api_version):
         if header.api_key == codec.API_VERSIONS_KEY:
             return codec.encode_response(header.api_key, 0, header.correlation_id, unsupported_version_response())
         raise codec.ProtocolError(f"unsupported api {header.api_key} v{header.api_version}")
     body = codec.decode_body(header, payload)
-    ctx = RequestContext(state, header, peer)
+    ctx = RequestContext(state, header, listener, peer)
     response = await dispatch(ctx, body)
     if response is None:
         return None

@@ -1,4 +1,4 @@
-"""The listener, the connection nursery, background tasks and graceful shutdown.
+"""The listeners, the connection nursery, background tasks and graceful shutdown.
 
 SIGTERM/SIGINT: stop accepting, close idle connections, let in-flight requests finish under
 shutdown.timeout.ms, then flush and close every log, write checkpoints and the clean-shutdown
@@ -28,6 +28,15 @@ log = logging.getLogger(__name__)
 async def run_broker(config: BrokerConfig) -> None:
     check_table()
     config = await resolve_broker_id(config)  # ZooKeeper mode without broker.id: stored or generated
+    # Bound before the broker registers, as Kafka's socket server is: a listener on port 0 gets a
+    # port from the OS, and that port is the one advertised (Kafka's ephemeral-port correction).
+    # Connections wait in the backlog until the accept loops start.
+    # socket.listen.backlog.size when set; unset, the OS's maximum rather than Kafka's 50,
+    # which makes a burst of 100 connects wait out 1 s SYN retransmits (scripts/bench.py connect)
+    bound = [(listener, await trio.open_tcp_listeners(listener.port, host=listener.host or None,
+                                                      backlog=config.int_if_set("socket.listen.backlog.size")))
+             for listener in config.listeners]
+    config = config.with_bound_ports({listener.name: _bound_port(servers) for listener, servers in bound})
     state = BrokerState(config)
     await state.deletes.adopt_leftovers(state.log_dir)  # before anything of this run is deleted
     if config.zookeeper_mode:
@@ -35,7 +44,6 @@ async def run_broker(config: BrokerConfig) -> None:
     else:
         await trio.to_thread.run_sync(state.load)
     await trio.to_thread.run_sync(codec.warm_up)
-    listener = config.listener
     shutdown = Shutdown()
     try:
         async with trio.open_nursery() as background:
@@ -50,29 +58,29 @@ async def run_broker(config: BrokerConfig) -> None:
                 await background.start(state.run_cluster)
             else:
                 background.start_soon(state.load_coordinators)
-            # socket.listen.backlog.size when set; unset, the OS's maximum rather than Kafka's 50,
-            # which makes a burst of 100 connects wait out 1 s SYN retransmits (scripts/bench.py connect)
-            listeners = await trio.open_tcp_listeners(listener.port, host=listener.host or None,
-                                                       backlog=config.int_if_set("socket.listen.backlog.size"))
             quotas = ConnectionQuotas(state.metadata.broker_configs)
             async with trio.open_nursery() as connections:
-                accepting = trio.CancelScope()
+                accepting: list[trio.CancelScope] = []  # one per accept loop: a scope has one `with`
 
-                async def accept_loop(server: trio.SocketListener) -> None:
-                    with accepting:
-                        await _accept(server, quotas, connections, state, shutdown)
+                async def accept_loop(server: trio.SocketListener, name: str, scope: trio.CancelScope) -> None:
+                    with scope:
+                        await _accept(server, name, quotas, connections, state, shutdown)
 
-                for server in listeners:
-                    connections.start_soon(accept_loop, server)
-                log.info("wirekafka node %d listening on %s:%d (cluster id %s, log dir %s)", state.node_id,
-                         listener.host, listener.port, state.cluster_id, state.log_dir)
+                for listener, servers in bound:
+                    for server in servers:
+                        accepting.append(trio.CancelScope())
+                        connections.start_soon(accept_loop, server, listener.name, accepting[-1])
+                log.info("wirekafka node %d listening on %s (cluster id %s, log dir %s)", state.node_id,
+                         ", ".join(f"{lst.host}:{_bound_port(servers)} [{lst.name}]" for lst, servers in bound),
+                         state.cluster_id, state.log_dir)
                 with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                     async for signum in signals:
                         log.info("received signal %d, shutting down", signum)
                         break
                 if config.zookeeper_mode and config.bool("controlled.shutdown.enable"):
                     await state.controlled_shutdown()
-                accepting.cancel()
+                for scope in accepting:
+                    scope.cancel()
                 shutdown.begin()
                 connections.cancel_scope.deadline = trio.current_time() + config.int("shutdown.timeout.ms") / 1000
             background.cancel_scope.cancel()
@@ -87,9 +95,14 @@ async def run_broker(config: BrokerConfig) -> None:
 _ACCEPT_RETRY = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
 
 
-async def _accept(server: trio.SocketListener, quotas: ConnectionQuotas, nursery: trio.Nursery,
+def _bound_port(servers: list[trio.SocketListener]) -> int:
+    """The port a listener got (the one asked for, or the OS's pick for port 0)."""
+    return servers[0].socket.getsockname()[1]
+
+
+async def _accept(server: trio.SocketListener, listener: str, quotas: ConnectionQuotas, nursery: trio.Nursery,
                   state: BrokerState, shutdown: Shutdown) -> None:
-    """Accept connections within the connection quotas, each served in its own task."""
+    """Accept connections on one listener within the connection quotas, each served in its own task."""
     while True:
         await quotas.wait_for_slot()
         try:
@@ -117,7 +130,8 @@ async def _accept(server: trio.SocketListener, quotas: ConnectionQuotas, nursery
             quotas.release(address)
             await stream.aclose()
             continue
-        nursery.start_soon(serve_connection, stream, state, shutdown, functools.partial(quotas.release, address))
+        nursery.start_soon(serve_connection, stream, state, listener, shutdown,
+                           functools.partial(quotas.release, address))
 
 
 def _address(stream: trio.SocketStream) -> str:

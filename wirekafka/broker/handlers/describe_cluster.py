@@ -48,6 +48,6 @@ def handle(ctx: RequestContext, request: object) -> DescribeClusterResponse:
         controller_id=state.metadata.controller_id(),
         brokers=[DescribeClusterResponse.DescribeClusterBroker(
             broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack, is_fenced=False)
-            for b in state.metadata.brokers()],
+            for b in state.metadata.brokers(ctx.listener)],
         authorized_operations=set(CLUSTER_OPERATIONS) if with_ops else None,
     )

@@ -78,7 +78,8 @@ async def handle(ctx: RequestContext, request: object) -> FetchResponse | Region
     max_bytes = min(request.max_bytes, ctx.state.config.int("fetch.max.bytes"))  # type: ignore[attr-defined]
     params = FetchParams(max_bytes, min(request.min_bytes, max_bytes), request.max_wait_ms,  # type: ignore[attr-defined]
                          Isolation.READ_COMMITTED if read_committed else Isolation.READ_UNCOMMITTED,
-                         _replica_id(request), getattr(request, "rack_id", None) if v >= 11 else None)
+                         _replica_id(request), getattr(request, "rack_id", None) if v >= 11 else None,
+                         ctx.listener)
     targets = _targets(ctx, request)
     outcomes = iter(zip(targets, await ctx.state.replicas.fetch(params, targets)))
     response = RegionResponse(FetchResponse(version=v, throttle_time_ms=0, error_code=ErrorCode.NONE,

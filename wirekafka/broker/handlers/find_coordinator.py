@@ -37,7 +37,7 @@ async def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCo
         return ErrorCode.INVALID_REQUEST, f"Unknown coordinator key type {key_type}", NO_NODE
     topic = state.metadata.topic(topic_name)
     leader = state.metadata.partition_view(topic, index).leader if topic is not None else -1
-    node = next((b for b in state.metadata.brokers() if b.node_id == leader), None)
+    node = next((b for b in state.metadata.brokers(ctx.listener) if b.node_id == leader), None)
     if node is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, NO_NODE
     return ErrorCode.NONE, "", node

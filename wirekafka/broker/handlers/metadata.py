@@ -1,8 +1,10 @@
 """Metadata (key 3), v0-13.
 
-- The live brokers, the controller and, per partition, leader, leader epoch, replicas, ISR and
+- The live brokers reachable on the listener the request came in on (each with its endpoint
+  there: a broker without that listener is left out, as in Kafka), the controller and, per partition, leader, leader epoch, replicas, ISR and
   offline replicas as the cluster metadata records them (one node: itself for all of these). A
-  partition without a leader answers LEADER_NOT_AVAILABLE, as Kafka does.
+  partition without a leader answers LEADER_NOT_AVAILABLE, as Kafka does; one whose leader lacks
+  the listener answers leader -1 and LISTENER_NOT_FOUND (v6+; LEADER_NOT_AVAILABLE before).
 - Topics by name (all versions) or by topic id (v10+); null topics (v1+) or an empty list at v0
   means every topic.
 - Auto-creation of unknown, validly named, non-internal topics when auto.create.topics.enable
@@ -31,12 +33,17 @@ _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = _Topic.MetadataResponsePartition
 
 
-def _partition_metadata(ctx: RequestContext, topic: Topic, index: int) -> _Partition:
+def _partition_metadata(ctx: RequestContext, topic: Topic, index: int, reachable: set[int]) -> _Partition:
     view = ctx.state.metadata.partition_view(topic, index)
+    leader, code = view.leader, ErrorCode.NONE
+    if leader < 0:
+        code = ErrorCode.LEADER_NOT_AVAILABLE
+    elif leader not in reachable:  # alive, but without the listener this request came in on
+        leader, code = -1, ErrorCode.LISTENER_NOT_FOUND if ctx.version >= 6 else ErrorCode.LEADER_NOT_AVAILABLE
     return _Partition(
-        error_code=ErrorCode.NONE if view.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+        error_code=code,
         partition_index=index,
-        leader_id=view.leader,
+        leader_id=leader,
         leader_epoch=view.leader_epoch,
         replica_nodes=list(view.replicas),
         isr_nodes=list(view.isr),
@@ -44,13 +51,13 @@ def _partition_metadata(ctx: RequestContext, topic: Topic, index: int) -> _Parti
     )
 
 
-def topic_metadata(ctx: RequestContext, topic: Topic, with_ops: bool) -> _Topic:
+def topic_metadata(ctx: RequestContext, topic: Topic, with_ops: bool, reachable: set[int]) -> _Topic:
     return _Topic(
         error_code=ErrorCode.NONE,
         name=topic.name,
         topic_id=topic.topic_id,
         is_internal=topic.is_internal,
-        partitions=[_partition_metadata(ctx, topic, i) for i in range(len(topic.partitions))],
+        partitions=[_partition_metadata(ctx, topic, i, reachable) for i in range(len(topic.partitions))],
         authorized_operations=TOPIC_OPERATIONS if with_ops else None,
     )
 
@@ -65,9 +72,11 @@ async def handle(ctx: RequestContext, request: object) -> MetadataResponse:
     state = ctx.state
     with_ops = bool(getattr(request, "include_topic_authorized_operations", False)) and v >= 8
     requested = request.topics  # type: ignore[attr-defined]
+    brokers = state.metadata.brokers(ctx.listener)
+    reachable = {b.node_id for b in brokers}
     topics: list[_Topic] = []
     if requested is None or (v == 0 and not requested):
-        topics = [topic_metadata(ctx, t, with_ops) for t in state.metadata.all_topics()]
+        topics = [topic_metadata(ctx, t, with_ops, reachable) for t in state.metadata.all_topics()]
     else:
         auto = state.config.bool("auto.create.topics.enable") and (v < 4 or request.allow_auto_topic_creation)  # type: ignore[attr-defined]
         for req_topic in requested:
@@ -76,7 +85,7 @@ async def handle(ctx: RequestContext, request: object) -> MetadataResponse:
                 tid = req_topic.topic_id
                 found = state.metadata.topic_by_id(tid) if tid else None
                 topics.append(
-                    topic_metadata(ctx, found, with_ops) if found
+                    topic_metadata(ctx, found, with_ops, reachable) if found
                     else _error_topic(ErrorCode.UNKNOWN_TOPIC_ID, None, tid or ZERO_UUID)
                 )
                 continue
@@ -97,13 +106,13 @@ async def handle(ctx: RequestContext, request: object) -> MetadataResponse:
             if topic is None:
                 topics.append(_error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name))
             else:
-                topics.append(topic_metadata(ctx, topic, with_ops))
+                topics.append(topic_metadata(ctx, topic, with_ops, reachable))
     include_cluster_ops = v <= 10 and bool(getattr(request, "include_cluster_authorized_operations", False))
     return MetadataResponse(
         version=v,
         throttle_time_ms=0,
         brokers=[MetadataResponse.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-                 for b in state.metadata.brokers()],
+                 for b in brokers],
         cluster_id=state.cluster_id,
         controller_id=state.metadata.controller_id(),
         topics=topics,

@@ -29,7 +29,7 @@ class RemoteMarkers:
         self._clients: dict[int, PeerClient] = {}
 
     def _client(self, node: int) -> PeerClient | None:
-        broker = next((b for b in self.metadata.brokers() if b.node_id == node), None)
+        broker = next((b for b in self.metadata.brokers(self.config.inter_broker_listener) if b.node_id == node), None)
         if broker is None:
             return None
         client = self._clients.get(node)

@@ -153,10 +153,10 @@ class ZkMetadata(TopicIndex):
     async def _register(self) -> None:
         """Create /brokers/ids/N (ephemeral). After a kill -9 the previous session's node may
         still be there until ZooKeeper expires it: wait for that, up to the session timeout."""
-        adv = self.config.advertised_listener
         data = zl.BrokerRegistration(
             broker_id=self.node_id,
-            endpoints=(zl.Endpoint(adv.name, adv.host, adv.port, self.config.listener_security_protocol),),
+            endpoints=tuple(zl.Endpoint(adv.name, adv.host, adv.port, self.config.security_protocol(adv.name))
+                            for adv in self.config.advertised_listeners),
             rack=self.config["broker.rack"] or None,  # type: ignore[arg-type]
             timestamp_ms=int(time.time() * 1000),
         ).encode()
@@ -243,15 +243,20 @@ class ZkMetadata(TopicIndex):
                 change.resigned.append(p)
             p.make_follower(state.leader_epoch, state.leader, replicas, isr)
             change.stop_fetching.append(p)
-            leader = snapshot.brokers.get(state.leader)
+            leader = self._peer(snapshot, state.leader)
             if leader is not None and not self._shutting_down:
                 change.follow.append((p, leader))
         else:
             rs.isr = isr
             rs.replicas = replicas
-            leader = snapshot.brokers.get(state.leader)
+            leader = self._peer(snapshot, state.leader)
             if leader is not None and not self._shutting_down:
                 change.follow.append((p, leader))  # a no-op if already following it
+
+    def _peer(self, snapshot: ClusterSnapshot, broker_id: int) -> BrokerInfo | None:
+        """A live broker as this one reaches it: on the inter-broker listener."""
+        info = snapshot.brokers.get(broker_id)
+        return info.on(self.config.inter_broker_listener) if info is not None else None
 
     async def _follow_reassignments(self, topic: Topic, view: TopicView, change: RoleChange) -> None:
         """A reassignment added this broker to a partition (open a replica: it fetches from the
@@ -580,8 +585,9 @@ class ZkMetadata(TopicIndex):
         p.set_isr(frozenset(ordered))
 
     # ---- look-ups (ClusterMetadata) ---------------------------------------------------------------
-    def brokers(self) -> list[BrokerInfo]:
-        return [self._snapshot.brokers[b] for b in sorted(self._snapshot.brokers)]
+    def brokers(self, listener: str) -> list[BrokerInfo]:
+        live = self._snapshot.brokers
+        return [b for b in (live[n].on(listener) for n in sorted(live)) if b is not None]
 
     def controller_id(self) -> int:
         return self._snapshot.controller
@@ -609,7 +615,8 @@ class ZkMetadata(TopicIndex):
             assigner.assign_replicas_to_brokers(self._broker_metadata(), num_partitions, replication_factor)
 
     def _broker_metadata(self) -> list[assigner.BrokerMetadata]:
-        return [assigner.BrokerMetadata(b.node_id, b.rack) for b in self.brokers()]
+        live = self._snapshot.brokers
+        return [assigner.BrokerMetadata(n, live[n].rack) for n in sorted(live)]
 
     async def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None,
                            replication_factor: int = -1, assignment: dict[int, list[int]] | None = None,
@@ -759,8 +766,9 @@ def _read_snapshot(client, watch: Callable | None, config_entities: tuple[str, .
         data = _value(read)
         if data is not None:
             reg = zl.BrokerRegistration.decode(broker_id, data[0])
-            endpoint = reg.endpoints[0]
-            brokers[broker_id] = BrokerInfo(broker_id, endpoint.host or "127.0.0.1", endpoint.port, reg.rack)
+            endpoints = {e.listener: (e.host or "127.0.0.1", e.port) for e in reg.endpoints}
+            first = reg.endpoints[0]
+            brokers[broker_id] = BrokerInfo(broker_id, first.host or "127.0.0.1", first.port, reg.rack, endpoints)
     controller_data = _value(controller_read)
     if controller_data is None:
         client.exists(zl.CONTROLLER, watch=watch)  # told when a controller is elected

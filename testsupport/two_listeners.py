@@ -1,0 +1,85 @@
+"""A cluster whose brokers each have two listeners, CLIENT and REPLICATION (both plain TCP), with
+REPLICATION the inter-broker one: checked the same way on a real Kafka 3.9 cluster
+(compat-tests/test_zookeeper_launcher.py) and on wirekafka's (compat-tests/test_cluster.py).
+
+- /brokers/ids/N lists both endpoints and both listeners' protocols, with the top-level host and
+  port of the first PLAINTEXT endpoint (Kafka 3.9's registration JSON);
+- Metadata asked on either listener lists every broker on that listener's ports, so a client
+  that bootstraps on either stays on it;
+- followers replicate over the REPLICATION listener: an acks=all write to an RF=3 topic is
+  acknowledged and the leader has connections on its REPLICATION port (a wirekafka follower
+  could reach CLIENT too, so the connections are what shows the listener was chosen)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from testsupport.cluster import wait_for
+
+MAP = "CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT"
+
+
+def listener_overrides(client_port: int, replication_port: int) -> dict[str, str]:
+    """One broker's settings: CLIENT on client_port, REPLICATION on replication_port."""
+    listeners = f"CLIENT://127.0.0.1:{client_port},REPLICATION://127.0.0.1:{replication_port}"
+    return {"listeners": listeners, "advertised.listeners": listeners, "listener.security.protocol.map": MAP,
+            "inter.broker.listener.name": "REPLICATION"}
+
+
+def _established_to(port: int) -> int:
+    """Established TCP connections whose local end is 127.0.0.1:port (from /proc/net/tcp, and
+    /proc/net/tcp6 where a JVM's sockets are IPv4-mapped IPv6 ones)."""
+    local_ends = {f"0100007F:{port:04X}", f"0000000000000000FFFF00000100007F:{port:04X}"}
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "01" and fields[1] in local_ends:
+                count += 1
+    return count
+
+
+def _metadata_ports(port: int) -> dict[int, int]:
+    found = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"}).list_topics(timeout=15)
+    return {b.id: b.port for b in found.brokers.values()}
+
+
+def check_two_listeners(client, ports: dict[int, tuple[int, int]], topic: str = "two-listeners") -> str:
+    """`client`: kazoo on the cluster's chroot; `ports`: broker id -> (CLIENT port, REPLICATION
+    port). Returns a summary."""
+    for broker_id, (client_port, replication_port) in ports.items():
+        raw = client.get(f"/brokers/ids/{broker_id}")[0].decode()
+        reg = json.loads(raw)
+        assert reg["endpoints"] == [f"CLIENT://127.0.0.1:{client_port}",
+                                    f"REPLICATION://127.0.0.1:{replication_port}"], raw
+        assert reg["listener_security_protocol_map"] == {"CLIENT": "PLAINTEXT", "REPLICATION": "PLAINTEXT"}, raw
+        assert (reg["host"], reg["port"]) == ("127.0.0.1", client_port), raw
+    for index in (0, 1):
+        for broker_id, pair in ports.items():
+            seen = wait_for(lambda: (lambda m: m if len(m) == len(ports) else None)(_metadata_ports(pair[index])),
+                            30, f"every broker in Metadata on listener {index} of broker {broker_id}")
+            assert seen == {b: p[index] for b, p in ports.items()}, (index, broker_id, seen)
+
+    bootstrap = ",".join(f"127.0.0.1:{c}" for c, _ in ports.values())
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    leader = min(ports)
+    admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[sorted(ports)])],
+                        request_timeout=30)[topic].result(30)
+    state_path = f"/brokers/topics/{topic}/partitions/0/state"
+    wait_for(lambda: client.exists(state_path) and len(json.loads(client.get(state_path)[0])["isr"]) == len(ports),
+             30, "every replica in sync")
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    delivered: list = []
+    for i in range(10):
+        producer.produce(topic, b"v%d" % i, on_delivery=lambda err, msg: delivered.append(err))
+    assert producer.flush(30) == 0
+    assert delivered == [None] * 10, delivered
+    replication_port = ports[leader][1]
+    followers = wait_for(lambda: _established_to(replication_port) or None, 30,
+                         f"followers connected to broker {leader}'s REPLICATION listener")
+    return (f"registrations list CLIENT and REPLICATION; Metadata on each listener names its ports; "
+            f"10 acks=all records acknowledged; {followers} connections on the leader's REPLICATION port")

@@ -470,14 +470,15 @@ def test_consumers_fetch_from_the_replica_in_their_rack(tmp_path: Path, zookeepe
         print(check_follower_fetch(c.zk, c.bootstrap, {n: b.bootstrap for n, b in c.brokers.items()}))
 
 
-def test_two_listeners_replicate_on_the_inter_broker_one(tmp_path: Path, zookeeper: str) -> None:
+@pytest.mark.parametrize("protocol", ["PLAINTEXT", "SASL_PLAINTEXT"])
+def test_two_listeners_replicate_on_the_inter_broker_one(tmp_path: Path, zookeeper: str, protocol: str) -> None:
     """CLIENT and REPLICATION listeners on every broker, REPLICATION the inter-broker one: the
     registrations, Metadata per listener and replication are as on Kafka 3.9.1 (the same check
     runs there in compat-tests/test_zookeeper_launcher.py)."""
     ports = {n: (free_port(), free_port()) for n in (1, 2, 3)}
     with WirekafkaCluster(tmp_path, zookeeper, ports={n: p[0] for n, p in ports.items()},
-                          broker_overrides={n: listener_overrides(*p) for n, p in ports.items()}) as c:
-        print(check_two_listeners(c.zk, ports))
+                          broker_overrides={n: listener_overrides(*p, protocol) for n, p in ports.items()}) as c:
+        print(check_two_listeners(c.zk, ports, protocol=protocol))
 
 
 def test_legacy_admin_znodes(cluster: WirekafkaCluster) -> None:

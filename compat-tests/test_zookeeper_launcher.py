@@ -328,13 +328,15 @@ def test_kafka39_consumers_fetch_from_the_replica_in_their_rack(tmp_path):
         print(f"Kafka {brokers[0].version}: {summary}")
 
 
-def test_kafka39_two_listeners_replicate_on_the_inter_broker_one(tmp_path):
+@pytest.mark.parametrize("protocol", ["PLAINTEXT", "SASL_PLAINTEXT"])
+def test_kafka39_two_listeners_replicate_on_the_inter_broker_one(tmp_path, protocol):
     """CLIENT and REPLICATION listeners, REPLICATION the inter-broker one, on Kafka 3.9.1: the
     check wirekafka's cluster passes too (compat-tests/test_cluster.py)."""
     ports = {n: tuple(realkafka.free_ports(2)) for n in (1, 2, 3)}
     with _kafka39_cluster(tmp_path, ports={n: p[0] for n, p in ports.items()},
-                          broker_overrides={n: listener_overrides(*p) for n, p in ports.items()}) as (brokers, client):
-        print(f"Kafka {brokers[0].version}: {check_two_listeners(client, ports)}")
+                          broker_overrides={n: listener_overrides(*p, protocol) for n, p in ports.items()}) \
+            as (brokers, client):
+        print(f"Kafka {brokers[0].version}: {check_two_listeners(client, ports, protocol=protocol)}")
 
 
 def test_kafka39_refuses_zookeeper_set_acl_without_authentication(tmp_path):

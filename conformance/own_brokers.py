@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from testsupport.broker_process import BrokerProcess
+from testsupport.broker_process import BrokerProcess, free_port
 from testsupport.java_tools import realkafka
 
 
@@ -43,6 +43,51 @@ def own_broker_pair(overrides: dict[str, str]) -> tuple[Callable, Callable, Call
     @pytest.fixture
     def target(request: pytest.FixtureRequest) -> Broker:
         """This module's broker for the item's side (conftest parametrizes `target` indirectly)."""
+        return request.getfixturevalue("own_wirekafka" if request.param == "wirekafka" else "own_kafka")
+
+    return own_wirekafka, own_kafka, target
+
+
+@dataclass(frozen=True)
+class TwoListeners:
+    """A broker with a PLAINTEXT listener and a second one, by port."""
+
+    name: str
+    plaintext: int
+    second: int
+
+    def bootstrap(self, port: int) -> str:
+        return f"127.0.0.1:{port}"
+
+
+def own_two_listener_pair(second: str, settings: Callable[[int, int], dict[str, str]]
+                          ) -> tuple[Callable, Callable, Callable]:
+    """Like own_broker_pair, for brokers with a PLAINTEXT listener and a `second` one (named by
+    its listener name): settings(plaintext port, second port) gives the other keys both need
+    (advertised.listeners, the protocol map, ...); Kafka also keeps its CONTROLLER listener."""
+
+    @pytest.fixture(scope="module")
+    def own_wirekafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoListeners]:
+        plaintext, other = free_port(), free_port()
+        overrides = {**realkafka().DEFAULT_BROKER_CONFIG, **settings(plaintext, other),
+                     "listeners": f"PLAINTEXT://127.0.0.1:{plaintext},{second}://127.0.0.1:{other}"}
+        data = tmp_path_factory.mktemp("conformance-listeners") / "data"
+        proc = BrokerProcess(data, overrides, port=plaintext).start()
+        yield TwoListeners("wirekafka", plaintext, other)
+        proc.stop()
+
+    @pytest.fixture(scope="module")
+    def own_kafka() -> Iterator[TwoListeners]:
+        plaintext, controller, other = free_port(), free_port(), free_port()
+        overrides = {**settings(plaintext, other),
+                     "listeners": f"PLAINTEXT://127.0.0.1:{plaintext},CONTROLLER://127.0.0.1:{controller},"
+                                  f"{second}://127.0.0.1:{other}"}
+        kafka = realkafka().RealKafka(overrides=overrides, port=plaintext, controller_port=controller).start()
+        yield TwoListeners("kafka", plaintext, other)
+        kafka.stop()
+
+    @pytest.fixture
+    def target(request: pytest.FixtureRequest) -> TwoListeners:
         return request.getfixturevalue("own_wirekafka" if request.param == "wirekafka" else "own_kafka")
 
     return own_wirekafka, own_kafka, target

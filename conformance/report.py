@@ -113,6 +113,12 @@ API_OF = {
     "test_metadata_lists_each_broker_on_the_requests_listener": "Metadata (two listeners)",
     "test_find_coordinator_names_the_node_on_the_requests_listener": "FindCoordinator (two listeners)",
     "test_describe_cluster_lists_the_brokers_on_the_requests_listener": "DescribeCluster (two listeners)",
+    "test_plain_authentication_then_requests": "SaslHandshake/SaslAuthenticate",
+    "test_a_failed_authentication_is_answered_then_closed": "SaslAuthenticate",
+    "test_an_unknown_mechanism_is_answered_with_the_enabled_ones_then_closed": "SaslHandshake",
+    "test_a_request_out_of_turn": "SaslHandshake (out of turn)",
+    "test_handshake_v0_then_a_bare_token": "SaslHandshake v0",
+    "test_sasl_apis_on_a_listener_without_sasl": "SaslHandshake/SaslAuthenticate",
 }
 TARGETS = ("kafka", "wirekafka")
 

@@ -9,28 +9,15 @@ side has its own), so every scenario also checks the ports against the listener'
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
-import pytest
 from kafka.protocol.admin.cluster import DescribeClusterRequest
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 
+from conformance.own_brokers import own_two_listener_pair
 from conformance.wire import Connection, create_topic, metadata, retry_transient, unique
-from testsupport.broker_process import BrokerProcess, free_port
-from testsupport.java_tools import realkafka
 
 LISTENER_MAP = "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
-
-
-@dataclass(frozen=True)
-class TwoListeners:
-    name: str
-    plaintext: int  # the PLAINTEXT listener's port
-    internal: int  # the INTERNAL listener's port
-
-    def bootstrap(self, port: int) -> str:
-        return f"127.0.0.1:{port}"
 
 
 def _settings(plaintext: int, internal: int) -> dict[str, str]:
@@ -38,30 +25,7 @@ def _settings(plaintext: int, internal: int) -> dict[str, str]:
             "listener.security.protocol.map": LISTENER_MAP, "inter.broker.listener.name": "INTERNAL"}
 
 
-@pytest.fixture(scope="module")
-def own_wirekafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoListeners]:
-    plaintext, internal = free_port(), free_port()
-    overrides = {**realkafka().DEFAULT_BROKER_CONFIG, **_settings(plaintext, internal),
-                 "listeners": f"PLAINTEXT://127.0.0.1:{plaintext},INTERNAL://127.0.0.1:{internal}"}
-    proc = BrokerProcess(tmp_path_factory.mktemp("conformance-listeners") / "data", overrides, port=plaintext).start()
-    yield TwoListeners("wirekafka", plaintext, internal)
-    proc.stop()
-
-
-@pytest.fixture(scope="module")
-def own_kafka() -> Iterator[TwoListeners]:
-    plaintext, controller, internal = free_port(), free_port(), free_port()
-    overrides = {**_settings(plaintext, internal),
-                 "listeners": f"PLAINTEXT://127.0.0.1:{plaintext},CONTROLLER://127.0.0.1:{controller},"
-                              f"INTERNAL://127.0.0.1:{internal}"}
-    kafka = realkafka().RealKafka(overrides=overrides, port=plaintext, controller_port=controller).start()
-    yield TwoListeners("kafka", plaintext, internal)
-    kafka.stop()
-
-
-@pytest.fixture
-def target(request: pytest.FixtureRequest) -> TwoListeners:
-    return request.getfixturevalue("own_wirekafka" if request.param == "wirekafka" else "own_kafka")
+own_wirekafka, own_kafka, target = own_two_listener_pair("INTERNAL", _settings)
 
 
 def _brokers(response: Any) -> list[tuple[int, str, int]]:
@@ -72,7 +36,7 @@ def test_metadata_lists_each_broker_on_the_requests_listener(target):
     topic = unique("listeners")
     with Connection(target.bootstrap(target.plaintext)) as conn:
         create_topic(conn, topic, partitions=2)
-    for port in (target.plaintext, target.internal):
+    for port in (target.plaintext, target.second):
         with Connection(target.bootstrap(port)) as conn:
             answer = metadata(conn, [topic], version=12)
             assert [(host, p) for _node, host, p in _brokers(answer)] == [("127.0.0.1", port)]
@@ -82,7 +46,7 @@ def test_metadata_lists_each_broker_on_the_requests_listener(target):
 
 def test_find_coordinator_names_the_node_on_the_requests_listener(target):
     group = unique("listeners-group")
-    for port in (target.internal, target.plaintext):
+    for port in (target.second, target.plaintext):
         with Connection(target.bootstrap(port)) as conn:
             answer = retry_transient(lambda: conn.call(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4),
                                      lambda r: r.coordinators[0].error_code)
@@ -93,7 +57,7 @@ def test_find_coordinator_names_the_node_on_the_requests_listener(target):
 
 
 def test_describe_cluster_lists_the_brokers_on_the_requests_listener(target):
-    for port in (target.plaintext, target.internal):
+    for port in (target.plaintext, target.second):
         with Connection(target.bootstrap(port)) as conn:
             answer = conn.call(DescribeClusterRequest(include_cluster_authorized_operations=False,
                                                       endpoint_type=1, include_fenced_brokers=False), 1)

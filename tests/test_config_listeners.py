@@ -43,13 +43,50 @@ def test_several_listeners_each_advertised_unless_advertised_listeners_says_othe
     assert build_config(base).inter_broker_listener == "CLIENT"
 
 
-@pytest.mark.parametrize("listener, protocol", [("SSL", "SSL"), ("SASL_PLAINTEXT", "SASL_PLAINTEXT"),
-                                                ("SASL_SSL", "SASL_SSL")])
-def test_tls_and_sasl_listeners_stop_start_up(listener: str, protocol: str) -> None:
+@pytest.mark.parametrize("listener, protocol", [("SSL", "SSL"), ("SASL_SSL", "SASL_SSL")])
+def test_tls_listeners_stop_start_up(listener: str, protocol: str) -> None:
     assert _refused(listeners=f"{listener}://127.0.0.1:9093") == (
-        f"listener {listener} uses {protocol}: wirekafka serves PLAINTEXT listeners only (no TLS, no SASL)")
+        f"listener {listener} uses {protocol}: wirekafka serves PLAINTEXT and SASL_PLAINTEXT listeners (no TLS)")
     assert "uses SSL" in _refused(**{"listeners": "EXTERNAL://127.0.0.1:9093",
                                      "listener.security.protocol.map": "EXTERNAL:SSL"})
+
+
+JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+        'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
+SASL = {"listeners": "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093",
+        "sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS}
+
+
+def test_sasl_plaintext_listeners_serve_plain_with_the_listeners_jaas_config() -> None:
+    cfg = build_config({"log.dirs": "/tmp/unused", **SASL})
+    assert cfg.sasl_mechanisms("SASL_PLAINTEXT") == ("PLAIN",)
+    assert cfg.jaas_config("SASL_PLAINTEXT", "PLAIN") == JAAS
+    # a listener's own mechanisms win over sasl.enabled.mechanisms; prefixes are case-insensitive
+    cfg = build_config({"log.dirs": "/tmp/unused", **SASL, "sasl.enabled.mechanisms": "GSSAPI",
+                        "listener.name.SASL_PLAINTEXT.sasl.enabled.mechanisms": "PLAIN"})
+    assert cfg.sasl_mechanisms("SASL_PLAINTEXT") == ("PLAIN",)
+
+
+def test_sasl_listener_rules() -> None:
+    # Kafka's default mechanism is GSSAPI (Kerberos), which wirekafka does not serve
+    assert _refused(**{**SASL, "sasl.enabled.mechanisms": "GSSAPI"}) == (
+        "listener SASL_PLAINTEXT enables SASL mechanism GSSAPI: wirekafka serves PLAIN only "
+        "(set sasl.enabled.mechanisms=PLAIN)")
+    assert _refused(**{**SASL, "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256"}).startswith(
+        "listener SASL_PLAINTEXT enables SASL mechanism SCRAM-SHA-256")
+    no_jaas = {k: v for k, v in SASL.items() if "jaas" not in k}
+    assert _refused(**no_jaas) == (
+        "Could not find a 'KafkaServer' or 'sasl_plaintext.KafkaServer' entry in the JAAS configuration. "
+        "System property 'java.security.auth.login.config' is not set")
+    assert _refused(**{**SASL, "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS + JAAS}) == (
+        "JAAS config property contains 2 login modules, should be 1 module")
+    assert _refused(**{**SASL, "connections.max.reauth.ms": "60000"}).startswith("connections.max.reauth.ms > 0")
+    # SASL between brokers: the inter-broker mechanism must be enabled on that listener
+    assert _refused(**{**SASL, "inter.broker.listener.name": "SASL_PLAINTEXT"}) == (
+        "sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms when SASL is used for "
+        "inter-broker communication")
+    build_config({"log.dirs": "/tmp/unused", **SASL, "inter.broker.listener.name": "SASL_PLAINTEXT",
+                  "sasl.mechanism.inter.broker.protocol": "PLAIN"})
 
 
 def test_listener_rules_are_kafkas() -> None:

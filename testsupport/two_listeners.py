@@ -1,5 +1,6 @@
-"""A cluster whose brokers each have two listeners, CLIENT and REPLICATION (both plain TCP), with
-REPLICATION the inter-broker one: checked the same way on a real Kafka 3.9 cluster
+"""A cluster whose brokers each have two listeners, CLIENT (PLAINTEXT) and REPLICATION (PLAINTEXT,
+or SASL_PLAINTEXT with SASL/PLAIN between the brokers), with REPLICATION the inter-broker one:
+checked the same way on a real Kafka 3.9 cluster
 (compat-tests/test_zookeeper_launcher.py) and on wirekafka's (compat-tests/test_cluster.py).
 
 - /brokers/ids/N lists both endpoints and both listeners' protocols, with the top-level host and
@@ -20,14 +21,23 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from testsupport.cluster import wait_for
 
-MAP = "CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT"
+# The REPLICATION listener's users when it runs SASL: brokers log in as "broker", clients as "admin".
+JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" '
+        'password="broker-secret" user_broker="broker-secret" user_admin="admin-secret";')
+SASL_CLIENT = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "admin",
+               "sasl.password": "admin-secret"}
 
 
-def listener_overrides(client_port: int, replication_port: int) -> dict[str, str]:
-    """One broker's settings: CLIENT on client_port, REPLICATION on replication_port."""
+def listener_overrides(client_port: int, replication_port: int, protocol: str = "PLAINTEXT") -> dict[str, str]:
+    """One broker's settings: CLIENT on client_port, REPLICATION (protocol) on replication_port."""
     listeners = f"CLIENT://127.0.0.1:{client_port},REPLICATION://127.0.0.1:{replication_port}"
-    return {"listeners": listeners, "advertised.listeners": listeners, "listener.security.protocol.map": MAP,
-            "inter.broker.listener.name": "REPLICATION"}
+    settings = {"listeners": listeners, "advertised.listeners": listeners,
+                "listener.security.protocol.map": f"CLIENT:PLAINTEXT,REPLICATION:{protocol}",
+                "inter.broker.listener.name": "REPLICATION"}
+    if protocol == "SASL_PLAINTEXT":
+        settings.update({"sasl.enabled.mechanisms": "PLAIN", "sasl.mechanism.inter.broker.protocol": "PLAIN",
+                         "listener.name.replication.plain.sasl.jaas.config": JAAS})
+    return settings
 
 
 def _established_to(port: int) -> int:
@@ -43,24 +53,26 @@ def _established_to(port: int) -> int:
     return count
 
 
-def _metadata_ports(port: int) -> dict[int, int]:
-    found = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"}).list_topics(timeout=15)
+def _metadata_ports(port: int, client: dict[str, str]) -> dict[int, int]:
+    found = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", **client}).list_topics(timeout=15)
     return {b.id: b.port for b in found.brokers.values()}
 
 
-def check_two_listeners(client, ports: dict[int, tuple[int, int]], topic: str = "two-listeners") -> str:
+def check_two_listeners(client, ports: dict[int, tuple[int, int]], topic: str = "two-listeners",
+                        protocol: str = "PLAINTEXT") -> str:
     """`client`: kazoo on the cluster's chroot; `ports`: broker id -> (CLIENT port, REPLICATION
-    port). Returns a summary."""
+    port); `protocol`: the REPLICATION listener's. Returns a summary."""
     for broker_id, (client_port, replication_port) in ports.items():
         raw = client.get(f"/brokers/ids/{broker_id}")[0].decode()
         reg = json.loads(raw)
         assert reg["endpoints"] == [f"CLIENT://127.0.0.1:{client_port}",
                                     f"REPLICATION://127.0.0.1:{replication_port}"], raw
-        assert reg["listener_security_protocol_map"] == {"CLIENT": "PLAINTEXT", "REPLICATION": "PLAINTEXT"}, raw
+        assert reg["listener_security_protocol_map"] == {"CLIENT": "PLAINTEXT", "REPLICATION": protocol}, raw
         assert (reg["host"], reg["port"]) == ("127.0.0.1", client_port), raw
-    for index in (0, 1):
+    for index, settings in ((0, {}), (1, SASL_CLIENT if protocol == "SASL_PLAINTEXT" else {})):
         for broker_id, pair in ports.items():
-            seen = wait_for(lambda: (lambda m: m if len(m) == len(ports) else None)(_metadata_ports(pair[index])),
+            seen = wait_for(lambda: (lambda m: m if len(m) == len(ports) else None)(
+                                _metadata_ports(pair[index], settings)),
                             30, f"every broker in Metadata on listener {index} of broker {broker_id}")
             assert seen == {b: p[index] for b, p in ports.items()}, (index, broker_id, seen)
 
@@ -81,5 +93,5 @@ def check_two_listeners(client, ports: dict[int, tuple[int, int]], topic: str = 
     replication_port = ports[leader][1]
     followers = wait_for(lambda: _established_to(replication_port) or None, 30,
                          f"followers connected to broker {leader}'s REPLICATION listener")
-    return (f"registrations list CLIENT and REPLICATION; Metadata on each listener names its ports; "
+    return (f"registrations list CLIENT and REPLICATION ({protocol}); Metadata on each listener names its ports; "
             f"10 acks=all records acknowledged; {followers} connections on the leader's REPLICATION port")

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
+from wirekafka import jaas
+
 log = logging.getLogger(__name__)
 
 LONG_MAX = 2**63 - 1
@@ -63,6 +65,9 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
                                                "SASL_PLAINTEXT:SASL_PLAINTEXT")),
     "inter.broker.listener.name": (_str, None),
     "security.inter.broker.protocol": (_str, "PLAINTEXT"),
+    "sasl.enabled.mechanisms": (_list, ("GSSAPI",)),
+    "sasl.mechanism.inter.broker.protocol": (_str, "GSSAPI"),
+    "connections.max.reauth.ms": (_int, 0),
     "log.dirs": (_list, ()),
     "log.dir": (_str, "/tmp/kafka-logs"),
     "num.partitions": (_int, 1),
@@ -208,7 +213,6 @@ INERT_KEYS: dict[str, str] = {
     "metrics.sample.window.ms": "wirekafka reports no JMX metrics",
     "metrics.recording.level": "wirekafka reports no JMX metrics",
     "kafka.metrics.polling.interval.secs": "wirekafka reports no JMX metrics",
-    "connection.failed.authentication.delay.ms": "there is no authentication (PLAINTEXT listeners only)",
     "log.message.downconversion.enable": "fetches from v4 return magic-2 batches, which need no down-conversion",
     "offsets.commit.required.acks": "offset commits are written with acks=all, Kafka's default and its only "
                                     "value since 4.0",
@@ -225,6 +229,15 @@ class Listener:
     name: str
     host: str
     port: int
+
+
+# The listener-prefixed keys wirekafka reads: a listener's SASL mechanisms and a mechanism's
+# JAAS configuration (listener.name.sasl_plaintext.plain.sasl.jaas.config).
+_LISTENER_KEY = re.compile(r"^listener\.name\.[^.]+\.(sasl\.enabled\.mechanisms|[^.]+\.sasl\.jaas\.config)$",
+                           re.IGNORECASE)
+SASL_PROTOCOLS = ("SASL_PLAINTEXT",)  # served with SASL; SASL_SSL (TLS) is refused at start-up
+JAAS_MISSING = ("Could not find a 'KafkaServer' or '{listener}.KafkaServer' entry in the JAAS configuration. "
+                "System property 'java.security.auth.login.config' is not set")
 
 
 # Kafka's listener pattern (its EndPoint uriParseExp): NAME://host:port, host optional or [IPv6].
@@ -302,6 +315,26 @@ class BrokerConfig:
         """The listener's protocol from listener.security.protocol.map."""
         return _security_protocols(self)[listener]
 
+    def sasl_mechanisms(self, listener: str) -> tuple[str, ...]:
+        """The SASL mechanisms a listener enables: its own listener.name.<l>.sasl.enabled.mechanisms,
+        else sasl.enabled.mechanisms."""
+        own = self.values.get(f"listener.name.{listener.lower()}.sasl.enabled.mechanisms")
+        return _list(own) if own is not None else self.values["sasl.enabled.mechanisms"]  # type: ignore[arg-type,return-value]
+
+    def jaas_config(self, listener: str, mechanism: str) -> str | None:
+        """listener.name.<listener>.<mechanism>.sasl.jaas.config, lowercase as Kafka's prefix is."""
+        return self.values.get(f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config")  # type: ignore[return-value]
+
+    def inter_broker_sasl(self) -> tuple[str, str] | None:
+        """(username, password) this broker authenticates with on the inter-broker listener: the
+        `username` and `password` options of that listener's JAAS module for
+        sasl.mechanism.inter.broker.protocol; None when that listener has no SASL."""
+        listener = self.inter_broker_listener
+        if self.security_protocol(listener) not in SASL_PROTOCOLS:
+            return None
+        module = jaas.single_module(self.jaas_config(listener, str(self["sasl.mechanism.inter.broker.protocol"])) or "")
+        return module.options.get("username", ""), module.options.get("password", "")
+
     @property
     def inter_broker_listener(self) -> str:
         """The listener other brokers are reached on: inter.broker.listener.name, else the first
@@ -362,6 +395,9 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
     values: dict[str, object] = {k: d for k, (_, d) in BROKER_KEYS.items()}
     for key, raw in props.items():
         spec = BROKER_KEYS.get(key)
+        if spec is None and _LISTENER_KEY.match(key):
+            values[key.lower()] = raw  # a listener's own SASL setting (listener.name.<l>.<...>)
+            continue
         if spec is None:
             log.warning("ignoring unknown config key %s", key)
             continue
@@ -477,8 +513,9 @@ def _inter_broker_listener(cfg: BrokerConfig) -> str | None:
 def _check_listeners(cfg: BrokerConfig) -> None:
     """Kafka's listener rules: distinct names and ports, every listener's name mapped to a
     security protocol, the inter-broker listener advertised, advertised names among the
-    listeners, no advertised 0.0.0.0. A listener that Kafka would serve with TLS or SASL stops
-    start-up: serving it as plain TCP, or not at all, would betray what the setting asks for."""
+    listeners, no advertised 0.0.0.0; a SASL listener's mechanisms and JAAS config. A listener
+    that Kafka would serve with TLS stops start-up: serving it as plain TCP, or not at all, would
+    betray what the setting asks for."""
     spec = ",".join(cfg["listeners"])  # type: ignore[arg-type]
     listeners = cfg.listeners
     if not listeners:
@@ -492,9 +529,11 @@ def _check_listeners(cfg: BrokerConfig) -> None:
         protocol = protocols.get(lst.name)
         if protocol is None:
             raise ConfigError(f"No security protocol defined for listener {lst.name}")
-        if protocol != "PLAINTEXT":
-            raise ConfigError(f"listener {lst.name} uses {protocol}: wirekafka serves PLAINTEXT listeners only "
-                              "(no TLS, no SASL)")
+        if protocol not in ("PLAINTEXT", *SASL_PROTOCOLS):
+            raise ConfigError(f"listener {lst.name} uses {protocol}: wirekafka serves PLAINTEXT and SASL_PLAINTEXT "
+                              "listeners (no TLS)")
+        if protocol in SASL_PROTOCOLS:
+            _check_sasl_listener(cfg, lst.name)
     given = [parse_listener(s) for s in cfg["advertised.listeners"]] or list(listeners)  # type: ignore[attr-defined]
     advertised = list(dict.fromkeys(a.name for a in given))
     if cfg["inter.broker.listener.name"] and "security.inter.broker.protocol" in cfg.overridden:
@@ -509,6 +548,32 @@ def _check_listeners(cfg: BrokerConfig) -> None:
     if any(a.host == "0.0.0.0" for a in given):
         raise ConfigError("advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. "
                           "Use a routable IP address.")
+    inter = _inter_broker_listener(cfg) or ""
+    if protocols[inter] in SASL_PROTOCOLS and (str(cfg["sasl.mechanism.inter.broker.protocol"])
+                                               not in cfg.sasl_mechanisms(inter)):
+        raise ConfigError("sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms when "
+                          "SASL is used for inter-broker communication")
+
+
+def _check_sasl_listener(cfg: BrokerConfig, listener: str) -> None:
+    """A SASL listener needs mechanisms, and wirekafka serves PLAIN only; each mechanism needs its
+    JAAS login module, given as the listener's sasl.jaas.config (there is no JVM, so no JAAS file)."""
+    mechanisms = cfg.sasl_mechanisms(listener)
+    if not mechanisms:
+        raise ConfigError("No SASL mechanisms are enabled")
+    other = [m for m in mechanisms if m != "PLAIN"]
+    if other:
+        raise ConfigError(f"listener {listener} enables SASL mechanism {other[0]}: wirekafka serves PLAIN only "
+                          "(set sasl.enabled.mechanisms=PLAIN)")
+    if int(cfg["connections.max.reauth.ms"]) > 0:  # type: ignore[call-overload]
+        raise ConfigError("connections.max.reauth.ms > 0: wirekafka does not re-authenticate SASL connections")
+    text = cfg.jaas_config(listener, "PLAIN")
+    if text is None:
+        raise ConfigError(JAAS_MISSING.format(listener=listener.lower()))
+    try:
+        jaas.single_module(text)
+    except jaas.JaasError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _check_distinct_ports(listeners: tuple[Listener, ...], spec: str) -> None:

@@ -33,6 +33,11 @@ class FrameReader:
     def feed(self, data: bytes) -> None:
         self._buf += data
 
+    def set_max_frame_size(self, size: int) -> None:
+        """Change the largest frame accepted from now on (a SASL connection's limit rises once
+        it is authenticated)."""
+        self._max = size
+
     def large_frame_target(self) -> memoryview | None:
         """Where the rest of a large frame goes (receive straight into it), or None."""
         return memoryview(self._large)[self._filled:] if self._large is not None else None

@@ -22,11 +22,13 @@ from wirekafka.broker.state import BrokerState
 from wirekafka.protocol import api_versions, codec
 from wirekafka.protocol.framing import FrameError, FrameReader
 from wirekafka.protocol.response_parts import Part, RegionResponse
+from wirekafka.server.sasl_authenticator import SaslSettings
 from wirekafka.storage.region import FileRegion
 
 log = logging.getLogger(__name__)
 
 RECEIVE_SIZE = 1 << 16
+SASL_MAX_RECEIVE = 524288  # Kafka's sasl.server.max.receive.size default
 
 
 class Shutdown:
@@ -58,11 +60,13 @@ class Shutdown:
 
 
 async def serve_connection(stream: trio.SocketStream, state: BrokerState, listener: str, shutdown: Shutdown,
-                           on_close: Callable[[], None] = lambda: None) -> None:
+                           on_close: Callable[[], None] = lambda: None, sasl: SaslSettings | None = None) -> None:
     """Serve a connection accepted on listener until it closes; on_close runs after (the
-    connection quota's release)."""
+    connection quota's release). On a SASL listener (sasl given) the client authenticates first."""
     peer = _peer_name(stream)
-    reader = FrameReader(state.config.int("socket.request.max.bytes"))
+    auth = sasl.authenticator(peer) if sasl is not None else None
+    # Kafka reads frames of at most sasl.server.max.receive.size until a connection is authenticated
+    reader = FrameReader(SASL_MAX_RECEIVE if auth is not None else state.config.int("socket.request.max.bytes"))
     # Kafka closes a connection with no traffic for connections.max.idle.ms; here that is the
     # time since the last response went out or the last bytes came in.
     idle_s = state.config.int("connections.max.idle.ms") / 1000
@@ -87,6 +91,19 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
                     return
                 reader.feed(data)
                 continue
+            if auth is not None and not auth.complete:
+                step = auth.step(payload)
+                if step.fail:
+                    await trio.sleep(state.config.int("connection.failed.authentication.delay.ms") / 1000)
+                    if step.reply is not None:
+                        await stream.send_all(step.reply)
+                    return
+                if step.reply is not None:
+                    await stream.send_all(step.reply)
+                if auth.complete:
+                    reader.set_max_frame_size(state.config.int("socket.request.max.bytes"))
+                if not step.dispatch:
+                    continue
             response = await _handle_frame(payload, state, listener, peer)
             if isinstance(response, list):
                 await _send_parts(stream, response)

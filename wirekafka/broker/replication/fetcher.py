@@ -72,7 +72,8 @@ class LeaderFetcher:
                                  connect_timeout_s=config.int("replica.socket.timeout.ms") / 1000,
                                  request_timeout_s=config.int("replica.socket.timeout.ms") / 1000
                                  + config.int("replica.fetch.wait.max.ms") / 1000,
-                                 receive_buffer=config.int_if_set("replica.socket.receive.buffer.bytes"))
+                                 receive_buffer=config.int_if_set("replica.socket.receive.buffer.bytes"),
+                                 sasl=config.inter_broker_sasl())
         self._wake = trio.Event()
         self.cancel_scope = trio.CancelScope()
 

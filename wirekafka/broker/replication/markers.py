@@ -35,7 +35,8 @@ class RemoteMarkers:
         client = self._clients.get(node)
         if client is None or (client.host, client.port) != (broker.host, broker.port):
             timeout = self.config.int("request.timeout.ms") / 1000
-            client = PeerClient(broker.host, broker.port, f"broker-{self.config.node_id}-txn-markers", timeout, timeout)
+            client = PeerClient(broker.host, broker.port, f"broker-{self.config.node_id}-txn-markers", timeout, timeout,
+                                sasl=self.config.inter_broker_sasl())
             self._clients[node] = client
         return client
 

@@ -23,7 +23,10 @@ ApiVersions or Metadata; all of it goes through this client.
   would desynchronise it), then propagates.
 - A response frame is read into one preallocated bytearray with recv_into: each byte is copied
   once from the kernel, then once more when the schema decoder slices ``records`` out of it.
-- Not implemented: pipelining several requests on one connection, TLS, SASL."""
+- On a SASL_PLAINTEXT listener (``sasl`` = username and password) each new connection first
+  authenticates with SASL/PLAIN, as Kafka's inter-broker clients do: SaslHandshake v1, then
+  SaslAuthenticate v2. A refusal is a PeerUnavailable carrying the peer's message.
+- Not implemented: pipelining several requests on one connection, TLS."""
 
 from __future__ import annotations
 
@@ -34,6 +37,9 @@ import trio
 from kafka.protocol.api_header import ResponseHeader
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse
+from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
+
+from wirekafka.protocol.sasl_plain import MECHANISM, client_message
 
 _SIZE = struct.Struct(">i")
 DEFAULT_MAX_RESPONSE_BYTES = 128 * 1024 * 1024
@@ -65,7 +71,8 @@ CLIENT_IDLE_S = 540.0
 class PeerClient:
     def __init__(self, host: str, port: int, client_id: str, connect_timeout_s: float,
                  request_timeout_s: float, *, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-                 receive_buffer: int | None = None, idle_s: float = CLIENT_IDLE_S) -> None:
+                 receive_buffer: int | None = None, idle_s: float = CLIENT_IDLE_S,
+                 sasl: tuple[str, str] | None = None) -> None:
         """receive_buffer: SO_RCVBUF in bytes, None or -1 for the OS's (autotuned). A connection unused
         for idle_s is replaced before the next request rather than risk one the peer closed
         as idle (connections.max.idle.ms)."""
@@ -77,6 +84,7 @@ class PeerClient:
         self.max_response_bytes = max_response_bytes
         self.receive_buffer = receive_buffer
         self.idle_s = idle_s
+        self.sasl = sasl
         self._last_used = 0.0
         self._stream: trio.SocketStream | None = None
         self._lock = trio.Lock()
@@ -114,24 +122,11 @@ class PeerClient:
         async with self._lock:
             if self._closed:
                 raise trio.ClosedResourceError(f"{self!r} is closed")
-            self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
-            correlation_id = self._correlation_id
-            request.with_header(correlation_id=correlation_id, client_id=self.client_id)
-            frame = request.encode(header=True, framed=True)
-            response_class = request.header.get_response_class() if request.expect_response() else None
-            if request.expect_response() and response_class is None:
-                raise ValueError(f"no response class for {type(request).__name__}")
-            stream = await self._connect()
+            stream, fresh = await self._connect()
             try:
-                with trio.move_on_after(self.request_timeout_s) as scope:
-                    await stream.send_all(frame)
-                    if response_class is None:
-                        return None
-                    body = await self._receive_frame(stream)
-                if scope.cancelled_caught:
-                    raise PeerUnavailable(f"{self!r}: no response to {type(request).__name__} "
-                                          f"v{request.API_VERSION} within {self.request_timeout_s}s")
-                return self._decode(response_class, request.API_VERSION, correlation_id, body)
+                if fresh and self.sasl is not None:
+                    await self._authenticate(stream, *self.sasl)
+                return await self._exchange(stream, request)
             except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                 self._drop()
                 if self._closed:
@@ -141,13 +136,45 @@ class PeerClient:
                 self._drop()
                 raise
 
-    async def _connect(self) -> trio.SocketStream:
+    async def _exchange(self, stream: trio.SocketStream, request: ApiMessage) -> ApiMessage | None:
+        """One request and its response on stream (the lock is held)."""
+        self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
+        correlation_id = self._correlation_id
+        request.with_header(correlation_id=correlation_id, client_id=self.client_id)
+        frame = request.encode(header=True, framed=True)
+        response_class = request.header.get_response_class() if request.expect_response() else None
+        if request.expect_response() and response_class is None:
+            raise ValueError(f"no response class for {type(request).__name__}")
+        with trio.move_on_after(self.request_timeout_s) as scope:
+            await stream.send_all(frame)
+            if response_class is None:
+                return None
+            body = await self._receive_frame(stream)
+        if scope.cancelled_caught:
+            raise PeerUnavailable(f"{self!r}: no response to {type(request).__name__} "
+                                  f"v{request.API_VERSION} within {self.request_timeout_s}s")
+        return self._decode(response_class, request.API_VERSION, correlation_id, body)
+
+    async def _authenticate(self, stream: trio.SocketStream, username: str, password: str) -> None:
+        """SASL/PLAIN on a new connection; PeerUnavailable if the peer refuses it."""
+        handshake = await self._exchange(stream, SaslHandshakeRequest(version=1, mechanism=MECHANISM))
+        if handshake.error_code:  # type: ignore[union-attr]
+            raise PeerUnavailable(f"{self!r}: SASL mechanism {MECHANISM} refused (error {handshake.error_code}); "  # type: ignore[union-attr]
+                                  f"the peer enables {handshake.mechanisms}")  # type: ignore[union-attr]
+        answer = await self._exchange(stream, SaslAuthenticateRequest(
+            version=2, auth_bytes=client_message(username, password)))
+        if answer.error_code:  # type: ignore[union-attr]
+            raise PeerUnavailable(f"{self!r}: SASL authentication as {username!r} failed: "
+                                  f"{answer.error_message}")  # type: ignore[union-attr]
+
+    async def _connect(self) -> tuple[trio.SocketStream, bool]:
+        """The connection, and whether it was opened just now."""
         now = trio.current_time()
         if self._stream is not None and now - self._last_used > self.idle_s:
             self._drop()
         self._last_used = now
         if self._stream is not None:
-            return self._stream
+            return self._stream, False
         try:
             with trio.move_on_after(self.connect_timeout_s):
                 stream = await trio.open_tcp_stream(self.host, self.port)
@@ -155,7 +182,7 @@ class PeerClient:
                 if self.receive_buffer is not None and self.receive_buffer >= 0:
                     stream.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer)
                 self._stream = stream
-                return stream
+                return stream, True
         except OSError as exc:
             raise PeerUnavailable(f"{self!r}: cannot connect: {exc!r}") from exc
         raise PeerUnavailable(f"{self!r}: no connection within {self.connect_timeout_s}s")

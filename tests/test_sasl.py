@@ -1,0 +1,133 @@
+"""SASL/PLAIN pieces: the JAAS text Kafka accepts, PlainSaslServer's checks and messages, and the
+connection's authentication steps (the wire-level exchange is also compared with Kafka 4.3.1 in
+conformance/test_sasl.py)."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest
+from kafka.protocol.metadata.metadata import MetadataRequest
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+
+from wirekafka import jaas
+from wirekafka.protocol import sasl_plain
+from wirekafka.protocol.errors import ErrorCode
+from wirekafka.server.sasl_authenticator import EMPTY_FRAME, SaslSettings, Step
+
+MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+
+
+def test_jaas_text_is_read_as_kafkas_tokenizer_reads_it() -> None:
+    text = (f'{MODULE} required username="admin" password=\'admin-secret\' /* c */ '
+            f'user_admin="admin-secret" // comment\n user_alice=alice_secret-2 user_bob="q\\"uote";')
+    module = jaas.single_module(text)
+    assert (module.name, module.flag) == (MODULE, "REQUIRED")
+    assert module.options == {"username": "admin", "password": "admin-secret", "user_admin": "admin-secret",
+                              "user_alice": "alice_secret-2", "user_bob": 'q"uote'}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "Login module not specified in JAAS config"),
+    (MODULE, "Login module control flag not specified in JAAS config"),
+    (f"{MODULE} mandatory;", "Invalid login module control flag 'mandatory' in JAAS config"),
+    (f'{MODULE} required user_a=;', "Value not specified for key 'user_a' in JAAS config"),
+    (f'{MODULE} required user_a=123;', "Value not specified for key 'user_a' in JAAS config"),
+    (f'{MODULE} required user_a="x"', "JAAS config entry not terminated by semi-colon"),
+    (f'{MODULE} required; {MODULE} optional;', "JAAS config property contains 2 login modules, should be 1 module"),
+])
+def test_jaas_errors_are_kafkas(text: str, message: str) -> None:
+    with pytest.raises(jaas.JaasError) as err:
+        jaas.single_module(text)
+    assert str(err.value) == message
+
+
+USERS = {"admin": "admin-secret", "alice": "alice-secret"}
+
+
+@pytest.mark.parametrize("message, refusal", [
+    (b"\x00alice\x00wrong", "Authentication failed: Invalid username or password"),
+    (b"\x00mallory\x00alice-secret", "Authentication failed: Invalid username or password"),
+    (b"\x00\x00alice-secret", "Authentication failed: username not specified"),
+    (b"\x00alice\x00", "Authentication failed: password not specified"),
+    (b"alice-secret", "Invalid SASL/PLAIN response: expected 3 tokens, got 1"),
+    (b"\x00a\x00b\x00c\x00d", "Invalid SASL/PLAIN response: expected 3 tokens, got 4"),
+    (b"admin\x00alice\x00alice-secret",
+     "Authentication failed: Client requested an authorization id that is different from username"),
+])
+def test_plain_refusals_carry_kafkas_messages(message: bytes, refusal: str) -> None:
+    with pytest.raises(sasl_plain.PlainAuthenticationError) as err:
+        sasl_plain.authenticate(message, USERS)
+    assert str(err.value) == refusal
+
+
+def test_plain_accepts_the_users_of_the_login_module() -> None:
+    users = sasl_plain.users_of({"username": "admin", "password": "x", "user_alice": "alice-secret"})
+    assert users == {"alice": "alice-secret"}
+    assert sasl_plain.authenticate(sasl_plain.client_message("alice", "alice-secret"), users) == "alice"
+    assert sasl_plain.authenticate(b"alice\x00alice\x00alice-secret", users) == "alice"
+
+
+def _frame(request, version: int, cid: int = 1) -> bytes:
+    request.API_VERSION = version
+    request.with_header(correlation_id=cid, client_id="t")
+    return bytes(request.encode(header=True))
+
+
+def _answer(reply: bytes, response_class, version: int):
+    (size,) = struct.unpack_from(">i", reply)
+    assert size == len(reply) - 4
+    flexible = response_class.flexible_version_q(version)
+    return response_class.decode(reply[4 + 4 + (1 if flexible else 0):], version=version)
+
+
+SETTINGS = SaslSettings(("PLAIN",), USERS)
+
+
+def test_versions_then_handshake_then_authenticate() -> None:
+    auth = SETTINGS.authenticator("peer")
+    assert auth.step(_frame(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3)).dispatch
+    step = auth.step(_frame(SaslHandshakeRequest(mechanism="PLAIN"), 1))
+    assert not step.fail and _answer(step.reply, SaslHandshakeResponse, 1).mechanisms == ["PLAIN"]
+    step = auth.step(_frame(SaslAuthenticateRequest(auth_bytes=b"\x00alice\x00alice-secret"), 2))
+    answer = _answer(step.reply, SaslAuthenticateResponse, 2)
+    assert (answer.error_code, answer.auth_bytes, answer.session_lifetime_ms) == (0, b"", 0)
+    assert auth.complete and auth.principal == "alice"
+
+
+def test_handshake_v0_takes_a_bare_token() -> None:
+    auth = SETTINGS.authenticator("peer")
+    assert not auth.step(_frame(SaslHandshakeRequest(mechanism="PLAIN"), 0)).fail
+    assert auth.step(b"\x00alice\x00alice-secret").reply == EMPTY_FRAME and auth.complete
+    auth = SETTINGS.authenticator("peer")
+    auth.step(_frame(SaslHandshakeRequest(mechanism="PLAIN"), 0))
+    assert auth.step(b"\x00alice\x00nope") == Step(reply=None, fail=True)  # no answer: the connection closes
+
+
+def test_failures() -> None:
+    # an unknown mechanism: answered with the enabled ones, then the connection fails
+    step = SETTINGS.authenticator("p").step(_frame(SaslHandshakeRequest(mechanism="SCRAM-SHA-512"), 1))
+    answer = _answer(step.reply, SaslHandshakeResponse, 1)
+    assert step.fail and (answer.error_code, answer.mechanisms) == (ErrorCode.UNSUPPORTED_SASL_MECHANISM, ["PLAIN"])
+    # a wrong password: SASL_AUTHENTICATION_FAILED with PlainSaslServer's message
+    auth = SETTINGS.authenticator("p")
+    auth.step(_frame(SaslHandshakeRequest(mechanism="PLAIN"), 1))
+    step = auth.step(_frame(SaslAuthenticateRequest(auth_bytes=b"\x00alice\x00x"), 1))
+    answer = _answer(step.reply, SaslAuthenticateResponse, 1)
+    assert step.fail and (answer.error_code, answer.error_message) == (
+        ErrorCode.SASL_AUTHENTICATION_FAILED, "Authentication failed: Invalid username or password")
+    # another request before the handshake: no answer
+    step = SETTINGS.authenticator("p").step(_frame(MetadataRequest(topics=None, allow_auto_topic_creation=False), 9))
+    assert step.fail and step.reply is None
+    # a second ApiVersions
+    auth = SETTINGS.authenticator("p")
+    auth.step(_frame(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3))
+    assert auth.step(_frame(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3)).fail
+    # not a Kafka request at all (a GSSAPI token): GSSAPI is not enabled
+    assert SETTINGS.authenticator("p").step(b"\x60\x01").fail

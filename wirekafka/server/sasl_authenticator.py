@@ -1,0 +1,161 @@
+"""A SASL_PLAINTEXT connection's authentication, as Kafka's SaslServerAuthenticator runs it,
+before any other request reaches the broker.
+
+The exchange, one frame at a time:
+1. optionally ApiVersions, answered as on any listener (only as the first request; an
+   unsupported version is answered and may be retried);
+2. SaslHandshake naming a mechanism: answered with the enabled mechanisms, NONE if the one named
+   is among them, else UNSUPPORTED_SASL_MECHANISM and the connection fails;
+3. from SaslHandshake v1, SaslAuthenticate carrying the mechanism's token (PLAIN: one message):
+   NONE with empty auth bytes and session lifetime 0 (no re-authentication), or
+   SASL_AUTHENTICATION_FAILED with PlainSaslServer's message and the connection fails. After
+   SaslHandshake v0 the token comes as a bare size-prefixed frame, and success is answered with an
+   empty one.
+
+Any other request during the handshake fails the connection without an answer; during the
+authenticate step Kafka answers it with ILLEGAL_SASL_STATE first (here for APIs whose response
+has a top-level error code; others fail without an answer). A failed connection is closed after
+connection.failed.authentication.delay.ms, its answer (if any) sent then, as Kafka delays it."""
+
+from __future__ import annotations
+
+import logging
+import struct
+from dataclasses import dataclass
+from enum import Enum
+
+from kafka.protocol.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
+
+from wirekafka import jaas
+from wirekafka.config import SASL_PROTOCOLS, BrokerConfig
+from wirekafka.protocol import api_versions, codec
+from wirekafka.protocol.errors import ErrorCode
+from wirekafka.protocol.sasl_plain import PlainAuthenticationError, authenticate, users_of
+
+log = logging.getLogger(__name__)
+
+API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
+EMPTY_FRAME = struct.pack(">i", 0)
+
+
+class _State(Enum):
+    HANDSHAKE_OR_VERSIONS = 1  # the first request: ApiVersions or SaslHandshake
+    HANDSHAKE = 2  # ApiVersions answered: SaslHandshake next
+    AUTHENTICATE = 3  # SaslHandshake v1 accepted: SaslAuthenticate requests
+    RAW_TOKEN = 4  # SaslHandshake v0 accepted: the token as a bare frame
+    COMPLETE = 5
+
+
+@dataclass(frozen=True)
+class Step:
+    """What the connection does with a frame during authentication."""
+
+    dispatch: bool = False  # answer it as any request (ApiVersions)
+    reply: bytes | None = None  # a whole frame to send
+    fail: bool = False  # authentication failed: wait the failure delay, send reply if any, close
+
+
+@dataclass(frozen=True)
+class SaslSettings:
+    """A SASL listener's mechanisms and its PLAIN users (from its JAAS login module)."""
+
+    mechanisms: tuple[str, ...]
+    users: dict[str, str]
+
+    @classmethod
+    def of_listener(cls, config: BrokerConfig, listener: str) -> "SaslSettings | None":
+        """The listener's settings; None for a listener without SASL. build_config has checked
+        that the mechanisms are PLAIN and that its JAAS text parses."""
+        if config.security_protocol(listener) not in SASL_PROTOCOLS:
+            return None
+        module = jaas.single_module(config.jaas_config(listener, "PLAIN") or "")
+        return cls(config.sasl_mechanisms(listener), users_of(module.options))
+
+    def authenticator(self, peer: str) -> "SaslServerAuthenticator":
+        return SaslServerAuthenticator(self, peer)
+
+
+class SaslServerAuthenticator:
+    def __init__(self, settings: SaslSettings, peer: str) -> None:
+        self.settings = settings
+        self.peer = peer
+        self.state = _State.HANDSHAKE_OR_VERSIONS
+        self.principal: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.state is _State.COMPLETE
+
+    def step(self, frame: bytes) -> Step:
+        if self.state is _State.RAW_TOKEN:
+            return self._authenticate(frame, None)
+        try:
+            header = codec.parse_header(frame)
+        except codec.ProtocolError as exc:  # not a Kafka request: a GSSAPI token, which is not enabled
+            return self._failed(f"first packet is not a SASL handshake ({exc}); GSSAPI is not enabled")
+        key, version = header.api_key, header.api_version
+        if self.state is _State.AUTHENTICATE:
+            if key != SASL_AUTHENTICATE:
+                return self._failed(f"Unexpected Kafka request of type {key} during SASL authentication.",
+                                    _illegal_state_answer(header))
+            if not api_versions.is_served(key, version):
+                return self._failed(f"Version {version} is not supported for SaslAuthenticate")
+            request = codec.decode_body(header, frame)
+            return self._authenticate(request.auth_bytes, header)  # type: ignore[attr-defined]
+        if key not in (API_VERSIONS, SASL_HANDSHAKE):
+            return self._failed(f"Unexpected Kafka request of type {key} during SASL handshake.")
+        if key == API_VERSIONS:
+            if self.state is not _State.HANDSHAKE_OR_VERSIONS:
+                return self._failed("Unexpected ApiVersions request received during SASL authentication")
+            if api_versions.is_served(key, version):
+                self.state = _State.HANDSHAKE
+            return Step(dispatch=True)
+        if not api_versions.is_served(key, version):
+            return self._failed(f"Version {version} is not supported for SaslHandshake")
+        mechanism = codec.decode_body(header, frame).mechanism  # type: ignore[attr-defined]
+        enabled = list(self.settings.mechanisms)
+        if mechanism not in enabled:
+            answer = SaslHandshakeResponse(version=version, error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM,
+                                           mechanisms=enabled)
+            return self._failed(f"Unsupported SASL mechanism {mechanism}",
+                                codec.encode_response(key, version, header.correlation_id, answer))
+        self.state = _State.AUTHENTICATE if version >= 1 else _State.RAW_TOKEN
+        answer = SaslHandshakeResponse(version=version, error_code=ErrorCode.NONE, mechanisms=enabled)
+        return Step(reply=codec.encode_response(key, version, header.correlation_id, answer))
+
+    def _authenticate(self, token: bytes, header: codec.RequestHeader | None) -> Step:
+        """Evaluate a PLAIN token; header is the SaslAuthenticate request's (None for a bare token)."""
+        try:
+            self.principal = authenticate(bytes(token), self.settings.users)
+        except PlainAuthenticationError as exc:
+            if header is None:  # a bare token has no error answer
+                return self._failed(str(exc))
+            answer = SaslAuthenticateResponse(version=header.api_version, error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
+                                              error_message=str(exc), auth_bytes=b"", session_lifetime_ms=0)
+            return self._failed(str(exc), codec.encode_response(SASL_AUTHENTICATE, header.api_version,
+                                                                header.correlation_id, answer))
+        self.state = _State.COMPLETE
+        log.debug("%s authenticated as %s with SASL/PLAIN", self.peer, self.principal)
+        if header is None:
+            return Step(reply=EMPTY_FRAME)
+        # Kafka's success answer leaves the message at its schema default, "" (not null)
+        answer = SaslAuthenticateResponse(version=header.api_version, error_code=ErrorCode.NONE, error_message="",
+                                          auth_bytes=b"", session_lifetime_ms=0)
+        return Step(reply=codec.encode_response(SASL_AUTHENTICATE, header.api_version, header.correlation_id, answer))
+
+    def _failed(self, reason: str, reply: bytes | None = None) -> Step:
+        log.info("failed authentication with %s (%s)", self.peer, reason)
+        return Step(reply=reply, fail=True)
+
+
+def _illegal_state_answer(header: codec.RequestHeader) -> bytes | None:
+    """Kafka's error answer to a request other than SaslAuthenticate mid-exchange, for an API
+    whose response has a top-level error code; None for the others."""
+    if not api_versions.is_served(header.api_key, header.api_version):
+        return None
+    cls = api_versions.response_class(header.api_key)
+    if "error_code" not in cls.fields:
+        return None
+    body = cls(version=header.api_version, error_code=ErrorCode.ILLEGAL_SASL_STATE)
+    return codec.encode_response(header.api_key, header.api_version, header.correlation_id, body)
+

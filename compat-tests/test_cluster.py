@@ -28,6 +28,7 @@ from testsupport.follower_fetch import check_follower_fetch, rack_overrides
 from testsupport.legacy_admin import check_legacy_admin_znodes
 from testsupport.dynamic_log_config import check_dynamic_default
 from testsupport.throttled_reassignment import check_throttled_reassignment
+from testsupport.tls_material import make as make_tls_material
 from testsupport.two_listeners import check_two_listeners, listener_overrides
 from testsupport.znodes import check_kafka39_znodes
 from wirekafka.broker.groups import partition_for
@@ -470,15 +471,16 @@ def test_consumers_fetch_from_the_replica_in_their_rack(tmp_path: Path, zookeepe
         print(check_follower_fetch(c.zk, c.bootstrap, {n: b.bootstrap for n, b in c.brokers.items()}))
 
 
-@pytest.mark.parametrize("protocol", ["PLAINTEXT", "SASL_PLAINTEXT"])
+@pytest.mark.parametrize("protocol", ["PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL"])
 def test_two_listeners_replicate_on_the_inter_broker_one(tmp_path: Path, zookeeper: str, protocol: str) -> None:
     """CLIENT and REPLICATION listeners on every broker, REPLICATION the inter-broker one: the
     registrations, Metadata per listener and replication are as on Kafka 3.9.1 (the same check
     runs there in compat-tests/test_zookeeper_launcher.py)."""
     ports = {n: (free_port(), free_port()) for n in (1, 2, 3)}
+    tls = make_tls_material(tmp_path / "tls") if protocol.endswith("SSL") else None
     with WirekafkaCluster(tmp_path, zookeeper, ports={n: p[0] for n, p in ports.items()},
-                          broker_overrides={n: listener_overrides(*p, protocol) for n, p in ports.items()}) as c:
-        print(check_two_listeners(c.zk, ports, protocol=protocol))
+                          broker_overrides={n: listener_overrides(*p, protocol, tls) for n, p in ports.items()}) as c:
+        print(check_two_listeners(c.zk, ports, protocol=protocol, tls=tls))
 
 
 def test_legacy_admin_znodes(cluster: WirekafkaCluster) -> None:

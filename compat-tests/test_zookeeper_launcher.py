@@ -55,6 +55,7 @@ from testsupport.dynamic_log_config import check_dynamic_default  # noqa: E402
 from testsupport.follower_fetch import check_follower_fetch, rack_overrides  # noqa: E402
 from testsupport.legacy_admin import check_legacy_admin_znodes  # noqa: E402
 from testsupport.throttled_reassignment import check_throttled_reassignment  # noqa: E402
+from testsupport.tls_material import make as make_tls_material  # noqa: E402
 from testsupport.two_listeners import check_two_listeners, listener_overrides  # noqa: E402
 from testsupport.znodes import check_kafka39_znodes  # noqa: E402
 
@@ -328,15 +329,16 @@ def test_kafka39_consumers_fetch_from_the_replica_in_their_rack(tmp_path):
         print(f"Kafka {brokers[0].version}: {summary}")
 
 
-@pytest.mark.parametrize("protocol", ["PLAINTEXT", "SASL_PLAINTEXT"])
+@pytest.mark.parametrize("protocol", ["PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL"])
 def test_kafka39_two_listeners_replicate_on_the_inter_broker_one(tmp_path, protocol):
     """CLIENT and REPLICATION listeners, REPLICATION the inter-broker one, on Kafka 3.9.1: the
     check wirekafka's cluster passes too (compat-tests/test_cluster.py)."""
     ports = {n: tuple(realkafka.free_ports(2)) for n in (1, 2, 3)}
+    tls = make_tls_material(tmp_path / "tls") if protocol.endswith("SSL") else None
     with _kafka39_cluster(tmp_path, ports={n: p[0] for n, p in ports.items()},
-                          broker_overrides={n: listener_overrides(*p, protocol) for n, p in ports.items()}) \
+                          broker_overrides={n: listener_overrides(*p, protocol, tls) for n, p in ports.items()}) \
             as (brokers, client):
-        print(f"Kafka {brokers[0].version}: {check_two_listeners(client, ports, protocol=protocol)}")
+        print(f"Kafka {brokers[0].version}: {check_two_listeners(client, ports, protocol=protocol, tls=tls)}")
 
 
 def test_kafka39_refuses_zookeeper_set_acl_without_authentication(tmp_path):

@@ -119,6 +119,8 @@ API_OF = {
     "test_a_request_out_of_turn": "SaslHandshake (out of turn)",
     "test_handshake_v0_then_a_bare_token": "SaslHandshake v0",
     "test_sasl_apis_on_a_listener_without_sasl": "SaslHandshake/SaslAuthenticate",
+    "test_requests_over_tls": "Metadata/CreateTopics/Produce/Fetch (TLS)",
+    "test_ssl_settings_are_described_and_passwords_are_not_shown": "DescribeConfigs (broker, ssl.*)",
 }
 TARGETS = ("kafka", "wirekafka")
 

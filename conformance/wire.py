@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 import socket
+import ssl
 import struct
 import time
 from typing import Any, Callable, TypeVar
@@ -20,9 +21,12 @@ T = TypeVar("T")
 
 
 class Connection:
-    def __init__(self, bootstrap: str, timeout: float = 30.0) -> None:
+    def __init__(self, bootstrap: str, timeout: float = 30.0, tls: ssl.SSLContext | None = None) -> None:
+        """A connection to bootstrap; over TLS (an SSL listener) when tls is given."""
         host, port = bootstrap.rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        if tls is not None:
+            self.sock = tls.wrap_socket(self.sock, server_hostname=host)
         self.sock.settimeout(timeout)
         self._cid = 0
         self._pending: dict[int, transcript.Exchange] = {}

@@ -1,6 +1,6 @@
 """A cluster whose brokers each have two listeners, CLIENT (PLAINTEXT) and REPLICATION (PLAINTEXT,
-or SASL_PLAINTEXT with SASL/PLAIN between the brokers), with REPLICATION the inter-broker one:
-checked the same way on a real Kafka 3.9 cluster
+SASL_PLAINTEXT with SASL/PLAIN between the brokers, SSL, or SASL_SSL), with REPLICATION the
+inter-broker one: checked the same way on a real Kafka 3.9 cluster
 (compat-tests/test_zookeeper_launcher.py) and on wirekafka's (compat-tests/test_cluster.py).
 
 - /brokers/ids/N lists both endpoints and both listeners' protocols, with the top-level host and
@@ -20,6 +20,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from testsupport.cluster import wait_for
+from testsupport.tls_material import TlsMaterial
 
 # The REPLICATION listener's users when it runs SASL: brokers log in as "broker", clients as "admin".
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" '
@@ -28,15 +29,30 @@ SASL_CLIENT = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
                "sasl.password": "admin-secret"}
 
 
-def listener_overrides(client_port: int, replication_port: int, protocol: str = "PLAINTEXT") -> dict[str, str]:
-    """One broker's settings: CLIENT on client_port, REPLICATION (protocol) on replication_port."""
+def listener_overrides(client_port: int, replication_port: int, protocol: str = "PLAINTEXT",
+                       tls: TlsMaterial | None = None) -> dict[str, str]:
+    """One broker's settings: CLIENT on client_port, REPLICATION (protocol) on replication_port;
+    an SSL or SASL_SSL one uses tls's stores (given as that listener's own settings)."""
     listeners = f"CLIENT://127.0.0.1:{client_port},REPLICATION://127.0.0.1:{replication_port}"
     settings = {"listeners": listeners, "advertised.listeners": listeners,
                 "listener.security.protocol.map": f"CLIENT:PLAINTEXT,REPLICATION:{protocol}",
                 "inter.broker.listener.name": "REPLICATION"}
-    if protocol == "SASL_PLAINTEXT":
+    if protocol.startswith("SASL_"):
         settings.update({"sasl.enabled.mechanisms": "PLAIN", "sasl.mechanism.inter.broker.protocol": "PLAIN",
                          "listener.name.replication.plain.sasl.jaas.config": JAAS})
+    if protocol.endswith("SSL"):
+        assert tls is not None, "an SSL listener needs key and trust stores"
+        settings.update(tls.broker_settings(prefix="listener.name.replication."))
+    return settings
+
+
+def client_settings(protocol: str, tls: TlsMaterial | None) -> dict[str, str]:
+    """librdkafka's settings for the REPLICATION listener."""
+    settings = dict(SASL_CLIENT) if protocol.startswith("SASL_") else {}
+    if protocol.endswith("SSL"):
+        assert tls is not None
+        settings.update(tls.librdkafka_settings())
+        settings["security.protocol"] = protocol
     return settings
 
 
@@ -59,7 +75,7 @@ def _metadata_ports(port: int, client: dict[str, str]) -> dict[int, int]:
 
 
 def check_two_listeners(client, ports: dict[int, tuple[int, int]], topic: str = "two-listeners",
-                        protocol: str = "PLAINTEXT") -> str:
+                        protocol: str = "PLAINTEXT", tls: TlsMaterial | None = None) -> str:
     """`client`: kazoo on the cluster's chroot; `ports`: broker id -> (CLIENT port, REPLICATION
     port); `protocol`: the REPLICATION listener's. Returns a summary."""
     for broker_id, (client_port, replication_port) in ports.items():
@@ -69,7 +85,7 @@ def check_two_listeners(client, ports: dict[int, tuple[int, int]], topic: str = 
                                     f"REPLICATION://127.0.0.1:{replication_port}"], raw
         assert reg["listener_security_protocol_map"] == {"CLIENT": "PLAINTEXT", "REPLICATION": protocol}, raw
         assert (reg["host"], reg["port"]) == ("127.0.0.1", client_port), raw
-    for index, settings in ((0, {}), (1, SASL_CLIENT if protocol == "SASL_PLAINTEXT" else {})):
+    for index, settings in ((0, {}), (1, client_settings(protocol, tls))):
         for broker_id, pair in ports.items():
             seen = wait_for(lambda: (lambda m: m if len(m) == len(ports) else None)(
                                 _metadata_ports(pair[index], settings)),

@@ -5,15 +5,17 @@ inherits its default from, because DescribeConfigs reports both the value and it
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import re
 import socket
+import ssl
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
-from wirekafka import jaas
+from wirekafka import jaas, tls
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,25 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     "sasl.enabled.mechanisms": (_list, ("GSSAPI",)),
     "sasl.mechanism.inter.broker.protocol": (_str, "GSSAPI"),
     "connections.max.reauth.ms": (_int, 0),
+    # TLS (wirekafka/tls.py); each may also be given per listener (listener.name.<l>.<key>)
+    "ssl.protocol": (_str, "TLSv1.3"),
+    "ssl.enabled.protocols": (_list, ("TLSv1.2", "TLSv1.3")),
+    "ssl.cipher.suites": (_list, ()),
+    "ssl.keystore.type": (_str, "JKS"),
+    "ssl.keystore.location": (_str, None),
+    "ssl.keystore.password": (_str, None),
+    "ssl.key.password": (_str, None),
+    "ssl.keystore.key": (_str, None),
+    "ssl.keystore.certificate.chain": (_str, None),
+    "ssl.truststore.type": (_str, "JKS"),
+    "ssl.truststore.location": (_str, None),
+    "ssl.truststore.password": (_str, None),
+    "ssl.truststore.certificates": (_str, None),
+    "ssl.client.auth": (_str, "none"),
+    "ssl.endpoint.identification.algorithm": (_str, "https"),
+    "ssl.keymanager.algorithm": (_str, "SunX509"),
+    "ssl.trustmanager.algorithm": (_str, "PKIX"),
+    "ssl.principal.mapping.rules": (_str, "DEFAULT"),
     "log.dirs": (_list, ()),
     "log.dir": (_str, "/tmp/kafka-logs"),
     "num.partitions": (_int, 1),
@@ -195,6 +216,10 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
 # Keys accepted with Kafka's names and defaults whose setting does not change what wirekafka
 # does, so a value other than the default is reported at start-up rather than dropped silently.
 INERT_KEYS: dict[str, str] = {
+    "ssl.protocol": "the protocol versions are ssl.enabled.protocols' (OpenSSL has no separate context protocol)",
+    "ssl.keymanager.algorithm": "there is no JVM key manager: keys are read from the key store as they are",
+    "ssl.trustmanager.algorithm": "there is no JVM trust manager: OpenSSL verifies against the trust store",
+    "ssl.principal.mapping.rules": "there are no ACLs, so no principal is mapped",
     "num.network.threads": "one event loop serves every connection",
     "num.io.threads": "requests are handled on the event loop, file work in trio's worker threads",
     "num.replica.fetchers": "one fetcher per leader broker",
@@ -231,11 +256,17 @@ class Listener:
     port: int
 
 
+# Kafka's PASSWORD-typed keys: DescribeConfigs reports them sensitive, without their values.
+SENSITIVE_KEYS = frozenset({"ssl.keystore.password", "ssl.key.password", "ssl.truststore.password",
+                            "ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.truststore.certificates"})
+
 # The listener-prefixed keys wirekafka reads: a listener's SASL mechanisms and a mechanism's
 # JAAS configuration (listener.name.sasl_plaintext.plain.sasl.jaas.config).
-_LISTENER_KEY = re.compile(r"^listener\.name\.[^.]+\.(sasl\.enabled\.mechanisms|[^.]+\.sasl\.jaas\.config)$",
+_LISTENER_KEY = re.compile(r"^listener\.name\.[^.]+\.(sasl\.enabled\.mechanisms|[^.]+\.sasl\.jaas\.config|ssl\.[a-z.]+)$",
                            re.IGNORECASE)
-SASL_PROTOCOLS = ("SASL_PLAINTEXT",)  # served with SASL; SASL_SSL (TLS) is refused at start-up
+SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")  # authenticated with SASL
+TLS_PROTOCOLS = ("SSL", "SASL_SSL")  # served over TLS
+SERVED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 JAAS_MISSING = ("Could not find a 'KafkaServer' or '{listener}.KafkaServer' entry in the JAAS configuration. "
                 "System property 'java.security.auth.login.config' is not set")
 
@@ -320,6 +351,22 @@ class BrokerConfig:
         else sasl.enabled.mechanisms."""
         own = self.values.get(f"listener.name.{listener.lower()}.sasl.enabled.mechanisms")
         return _list(own) if own is not None else self.values["sasl.enabled.mechanisms"]  # type: ignore[arg-type,return-value]
+
+    def listener_value(self, listener: str, key: str) -> object:
+        """A key as a listener sees it: listener.name.<listener>.<key> when given, else the broker's."""
+        own = self.values.get(f"listener.name.{listener.lower()}.{key}")
+        if own is not None:
+            return own
+        value = self.values[key]
+        return ",".join(value) if isinstance(value, tuple) else value
+
+    def tls_context(self, listener: str, server: bool) -> ssl.SSLContext | None:
+        """The listener's TLS context (server side, or this broker's client side towards it);
+        None for a listener without TLS. Raises tls.TlsConfigError."""
+        if self.security_protocol(listener) not in TLS_PROTOCOLS:
+            return None
+        lookup = functools.partial(self.listener_value, listener)
+        return tls.server_context(lookup) if server else tls.client_context(lookup)
 
     def jaas_config(self, listener: str, mechanism: str) -> str | None:
         """listener.name.<listener>.<mechanism>.sasl.jaas.config, lowercase as Kafka's prefix is."""
@@ -529,11 +576,16 @@ def _check_listeners(cfg: BrokerConfig) -> None:
         protocol = protocols.get(lst.name)
         if protocol is None:
             raise ConfigError(f"No security protocol defined for listener {lst.name}")
-        if protocol not in ("PLAINTEXT", *SASL_PROTOCOLS):
-            raise ConfigError(f"listener {lst.name} uses {protocol}: wirekafka serves PLAINTEXT and SASL_PLAINTEXT "
-                              "listeners (no TLS)")
+        if protocol not in SERVED_PROTOCOLS:
+            raise ConfigError(f"Invalid value {protocol} for listener {lst.name}'s security protocol: "
+                              f"one of {', '.join(SERVED_PROTOCOLS)}")
         if protocol in SASL_PROTOCOLS:
             _check_sasl_listener(cfg, lst.name)
+        if protocol in TLS_PROTOCOLS:
+            try:
+                cfg.tls_context(lst.name, server=True)
+            except tls.TlsConfigError as exc:
+                raise ConfigError(f"listener {lst.name}: {exc}") from None
     given = [parse_listener(s) for s in cfg["advertised.listeners"]] or list(listeners)  # type: ignore[attr-defined]
     advertised = list(dict.fromkeys(a.name for a in given))
     if cfg["inter.broker.listener.name"] and "security.inter.broker.protocol" in cfg.overridden:
@@ -549,6 +601,11 @@ def _check_listeners(cfg: BrokerConfig) -> None:
         raise ConfigError("advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. "
                           "Use a routable IP address.")
     inter = _inter_broker_listener(cfg) or ""
+    if protocols[inter] in TLS_PROTOCOLS:
+        try:
+            cfg.tls_context(inter, server=False)
+        except tls.TlsConfigError as exc:
+            raise ConfigError(f"inter-broker listener {inter}: {exc}") from None
     if protocols[inter] in SASL_PROTOCOLS and (str(cfg["sasl.mechanism.inter.broker.protocol"])
                                                not in cfg.sasl_mechanisms(inter)):
         raise ConfigError("sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms when "

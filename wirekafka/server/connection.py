@@ -22,7 +22,7 @@ from wirekafka.broker.state import BrokerState
 from wirekafka.protocol import api_versions, codec
 from wirekafka.protocol.framing import FrameError, FrameReader
 from wirekafka.protocol.response_parts import Part, RegionResponse
-from wirekafka.server.sasl_authenticator import SaslSettings
+from wirekafka.server.listener_security import PLAINTEXT, ListenerSecurity
 from wirekafka.storage.region import FileRegion
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ class Shutdown:
         for scope in self._idle:
             scope.cancel()
 
-    async def receive(self, stream: trio.SocketStream, idle_s: float) -> bytes | None:
+    async def receive(self, stream: trio.abc.Stream, idle_s: float) -> bytes | None:
         """Read from stream; b"" on EOF or when shutdown began while waiting, None when nothing
         came for idle_s (connections.max.idle.ms)."""
         if self.started:
@@ -60,17 +60,27 @@ class Shutdown:
 
 
 async def serve_connection(stream: trio.SocketStream, state: BrokerState, listener: str, shutdown: Shutdown,
-                           on_close: Callable[[], None] = lambda: None, sasl: SaslSettings | None = None) -> None:
+                           on_close: Callable[[], None] = lambda: None, security: ListenerSecurity = PLAINTEXT) -> None:
     """Serve a connection accepted on listener until it closes; on_close runs after (the
-    connection quota's release). On a SASL listener (sasl given) the client authenticates first."""
+    connection quota's release). On a TLS listener the TLS handshake comes first, on a SASL one
+    the client authenticates before its other requests are served."""
     peer = _peer_name(stream)
+    sasl = security.sasl
     auth = sasl.authenticator(peer) if sasl is not None else None
+    plain = security.tls is None  # file regions go out with sendfile; over TLS they are read
+    channel: trio.abc.Stream = stream if plain else trio.SSLStream(stream, security.tls, server_side=True)
     # Kafka reads frames of at most sasl.server.max.receive.size until a connection is authenticated
     reader = FrameReader(SASL_MAX_RECEIVE if auth is not None else state.config.int("socket.request.max.bytes"))
     # Kafka closes a connection with no traffic for connections.max.idle.ms; here that is the
     # time since the last response went out or the last bytes came in.
     idle_s = state.config.int("connections.max.idle.ms") / 1000
     try:
+        if not plain:
+            with trio.move_on_after(idle_s) as handshake:
+                await channel.do_handshake()  # type: ignore[attr-defined]
+            if handshake.cancelled_caught:
+                log.info("closing connection from %s: no TLS handshake within %.0f ms", peer, idle_s * 1000)
+                return
         while True:
             payload = reader.next_frame()
             if payload is None:
@@ -78,12 +88,12 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
                 if target is not None:  # the rest of a large request goes straight into its buffer
                     received = 0
                     with trio.move_on_after(idle_s):
-                        received = await stream.socket.recv_into(target)
+                        received = await _receive_into(channel, stream, target, plain)
                     if not received:
                         return
                     reader.large_frame_received(received)
                     continue
-                data = await shutdown.receive(stream, idle_s)
+                data = await shutdown.receive(channel, idle_s)
                 if data is None:
                     log.debug("closing connection from %s: idle for %.0f ms", peer, idle_s * 1000)
                     return
@@ -96,19 +106,19 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
                 if step.fail:
                     await trio.sleep(state.config.int("connection.failed.authentication.delay.ms") / 1000)
                     if step.reply is not None:
-                        await stream.send_all(step.reply)
+                        await channel.send_all(step.reply)
                     return
                 if step.reply is not None:
-                    await stream.send_all(step.reply)
+                    await channel.send_all(step.reply)
                 if auth.complete:
                     reader.set_max_frame_size(state.config.int("socket.request.max.bytes"))
                 if not step.dispatch:
                     continue
             response = await _handle_frame(payload, state, listener, peer)
             if isinstance(response, list):
-                await _send_parts(stream, response)
+                await _send_parts(channel, response, plain)
             elif response is not None:
-                await stream.send_all(response)
+                await channel.send_all(response)
     except FrameError as exc:
         log.info("closing connection from %s: %s", peer, exc)
     except codec.ProtocolError as exc:
@@ -123,11 +133,25 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
     finally:
         on_close()
         with trio.CancelScope(shield=True):
-            await stream.aclose()
+            if plain:
+                await stream.aclose()
+            else:  # no TLS close_notify exchange with a client that may be gone: close the socket
+                await trio.aclose_forcefully(channel)
 
 
-async def _send_parts(stream: trio.SocketStream, parts: list[Part]) -> None:
-    """Send bytes and file regions in order; adjacent bytes go out in one call."""
+async def _receive_into(channel: trio.abc.Stream, stream: trio.SocketStream, target: memoryview, plain: bool) -> int:
+    """Receive into target: straight from the socket in plaintext, through TLS otherwise."""
+    if plain:
+        return await stream.socket.recv_into(target)
+    data = await channel.receive_some(len(target))
+    target[:len(data)] = data
+    return len(data)
+
+
+async def _send_parts(channel: trio.abc.Stream, parts: list[Part], plain: bool) -> None:
+    """Send bytes and file regions in order; adjacent bytes go out in one call. A region goes out
+    with sendfile on a plaintext connection; TLS must encrypt it, so it is read (in a worker
+    thread, as any file read) and sent as bytes."""
     try:
         pending = bytearray()
         for part in parts:
@@ -135,11 +159,14 @@ async def _send_parts(stream: trio.SocketStream, parts: list[Part]) -> None:
                 pending += part
                 continue
             if pending:
-                await stream.send_all(pending)
+                await channel.send_all(pending)
                 pending = bytearray()
-            await _sendfile(stream.socket, part)
+            if plain:
+                await _sendfile(channel.socket, part)  # type: ignore[attr-defined]
+            else:
+                await channel.send_all(await trio.to_thread.run_sync(part.read))
         if pending:
-            await stream.send_all(pending)
+            await channel.send_all(pending)
     finally:
         for part in parts:
             if isinstance(part, FileRegion):

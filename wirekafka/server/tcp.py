@@ -21,7 +21,7 @@ from wirekafka.protocol import codec
 from wirekafka.server.background import flush_task, producer_expiration_task, retention_task
 from wirekafka.server.connection import Shutdown, serve_connection
 from wirekafka.server.connection_quotas import ConnectionQuotas
-from wirekafka.server.sasl_authenticator import SaslSettings
+from wirekafka.server.listener_security import ListenerSecurity
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ def _bound_port(servers: list[trio.SocketListener]) -> int:
 async def _accept(server: trio.SocketListener, listener: str, quotas: ConnectionQuotas, nursery: trio.Nursery,
                   state: BrokerState, shutdown: Shutdown) -> None:
     """Accept connections on one listener within the connection quotas, each served in its own task."""
-    sasl = SaslSettings.of_listener(state.config, listener)
+    security = ListenerSecurity.of(state.config, listener)
     while True:
         await quotas.wait_for_slot()
         try:
@@ -133,7 +133,7 @@ async def _accept(server: trio.SocketListener, listener: str, quotas: Connection
             await stream.aclose()
             continue
         nursery.start_soon(serve_connection, stream, state, listener, shutdown,
-                           functools.partial(quotas.release, address), sasl)
+                           functools.partial(quotas.release, address), security)
 
 
 def _address(stream: trio.SocketStream) -> str:

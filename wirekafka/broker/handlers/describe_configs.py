@@ -43,7 +43,8 @@ from wirekafka.broker.dynamic_config import DynamicBrokerConfigs
 from wirekafka.broker import topic_config as tc
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.metadata import MAX_TOPIC_NAME, Topic, topic_name_error
-from wirekafka.config import BROKER_KEYS, BrokerConfig
+from wirekafka.broker.config_enums import TYPE_PASSWORD
+from wirekafka.config import BROKER_KEYS, SENSITIVE_KEYS, BrokerConfig
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER = 2, 4, 8
@@ -79,6 +80,10 @@ _LONG_KEYS = frozenset({
 })
 _SHORT_KEYS = frozenset({"offsets.topic.replication.factor", "offsets.commit.required.acks"})
 _LIST_KEYS = frozenset({"log.dir"})
+# Keys without a default: their type follows the parser server.properties values go through.
+_TYPE_OF_PARSER = {"_int": tc.TYPE_INT, "_list": tc.TYPE_LIST, "_bool": tc.TYPE_BOOLEAN}
+# LIST keys whose Kafka default is the empty list, shown as "" (wirekafka's empty tuple means unset)
+_EMPTY_LIST_DEFAULTS = frozenset({"ssl.cipher.suites"})
 # Kafka's INVALID_REQUEST text when the exception carries no message of its own.
 _INVALID_REQUEST_TEXT = ("This most likely occurs because of a request being malformed by the client library or the "
                          "message was sent to an incompatible broker. See the broker logs for more details.")
@@ -104,7 +109,9 @@ def broker_config_type(key: str) -> int:
         return tc.TYPE_LONG
     if key in _SHORT_KEYS:
         return tc.TYPE_SHORT
-    default = BROKER_KEYS[key][1]
+    parser, default = BROKER_KEYS[key]
+    if default is None:
+        return _TYPE_OF_PARSER.get(parser.__name__, tc.TYPE_STRING)
     if isinstance(default, tuple) or key in _LIST_KEYS:
         return tc.TYPE_LIST
     if isinstance(default, bool):
@@ -120,6 +127,8 @@ def kafka_default(key: str) -> str | None:
     """Kafka's default of a broker key as a string (None where Kafka has none)."""
     if key in _NO_KAFKA_DEFAULT:
         return None
+    if key in _EMPTY_LIST_DEFAULTS:
+        return ""
     if key in BROKER_KEYS:
         return render(BROKER_KEYS[key][1])
     return _UNREAD_DEFAULTS.get(key)
@@ -145,8 +154,12 @@ def broker_synonyms(config: BrokerConfig, dynamic: DynamicBrokerConfigs, key: st
 def _entry(name: str, value: str | None, synonyms: list[_Synonym], with_synonyms: bool, config_type: int,
            read_only: bool) -> _Entry:
     source = synonyms[0].source if synonyms else tc.SOURCE_DEFAULT
+    sensitive = name in SENSITIVE_KEYS  # Kafka's PASSWORD keys: never shown, here or in a synonym
+    if sensitive:
+        value, config_type = None, TYPE_PASSWORD
+        synonyms = [_Synonym(name=s.name, value=None, source=s.source) for s in synonyms]
     return _Entry(name=name, value=value, read_only=read_only, config_source=source,
-                  is_default=source == tc.SOURCE_DEFAULT, is_sensitive=False,
+                  is_default=source == tc.SOURCE_DEFAULT, is_sensitive=sensitive,
                   synonyms=synonyms if with_synonyms else [], config_type=config_type, documentation=None)
 
 
@@ -228,6 +241,8 @@ def _broker_entries(ctx: RequestContext, name: str, with_synonyms: bool) -> list
         synonyms = broker_synonyms(config, dynamic, key)
         found = dynamic.lookup(key)
         value = found[0] if found is not None else render(config[key]) if key in BROKER_KEYS else kafka_default(key)
+        if value is None and key in _EMPTY_LIST_DEFAULTS:
+            value = ""
         out.append(_entry(key, value, synonyms, with_synonyms, _broker_type(key), _read_only(ctx, key)))
     return out
 

@@ -73,7 +73,8 @@ class LeaderFetcher:
                                  request_timeout_s=config.int("replica.socket.timeout.ms") / 1000
                                  + config.int("replica.fetch.wait.max.ms") / 1000,
                                  receive_buffer=config.int_if_set("replica.socket.receive.buffer.bytes"),
-                                 sasl=config.inter_broker_sasl())
+                                 sasl=config.inter_broker_sasl(),
+                                 tls=config.tls_context(config.inter_broker_listener, server=False))
         self._wake = trio.Event()
         self.cancel_scope = trio.CancelScope()
 

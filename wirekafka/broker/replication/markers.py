@@ -36,7 +36,8 @@ class RemoteMarkers:
         if client is None or (client.host, client.port) != (broker.host, broker.port):
             timeout = self.config.int("request.timeout.ms") / 1000
             client = PeerClient(broker.host, broker.port, f"broker-{self.config.node_id}-txn-markers", timeout, timeout,
-                                sasl=self.config.inter_broker_sasl())
+                                sasl=self.config.inter_broker_sasl(),
+                                tls=self.config.tls_context(self.config.inter_broker_listener, server=False))
             self._clients[node] = client
         return client
 

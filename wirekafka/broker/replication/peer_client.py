@@ -26,11 +26,14 @@ ApiVersions or Metadata; all of it goes through this client.
 - On a SASL_PLAINTEXT listener (``sasl`` = username and password) each new connection first
   authenticates with SASL/PLAIN, as Kafka's inter-broker clients do: SaslHandshake v1, then
   SaslAuthenticate v2. A refusal is a PeerUnavailable carrying the peer's message.
-- Not implemented: pipelining several requests on one connection, TLS."""
+- On an SSL or SASL_SSL listener (``tls`` = this broker's client context) the connection is TLS,
+  checked as ssl.endpoint.identification.algorithm asks; SASL then runs inside it.
+- Not implemented: pipelining several requests on one connection."""
 
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 
 import trio
@@ -72,7 +75,7 @@ class PeerClient:
     def __init__(self, host: str, port: int, client_id: str, connect_timeout_s: float,
                  request_timeout_s: float, *, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
                  receive_buffer: int | None = None, idle_s: float = CLIENT_IDLE_S,
-                 sasl: tuple[str, str] | None = None) -> None:
+                 sasl: tuple[str, str] | None = None, tls: ssl.SSLContext | None = None) -> None:
         """receive_buffer: SO_RCVBUF in bytes, None or -1 for the OS's (autotuned). A connection unused
         for idle_s is replaced before the next request rather than risk one the peer closed
         as idle (connections.max.idle.ms)."""
@@ -85,8 +88,11 @@ class PeerClient:
         self.receive_buffer = receive_buffer
         self.idle_s = idle_s
         self.sasl = sasl
+        self.tls = tls
+        self.tls = tls
         self._last_used = 0.0
-        self._stream: trio.SocketStream | None = None
+        self._stream: trio.abc.Stream | None = None  # the TCP stream, or TLS over it
+        self._socket: trio.socket.SocketType | None = None
         self._lock = trio.Lock()
         self._correlation_id = 0
         self._closed = False
@@ -136,7 +142,7 @@ class PeerClient:
                 self._drop()
                 raise
 
-    async def _exchange(self, stream: trio.SocketStream, request: ApiMessage) -> ApiMessage | None:
+    async def _exchange(self, stream: trio.abc.Stream, request: ApiMessage) -> ApiMessage | None:
         """One request and its response on stream (the lock is held)."""
         self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
         correlation_id = self._correlation_id
@@ -155,7 +161,7 @@ class PeerClient:
                                   f"v{request.API_VERSION} within {self.request_timeout_s}s")
         return self._decode(response_class, request.API_VERSION, correlation_id, body)
 
-    async def _authenticate(self, stream: trio.SocketStream, username: str, password: str) -> None:
+    async def _authenticate(self, stream: trio.abc.Stream, username: str, password: str) -> None:
         """SASL/PLAIN on a new connection; PeerUnavailable if the peer refuses it."""
         handshake = await self._exchange(stream, SaslHandshakeRequest(version=1, mechanism=MECHANISM))
         if handshake.error_code:  # type: ignore[union-attr]
@@ -167,7 +173,7 @@ class PeerClient:
             raise PeerUnavailable(f"{self!r}: SASL authentication as {username!r} failed: "
                                   f"{answer.error_message}")  # type: ignore[union-attr]
 
-    async def _connect(self) -> tuple[trio.SocketStream, bool]:
+    async def _connect(self) -> tuple[trio.abc.Stream, bool]:
         """The connection, and whether it was opened just now."""
         now = trio.current_time()
         if self._stream is not None and now - self._last_used > self.idle_s:
@@ -177,23 +183,34 @@ class PeerClient:
             return self._stream, False
         try:
             with trio.move_on_after(self.connect_timeout_s):
-                stream = await trio.open_tcp_stream(self.host, self.port)
-                stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+                tcp = await trio.open_tcp_stream(self.host, self.port)
+                tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
                 if self.receive_buffer is not None and self.receive_buffer >= 0:
-                    stream.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer)
+                    tcp.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer)
+                self._socket = tcp.socket
+                stream: trio.abc.Stream = tcp
+                if self.tls is not None:
+                    stream = trio.SSLStream(tcp, self.tls, server_hostname=self.host)
+                    self._stream = stream
+                    await stream.do_handshake()
                 self._stream = stream
                 return stream, True
+        except (trio.BrokenResourceError, ssl.SSLError) as exc:
+            self._drop()
+            raise PeerUnavailable(f"{self!r}: TLS handshake failed: {exc!r}") from exc
         except OSError as exc:
+            self._drop()
             raise PeerUnavailable(f"{self!r}: cannot connect: {exc!r}") from exc
+        self._drop()
         raise PeerUnavailable(f"{self!r}: no connection within {self.connect_timeout_s}s")
 
     def _drop(self) -> None:
         """Close the connection now (synchronously, so it also works while being cancelled)."""
-        stream, self._stream = self._stream, None
-        if stream is not None:
-            stream.socket.close()
+        sock, self._socket, self._stream = self._socket, None, None
+        if sock is not None:
+            sock.close()
 
-    async def _receive_frame(self, stream: trio.SocketStream) -> bytearray:
+    async def _receive_frame(self, stream: trio.abc.Stream) -> bytearray:
         size_buf = bytearray(4)
         await self._receive_into(stream, memoryview(size_buf))
         (size,) = _SIZE.unpack(size_buf)
@@ -204,11 +221,15 @@ class PeerClient:
         await self._receive_into(stream, memoryview(body))
         return body
 
-    async def _receive_into(self, stream: trio.SocketStream, view: memoryview) -> None:
-        sock = stream.socket
+    async def _receive_into(self, stream: trio.abc.Stream, view: memoryview) -> None:
         got, want = 0, len(view)
         while got < want:
-            n = await sock.recv_into(view[got:])
+            if isinstance(stream, trio.SocketStream):  # straight from the socket into the frame
+                n = await stream.socket.recv_into(view[got:])
+            else:
+                data = await stream.receive_some(want - got)
+                n = len(data)
+                view[got:got + n] = data
             if n == 0:
                 raise PeerUnavailable(f"{self!r}: connection closed by the peer "
                                       f"({got} of {want} bytes received)")

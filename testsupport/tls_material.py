@@ -1,0 +1,99 @@
+"""Key and trust stores for TLS tests, made with the JDK's keytool as Kafka users make theirs:
+
+- broker.p12: the broker's key and self-signed certificate (CN=localhost, SAN IP:127.0.0.1 and
+  DNS:localhost, so hostname verification passes on loopback), PKCS12;
+- client.p12: a client's key and self-signed certificate (CN=client), for ssl.client.auth;
+- truststore.p12: both certificates as trusted entries (Java's and wirekafka's trust store);
+- broker.pem / client.pem / client.key: the same in PEM, for librdkafka, kcat and the Python clients.
+
+All stores use PASSWORD. Made once per directory: an existing set is reused."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, pkcs12
+
+PASSWORD = "wirekafka-secret"
+
+
+@dataclass(frozen=True)
+class TlsMaterial:
+    directory: Path
+
+    @property
+    def keystore(self) -> Path:
+        return self.directory / "broker.p12"
+
+    @property
+    def client_keystore(self) -> Path:
+        return self.directory / "client.p12"
+
+    @property
+    def truststore(self) -> Path:
+        return self.directory / "truststore.p12"
+
+    @property
+    def broker_pem(self) -> Path:
+        return self.directory / "broker.pem"
+
+    @property
+    def client_pem(self) -> Path:
+        return self.directory / "client.pem"
+
+    @property
+    def client_key(self) -> Path:
+        return self.directory / "client.key"
+
+    def broker_settings(self, prefix: str = "") -> dict[str, str]:
+        """server.properties entries for a listener (prefix e.g. "listener.name.ssl.") or all."""
+        return {f"{prefix}ssl.keystore.type": "PKCS12", f"{prefix}ssl.keystore.location": str(self.keystore),
+                f"{prefix}ssl.keystore.password": PASSWORD, f"{prefix}ssl.key.password": PASSWORD,
+                f"{prefix}ssl.truststore.type": "PKCS12", f"{prefix}ssl.truststore.location": str(self.truststore),
+                f"{prefix}ssl.truststore.password": PASSWORD}
+
+    def librdkafka_settings(self, client_auth: bool = False) -> dict[str, str]:
+        settings = {"security.protocol": "SSL", "ssl.ca.location": str(self.broker_pem)}
+        if client_auth:
+            settings.update({"ssl.certificate.location": str(self.client_pem),
+                             "ssl.key.location": str(self.client_key)})
+        return settings
+
+
+def _keytool() -> str:
+    java = os.environ.get("WIREKAFKA_JAVA") or shutil.which("java")
+    if java is None:
+        raise RuntimeError("keytool needs a JDK: run scripts/install_system_deps.sh")
+    keytool = Path(os.path.realpath(java)).with_name("keytool")
+    return str(keytool) if keytool.exists() else "keytool"
+
+
+def _run(*args: str) -> None:
+    proc = subprocess.run([_keytool(), *args], capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(f"keytool {' '.join(args)}: {proc.stdout}{proc.stderr}")
+
+
+def make(directory: Path) -> TlsMaterial:
+    material = TlsMaterial(Path(directory))
+    if material.client_key.exists():
+        return material
+    material.directory.mkdir(parents=True, exist_ok=True)
+    for alias, store, dname, san in (("broker", material.keystore, "CN=localhost", "SAN=IP:127.0.0.1,DNS:localhost"),
+                                     ("client", material.client_keystore, "CN=client", "SAN=DNS:client")):
+        _run("-genkeypair", "-alias", alias, "-keyalg", "RSA", "-keysize", "2048", "-validity", "3650",
+             "-dname", dname, "-ext", san, "-storetype", "PKCS12", "-keystore", str(store),
+             "-storepass", PASSWORD, "-keypass", PASSWORD)
+        pem = material.directory / f"{alias}.pem"
+        _run("-exportcert", "-rfc", "-alias", alias, "-keystore", str(store), "-storepass", PASSWORD,
+             "-file", str(pem))
+        _run("-importcert", "-noprompt", "-alias", alias, "-file", str(pem), "-storetype", "PKCS12",
+             "-keystore", str(material.truststore), "-storepass", PASSWORD)
+    key, _cert, _extra = pkcs12.load_key_and_certificates(material.client_keystore.read_bytes(), PASSWORD.encode())
+    assert key is not None
+    material.client_key.write_bytes(key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
+    return material

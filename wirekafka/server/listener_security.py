@@ -1,0 +1,25 @@
+"""What a listener asks of each connection before serving its requests, by its security protocol
+(Kafka's): PLAINTEXT nothing, SSL a TLS handshake, SASL_PLAINTEXT a SASL exchange, SASL_SSL both,
+TLS first."""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass
+
+from wirekafka.config import BrokerConfig
+from wirekafka.server.sasl_authenticator import SaslSettings
+
+
+@dataclass(frozen=True)
+class ListenerSecurity:
+    tls: ssl.SSLContext | None = None
+    sasl: SaslSettings | None = None
+
+    @classmethod
+    def of(cls, config: BrokerConfig, listener: str) -> "ListenerSecurity":
+        """Built once per listener at start-up (build_config has checked that both can be)."""
+        return cls(config.tls_context(listener, server=True), SaslSettings.of_listener(config, listener))
+
+
+PLAINTEXT = ListenerSecurity()

@@ -8,6 +8,7 @@ exchange is compared with Kafka 4.3.1 in conformance/test_sasl.py."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -78,3 +79,29 @@ def test_java_console_tools_authenticate(sasl_address: str, tmp_path: Path) -> N
                       'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required '
                       'username="alice" password="alice-secret";\n')
     assert java_console_round_trip(sasl_address, client, "sasl-java") == ["j1", "j2"]
+
+
+def test_librdkafka_re_authenticates_before_its_session_expires(tmp_path: Path) -> None:
+    """connections.max.reauth.ms=2000: librdkafka (KIP-368) re-authenticates its connections
+    within each session lifetime, so a producer writing for 7 s is never cut off, and the
+    broker closes none of its connections as expired."""
+    plaintext, sasl = free_port(), free_port()
+    proc = BrokerProcess(tmp_path / "data", {
+        "listeners": f"PLAINTEXT://127.0.0.1:{plaintext},SASL_PLAINTEXT://127.0.0.1:{sasl}",
+        "sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+        "connections.max.reauth.ms": "2000"}, port=plaintext).start()
+    try:
+        producer = Producer({"bootstrap.servers": f"127.0.0.1:{sasl}", **PLAIN, "linger.ms": 5})
+        acked: list[object] = []
+        deadline = time.monotonic() + 7
+        sent = 0
+        while time.monotonic() < deadline:
+            producer.produce("reauth", b"r%d" % sent, on_delivery=lambda err, msg: acked.append(err))
+            sent += 1
+            producer.poll(0.05)
+        assert producer.flush(30) == 0
+        assert len(acked) == sent and set(acked) == {None}, (sent, [e for e in acked if e is not None][:3])
+        log = proc.log_tail()
+        assert "SASL session expired" not in log, log
+    finally:
+        proc.stop()

@@ -120,6 +120,9 @@ API_OF = {
     "test_handshake_v0_then_a_bare_token": "SaslHandshake v0",
     "test_sasl_apis_on_a_listener_without_sasl": "SaslHandshake/SaslAuthenticate",
     "test_requests_over_tls": "Metadata/CreateTopics/Produce/Fetch (TLS)",
+    "test_sessions_are_renewed_by_re_authenticating": "SaslHandshake/SaslAuthenticate (re-authentication)",
+    "test_re_authenticating_as_another_user_fails": "SaslAuthenticate (re-authentication)",
+    "test_an_expired_session_is_closed_at_its_next_request": "(connections.max.reauth.ms)",
     "test_ssl_settings_are_described_and_passwords_are_not_shown": "DescribeConfigs (broker, ssl.*)",
 }
 TARGETS = ("kafka", "wirekafka")

@@ -79,7 +79,12 @@ def test_sasl_listener_rules() -> None:
         "System property 'java.security.auth.login.config' is not set")
     assert _refused(**{**SASL, "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS + JAAS}) == (
         "JAAS config property contains 2 login modules, should be 1 module")
-    assert _refused(**{**SASL, "connections.max.reauth.ms": "60000"}).startswith("connections.max.reauth.ms > 0")
+    # re-authentication: the broker's setting, or the listener's own for a mechanism
+    cfg = build_config({"log.dirs": "/tmp/unused", **SASL, "connections.max.reauth.ms": "60000"})
+    assert cfg.reauth_ms("SASL_PLAINTEXT", "PLAIN") == 60000
+    cfg = build_config({"log.dirs": "/tmp/unused", **SASL, "connections.max.reauth.ms": "60000",
+                        "listener.name.sasl_plaintext.plain.connections.max.reauth.ms": "5000"})
+    assert cfg.reauth_ms("SASL_PLAINTEXT", "PLAIN") == 5000
     # SASL between brokers: the inter-broker mechanism must be enabled on that listener
     assert _refused(**{**SASL, "inter.broker.listener.name": "SASL_PLAINTEXT"}) == (
         "sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms when SASL is used for "

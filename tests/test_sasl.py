@@ -131,3 +131,40 @@ def test_failures() -> None:
     assert auth.step(_frame(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3)).fail
     # not a Kafka request at all (a GSSAPI token): GSSAPI is not enabled
     assert SETTINGS.authenticator("p").step(b"\x60\x01").fail
+
+
+def _authenticate(auth, user: bytes = b"alice", password: bytes = b"alice-secret", version: int = 2):
+    assert not auth.step(_frame(SaslHandshakeRequest(mechanism="PLAIN"), 1)).fail
+    step = auth.step(_frame(SaslAuthenticateRequest(auth_bytes=b"\x00" + user + b"\x00" + password), version))
+    return step, _answer(step.reply, SaslAuthenticateResponse, version)
+
+
+def test_sessions_expire_and_are_renewed_by_re_authentication(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr("wirekafka.server.sasl_authenticator.time.monotonic", lambda: clock[0])
+    auth = SaslSettings(("PLAIN",), USERS, reauth_ms=3000).authenticator("peer")
+    _step, answer = _authenticate(auth)
+    assert answer.session_lifetime_ms == 3000 and auth.complete and not auth.expired()
+    clock[0] += 2.0
+    assert auth.begin_reauthentication()  # a SaslHandshake on the authenticated connection
+    _step, answer = _authenticate(auth)
+    assert answer.error_code == 0 and answer.session_lifetime_ms == 3000
+    clock[0] += 0.5  # within a second of the last one: answered as any late SaslHandshake
+    assert not auth.begin_reauthentication()
+    clock[0] += 3.0
+    assert auth.expired()
+
+
+def test_re_authentication_keeps_the_user_and_the_mechanism() -> None:
+    settings = SaslSettings(("PLAIN",), USERS, reauth_ms=60_000)
+    auth = settings.authenticator("peer")
+    _authenticate(auth)
+    assert auth.begin_reauthentication()
+    step, answer = _authenticate(auth, b"admin", b"admin-secret")
+    assert step.fail and (answer.error_code, answer.error_message) == (
+        ErrorCode.SASL_AUTHENTICATION_FAILED,
+        "Cannot change principals during re-authentication from User.alice: User.admin")
+    # without a session lifetime, a late SaslHandshake starts nothing
+    plain = SETTINGS.authenticator("peer")
+    _authenticate(plain)
+    assert not plain.begin_reauthentication() and not plain.expired()

@@ -262,8 +262,8 @@ SENSITIVE_KEYS = frozenset({"ssl.keystore.password", "ssl.key.password", "ssl.tr
 
 # The listener-prefixed keys wirekafka reads: a listener's SASL mechanisms and a mechanism's
 # JAAS configuration (listener.name.sasl_plaintext.plain.sasl.jaas.config).
-_LISTENER_KEY = re.compile(r"^listener\.name\.[^.]+\.(sasl\.enabled\.mechanisms|[^.]+\.sasl\.jaas\.config|ssl\.[a-z.]+)$",
-                           re.IGNORECASE)
+_LISTENER_KEY = re.compile(r"^listener\.name\.[^.]+\.(sasl\.enabled\.mechanisms|[^.]+\.sasl\.jaas\.config|"
+                           r"[^.]+\.connections\.max\.reauth\.ms|ssl\.[a-z.]+)$", re.IGNORECASE)
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")  # authenticated with SASL
 TLS_PROTOCOLS = ("SSL", "SASL_SSL")  # served over TLS
 SERVED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -367,6 +367,12 @@ class BrokerConfig:
             return None
         lookup = functools.partial(self.listener_value, listener)
         return tls.server_context(lookup) if server else tls.client_context(lookup)
+
+    def reauth_ms(self, listener: str, mechanism: str) -> int:
+        """connections.max.reauth.ms for a listener's mechanism (its own listener.name.<l>.<mechanism>.
+        connections.max.reauth.ms first, as Kafka reads it); 0 is no re-authentication."""
+        own = self.values.get(f"listener.name.{listener.lower()}.{mechanism.lower()}.connections.max.reauth.ms")
+        return int(own) if own is not None else self.int("connections.max.reauth.ms")  # type: ignore[call-overload]
 
     def jaas_config(self, listener: str, mechanism: str) -> str | None:
         """listener.name.<listener>.<mechanism>.sasl.jaas.config, lowercase as Kafka's prefix is."""
@@ -622,8 +628,11 @@ def _check_sasl_listener(cfg: BrokerConfig, listener: str) -> None:
     if other:
         raise ConfigError(f"listener {listener} enables SASL mechanism {other[0]}: wirekafka serves PLAIN only "
                           "(set sasl.enabled.mechanisms=PLAIN)")
-    if int(cfg["connections.max.reauth.ms"]) > 0:  # type: ignore[call-overload]
-        raise ConfigError("connections.max.reauth.ms > 0: wirekafka does not re-authenticate SASL connections")
+    try:
+        cfg.reauth_ms(listener, "PLAIN")
+    except ValueError:
+        raise ConfigError(f"Invalid value for configuration listener.name.{listener.lower()}.plain."
+                          "connections.max.reauth.ms: Not a number of type LONG") from None
     text = cfg.jaas_config(listener, "PLAIN")
     if text is None:
         raise ConfigError(JAAS_MISSING.format(listener=listener.lower()))

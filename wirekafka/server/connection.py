@@ -23,6 +23,7 @@ from wirekafka.protocol import api_versions, codec
 from wirekafka.protocol.framing import FrameError, FrameReader
 from wirekafka.protocol.response_parts import Part, RegionResponse
 from wirekafka.server.listener_security import PLAINTEXT, ListenerSecurity
+from wirekafka.server.sasl_authenticator import SASL_HANDSHAKE
 from wirekafka.storage.region import FileRegion
 
 log = logging.getLogger(__name__)
@@ -101,6 +102,13 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
                     return
                 reader.feed(data)
                 continue
+            if auth is not None and auth.complete:
+                if _api_key(payload) == SASL_HANDSHAKE and auth.begin_reauthentication():
+                    log.debug("%s re-authenticates", peer)
+                elif auth.expired():
+                    log.info("closing connection from %s: its SASL session expired (connections.max.reauth.ms)",
+                             peer)
+                    return
             if auth is not None and not auth.complete:
                 step = auth.step(payload)
                 if step.fail:
@@ -137,6 +145,10 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
                 await stream.aclose()
             else:  # no TLS close_notify exchange with a client that may be gone: close the socket
                 await trio.aclose_forcefully(channel)
+
+
+def _api_key(frame: bytes) -> int:
+    return int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
 
 
 async def _receive_into(channel: trio.abc.Stream, stream: trio.SocketStream, target: memoryview, plain: bool) -> int:

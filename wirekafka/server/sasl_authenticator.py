@@ -15,12 +15,18 @@ The exchange, one frame at a time:
 Any other request during the handshake fails the connection without an answer; during the
 authenticate step Kafka answers it with ILLEGAL_SASL_STATE first (here for APIs whose response
 has a top-level error code; others fail without an answer). A failed connection is closed after
-connection.failed.authentication.delay.ms, its answer (if any) sent then, as Kafka delays it."""
+connection.failed.authentication.delay.ms, its answer (if any) sent then, as Kafka delays it.
+
+Re-authentication (KIP-368), when connections.max.reauth.ms is set: SaslAuthenticate tells the
+client its session lifetime; a SaslHandshake on an authenticated connection starts the exchange
+again (at most once a second; the same mechanism, and the same user, or the connection fails),
+and a connection whose session has expired is closed at its next other request."""
 
 from __future__ import annotations
 
 import logging
 import struct
+import time
 from dataclasses import dataclass
 from enum import Enum
 
@@ -44,6 +50,10 @@ class _State(Enum):
     AUTHENTICATE = 3  # SaslHandshake v1 accepted: SaslAuthenticate requests
     RAW_TOKEN = 4  # SaslHandshake v0 accepted: the token as a bare frame
     COMPLETE = 5
+    REAUTH_HANDSHAKE = 6  # an authenticated client began re-authenticating: its SaslHandshake
+    REAUTH_BAD_MECHANISM = 7  # it named another mechanism than its first: the next token fails
+
+MIN_REAUTH_INTERVAL_S = 1.0  # Kafka re-authenticates a connection at most once a second
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,7 @@ class SaslSettings:
 
     mechanisms: tuple[str, ...]
     users: dict[str, str]
+    reauth_ms: int = 0  # connections.max.reauth.ms: 0 is no re-authentication, sessions never expire
 
     @classmethod
     def of_listener(cls, config: BrokerConfig, listener: str) -> "SaslSettings | None":
@@ -69,7 +80,7 @@ class SaslSettings:
         if config.security_protocol(listener) not in SASL_PROTOCOLS:
             return None
         module = jaas.single_module(config.jaas_config(listener, "PLAIN") or "")
-        return cls(config.sasl_mechanisms(listener), users_of(module.options))
+        return cls(config.sasl_mechanisms(listener), users_of(module.options), config.reauth_ms(listener, "PLAIN"))
 
     def authenticator(self, peer: str) -> "SaslServerAuthenticator":
         return SaslServerAuthenticator(self, peer)
@@ -81,14 +92,37 @@ class SaslServerAuthenticator:
         self.peer = peer
         self.state = _State.HANDSHAKE_OR_VERSIONS
         self.principal: str | None = None
+        self.mechanism: str | None = None
+        self.expires_at: float | None = None  # time.monotonic() when the session ends, if it does
+        self._previous: tuple[str, str] | None = None  # (mechanism, principal) while re-authenticating
+        self._reauth_started = 0.0
 
     @property
     def complete(self) -> bool:
         return self.state is _State.COMPLETE
 
+    def expired(self) -> bool:
+        return self.expires_at is not None and time.monotonic() > self.expires_at
+
+    def begin_reauthentication(self) -> bool:
+        """An authenticated client sent SaslHandshake: True if that starts re-authentication (its
+        session has a lifetime, and the last one began over a second ago); otherwise the
+        handshake is answered as any request after authentication (ILLEGAL_SASL_STATE)."""
+        now = time.monotonic()
+        if self.expires_at is None or (self._reauth_started and now - self._reauth_started < MIN_REAUTH_INTERVAL_S):
+            return False
+        self._reauth_started = now
+        self._previous = (self.mechanism or "", self.principal or "")
+        self.state = _State.REAUTH_HANDSHAKE
+        return True
+
     def step(self, frame: bytes) -> Step:
         if self.state is _State.RAW_TOKEN:
             return self._authenticate(frame, None)
+        if self.state is _State.REAUTH_BAD_MECHANISM:
+            previous = self._previous[0] if self._previous else ""
+            return self._failed(f"SASL mechanism '{self.mechanism}' requested by client is not supported for "
+                                f"re-authentication of mechanism '{previous}'")
         try:
             header = codec.parse_header(frame)
         except codec.ProtocolError as exc:  # not a Kafka request: a GSSAPI token, which is not enabled
@@ -105,7 +139,7 @@ class SaslServerAuthenticator:
         if key not in (API_VERSIONS, SASL_HANDSHAKE):
             return self._failed(f"Unexpected Kafka request of type {key} during SASL handshake.")
         if key == API_VERSIONS:
-            if self.state is not _State.HANDSHAKE_OR_VERSIONS:
+            if self.state is not _State.HANDSHAKE_OR_VERSIONS:  # not a second time, nor re-authenticating
                 return self._failed("Unexpected ApiVersions request received during SASL authentication")
             if api_versions.is_served(key, version):
                 self.state = _State.HANDSHAKE
@@ -119,14 +153,21 @@ class SaslServerAuthenticator:
                                            mechanisms=enabled)
             return self._failed(f"Unsupported SASL mechanism {mechanism}",
                                 codec.encode_response(key, version, header.correlation_id, answer))
-        self.state = _State.AUTHENTICATE if version >= 1 else _State.RAW_TOKEN
+        self.mechanism = mechanism
+        if self._previous is not None and mechanism != self._previous[0]:
+            self.state = _State.REAUTH_BAD_MECHANISM
+        else:
+            self.state = _State.AUTHENTICATE if version >= 1 else _State.RAW_TOKEN
         answer = SaslHandshakeResponse(version=version, error_code=ErrorCode.NONE, mechanisms=enabled)
         return Step(reply=codec.encode_response(key, version, header.correlation_id, answer))
 
     def _authenticate(self, token: bytes, header: codec.RequestHeader | None) -> Step:
         """Evaluate a PLAIN token; header is the SaslAuthenticate request's (None for a bare token)."""
         try:
-            self.principal = authenticate(bytes(token), self.settings.users)
+            principal = authenticate(bytes(token), self.settings.users)
+            if self._previous is not None and principal != self._previous[1]:
+                raise PlainAuthenticationError(f"Cannot change principals during re-authentication from "
+                                               f"User.{self._previous[1]}: User.{principal}")
         except PlainAuthenticationError as exc:
             if header is None:  # a bare token has no error answer
                 return self._failed(str(exc))
@@ -134,13 +175,15 @@ class SaslServerAuthenticator:
                                               error_message=str(exc), auth_bytes=b"", session_lifetime_ms=0)
             return self._failed(str(exc), codec.encode_response(SASL_AUTHENTICATE, header.api_version,
                                                                 header.correlation_id, answer))
-        self.state = _State.COMPLETE
+        self.principal, self.state, self._previous = principal, _State.COMPLETE, None
+        lifetime_ms = self.settings.reauth_ms
+        self.expires_at = time.monotonic() + lifetime_ms / 1000 if lifetime_ms > 0 else None
         log.debug("%s authenticated as %s with SASL/PLAIN", self.peer, self.principal)
         if header is None:
             return Step(reply=EMPTY_FRAME)
         # Kafka's success answer leaves the message at its schema default, "" (not null)
         answer = SaslAuthenticateResponse(version=header.api_version, error_code=ErrorCode.NONE, error_message="",
-                                          auth_bytes=b"", session_lifetime_ms=0)
+                                          auth_bytes=b"", session_lifetime_ms=max(lifetime_ms, 0))
         return Step(reply=codec.encode_response(SASL_AUTHENTICATE, header.api_version, header.correlation_id, answer))
 
     def _failed(self, reason: str, reply: bytes | None = None) -> Step:

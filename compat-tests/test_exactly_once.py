@@ -7,7 +7,10 @@ The job does what an EOS application does after any error: it drops its producer
 starts a new producer with the same transactional id (InitProducerId fences the old one and
 aborts its open transaction) and resumes from the offsets the last committed transaction
 stored. Kills are spaced by progress (each waits for a transaction committed since the last
-restart), so the run is bounded and makes progress whatever the machine's speed."""
+restart), so the run is bounded and makes progress whatever the machine's speed. The copier may
+commit only as many transactions as the test allows: one per broker life until the last kill, so
+it cannot finish its copy before all twenty kills happened, however fast it runs; it waits for
+that allowance with its next transaction open, so the kills land mid-transaction."""
 
 from __future__ import annotations
 
@@ -50,6 +53,7 @@ class Copier:
         self.committed_total = 0
         self.progress = threading.Condition()
         self.stop = threading.Event()
+        self._allowed = 0  # commits the test allows from now on (None: any number)
 
     def _start(self) -> tuple[Producer, Consumer]:
         producer = Producer(_conf(self.bootstrap, **{"transactional.id": self.tid, "transaction.timeout.ms": 30000,
@@ -78,11 +82,15 @@ class Copier:
                     producer.begin_transaction()
                     for m in msgs:
                         producer.produce(self.sink, key=m.key(), value=m.value(), partition=m.partition())
+                    if not self._wait_for_allowance(deadline):
+                        return
                     positions = consumer.position(consumer.assignment())
                     producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 30)
                     producer.commit_transaction(30)
-                    with self.progress:
+                    with self.progress:  # only a commit that succeeded uses up the allowance
                         self.commits += 1
+                        if self._allowed is not None:
+                            self._allowed -= 1
                         self.progress.notify_all()
             except KafkaException as exc:  # any failure: fence ourselves and resume from the last commit
                 log.info("copier restarts after %s", exc.args[0])
@@ -98,6 +106,21 @@ class Copier:
         total = sum(max(tp.offset, 0) for tp in committed)
         self.committed_total = total
         return total >= RECORDS
+
+    def allow(self, commits: int | None) -> None:
+        """Let the copier commit that many more transactions (None: any number)."""
+        with self.progress:
+            self._allowed = None if commits is None or self._allowed is None else self._allowed + commits
+            self.progress.notify_all()
+
+    def _wait_for_allowance(self, deadline: float) -> bool:
+        """Wait until a commit is allowed; False if stopped or past the deadline."""
+        with self.progress:
+            while self._allowed == 0:
+                if self.stop.is_set() or time.monotonic() >= deadline:
+                    return False
+                self.progress.wait(0.1)
+            return True
 
     def wait_for_commit_after(self, count: int, timeout: float) -> bool:
         with self.progress:
@@ -124,11 +147,13 @@ def test_copy_is_exactly_once_across_twenty_broker_kills(broker_factory, topic_n
     try:
         while kills < KILLS and job.is_alive():
             seen = copier.commits
+            copier.allow(1)
             if not copier.wait_for_commit_after(seen, timeout=120):
                 break
             b.kill()
             kills += 1
             b.start()
+        copier.allow(None)
         job.join(max(deadline - time.monotonic(), 1))
     finally:
         copier.stop.set()

@@ -55,6 +55,7 @@ from testsupport.dynamic_log_config import check_dynamic_default  # noqa: E402
 from testsupport.follower_fetch import check_follower_fetch, rack_overrides  # noqa: E402
 from testsupport.legacy_admin import check_legacy_admin_znodes  # noqa: E402
 from testsupport.throttled_reassignment import check_throttled_reassignment  # noqa: E402
+from testsupport.scram_users import check_scram_users  # noqa: E402
 from testsupport.tls_material import make as make_tls_material  # noqa: E402
 from testsupport.two_listeners import check_two_listeners, listener_overrides  # noqa: E402
 from testsupport.znodes import check_kafka39_znodes  # noqa: E402
@@ -339,6 +340,13 @@ def test_kafka39_two_listeners_replicate_on_the_inter_broker_one(tmp_path, proto
                           broker_overrides={n: listener_overrides(*p, protocol, tls) for n, p in ports.items()}) \
             as (brokers, client):
         print(f"Kafka {brokers[0].version}: {check_two_listeners(client, ports, protocol=protocol, tls=tls)}")
+
+
+def test_kafka39_scram_credentials_in_zookeeper(tmp_path):
+    """AlterUserScramCredentials on Kafka 3.9.1: the check wirekafka's cluster passes too."""
+    with _kafka39_cluster(tmp_path) as (brokers, client):
+        print(f"Kafka {brokers[0].version}: "
+              f"{check_scram_users(client, {b.broker_id: b.bootstrap for b in brokers})}")
 
 
 def test_kafka39_refuses_zookeeper_set_acl_without_authentication(tmp_path):

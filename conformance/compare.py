@@ -36,6 +36,8 @@ VOLATILE: dict[str, str] = {
     "log_dir": "each broker's data directory (log.dirs), a path on its own host",
     "total_bytes": "the size of the volume holding the broker's log directory",
     "usable_bytes": "the free space, at that moment, on the volume holding the broker's log directory",
+    "auth_bytes": "a SCRAM server's messages carry its random nonce and signatures over it; the scenarios "
+                  "check them with the client's side of SCRAM instead (conformance/test_scram.py)",
 }
 # Free-text fields compared word for word except for a part that is the broker's clock: field ->
 # (pattern of that part, its replacement, reason).

@@ -123,6 +123,9 @@ API_OF = {
     "test_sessions_are_renewed_by_re_authenticating": "SaslHandshake/SaslAuthenticate (re-authentication)",
     "test_re_authenticating_as_another_user_fails": "SaslAuthenticate (re-authentication)",
     "test_an_expired_session_is_closed_at_its_next_request": "(connections.max.reauth.ms)",
+    "test_credentials_are_stored_and_described": "AlterUserScramCredentials/DescribeUserScramCredentials",
+    "test_alter_errors": "AlterUserScramCredentials",
+    "test_scram_login": "SaslHandshake/SaslAuthenticate (SCRAM)",
     "test_ssl_settings_are_described_and_passwords_are_not_shown": "DescribeConfigs (broker, ssl.*)",
 }
 TARGETS = ("kafka", "wirekafka")

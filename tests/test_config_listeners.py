@@ -69,10 +69,16 @@ def test_sasl_plaintext_listeners_serve_plain_with_the_listeners_jaas_config() -
 def test_sasl_listener_rules() -> None:
     # Kafka's default mechanism is GSSAPI (Kerberos), which wirekafka does not serve
     assert _refused(**{**SASL, "sasl.enabled.mechanisms": "GSSAPI"}) == (
-        "listener SASL_PLAINTEXT enables SASL mechanism GSSAPI: wirekafka serves PLAIN only "
-        "(set sasl.enabled.mechanisms=PLAIN)")
+        "listener SASL_PLAINTEXT enables SASL mechanism GSSAPI: wirekafka serves PLAIN, SCRAM-SHA-256, "
+        "SCRAM-SHA-512 (set sasl.enabled.mechanisms to those)")
+    assert _refused(**{**SASL, "sasl.enabled.mechanisms": "PLAIN,OAUTHBEARER"}).startswith(
+        "listener SASL_PLAINTEXT enables SASL mechanism OAUTHBEARER")
+    # each mechanism needs its own JAAS login module
     assert _refused(**{**SASL, "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256"}).startswith(
-        "listener SASL_PLAINTEXT enables SASL mechanism SCRAM-SHA-256")
+        "Could not find a 'KafkaServer' or 'sasl_plaintext.KafkaServer' entry")
+    build_config({"log.dirs": "/tmp/unused", **SASL, "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+                  "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config":
+                      "org.apache.kafka.common.security.scram.ScramLoginModule required;"})
     no_jaas = {k: v for k, v in SASL.items() if "jaas" not in k}
     assert _refused(**no_jaas) == (
         "Could not find a 'KafkaServer' or 'sasl_plaintext.KafkaServer' entry in the JAAS configuration. "

@@ -19,7 +19,9 @@ from kafka.protocol.sasl import (
 from wirekafka import jaas
 from wirekafka.protocol import sasl_plain
 from wirekafka.protocol.errors import ErrorCode
-from wirekafka.server.sasl_authenticator import EMPTY_FRAME, SaslSettings, Step
+from wirekafka.server.sasl_authenticator import SaslSettings, Step
+
+EMPTY_FRAME = b"\x00\x00\x00\x00"
 
 MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 
@@ -142,7 +144,7 @@ def _authenticate(auth, user: bytes = b"alice", password: bytes = b"alice-secret
 def test_sessions_expire_and_are_renewed_by_re_authentication(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = [1000.0]
     monkeypatch.setattr("wirekafka.server.sasl_authenticator.time.monotonic", lambda: clock[0])
-    auth = SaslSettings(("PLAIN",), USERS, reauth_ms=3000).authenticator("peer")
+    auth = SaslSettings(("PLAIN",), USERS, reauth_ms={"PLAIN": 3000}).authenticator("peer")
     _step, answer = _authenticate(auth)
     assert answer.session_lifetime_ms == 3000 and auth.complete and not auth.expired()
     clock[0] += 2.0
@@ -156,7 +158,7 @@ def test_sessions_expire_and_are_renewed_by_re_authentication(monkeypatch: pytes
 
 
 def test_re_authentication_keeps_the_user_and_the_mechanism() -> None:
-    settings = SaslSettings(("PLAIN",), USERS, reauth_ms=60_000)
+    settings = SaslSettings(("PLAIN",), USERS, reauth_ms={"PLAIN": 60_000})
     auth = settings.authenticator("peer")
     _authenticate(auth)
     assert auth.begin_reauthentication()

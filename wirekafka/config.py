@@ -265,6 +265,7 @@ SENSITIVE_KEYS = frozenset({"ssl.keystore.password", "ssl.key.password", "ssl.tr
 _LISTENER_KEY = re.compile(r"^listener\.name\.[^.]+\.(sasl\.enabled\.mechanisms|[^.]+\.sasl\.jaas\.config|"
                            r"[^.]+\.connections\.max\.reauth\.ms|ssl\.[a-z.]+)$", re.IGNORECASE)
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")  # authenticated with SASL
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 TLS_PROTOCOLS = ("SSL", "SASL_SSL")  # served over TLS
 SERVED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 JAAS_MISSING = ("Could not find a 'KafkaServer' or '{listener}.KafkaServer' entry in the JAAS configuration. "
@@ -378,15 +379,16 @@ class BrokerConfig:
         """listener.name.<listener>.<mechanism>.sasl.jaas.config, lowercase as Kafka's prefix is."""
         return self.values.get(f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config")  # type: ignore[return-value]
 
-    def inter_broker_sasl(self) -> tuple[str, str] | None:
-        """(username, password) this broker authenticates with on the inter-broker listener: the
-        `username` and `password` options of that listener's JAAS module for
-        sasl.mechanism.inter.broker.protocol; None when that listener has no SASL."""
+    def inter_broker_sasl(self) -> tuple[str, str, str] | None:
+        """(mechanism, username, password) this broker authenticates with on the inter-broker
+        listener: sasl.mechanism.inter.broker.protocol and the `username` and `password` options
+        of that listener's JAAS module for it; None when that listener has no SASL."""
         listener = self.inter_broker_listener
         if self.security_protocol(listener) not in SASL_PROTOCOLS:
             return None
-        module = jaas.single_module(self.jaas_config(listener, str(self["sasl.mechanism.inter.broker.protocol"])) or "")
-        return module.options.get("username", ""), module.options.get("password", "")
+        mechanism = str(self["sasl.mechanism.inter.broker.protocol"])
+        module = jaas.single_module(self.jaas_config(listener, mechanism) or "")
+        return mechanism, module.options.get("username", ""), module.options.get("password", "")
 
     @property
     def inter_broker_listener(self) -> str:
@@ -619,27 +621,29 @@ def _check_listeners(cfg: BrokerConfig) -> None:
 
 
 def _check_sasl_listener(cfg: BrokerConfig, listener: str) -> None:
-    """A SASL listener needs mechanisms, and wirekafka serves PLAIN only; each mechanism needs its
-    JAAS login module, given as the listener's sasl.jaas.config (there is no JVM, so no JAAS file)."""
+    """A SASL listener needs mechanisms among those wirekafka serves (PLAIN, SCRAM-SHA-256,
+    SCRAM-SHA-512); each needs its JAAS login module, given as the listener's sasl.jaas.config
+    for that mechanism (there is no JVM, so no JAAS file)."""
     mechanisms = cfg.sasl_mechanisms(listener)
     if not mechanisms:
         raise ConfigError("No SASL mechanisms are enabled")
-    other = [m for m in mechanisms if m != "PLAIN"]
+    other = [m for m in mechanisms if m not in SASL_MECHANISMS]
     if other:
-        raise ConfigError(f"listener {listener} enables SASL mechanism {other[0]}: wirekafka serves PLAIN only "
-                          "(set sasl.enabled.mechanisms=PLAIN)")
-    try:
-        cfg.reauth_ms(listener, "PLAIN")
-    except ValueError:
-        raise ConfigError(f"Invalid value for configuration listener.name.{listener.lower()}.plain."
-                          "connections.max.reauth.ms: Not a number of type LONG") from None
-    text = cfg.jaas_config(listener, "PLAIN")
-    if text is None:
-        raise ConfigError(JAAS_MISSING.format(listener=listener.lower()))
-    try:
-        jaas.single_module(text)
-    except jaas.JaasError as exc:
-        raise ConfigError(str(exc)) from None
+        raise ConfigError(f"listener {listener} enables SASL mechanism {other[0]}: wirekafka serves "
+                          f"{', '.join(SASL_MECHANISMS)} (set sasl.enabled.mechanisms to those)")
+    for mechanism in mechanisms:
+        try:
+            cfg.reauth_ms(listener, mechanism)
+        except ValueError:
+            raise ConfigError(f"Invalid value for configuration listener.name.{listener.lower()}."
+                              f"{mechanism.lower()}.connections.max.reauth.ms: Not a number of type LONG") from None
+        text = cfg.jaas_config(listener, mechanism)
+        if text is None:
+            raise ConfigError(JAAS_MISSING.format(listener=listener.lower()))
+        try:
+            jaas.single_module(text)
+        except jaas.JaasError as exc:
+            raise ConfigError(str(exc)) from None
 
 
 def _check_distinct_ports(listeners: tuple[Listener, ...], spec: str) -> None:

@@ -27,8 +27,10 @@ import trio
 from wirekafka.broker import topic_config
 from wirekafka.broker.dynamic_config import DEFAULT_ENTITY, MIN_ISR, DynamicBrokerConfigs
 from wirekafka.broker.partition import Partition
+from wirekafka.broker.scram_credentials import ScramCredentials
 from wirekafka.config import BrokerConfig
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+from wirekafka.protocol.sasl_scram import ScramCredential
 from wirekafka.storage import checkpoint
 
 log = logging.getLogger(__name__)
@@ -147,6 +149,10 @@ class ClusterMetadata(Protocol):
     async def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None: ...
     broker_configs: DynamicBrokerConfigs
     async def set_broker_configs(self, entity: str, configs: dict[str, str]) -> None: ...
+    scram: ScramCredentials  # the users' SCRAM credentials
+    async def set_scram_credentials(self, changes: dict[str, dict[str, ScramCredential]]) -> None:
+        """Each user's credentials from now on (user -> mechanism -> credential; none removes them)."""
+        ...
     def topic_config_value(self, topic: Topic, name: str) -> str: ...
     async def allocate_producer_id(self) -> int: ...
     async def elect_leaders(self, election_type: int, partitions: list[tuple[str, int]] | None,
@@ -251,6 +257,7 @@ class LocalMetadata(TopicIndex):
         self._change_lock = trio.Lock()  # changes that must not interleave (partition growth, pid blocks)
         self.broker_configs = DynamicBrokerConfigs(config.node_id, config)
         self.broker_configs.observe(self.apply_all_configs)
+        self.scram = ScramCredentials()
 
     # ---- persistence ---------------------------------------------------------------------------
     def load(self) -> None:
@@ -260,6 +267,7 @@ class LocalMetadata(TopicIndex):
         self._next_producer_id = self._producer_id_ceiling = saved.get("producer_id_block_end", 0)
         for entity, configs in saved.get("broker_configs", {}).items():
             self.broker_configs.replace(entity, configs)
+        self.scram.load(saved.get("scram_credentials", {}))
         defaults = self.broker_configs.defaults
         if MIN_ISR not in defaults:  # formatting a Kafka 4 cluster writes it (KIP-966)
             self.broker_configs.replace(DEFAULT_ENTITY, {**defaults, MIN_ISR: str(self.config.int(MIN_ISR))})
@@ -283,6 +291,7 @@ class LocalMetadata(TopicIndex):
             "version": 1,
             "producer_id_block_end": self._producer_id_ceiling,
             "broker_configs": self.broker_configs.snapshot(),
+            "scram_credentials": self.scram.snapshot(),
             "topics": [
                 {"name": t.name, "id": uuid_to_base64(t.topic_id), "partitions": len(t.partitions), "configs": t.configs}
                 for t in self._topics.values()
@@ -388,6 +397,11 @@ class LocalMetadata(TopicIndex):
 
     async def set_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
         self.broker_configs.replace(entity, configs)
+        await self._persist()
+
+    async def set_scram_credentials(self, changes: dict[str, dict[str, ScramCredential]]) -> None:
+        for user, credentials in changes.items():
+            self.scram.replace(user, credentials)
         await self._persist()
 
     async def elect_leaders(self, election_type: int, partitions: list[tuple[str, int]] | None,

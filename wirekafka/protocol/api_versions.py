@@ -30,6 +30,12 @@ from kafka.protocol.admin.topics import (
     DeleteTopicsRequest,
     DeleteTopicsResponse,
 )
+from kafka.protocol.admin.users import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+)
 from kafka.protocol.admin.groups import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,
@@ -144,6 +150,8 @@ _PAIRS: list[tuple[type[ApiMessage], type[ApiMessage]]] = [
     (ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse),
     (DescribeTransactionsRequest, DescribeTransactionsResponse),
     (ListTransactionsRequest, ListTransactionsResponse),
+    (DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse),
+    (AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse),
 ]
 
 REQUEST_CLASSES: dict[int, type[ApiMessage]] = {}

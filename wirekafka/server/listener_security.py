@@ -8,6 +8,7 @@ import ssl
 from dataclasses import dataclass
 
 from wirekafka.config import BrokerConfig
+from wirekafka.protocol.sasl_scram import CredentialLookup
 from wirekafka.server.sasl_authenticator import SaslSettings
 
 
@@ -17,9 +18,10 @@ class ListenerSecurity:
     sasl: SaslSettings | None = None
 
     @classmethod
-    def of(cls, config: BrokerConfig, listener: str) -> "ListenerSecurity":
-        """Built once per listener at start-up (build_config has checked that both can be)."""
-        return cls(config.tls_context(listener, server=True), SaslSettings.of_listener(config, listener))
+    def of(cls, config: BrokerConfig, listener: str, scram: CredentialLookup) -> "ListenerSecurity":
+        """Built once per listener at start-up (build_config has checked that both can be);
+        scram finds a user's SCRAM credential in the cluster metadata when a client logs in."""
+        return cls(config.tls_context(listener, server=True), SaslSettings.of_listener(config, listener, scram))
 
 
 PLAINTEXT = ListenerSecurity()

@@ -27,21 +27,25 @@ from __future__ import annotations
 import logging
 import struct
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
+from typing import Mapping
 
 from kafka.protocol.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
 
 from wirekafka import jaas
+from wirekafka.broker.replication._jvm_order import java_hashmap_order
 from wirekafka.config import SASL_PROTOCOLS, BrokerConfig
 from wirekafka.protocol import api_versions, codec
 from wirekafka.protocol.errors import ErrorCode
+from wirekafka.protocol.sasl_plain import MECHANISM as PLAIN
 from wirekafka.protocol.sasl_plain import PlainAuthenticationError, authenticate, users_of
+from wirekafka.protocol.sasl_scram import MECHANISMS as SCRAM_MECHANISMS
+from wirekafka.protocol.sasl_scram import CredentialLookup, GenericFailure, ScramCredential, ScramFailure, ScramServer
 
 log = logging.getLogger(__name__)
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
-EMPTY_FRAME = struct.pack(">i", 0)
 
 
 class _State(Enum):
@@ -65,22 +69,34 @@ class Step:
     fail: bool = False  # authentication failed: wait the failure delay, send reply if any, close
 
 
+def _no_scram_credentials(_user: str, _mechanism: str) -> ScramCredential | None:
+    return None
+
+
 @dataclass(frozen=True)
 class SaslSettings:
-    """A SASL listener's mechanisms and its PLAIN users (from its JAAS login module)."""
+    """A SASL listener's mechanisms, its PLAIN users (from its JAAS login module) and where the
+    SCRAM credentials are (the cluster metadata's store)."""
 
     mechanisms: tuple[str, ...]
     users: dict[str, str]
-    reauth_ms: int = 0  # connections.max.reauth.ms: 0 is no re-authentication, sessions never expire
+    # connections.max.reauth.ms by mechanism: 0 (or absent) is no re-authentication
+    reauth_ms: Mapping[str, int] = field(default_factory=dict)
+    scram: CredentialLookup = _no_scram_credentials
 
     @classmethod
-    def of_listener(cls, config: BrokerConfig, listener: str) -> "SaslSettings | None":
+    def of_listener(cls, config: BrokerConfig, listener: str,
+                    scram: CredentialLookup = _no_scram_credentials) -> "SaslSettings | None":
         """The listener's settings; None for a listener without SASL. build_config has checked
-        that the mechanisms are PLAIN and that its JAAS text parses."""
+        the mechanisms and that their JAAS texts parse."""
         if config.security_protocol(listener) not in SASL_PROTOCOLS:
             return None
-        module = jaas.single_module(config.jaas_config(listener, "PLAIN") or "")
-        return cls(config.sasl_mechanisms(listener), users_of(module.options), config.reauth_ms(listener, "PLAIN"))
+        # Kafka lists the enabled mechanisms in the order of its HashMap of their JAAS contexts
+        mechanisms = tuple(java_hashmap_order(config.sasl_mechanisms(listener)))
+        users = {}
+        if PLAIN in mechanisms:
+            users = users_of(jaas.single_module(config.jaas_config(listener, PLAIN) or "").options)
+        return cls(mechanisms, users, {m: config.reauth_ms(listener, m) for m in mechanisms}, scram)
 
     def authenticator(self, peer: str) -> "SaslServerAuthenticator":
         return SaslServerAuthenticator(self, peer)
@@ -93,6 +109,7 @@ class SaslServerAuthenticator:
         self.state = _State.HANDSHAKE_OR_VERSIONS
         self.principal: str | None = None
         self.mechanism: str | None = None
+        self._scram: ScramServer | None = None
         self.expires_at: float | None = None  # time.monotonic() when the session ends, if it does
         self._previous: tuple[str, str] | None = None  # (mechanism, principal) while re-authenticating
         self._reauth_started = 0.0
@@ -154,6 +171,7 @@ class SaslServerAuthenticator:
             return self._failed(f"Unsupported SASL mechanism {mechanism}",
                                 codec.encode_response(key, version, header.correlation_id, answer))
         self.mechanism = mechanism
+        self._scram = ScramServer(mechanism, self.settings.scram) if mechanism in SCRAM_MECHANISMS else None
         if self._previous is not None and mechanism != self._previous[0]:
             self.state = _State.REAUTH_BAD_MECHANISM
         else:
@@ -161,34 +179,62 @@ class SaslServerAuthenticator:
         answer = SaslHandshakeResponse(version=version, error_code=ErrorCode.NONE, mechanisms=enabled)
         return Step(reply=codec.encode_response(key, version, header.correlation_id, answer))
 
-    def _authenticate(self, token: bytes, header: codec.RequestHeader | None) -> Step:
-        """Evaluate a PLAIN token; header is the SaslAuthenticate request's (None for a bare token)."""
+    def _evaluate(self, token: bytes) -> tuple[bytes, str | None]:
+        """The mechanism's answer to a token, and the user once authenticated (None while a SCRAM
+        exchange goes on). Raises _Refused with what the client is told."""
         try:
-            principal = authenticate(bytes(token), self.settings.users)
-            if self._previous is not None and principal != self._previous[1]:
-                raise PlainAuthenticationError(f"Cannot change principals during re-authentication from "
-                                               f"User.{self._previous[1]}: User.{principal}")
+            if self._scram is None:
+                return b"", authenticate(token, self.settings.users)
+            answer = self._scram.evaluate(token)
+            return answer, self._scram.principal if self._scram.complete else None
         except PlainAuthenticationError as exc:
+            raise _Refused(str(exc), str(exc)) from None
+        except GenericFailure as exc:  # Kafka does not say why (which user exists, ...)
+            stage = "re-authentication" if self._previous is not None else "authentication"
+            raise _Refused(f"Authentication failed during {stage} due to invalid credentials with SASL mechanism "
+                           f"{self.mechanism}", exc.reason) from None
+        except ScramFailure as exc:
+            raise _Refused(str(exc), str(exc)) from None
+
+    def _authenticate(self, token: bytes, header: codec.RequestHeader | None) -> Step:
+        """Evaluate a token; header is the SaslAuthenticate request's (None for a bare token)."""
+        try:
+            answer_bytes, principal = self._evaluate(bytes(token))
+            if principal is not None and self._previous is not None and principal != self._previous[1]:
+                message = (f"Cannot change principals during re-authentication from User.{self._previous[1]}: "
+                           f"User.{principal}")
+                raise _Refused(message, message)
+        except _Refused as refused:
             if header is None:  # a bare token has no error answer
-                return self._failed(str(exc))
+                return self._failed(refused.reason)
             answer = SaslAuthenticateResponse(version=header.api_version, error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
-                                              error_message=str(exc), auth_bytes=b"", session_lifetime_ms=0)
-            return self._failed(str(exc), codec.encode_response(SASL_AUTHENTICATE, header.api_version,
-                                                                header.correlation_id, answer))
-        self.principal, self.state, self._previous = principal, _State.COMPLETE, None
-        lifetime_ms = self.settings.reauth_ms
-        self.expires_at = time.monotonic() + lifetime_ms / 1000 if lifetime_ms > 0 else None
-        log.debug("%s authenticated as %s with SASL/PLAIN", self.peer, self.principal)
+                                              error_message=refused.message, auth_bytes=b"", session_lifetime_ms=0)
+            return self._failed(refused.reason, codec.encode_response(SASL_AUTHENTICATE, header.api_version,
+                                                                      header.correlation_id, answer))
+        lifetime_ms = 0
+        if principal is not None:
+            self.principal, self.state, self._previous = principal, _State.COMPLETE, None
+            lifetime_ms = max(self.settings.reauth_ms.get(self.mechanism or "", 0), 0)
+            self.expires_at = time.monotonic() + lifetime_ms / 1000 if lifetime_ms > 0 else None
+            log.debug("%s authenticated as %s with SASL/%s", self.peer, self.principal, self.mechanism)
         if header is None:
-            return Step(reply=EMPTY_FRAME)
+            return Step(reply=struct.pack(">i", len(answer_bytes)) + answer_bytes)
         # Kafka's success answer leaves the message at its schema default, "" (not null)
         answer = SaslAuthenticateResponse(version=header.api_version, error_code=ErrorCode.NONE, error_message="",
-                                          auth_bytes=b"", session_lifetime_ms=max(lifetime_ms, 0))
+                                          auth_bytes=answer_bytes, session_lifetime_ms=lifetime_ms)
         return Step(reply=codec.encode_response(SASL_AUTHENTICATE, header.api_version, header.correlation_id, answer))
 
     def _failed(self, reason: str, reply: bytes | None = None) -> Step:
         log.info("failed authentication with %s (%s)", self.peer, reason)
         return Step(reply=reply, fail=True)
+
+
+class _Refused(Exception):
+    """A token that does not authenticate: message for the client, reason for the log."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.message, self.reason = message, reason
 
 
 def _illegal_state_answer(header: codec.RequestHeader) -> bytes | None:

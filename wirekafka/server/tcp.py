@@ -104,7 +104,7 @@ def _bound_port(servers: list[trio.SocketListener]) -> int:
 async def _accept(server: trio.SocketListener, listener: str, quotas: ConnectionQuotas, nursery: trio.Nursery,
                   state: BrokerState, shutdown: Shutdown) -> None:
     """Accept connections on one listener within the connection quotas, each served in its own task."""
-    security = ListenerSecurity.of(state.config, listener)
+    security = ListenerSecurity.of(state.config, listener, state.metadata.scram.get)
     while True:
         await quotas.wait_for_slot()
         try:

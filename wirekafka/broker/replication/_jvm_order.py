@@ -130,3 +130,27 @@ def java_properties_order(keys: Iterable[str]) -> list[str]:
                 grown[index], grown[index + size] = low_part, high_part
             bins, size = grown, 2 * size
     return [k for chain in bins for k in chain]
+
+
+def java_hashmap_order(keys: Iterable[str]) -> list[str]:
+    """Iteration order of a `java.util.HashMap` (16 buckets to start) after `put` of `keys` in
+    order. A key goes to the tail of its bucket (hash with the high half folded in, masked); the
+    table doubles once the count exceeds three quarters of it, and doubling keeps each bucket's
+    keys in order in both halves. (A bucket of 8 or more turns into a tree; not modelled.)"""
+    size = 16
+    buckets: list[list[str]] = [[] for _ in range(size)]
+
+    def spread(key: str) -> int:
+        h = _hash(key)
+        return h ^ (h >> 16)
+
+    for count, key in enumerate(dict.fromkeys(keys), start=1):
+        buckets[spread(key) & (size - 1)].append(key)
+        if count > size * 3 // 4:
+            size *= 2
+            grown: list[list[str]] = [[] for _ in range(size)]
+            for chain in buckets:
+                for k in chain:
+                    grown[spread(k) & (size - 1)].append(k)
+            buckets = grown
+    return [k for chain in buckets for k in chain]

@@ -72,6 +72,8 @@ class ClusterSnapshot:
     legacy_elections: set[tuple[str, int]] | None = None
     # /config/brokers/<entity> of the entities read (this broker's id, <default>), when present
     broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    # /config/users/<user>: each user's settings (its SCRAM credentials by mechanism)
+    users: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,10 @@ ApiVersions or Metadata; all of it goes through this client.
   would desynchronise it), then propagates.
 - A response frame is read into one preallocated bytearray with recv_into: each byte is copied
   once from the kernel, then once more when the schema decoder slices ``records`` out of it.
-- On a SASL_PLAINTEXT listener (``sasl`` = username and password) each new connection first
-  authenticates with SASL/PLAIN, as Kafka's inter-broker clients do: SaslHandshake v1, then
-  SaslAuthenticate v2. A refusal is a PeerUnavailable carrying the peer's message.
+- On a SASL listener (``sasl`` = mechanism, username and password) each new connection first
+  authenticates, as Kafka's inter-broker clients do: SaslHandshake v1, then SaslAuthenticate v2
+  (once for PLAIN, twice for SCRAM, whose server signature is checked). A refusal is a
+  PeerUnavailable carrying the peer's message.
 - On an SSL or SASL_SSL listener (``tls`` = this broker's client context) the connection is TLS,
   checked as ssl.endpoint.identification.algorithm asks; SASL then runs inside it.
 - Not implemented: pipelining several requests on one connection."""
@@ -42,7 +43,9 @@ from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
-from wirekafka.protocol.sasl_plain import MECHANISM, client_message
+from wirekafka.protocol.sasl_plain import MECHANISM as PLAIN
+from wirekafka.protocol.sasl_plain import client_message
+from wirekafka.protocol.sasl_scram import ScramClient, ScramFailure
 
 _SIZE = struct.Struct(">i")
 DEFAULT_MAX_RESPONSE_BYTES = 128 * 1024 * 1024
@@ -75,7 +78,7 @@ class PeerClient:
     def __init__(self, host: str, port: int, client_id: str, connect_timeout_s: float,
                  request_timeout_s: float, *, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
                  receive_buffer: int | None = None, idle_s: float = CLIENT_IDLE_S,
-                 sasl: tuple[str, str] | None = None, tls: ssl.SSLContext | None = None) -> None:
+                 sasl: tuple[str, str, str] | None = None, tls: ssl.SSLContext | None = None) -> None:
         """receive_buffer: SO_RCVBUF in bytes, None or -1 for the OS's (autotuned). A connection unused
         for idle_s is replaced before the next request rather than risk one the peer closed
         as idle (connections.max.idle.ms)."""
@@ -161,17 +164,29 @@ class PeerClient:
                                   f"v{request.API_VERSION} within {self.request_timeout_s}s")
         return self._decode(response_class, request.API_VERSION, correlation_id, body)
 
-    async def _authenticate(self, stream: trio.abc.Stream, username: str, password: str) -> None:
-        """SASL/PLAIN on a new connection; PeerUnavailable if the peer refuses it."""
-        handshake = await self._exchange(stream, SaslHandshakeRequest(version=1, mechanism=MECHANISM))
+    async def _authenticate(self, stream: trio.abc.Stream, mechanism: str, username: str, password: str) -> None:
+        """SASL (PLAIN or SCRAM) on a new connection; PeerUnavailable if the peer refuses it."""
+        handshake = await self._exchange(stream, SaslHandshakeRequest(version=1, mechanism=mechanism))
         if handshake.error_code:  # type: ignore[union-attr]
-            raise PeerUnavailable(f"{self!r}: SASL mechanism {MECHANISM} refused (error {handshake.error_code}); "  # type: ignore[union-attr]
+            raise PeerUnavailable(f"{self!r}: SASL mechanism {mechanism} refused (error {handshake.error_code}); "  # type: ignore[union-attr]
                                   f"the peer enables {handshake.mechanisms}")  # type: ignore[union-attr]
-        answer = await self._exchange(stream, SaslAuthenticateRequest(
-            version=2, auth_bytes=client_message(username, password)))
-        if answer.error_code:  # type: ignore[union-attr]
-            raise PeerUnavailable(f"{self!r}: SASL authentication as {username!r} failed: "
-                                  f"{answer.error_message}")  # type: ignore[union-attr]
+        scram = ScramClient(mechanism, username, password) if mechanism != PLAIN else None
+        token = scram.first_message() if scram is not None else client_message(username, password)
+        while True:
+            answer = await self._exchange(stream, SaslAuthenticateRequest(version=2, auth_bytes=token))
+            if answer.error_code:  # type: ignore[union-attr]
+                raise PeerUnavailable(f"{self!r}: SASL authentication as {username!r} failed: "
+                                      f"{answer.error_message}")  # type: ignore[union-attr]
+            if scram is None:
+                return
+            try:
+                if token.startswith(b"n,"):  # the server's first message came back
+                    token = scram.final_message(bytes(answer.auth_bytes))  # type: ignore[union-attr]
+                    continue
+                scram.verify(bytes(answer.auth_bytes))  # type: ignore[union-attr]
+            except ScramFailure as exc:
+                raise PeerUnavailable(f"{self!r}: {exc}") from exc
+            return
 
     async def _connect(self) -> tuple[trio.abc.Stream, bool]:
         """The connection, and whether it was opened just now."""

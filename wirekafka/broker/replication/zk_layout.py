@@ -12,6 +12,8 @@ paths and bytes."""
 
 from __future__ import annotations
 
+import urllib.parse
+
 import enum
 import functools
 import json
@@ -56,6 +58,8 @@ FEATURE = "/feature"
 # The entity types whose configs live under /config/<type> (Kafka's ConfigType.ALL).
 CONFIG_ENTITY_TYPES = ("topics", "clients", "users", "brokers", "ips")
 TOPIC_CONFIG_TYPE = "topics"
+USER_CONFIG_TYPE = "users"  # /config/users/<user>: SCRAM credentials (and quotas, which wirekafka has not)
+USERS_CONFIG = f"{CONFIG}/{USER_CONFIG_TYPE}"
 BROKER_CONFIG_TYPE = "brokers"
 
 # What every Kafka broker makes sure exists when it starts (ZkData.PersistentZkPaths), in Kafka's
@@ -92,6 +96,20 @@ def entity_config_path(entity_type: str, entity_name: str) -> str:
 
 def topic_config_path(topic: str) -> str:
     return entity_config_path(TOPIC_CONFIG_TYPE, topic)
+
+
+def user_config_path(user: str) -> str:
+    """Kafka names a user's znode by its sanitized name (URL-encoded)."""
+    return entity_config_path(USER_CONFIG_TYPE, sanitize(user))
+
+
+def sanitize(name: str) -> str:
+    """Kafka's Sanitizer: URL-encoding as Java's URLEncoder does, '*' as %2A and space as %20."""
+    return urllib.parse.quote(name, safe="-_.").replace("~", "%7E")
+
+
+def desanitize(name: str) -> str:
+    return urllib.parse.unquote(name)
 
 
 def broker_config_path(entity: str) -> str:

@@ -50,8 +50,10 @@ from wirekafka.broker.replication.controller import (PREFERRED, RECOVERING, Clus
                                                      elect, imbalanced_leaders, plan_legacy_reassignments,
                                                      plan_state_changes, start_reassignment)
 from wirekafka.broker.replication.zk_session import ZkSession
+from wirekafka.broker.scram_credentials import ScramCredentials
 from wirekafka.config import BrokerConfig, StartupError
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+from wirekafka.protocol.sasl_scram import ScramCredential
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +97,7 @@ class ZkMetadata(TopicIndex):
         self._shutting_down = False
         self.broker_configs = DynamicBrokerConfigs(self.node_id, self.config)
         self.broker_configs.observe(self.apply_all_configs)
+        self.scram = ScramCredentials()
         # set by the broker: start/stop following a leader (the replica fetchers)
         self.on_roles: Callable[[RoleChange], None] = lambda change: None
 
@@ -192,6 +195,7 @@ class ZkMetadata(TopicIndex):
         """Make the local topics, dynamic broker configs and partition roles match the snapshot."""
         for entity in self._config_entities:
             self.broker_configs.replace(entity, snapshot.broker_configs.get(entity, {}))
+        self.scram.load(snapshot.users)
         for name in [n for n in self._topics if n not in snapshot.topics]:
             await self._drop_topic(name)
         change = RoleChange()
@@ -696,6 +700,15 @@ class ZkMetadata(TopicIndex):
         topic.configs = dict(configs)
         self.apply_topic_configs(topic)
 
+    async def set_scram_credentials(self, changes: dict[str, dict[str, ScramCredential]]) -> None:
+        """/config/users/<user> and its notification per user, as Kafka 3.9's AlterUserScramCredentials
+        writes them; every broker reloads them from its watch."""
+        for user, credentials in changes.items():
+            encoded = {mech: cred.encode() for mech, cred in credentials.items()}
+            await self.zk.call(_set_entity_config, self.zk.client, zl.USER_CONFIG_TYPE, zl.sanitize(user), encoded,
+                               True)
+            self.scram.replace(user, credentials)
+
     async def set_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
         """/config/brokers/<entity> and its notification; every broker reloads it from its watch."""
         await self.zk.call(_set_entity_config, self.zk.client, zl.BROKER_CONFIG_TYPE, entity, configs)
@@ -760,6 +773,8 @@ def _read_snapshot(client, watch: Callable | None, config_entities: tuple[str, .
     legacy_reads = {path: client.get_async(path, watch=watch)
                     for path in (zl.REASSIGN_PARTITIONS, zl.PREFERRED_REPLICA_ELECTION)}
     broker_config_reads = {e: client.get_async(zl.broker_config_path(e), watch=watch) for e in config_entities}
+    users = client.get_children(zl.USERS_CONFIG, watch=watch) if client.exists(zl.USERS_CONFIG, watch=watch) else []
+    user_reads = {zl.desanitize(u): client.get_async(f"{zl.USERS_CONFIG}/{u}", watch=watch) for u in users}
 
     brokers: dict[int, BrokerInfo] = {}
     for broker_id, read in registrations.items():
@@ -810,15 +825,18 @@ def _read_snapshot(client, watch: Callable | None, config_entities: tuple[str, .
         if reassign is not None else None,
         legacy_elections=_decode_legacy(zl.decode_preferred_replica_election, elections, set())
         if elections is not None else None,
-        broker_configs={e: _broker_config(e, data[0]) for e, data in broker_configs.items() if data is not None})
+        broker_configs={e: _broker_config(e, data[0]) for e, data in broker_configs.items() if data is not None},
+        users={u: _broker_config(f"users/{u}", data[0]) for u, read in user_reads.items()
+               if (data := _value(read)) is not None})
 
 
 def _broker_config(entity: str, data: bytes) -> dict[str, str]:
-    """A /config/brokers znode's settings; one that cannot be read counts as none, logged."""
+    """A /config/brokers (or /config/users) znode's settings; one that cannot be read counts as
+    none, logged."""
     try:
         return zl.decode_entity_config(data)
     except zl.ZkDataError as exc:
-        log.warning("ignoring /config/brokers/%s: %s", entity, exc)
+        log.warning("ignoring /config/%s: %s", entity if "/" in entity else f"brokers/{entity}", exc)
         return {}
 
 
@@ -1035,14 +1053,20 @@ def _raise_first(results: list) -> None:
         raise error
 
 
-def _set_entity_config(client, entity_type: str, name: str, configs: dict[str, str]) -> None:
-    """Write an entity's config znode, then the change notification Kafka's brokers watch for."""
+def _set_entity_config(client, entity_type: str, name: str, configs: dict[str, str],
+                       delete_when_empty: bool = False) -> None:
+    """Write an entity's config znode (or, asked to, remove it when no config is left, as Kafka 3.9
+    does for a user's), then the change notification Kafka's brokers watch for."""
     path = zl.entity_config_path(entity_type, name)
     data = zl.encode_entity_config(configs)
-    try:
-        client.set(path, data)
-    except NoNodeError:
-        client.create(path, data, makepath=True)
+    if delete_when_empty and not configs:
+        if client.exists(path):
+            client.delete(path)
+    else:
+        try:
+            client.set(path, data)
+        except NoNodeError:
+            client.create(path, data, makepath=True)
     client.create(zl.CONFIG_CHANGE_PREFIX, zl.encode_config_change(entity_type, name), sequence=True,
                   makepath=True)
 

@@ -24,7 +24,7 @@ from java_tools import ok
 from secure_clients import (aiokafka_round_trip, confluent_round_trip, java_console_round_trip,
                             kafka_python_round_trip, kcat_round_trip)
 from testsupport.broker_process import BrokerProcess, free_port
-from wirekafka.broker.replication.peer_client import PeerClient, PeerUnavailable
+from wirekafka.broker.replication.peer_client import PeerClient, PeerSecurity, PeerUnavailable
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
         'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
@@ -182,7 +182,8 @@ def test_a_brokers_own_client_authenticates(sasl_address: str, mechanism: str, u
     host, port = sasl_address.rsplit(":", 1)
 
     async def versions(secret: str) -> int:
-        async with PeerClient(host, int(port), "peer-test", 10, 10, sasl=(mechanism, user, secret)) as client:
+        async with PeerClient(host, int(port), "peer-test", 10, 10,
+                              security=PeerSecurity(sasl=(mechanism, user, secret))) as client:
             answer = await client.send(ApiVersionsRequest(version=3, client_software_name="peer",
                                                           client_software_version="1"))
             return answer.error_code

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, pkcs12
@@ -21,33 +20,15 @@ from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption,
 PASSWORD = "wirekafka-secret"
 
 
-@dataclass(frozen=True)
 class TlsMaterial:
-    directory: Path
+    """The stores' paths under one directory (made by make())."""
 
-    @property
-    def keystore(self) -> Path:
-        return self.directory / "broker.p12"
-
-    @property
-    def client_keystore(self) -> Path:
-        return self.directory / "client.p12"
-
-    @property
-    def truststore(self) -> Path:
-        return self.directory / "truststore.p12"
-
-    @property
-    def broker_pem(self) -> Path:
-        return self.directory / "broker.pem"
-
-    @property
-    def client_pem(self) -> Path:
-        return self.directory / "client.pem"
-
-    @property
-    def client_key(self) -> Path:
-        return self.directory / "client.key"
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        self.keystore, self.client_keystore, self.truststore = (
+            self.directory / name for name in ("broker.p12", "client.p12", "truststore.p12"))
+        self.broker_pem, self.client_pem, self.client_key = (
+            self.directory / name for name in ("broker.pem", "client.pem", "client.key"))
 
     def broker_settings(self, prefix: str = "") -> dict[str, str]:
         """server.properties entries for a listener (prefix e.g. "listener.name.ssl.") or all."""

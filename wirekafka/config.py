@@ -320,12 +320,14 @@ class BrokerConfig:
         dirs = self.values["log.dirs"] or (self.values["log.dir"],)
         return Path(dirs[0])  # type: ignore[index]
 
-    @property
+    # Parsed once per config (lookups on the request path ask for them): a cached_property keeps
+    # its value beside the frozen fields, and a config made by replace() starts without it.
+    @functools.cached_property
     def listeners(self) -> tuple[Listener, ...]:
         """Every listener the broker binds, in the order `listeners` names them."""
         return tuple(self._bound(parse_listener(spec)) for spec in self.values["listeners"])  # type: ignore[attr-defined]
 
-    @property
+    @functools.cached_property
     def advertised_listeners(self) -> tuple[Listener, ...]:
         """What the broker tells clients and other brokers: advertised.listeners when set (only
         those listeners are advertised, as in Kafka), else the listeners. A listener without a
@@ -347,15 +349,19 @@ class BrokerConfig:
         """The listener's protocol from listener.security.protocol.map."""
         return _security_protocols(self)[listener]
 
+    def _own(self, listener: str, key: str) -> str | None:
+        """A listener's own setting of key, listener.name.<listener>.<key> (Kafka's prefix is
+        lowercase), None when not given."""
+        return self.values.get(f"listener.name.{listener.lower()}.{key}")  # type: ignore[return-value]
+
     def sasl_mechanisms(self, listener: str) -> tuple[str, ...]:
-        """The SASL mechanisms a listener enables: its own listener.name.<l>.sasl.enabled.mechanisms,
-        else sasl.enabled.mechanisms."""
-        own = self.values.get(f"listener.name.{listener.lower()}.sasl.enabled.mechanisms")
-        return _list(own) if own is not None else self.values["sasl.enabled.mechanisms"]  # type: ignore[arg-type,return-value]
+        """The SASL mechanisms a listener enables: its own sasl.enabled.mechanisms, else the broker's."""
+        own = self._own(listener, "sasl.enabled.mechanisms")
+        return _list(own) if own is not None else self.values["sasl.enabled.mechanisms"]  # type: ignore[return-value]
 
     def listener_value(self, listener: str, key: str) -> object:
-        """A key as a listener sees it: listener.name.<listener>.<key> when given, else the broker's."""
-        own = self.values.get(f"listener.name.{listener.lower()}.{key}")
+        """A key as a listener sees it: its own setting when given, else the broker's."""
+        own = self._own(listener, key)
         if own is not None:
             return own
         value = self.values[key]
@@ -372,12 +378,12 @@ class BrokerConfig:
     def reauth_ms(self, listener: str, mechanism: str) -> int:
         """connections.max.reauth.ms for a listener's mechanism (its own listener.name.<l>.<mechanism>.
         connections.max.reauth.ms first, as Kafka reads it); 0 is no re-authentication."""
-        own = self.values.get(f"listener.name.{listener.lower()}.{mechanism.lower()}.connections.max.reauth.ms")
-        return int(own) if own is not None else self.int("connections.max.reauth.ms")  # type: ignore[call-overload]
+        own = self._own(listener, f"{mechanism.lower()}.connections.max.reauth.ms")
+        return int(own) if own is not None else self.int("connections.max.reauth.ms")
 
     def jaas_config(self, listener: str, mechanism: str) -> str | None:
-        """listener.name.<listener>.<mechanism>.sasl.jaas.config, lowercase as Kafka's prefix is."""
-        return self.values.get(f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config")  # type: ignore[return-value]
+        """The listener's JAAS login module text for a mechanism (listener.name.<l>.<mechanism>.sasl.jaas.config)."""
+        return self._own(listener, f"{mechanism.lower()}.sasl.jaas.config")
 
     def inter_broker_sasl(self) -> tuple[str, str, str] | None:
         """(mechanism, username, password) this broker authenticates with on the inter-broker
@@ -390,7 +396,7 @@ class BrokerConfig:
         module = jaas.single_module(self.jaas_config(listener, mechanism) or "")
         return mechanism, module.options.get("username", ""), module.options.get("password", "")
 
-    @property
+    @functools.cached_property
     def inter_broker_listener(self) -> str:
         """The listener other brokers are reached on: inter.broker.listener.name, else the first
         listener whose protocol is security.inter.broker.protocol (Kafka's rule)."""
@@ -598,7 +604,8 @@ def _check_listeners(cfg: BrokerConfig) -> None:
     advertised = list(dict.fromkeys(a.name for a in given))
     if cfg["inter.broker.listener.name"] and "security.inter.broker.protocol" in cfg.overridden:
         raise ConfigError("Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.")
-    if _inter_broker_listener(cfg) not in advertised:
+    inter = _inter_broker_listener(cfg) or ""
+    if inter not in advertised:
         raise ConfigError("inter.broker.listener.name must be a listener name defined in advertised.listeners. "
                           f"The valid options based on currently configured listeners are {','.join(advertised)}")
     if any(name not in names for name in advertised):
@@ -608,7 +615,6 @@ def _check_listeners(cfg: BrokerConfig) -> None:
     if any(a.host == "0.0.0.0" for a in given):
         raise ConfigError("advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. "
                           "Use a routable IP address.")
-    inter = _inter_broker_listener(cfg) or ""
     if protocols[inter] in TLS_PROTOCOLS:
         try:
             cfg.tls_context(inter, server=False)

@@ -258,6 +258,9 @@ class LocalMetadata(TopicIndex):
         self.broker_configs = DynamicBrokerConfigs(config.node_id, config)
         self.broker_configs.observe(self.apply_all_configs)
         self.scram = ScramCredentials()
+        # this node with its advertised endpoints, which do not change while it runs
+        self._me = BrokerInfo(config.node_id, "", -1, config["broker.rack"] or None,  # type: ignore[arg-type]
+                              {lst.name: (lst.host, lst.port) for lst in config.advertised_listeners})
 
     # ---- persistence ---------------------------------------------------------------------------
     def load(self) -> None:
@@ -305,8 +308,7 @@ class LocalMetadata(TopicIndex):
 
     # ---- look-ups ------------------------------------------------------------------------------
     def brokers(self, listener: str) -> list[BrokerInfo]:
-        me = BrokerInfo(self.config.node_id, "", -1, self.config["broker.rack"] or None,  # type: ignore[arg-type]
-                        {lst.name: (lst.host, lst.port) for lst in self.config.advertised_listeners}).on(listener)
+        me = self._me.on(listener)
         return [me] if me is not None else []
 
     def controller_id(self) -> int:

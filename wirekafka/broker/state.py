@@ -31,6 +31,7 @@ from wirekafka.broker.replication.broker_id import broker_id_in
 from wirekafka.broker.replication.fetcher import ReplicaFetchers
 from wirekafka.broker.replication_quota import ReplicationQuotas
 from wirekafka.broker.replication.markers import RemoteMarkers
+from wirekafka.broker.replication.peer_client import PeerSecurity
 from wirekafka.broker.replication.zk_metadata import RoleChange, ZkMetadata
 from wirekafka.broker.transactions import TXN_TOPIC, TransactionCoordinator
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
@@ -78,7 +79,8 @@ class BrokerState:
             self.metadata = LocalMetadata(self.log_dir, config, self._open_partition)
         self.quotas = ReplicationQuotas(self.metadata, config)
         if config.zookeeper_mode:
-            self.fetchers = ReplicaFetchers(config, self.quotas)
+            peer_security = PeerSecurity.of(config)  # shared by every connection to another broker
+            self.fetchers = ReplicaFetchers(config, self.quotas, peer_security)
         self.replicas = ReplicaManager(self.metadata, self.now_ms, self.quotas,
                                        config["replica.selector.class"])  # type: ignore[arg-type]
         runtime = CoordinatorRuntime(self.metadata, self.replicas, config, self.now_ms)
@@ -88,7 +90,7 @@ class BrokerState:
         self.markers: RemoteMarkers | None = None
         if config.zookeeper_mode:
             self.replicas.verify_transaction = self._verify_transaction
-            self.markers = RemoteMarkers(self.metadata, config)
+            self.markers = RemoteMarkers(self.metadata, config, peer_security)
         self.cleaner = LogCleaner(self)
         self.deletes = DelayedDeletes(lambda: int(topic_config.effective("file.delete.delay.ms", {}, config,
                                                                         self.metadata.broker_configs)[0]))

@@ -23,8 +23,9 @@ from wirekafka.protocol import api_versions, codec
 from wirekafka.protocol.framing import FrameError, FrameReader
 from wirekafka.protocol.response_parts import Part, RegionResponse
 from wirekafka.server.listener_security import PLAINTEXT, ListenerSecurity
-from wirekafka.server.sasl_authenticator import SASL_HANDSHAKE
+from wirekafka.server.sasl_authenticator import SASL_HANDSHAKE, SaslServerAuthenticator
 from wirekafka.storage.region import FileRegion
+from wirekafka.streams import receive_into
 
 log = logging.getLogger(__name__)
 
@@ -66,19 +67,17 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
     connection quota's release). On a TLS listener the TLS handshake comes first, on a SASL one
     the client authenticates before its other requests are served."""
     peer = _peer_name(stream)
-    sasl = security.sasl
-    auth = sasl.authenticator(peer) if sasl is not None else None
-    plain = security.tls is None  # file regions go out with sendfile; over TLS they are read
-    channel: trio.abc.Stream = stream if plain else trio.SSLStream(stream, security.tls, server_side=True)
+    auth = security.sasl.authenticator(peer) if security.sasl is not None else None
+    channel: trio.abc.Stream = stream if security.tls is None else trio.SSLStream(stream, security.tls, server_side=True)
     # Kafka reads frames of at most sasl.server.max.receive.size until a connection is authenticated
     reader = FrameReader(SASL_MAX_RECEIVE if auth is not None else state.config.int("socket.request.max.bytes"))
     # Kafka closes a connection with no traffic for connections.max.idle.ms; here that is the
     # time since the last response went out or the last bytes came in.
     idle_s = state.config.int("connections.max.idle.ms") / 1000
     try:
-        if not plain:
+        if isinstance(channel, trio.SSLStream):
             with trio.move_on_after(idle_s) as handshake:
-                await channel.do_handshake()  # type: ignore[attr-defined]
+                await channel.do_handshake()
             if handshake.cancelled_caught:
                 log.info("closing connection from %s: no TLS handshake within %.0f ms", peer, idle_s * 1000)
                 return
@@ -89,7 +88,7 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
                 if target is not None:  # the rest of a large request goes straight into its buffer
                     received = 0
                     with trio.move_on_after(idle_s):
-                        received = await _receive_into(channel, stream, target, plain)
+                        received = await receive_into(channel, target)
                     if not received:
                         return
                     reader.large_frame_received(received)
@@ -102,29 +101,15 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
                     return
                 reader.feed(data)
                 continue
-            if auth is not None and auth.complete:
-                if _api_key(payload) == SASL_HANDSHAKE and auth.begin_reauthentication():
-                    log.debug("%s re-authenticates", peer)
-                elif auth.expired():
-                    log.info("closing connection from %s: its SASL session expired (connections.max.reauth.ms)",
-                             peer)
+            if auth is not None:
+                verdict = await _authenticate(auth, payload, channel, reader, state, peer)
+                if verdict is _CLOSE:
                     return
-            if auth is not None and not auth.complete:
-                step = auth.step(payload)
-                if step.fail:
-                    await trio.sleep(state.config.int("connection.failed.authentication.delay.ms") / 1000)
-                    if step.reply is not None:
-                        await channel.send_all(step.reply)
-                    return
-                if step.reply is not None:
-                    await channel.send_all(step.reply)
-                if auth.complete:
-                    reader.set_max_frame_size(state.config.int("socket.request.max.bytes"))
-                if not step.dispatch:
+                if verdict is _ANSWERED:
                     continue
             response = await _handle_frame(payload, state, listener, peer)
             if isinstance(response, list):
-                await _send_parts(channel, response, plain)
+                await _send_parts(channel, response)
             elif response is not None:
                 await channel.send_all(response)
     except FrameError as exc:
@@ -141,26 +126,47 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
     finally:
         on_close()
         with trio.CancelScope(shield=True):
-            if plain:
-                await stream.aclose()
-            else:  # no TLS close_notify exchange with a client that may be gone: close the socket
+            if isinstance(channel, trio.SSLStream):  # no close_notify exchange with a client that may be gone
                 await trio.aclose_forcefully(channel)
+            else:
+                await stream.aclose()
+
+
+# What _authenticate did with a frame: it is a request to serve, it was answered, or the
+# connection must close.
+_SERVE, _ANSWERED, _CLOSE = object(), object(), object()
+
+
+async def _authenticate(auth: SaslServerAuthenticator, payload: bytes, channel: trio.abc.Stream, reader: FrameReader,
+                        state: BrokerState, peer: str) -> object:
+    """A SASL listener's gate before a frame is served: the exchange until the client is
+    authenticated, re-authentication when it asks, and the close of an expired session."""
+    if auth.complete:
+        if _api_key(payload) == SASL_HANDSHAKE and auth.begin_reauthentication():
+            log.debug("%s re-authenticates", peer)
+        elif auth.expired():
+            log.info("closing connection from %s: its SASL session expired (connections.max.reauth.ms)", peer)
+            return _CLOSE
+        else:
+            return _SERVE
+    step = auth.step(payload)
+    if step.fail:
+        await trio.sleep(state.config.int("connection.failed.authentication.delay.ms") / 1000)
+        if step.reply is not None:
+            await channel.send_all(step.reply)
+        return _CLOSE
+    if step.reply is not None:
+        await channel.send_all(step.reply)
+    if auth.complete:
+        reader.set_max_frame_size(state.config.int("socket.request.max.bytes"))
+    return _SERVE if step.dispatch else _ANSWERED
 
 
 def _api_key(frame: bytes) -> int:
     return int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
 
 
-async def _receive_into(channel: trio.abc.Stream, stream: trio.SocketStream, target: memoryview, plain: bool) -> int:
-    """Receive into target: straight from the socket in plaintext, through TLS otherwise."""
-    if plain:
-        return await stream.socket.recv_into(target)
-    data = await channel.receive_some(len(target))
-    target[:len(data)] = data
-    return len(data)
-
-
-async def _send_parts(channel: trio.abc.Stream, parts: list[Part], plain: bool) -> None:
+async def _send_parts(channel: trio.abc.Stream, parts: list[Part]) -> None:
     """Send bytes and file regions in order; adjacent bytes go out in one call. A region goes out
     with sendfile on a plaintext connection; TLS must encrypt it, so it is read (in a worker
     thread, as any file read) and sent as bytes."""
@@ -173,8 +179,8 @@ async def _send_parts(channel: trio.abc.Stream, parts: list[Part], plain: bool) 
             if pending:
                 await channel.send_all(pending)
                 pending = bytearray()
-            if plain:
-                await _sendfile(channel.socket, part)  # type: ignore[attr-defined]
+            if isinstance(channel, trio.SocketStream):
+                await _sendfile(channel.socket, part)
             else:
                 await channel.send_all(await trio.to_thread.run_sync(part.read))
         if pending:

@@ -63,16 +63,18 @@ async def run_broker(config: BrokerConfig) -> None:
             async with trio.open_nursery() as connections:
                 accepting: list[trio.CancelScope] = []  # one per accept loop: a scope has one `with`
 
-                async def accept_loop(server: trio.SocketListener, name: str, scope: trio.CancelScope) -> None:
+                async def accept_loop(server: trio.SocketListener, name: str, security: ListenerSecurity,
+                                      scope: trio.CancelScope) -> None:
                     with scope:
-                        await _accept(server, name, quotas, connections, state, shutdown)
+                        await _accept(server, name, security, quotas, connections, state, shutdown)
 
                 for listener, servers in bound:
+                    security = ListenerSecurity.of(config, listener.name, state.metadata.scram.get)
                     for server in servers:
                         accepting.append(trio.CancelScope())
-                        connections.start_soon(accept_loop, server, listener.name, accepting[-1])
+                        connections.start_soon(accept_loop, server, listener.name, security, accepting[-1])
                 log.info("wirekafka node %d listening on %s (cluster id %s, log dir %s)", state.node_id,
-                         ", ".join(f"{lst.host}:{_bound_port(servers)} [{lst.name}]" for lst, servers in bound),
+                         ", ".join(f"{lst.host}:{lst.port} [{lst.name}]" for lst in config.listeners),
                          state.cluster_id, state.log_dir)
                 with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                     async for signum in signals:
@@ -101,10 +103,9 @@ def _bound_port(servers: list[trio.SocketListener]) -> int:
     return servers[0].socket.getsockname()[1]
 
 
-async def _accept(server: trio.SocketListener, listener: str, quotas: ConnectionQuotas, nursery: trio.Nursery,
-                  state: BrokerState, shutdown: Shutdown) -> None:
+async def _accept(server: trio.SocketListener, listener: str, security: ListenerSecurity, quotas: ConnectionQuotas,
+                  nursery: trio.Nursery, state: BrokerState, shutdown: Shutdown) -> None:
     """Accept connections on one listener within the connection quotas, each served in its own task."""
-    security = ListenerSecurity.of(state.config, listener, state.metadata.scram.get)
     while True:
         await quotas.wait_for_slot()
         try:

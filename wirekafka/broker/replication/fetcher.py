@@ -29,7 +29,7 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderE
 
 from wirekafka.broker.metadata import BrokerInfo
 from wirekafka.broker.partition import Partition
-from wirekafka.broker.replication.peer_client import PeerClient, PeerUnavailable
+from wirekafka.broker.replication.peer_client import PeerClient, PeerSecurity, PeerUnavailable
 from wirekafka.broker.replication_quota import ReplicationQuotas
 from wirekafka.config import BrokerConfig
 from wirekafka.protocol import records
@@ -62,7 +62,8 @@ class Followed:
 class LeaderFetcher:
     """Fetches every partition this broker follows on one leader."""
 
-    def __init__(self, leader: BrokerInfo, config: BrokerConfig, quotas: ReplicationQuotas) -> None:
+    def __init__(self, leader: BrokerInfo, config: BrokerConfig, quotas: ReplicationQuotas,
+                 security: PeerSecurity) -> None:
         self.leader = leader
         self.config = config
         self.quotas = quotas
@@ -73,8 +74,7 @@ class LeaderFetcher:
                                  request_timeout_s=config.int("replica.socket.timeout.ms") / 1000
                                  + config.int("replica.fetch.wait.max.ms") / 1000,
                                  receive_buffer=config.int_if_set("replica.socket.receive.buffer.bytes"),
-                                 sasl=config.inter_broker_sasl(),
-                                 tls=config.tls_context(config.inter_broker_listener, server=False))
+                                 security=security)
         self._wake = trio.Event()
         self.cancel_scope = trio.CancelScope()
 
@@ -247,9 +247,10 @@ class LeaderFetcher:
 class ReplicaFetchers:
     """The fetchers of this broker, one per leader it follows."""
 
-    def __init__(self, config: BrokerConfig, quotas: ReplicationQuotas) -> None:
+    def __init__(self, config: BrokerConfig, quotas: ReplicationQuotas, security: PeerSecurity) -> None:
         self.config = config
         self.quotas = quotas
+        self.security = security
         self._fetchers: dict[int, LeaderFetcher] = {}
         self._nursery: trio.Nursery | None = None
 
@@ -268,7 +269,7 @@ class ReplicaFetchers:
             fetcher.cancel_scope.cancel()
             fetcher = None
         if fetcher is None:
-            fetcher = LeaderFetcher(leader, self.config, self.quotas)
+            fetcher = LeaderFetcher(leader, self.config, self.quotas, self.security)
             self._fetchers[leader.node_id] = fetcher
             assert self._nursery is not None
             self._nursery.start_soon(fetcher.run)

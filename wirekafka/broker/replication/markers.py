@@ -11,7 +11,7 @@ import logging
 from kafka.protocol.producer.transaction import WriteTxnMarkersRequest
 
 from wirekafka.broker.metadata import ClusterMetadata
-from wirekafka.broker.replication.peer_client import PeerClient, PeerUnavailable
+from wirekafka.broker.replication.peer_client import PeerClient, PeerSecurity, PeerUnavailable
 from wirekafka.config import BrokerConfig
 from wirekafka.protocol.errors import ErrorCode
 
@@ -23,9 +23,10 @@ _T = _M.WritableTxnMarkerTopic
 
 
 class RemoteMarkers:
-    def __init__(self, metadata: ClusterMetadata, config: BrokerConfig) -> None:
+    def __init__(self, metadata: ClusterMetadata, config: BrokerConfig, security: PeerSecurity) -> None:
         self.metadata = metadata
         self.config = config
+        self.security = security
         self._clients: dict[int, PeerClient] = {}
 
     def _client(self, node: int) -> PeerClient | None:
@@ -36,8 +37,7 @@ class RemoteMarkers:
         if client is None or (client.host, client.port) != (broker.host, broker.port):
             timeout = self.config.int("request.timeout.ms") / 1000
             client = PeerClient(broker.host, broker.port, f"broker-{self.config.node_id}-txn-markers", timeout, timeout,
-                                sasl=self.config.inter_broker_sasl(),
-                                tls=self.config.tls_context(self.config.inter_broker_listener, server=False))
+                                security=self.security)
             self._clients[node] = client
         return client
 

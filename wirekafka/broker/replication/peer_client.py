@@ -23,11 +23,11 @@ ApiVersions or Metadata; all of it goes through this client.
   would desynchronise it), then propagates.
 - A response frame is read into one preallocated bytearray with recv_into: each byte is copied
   once from the kernel, then once more when the schema decoder slices ``records`` out of it.
-- On a SASL listener (``sasl`` = mechanism, username and password) each new connection first
+- On a SASL listener (``security.sasl`` = mechanism, username and password) each new connection first
   authenticates, as Kafka's inter-broker clients do: SaslHandshake v1, then SaslAuthenticate v2
   (once for PLAIN, twice for SCRAM, whose server signature is checked). A refusal is a
   PeerUnavailable carrying the peer's message.
-- On an SSL or SASL_SSL listener (``tls`` = this broker's client context) the connection is TLS,
+- On an SSL or SASL_SSL listener (``security.tls`` = this broker's client context) the connection is TLS,
   checked as ssl.endpoint.identification.algorithm asks; SASL then runs inside it.
 - Not implemented: pipelining several requests on one connection."""
 
@@ -36,6 +36,7 @@ from __future__ import annotations
 import socket
 import ssl
 import struct
+from dataclasses import dataclass
 
 import trio
 from kafka.protocol.api_header import ResponseHeader
@@ -43,13 +44,29 @@ from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
+from wirekafka.config import BrokerConfig
 from wirekafka.protocol.sasl_plain import MECHANISM as PLAIN
 from wirekafka.protocol.sasl_plain import client_message
 from wirekafka.protocol.sasl_scram import ScramClient, ScramFailure
+from wirekafka.streams import receive_into
 
 _SIZE = struct.Struct(">i")
 DEFAULT_MAX_RESPONSE_BYTES = 128 * 1024 * 1024
 _API_VERSIONS_KEY = ApiVersionsResponse.API_KEY
+
+
+@dataclass(frozen=True)
+class PeerSecurity:
+    """How this broker connects to the others, as its inter-broker listener asks: TLS (this
+    broker's client context) and SASL (mechanism, username, password). Built once at start-up
+    and shared by every peer client: building the context reads the key stores from disk."""
+
+    sasl: tuple[str, str, str] | None = None
+    tls: ssl.SSLContext | None = None
+
+    @classmethod
+    def of(cls, config: BrokerConfig) -> "PeerSecurity":
+        return cls(config.inter_broker_sasl(), config.tls_context(config.inter_broker_listener, server=False))
 
 
 class PeerUnavailable(Exception):
@@ -78,7 +95,7 @@ class PeerClient:
     def __init__(self, host: str, port: int, client_id: str, connect_timeout_s: float,
                  request_timeout_s: float, *, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
                  receive_buffer: int | None = None, idle_s: float = CLIENT_IDLE_S,
-                 sasl: tuple[str, str, str] | None = None, tls: ssl.SSLContext | None = None) -> None:
+                 security: PeerSecurity | None = None) -> None:
         """receive_buffer: SO_RCVBUF in bytes, None or -1 for the OS's (autotuned). A connection unused
         for idle_s is replaced before the next request rather than risk one the peer closed
         as idle (connections.max.idle.ms)."""
@@ -90,9 +107,7 @@ class PeerClient:
         self.max_response_bytes = max_response_bytes
         self.receive_buffer = receive_buffer
         self.idle_s = idle_s
-        self.sasl = sasl
-        self.tls = tls
-        self.tls = tls
+        self.security = security or PeerSecurity()
         self._last_used = 0.0
         self._stream: trio.abc.Stream | None = None  # the TCP stream, or TLS over it
         self._socket: trio.socket.SocketType | None = None
@@ -133,8 +148,8 @@ class PeerClient:
                 raise trio.ClosedResourceError(f"{self!r} is closed")
             stream, fresh = await self._connect()
             try:
-                if fresh and self.sasl is not None:
-                    await self._authenticate(stream, *self.sasl)
+                if fresh and self.security.sasl is not None:
+                    await self._authenticate(stream, *self.security.sasl)
                 return await self._exchange(stream, request)
             except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                 self._drop()
@@ -204,8 +219,8 @@ class PeerClient:
                     tcp.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer)
                 self._socket = tcp.socket
                 stream: trio.abc.Stream = tcp
-                if self.tls is not None:
-                    stream = trio.SSLStream(tcp, self.tls, server_hostname=self.host)
+                if self.security.tls is not None:
+                    stream = trio.SSLStream(tcp, self.security.tls, server_hostname=self.host)
                     self._stream = stream
                     await stream.do_handshake()
                 self._stream = stream
@@ -239,12 +254,7 @@ class PeerClient:
     async def _receive_into(self, stream: trio.abc.Stream, view: memoryview) -> None:
         got, want = 0, len(view)
         while got < want:
-            if isinstance(stream, trio.SocketStream):  # straight from the socket into the frame
-                n = await stream.socket.recv_into(view[got:])
-            else:
-                data = await stream.receive_some(want - got)
-                n = len(data)
-                view[got:got + n] = data
+            n = await receive_into(stream, view[got:])
             if n == 0:
                 raise PeerUnavailable(f"{self!r}: connection closed by the peer "
                                       f"({got} of {want} bytes received)")

@@ -60,6 +60,7 @@ CONFIG_ENTITY_TYPES = ("topics", "clients", "users", "brokers", "ips")
 TOPIC_CONFIG_TYPE = "topics"
 USER_CONFIG_TYPE = "users"  # /config/users/<user>: SCRAM credentials (and quotas, which wirekafka has not)
 USERS_CONFIG = f"{CONFIG}/{USER_CONFIG_TYPE}"
+QUOTA_ENTITY_TYPES = ("clients", USER_CONFIG_TYPE, "ips")  # whose emptied znodes Kafka removes
 BROKER_CONFIG_TYPE = "brokers"
 
 # What every Kafka broker makes sure exists when it starts (ZkData.PersistentZkPaths), in Kafka's

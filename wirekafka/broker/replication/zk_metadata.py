@@ -705,8 +705,7 @@ class ZkMetadata(TopicIndex):
         writes them; every broker reloads them from its watch."""
         for user, credentials in changes.items():
             encoded = {mech: cred.encode() for mech, cred in credentials.items()}
-            await self.zk.call(_set_entity_config, self.zk.client, zl.USER_CONFIG_TYPE, zl.sanitize(user), encoded,
-                               True)
+            await self.zk.call(_set_entity_config, self.zk.client, zl.USER_CONFIG_TYPE, zl.sanitize(user), encoded)
             self.scram.replace(user, credentials)
 
     async def set_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
@@ -773,7 +772,7 @@ def _read_snapshot(client, watch: Callable | None, config_entities: tuple[str, .
     legacy_reads = {path: client.get_async(path, watch=watch)
                     for path in (zl.REASSIGN_PARTITIONS, zl.PREFERRED_REPLICA_ELECTION)}
     broker_config_reads = {e: client.get_async(zl.broker_config_path(e), watch=watch) for e in config_entities}
-    users = client.get_children(zl.USERS_CONFIG, watch=watch) if client.exists(zl.USERS_CONFIG, watch=watch) else []
+    users = client.get_children(zl.USERS_CONFIG, watch=watch)  # created with the other persistent paths
     user_reads = {zl.desanitize(u): client.get_async(f"{zl.USERS_CONFIG}/{u}", watch=watch) for u in users}
 
     brokers: dict[int, BrokerInfo] = {}
@@ -825,18 +824,18 @@ def _read_snapshot(client, watch: Callable | None, config_entities: tuple[str, .
         if reassign is not None else None,
         legacy_elections=_decode_legacy(zl.decode_preferred_replica_election, elections, set())
         if elections is not None else None,
-        broker_configs={e: _broker_config(e, data[0]) for e, data in broker_configs.items() if data is not None},
-        users={u: _broker_config(f"users/{u}", data[0]) for u, read in user_reads.items()
+        broker_configs={e: _entity_config(zl.broker_config_path(e), data[0])
+                        for e, data in broker_configs.items() if data is not None},
+        users={u: _entity_config(zl.user_config_path(u), data[0]) for u, read in user_reads.items()
                if (data := _value(read)) is not None})
 
 
-def _broker_config(entity: str, data: bytes) -> dict[str, str]:
-    """A /config/brokers (or /config/users) znode's settings; one that cannot be read counts as
-    none, logged."""
+def _entity_config(path: str, data: bytes) -> dict[str, str]:
+    """An entity config znode's settings; one that cannot be read counts as none, logged."""
     try:
         return zl.decode_entity_config(data)
     except zl.ZkDataError as exc:
-        log.warning("ignoring /config/%s: %s", entity if "/" in entity else f"brokers/{entity}", exc)
+        log.warning("ignoring %s: %s", path, exc)
         return {}
 
 
@@ -1053,16 +1052,17 @@ def _raise_first(results: list) -> None:
         raise error
 
 
-def _set_entity_config(client, entity_type: str, name: str, configs: dict[str, str],
-                       delete_when_empty: bool = False) -> None:
-    """Write an entity's config znode (or, asked to, remove it when no config is left, as Kafka 3.9
-    does for a user's), then the change notification Kafka's brokers watch for."""
+def _set_entity_config(client, entity_type: str, name: str, configs: dict[str, str]) -> None:
+    """Write an entity's config znode, then the change notification Kafka's brokers watch for.
+    A quota entity's znode (client, user, ip) left with no config and no children is removed
+    instead, as Kafka's AdminZkClient cleans them up."""
     path = zl.entity_config_path(entity_type, name)
-    data = zl.encode_entity_config(configs)
-    if delete_when_empty and not configs:
+    children = client.get_children(path) if client.exists(path) else []
+    if not configs and entity_type in zl.QUOTA_ENTITY_TYPES and not children:
         if client.exists(path):
             client.delete(path)
     else:
+        data = zl.encode_entity_config(configs)
         try:
             client.set(path, data)
         except NoNodeError:

@@ -7,7 +7,8 @@ import pytest
 
 from wirekafka.broker import dynamic_config as dc
 from wirekafka.config import build_config
-from wirekafka.broker.replication_quota import ALL, ReplicationQuota, SimpleRate, lists_partition, throttled_partitions
+from wirekafka.broker.quota_stats import SimpleRate
+from wirekafka.broker.replication_quota import ALL, ReplicationQuota, lists_partition, throttled_partitions
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 
@@ -39,9 +40,10 @@ def test_simple_rate_forgets_samples_older_than_all_windows() -> None:
     assert rate.measure(2000) == pytest.approx(9300 / 2)
     assert rate.measure(3000) == pytest.approx(300 / 2)  # the 0 ms sample expired at 3000 ms
     rate.record(600, 3500)
-    rate.record(600, 4600)  # wraps round onto the slot of the expired sample
-    # the 1000 ms sample expires too (3.6 s old): 1200 B since 3500 ms
-    assert rate.measure(4600) == pytest.approx(1200 / 1.1)
+    rate.record(600, 4600)  # a fourth slot: Kafka keeps samples + 1, one overlapping the window
+    # the 1000 ms sample expires too (its last event 3.6 s old) and restarts empty at 4600; the
+    # slot reset at 3000 ms is now the oldest start: 1200 B over 1.6 s, as Kafka's SampledStat has it
+    assert rate.measure(4600) == pytest.approx(1200 / 1.6)
 
 
 def test_quota_is_exceeded_only_above_a_finite_bound() -> None:

@@ -21,6 +21,7 @@ import time
 from typing import TYPE_CHECKING, Callable
 
 from wirekafka.broker.dynamic_config import FOLLOWER_RATE, LEADER_RATE, UNLIMITED
+from wirekafka.broker.quota_stats import SimpleRate
 from wirekafka.config import BrokerConfig
 
 if TYPE_CHECKING:
@@ -52,44 +53,6 @@ def lists_partition(value: str | None, broker_id: int, partition: int) -> bool:
         return False
     listed = throttled_partitions(value, broker_id)
     return listed is ALL or partition in listed
-
-
-class SimpleRate:
-    """Kafka's SampledStat with a SimpleRate on top: `samples` windows of `window_ms` each, a
-    sample reset when older than all of them together."""
-
-    def __init__(self, samples: int, window_ms: int) -> None:
-        self.samples = max(samples, 1)
-        self.window_ms = max(window_ms, 1)
-        self._starts: list[int] = []
-        self._values: list[float] = []
-        self._current = 0
-
-    def record(self, value: float, now_ms: int) -> None:
-        if not self._starts:
-            self._starts.append(now_ms)
-            self._values.append(0.0)
-        if now_ms - self._starts[self._current] >= self.window_ms:
-            self._current = (self._current + 1) % self.samples
-            if self._current >= len(self._starts):
-                self._starts.append(now_ms)
-                self._values.append(0.0)
-            else:
-                self._starts[self._current] = now_ms
-                self._values[self._current] = 0.0
-        self._values[self._current] += value
-
-    def measure(self, now_ms: int) -> float:
-        """Bytes per second over the live samples."""
-        expire = self.samples * self.window_ms
-        for i, start in enumerate(self._starts):
-            if now_ms - start >= expire:
-                self._starts[i] = now_ms
-                self._values[i] = 0.0
-        if not self._starts:
-            return 0.0
-        elapsed = max(now_ms - min(self._starts), self.window_ms)
-        return sum(self._values) / (elapsed / 1000)
 
 
 class ReplicationQuota:

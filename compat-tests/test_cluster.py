@@ -28,6 +28,7 @@ from testsupport.follower_fetch import check_follower_fetch, rack_overrides
 from testsupport.legacy_admin import check_legacy_admin_znodes
 from testsupport.dynamic_log_config import check_dynamic_default
 from testsupport.throttled_reassignment import check_throttled_reassignment
+from testsupport.client_quotas import check_client_quotas
 from testsupport.scram_users import check_scram_users
 from testsupport.tls_material import make as make_tls_material
 from testsupport.two_listeners import check_two_listeners, listener_overrides
@@ -488,6 +489,12 @@ def test_scram_credentials_in_zookeeper(cluster: WirekafkaCluster) -> None:
     """AlterUserScramCredentials writes /config/users/<user> as Kafka 3.9.1 does (the same check
     runs there in test_zookeeper_launcher.py) and every broker learns it from its watch."""
     print(check_scram_users(cluster.zk, {n: b.bootstrap for n, b in cluster.brokers.items()}))
+
+
+def test_client_quotas_in_zookeeper(cluster: WirekafkaCluster) -> None:
+    """AlterClientQuotas writes the quota znodes as Kafka 3.9.1 does (the same check runs there in
+    test_zookeeper_launcher.py), beside a user's SCRAM credential, and every broker learns them."""
+    print(check_client_quotas(cluster.zk, {n: b.bootstrap for n, b in cluster.brokers.items()}))
 
 
 def test_legacy_admin_znodes(cluster: WirekafkaCluster) -> None:

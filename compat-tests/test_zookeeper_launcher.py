@@ -55,6 +55,7 @@ from testsupport.dynamic_log_config import check_dynamic_default  # noqa: E402
 from testsupport.follower_fetch import check_follower_fetch, rack_overrides  # noqa: E402
 from testsupport.legacy_admin import check_legacy_admin_znodes  # noqa: E402
 from testsupport.throttled_reassignment import check_throttled_reassignment  # noqa: E402
+from testsupport.client_quotas import check_client_quotas  # noqa: E402
 from testsupport.scram_users import check_scram_users  # noqa: E402
 from testsupport.tls_material import make as make_tls_material  # noqa: E402
 from testsupport.two_listeners import check_two_listeners, listener_overrides  # noqa: E402
@@ -347,6 +348,13 @@ def test_kafka39_scram_credentials_in_zookeeper(tmp_path):
     with _kafka39_cluster(tmp_path) as (brokers, client):
         print(f"Kafka {brokers[0].version}: "
               f"{check_scram_users(client, {b.broker_id: b.bootstrap for b in brokers})}")
+
+
+def test_kafka39_client_quotas(tmp_path):
+    """AlterClientQuotas on Kafka 3.9.1: the check wirekafka's cluster passes too."""
+    with _kafka39_cluster(tmp_path) as (brokers, client):
+        print(f"Kafka {brokers[0].version}: "
+              f"{check_client_quotas(client, {b.broker_id: b.bootstrap for b in brokers})}")
 
 
 def test_kafka39_refuses_zookeeper_set_acl_without_authentication(tmp_path):

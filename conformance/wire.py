@@ -21,14 +21,17 @@ T = TypeVar("T")
 
 
 class Connection:
-    def __init__(self, bootstrap: str, timeout: float = 30.0, tls: ssl.SSLContext | None = None) -> None:
-        """A connection to bootstrap; over TLS (an SSL listener) when tls is given."""
+    def __init__(self, bootstrap: str, timeout: float = 30.0, tls: ssl.SSLContext | None = None,
+                 client_id: str = "conformance") -> None:
+        """A connection to bootstrap; over TLS (an SSL listener) when tls is given. Its requests
+        carry client_id (client quotas are looked up by it)."""
         host, port = bootstrap.rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         if tls is not None:
             self.sock = tls.wrap_socket(self.sock, server_hostname=host)
         self.sock.settimeout(timeout)
         self._cid = 0
+        self.client_id = client_id
         self._pending: dict[int, transcript.Exchange] = {}
 
     def close(self) -> None:
@@ -45,7 +48,7 @@ class Connection:
         place in the transcript now, in send order; its response is filled in by receive()."""
         self._cid += 1
         request.API_VERSION = version
-        request.with_header(correlation_id=self._cid, client_id="conformance")
+        request.with_header(correlation_id=self._cid, client_id=self.client_id)
         exchange = transcript.sent(type(request).API_KEY, version, request)
         self.sock.sendall(bytes(request.encode(header=True, framed=True)))
         if expect_response:

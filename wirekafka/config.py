@@ -205,6 +205,14 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     # the replication throttles' byte rate: the bytes of this many samples of this length
     "replication.quota.window.num": (_int, 11),
     "replication.quota.window.size.seconds": (_int, 1),
+    # client quotas (KIP-13, KIP-124, KIP-599): the rates are measured over this many samples of
+    # this length; the controller mutation rate over its own window
+    "quota.window.num": (_int, 11),
+    "quota.window.size.seconds": (_int, 1),
+    "controller.quota.window.num": (_int, 11),
+    "controller.quota.window.size.seconds": (_int, 1),
+    "client.quota.callback.class": (_str, None),
+    "authorizer.class.name": (_str, ""),
     "unclean.leader.election.enable": (_bool, False),
     "auto.leader.rebalance.enable": (_bool, True),
     "leader.imbalance.check.interval.seconds": (_int, 300),
@@ -483,6 +491,14 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
         if cfg.bool("zookeeper.ssl.client.enable"):
             raise ConfigError("zookeeper.ssl.client.enable is true, but wirekafka's ZooKeeper client has no TLS: "
                               "it would connect in plaintext, so it does not start")
+    # Plug-ins are JVM classes: a broker asked for one it cannot load stops, as Kafka's does,
+    # rather than run without the policy the operator asked for.
+    if cfg["client.quota.callback.class"]:
+        raise ConfigError(f"client.quota.callback.class {cfg['client.quota.callback.class']} is not available: "
+                          "wirekafka has Kafka's default quota callback only (quotas by user and client id)")
+    if cfg["authorizer.class.name"]:
+        raise ConfigError(f"authorizer.class.name {cfg['authorizer.class.name']} is not available: wirekafka has "
+                          "no authorizer, so ACLs would not be enforced; it does not start")
     selector = cfg["replica.selector.class"]
     if selector not in (None, "", RACK_AWARE_SELECTOR):
         raise ConfigError(f"replica.selector.class {selector} is not available: wirekafka has Kafka's "
@@ -500,6 +516,8 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
 RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 # Keys Kafka's ConfigDef bounds with atLeast(n).
 AT_LEAST = {"group.max.size": 1, "replication.quota.window.num": 1, "replication.quota.window.size.seconds": 1,
+            "quota.window.num": 1, "quota.window.size.seconds": 1, "controller.quota.window.num": 1,
+            "controller.quota.window.size.seconds": 1,
             "socket.listen.backlog.size": 1, "fetch.max.bytes": 1024, "max.connections": 0,
             "max.connections.per.ip": 0}
 

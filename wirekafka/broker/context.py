@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import trio
+
 from wirekafka.broker.state import BrokerState
 from wirekafka.protocol.codec import RequestHeader
 
@@ -21,6 +23,22 @@ class RequestContext:
     # the brokers' endpoints on that same listener, as Kafka does
     listener: str
     peer: str = ""
+    # the session principal's name (a SASL user, a client certificate's subject), ANONYMOUS
+    # without one: the user client quotas are looked up by
+    principal: str = "ANONYMOUS"
+    # the request's size as Kafka counts it for the produce byte quota: header and body
+    request_size: int = 0
+    # until when (trio clock) the connection stays muted after this response, for a quota's
+    # throttle time counted from when it was decided: the next request is read only then, as
+    # Kafka mutes a throttled channel (KIP-219); the response itself is never held back
+    mute_until: float = 0.0
+    # the request's running time when the request quota began timing it (None: not timed)
+    timing_since: int | None = None
+
+    def mute(self, throttle_ms: int) -> None:
+        """Mute the connection for a quota's throttle time from now (the latest end counts)."""
+        if throttle_ms > 0:
+            self.mute_until = max(self.mute_until, trio.current_time() + throttle_ms / 1000)
 
     @property
     def version(self) -> int:

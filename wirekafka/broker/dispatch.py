@@ -10,11 +10,13 @@ import inspect
 import logging
 from typing import Any, Callable
 
+from wirekafka.broker import request_quota
 from wirekafka.broker.context import CloseConnection, RequestContext
 from wirekafka.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
+    client_quotas,
     api_versions,
     create_partitions,
     create_topics,
@@ -54,6 +56,7 @@ from wirekafka.broker.handlers import (
     write_txn_markers,
 )
 from wirekafka.protocol.api_versions import SUPPORTED, response_class
+from wirekafka.protocol.response_parts import RegionResponse
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 log = logging.getLogger(__name__)
@@ -97,6 +100,8 @@ HANDLERS: dict[int, Handler] = {
     42: delete_groups.handle,
     44: incremental_alter_configs.handle,
     47: offset_delete.handle,
+    48: client_quotas.handle_describe,
+    49: client_quotas.handle_alter,
     50: scram_credentials.handle_describe,
     51: scram_credentials.handle_alter,
     60: describe_cluster.handle,
@@ -112,19 +117,32 @@ def register(api_key: int, handler: Handler) -> None:
 
 async def dispatch(ctx: RequestContext, body: Any) -> Any:
     handler = HANDLERS[ctx.header.api_key]
+    request_quota.begin(ctx, body)
     try:
         result = handler(ctx, body)
         if inspect.isawaitable(result):
             result = await result  # type: ignore[misc]
-        return result
     except CloseConnection:
+        request_quota.record(ctx)
         raise
     except KafkaApiError as exc:
-        return _error_response(ctx, exc.code, exc.message)
+        result = _error_response(ctx, exc.code, exc.message)
     except Exception:
         log.exception("bug handling api %d v%d correlation %d from %s (%s)", ctx.header.api_key,
                       ctx.header.api_version, ctx.header.correlation_id, ctx.peer, ctx.header.client_id)
-        return _error_response(ctx, ErrorCode.UNKNOWN_SERVER_ERROR, None)
+        result = _error_response(ctx, ErrorCode.UNKNOWN_SERVER_ERROR, None)
+    set_throttle(result, request_quota.record(ctx))
+    return result
+
+
+def set_throttle(response: Any, throttle_ms: int) -> None:
+    """Put a quota's throttle time into a response that has the field (the longest one counts;
+    a version without the field leaves it out when encoded)."""
+    if throttle_ms <= 0 or response is None:
+        return
+    body = response.body if isinstance(response, RegionResponse) else response
+    if hasattr(body, "throttle_time_ms"):
+        body.throttle_time_ms = max(body.throttle_time_ms or 0, throttle_ms)
 
 
 def _error_response(ctx: RequestContext, code: ErrorCode, message: str | None) -> Any:

@@ -27,6 +27,7 @@ import trio
 from wirekafka.broker import topic_config
 from wirekafka.broker.dynamic_config import DEFAULT_ENTITY, MIN_ISR, DynamicBrokerConfigs
 from wirekafka.broker.partition import Partition
+from wirekafka.broker.client_quotas import ClientQuotas, Entity
 from wirekafka.broker.scram_credentials import ScramCredentials
 from wirekafka.config import BrokerConfig
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
@@ -153,6 +154,10 @@ class ClusterMetadata(Protocol):
     async def set_scram_credentials(self, changes: dict[str, dict[str, ScramCredential]]) -> None:
         """Each user's credentials from now on (user -> mechanism -> credential; none removes them)."""
         ...
+    client_quotas: ClientQuotas  # the client quotas (KIP-546), by entity
+    async def alter_client_quotas(self, changes: dict[Entity, dict[str, float | None]]) -> None:
+        """Per entity, quota keys set (a value) or removed (None); applied as one change."""
+        ...
     def topic_config_value(self, topic: Topic, name: str) -> str: ...
     async def allocate_producer_id(self) -> int: ...
     async def elect_leaders(self, election_type: int, partitions: list[tuple[str, int]] | None,
@@ -258,6 +263,7 @@ class LocalMetadata(TopicIndex):
         self.broker_configs = DynamicBrokerConfigs(config.node_id, config)
         self.broker_configs.observe(self.apply_all_configs)
         self.scram = ScramCredentials()
+        self.client_quotas = ClientQuotas()
         # this node with its advertised endpoints, which do not change while it runs
         self._me = BrokerInfo(config.node_id, "", -1, config["broker.rack"] or None,  # type: ignore[arg-type]
                               {lst.name: (lst.host, lst.port) for lst in config.advertised_listeners})
@@ -271,6 +277,7 @@ class LocalMetadata(TopicIndex):
         for entity, configs in saved.get("broker_configs", {}).items():
             self.broker_configs.replace(entity, configs)
         self.scram.load(saved.get("scram_credentials", {}))
+        self.client_quotas.load(saved.get("client_quotas", []))
         defaults = self.broker_configs.defaults
         if MIN_ISR not in defaults:  # formatting a Kafka 4 cluster writes it (KIP-966)
             self.broker_configs.replace(DEFAULT_ENTITY, {**defaults, MIN_ISR: str(self.config.int(MIN_ISR))})
@@ -295,6 +302,7 @@ class LocalMetadata(TopicIndex):
             "producer_id_block_end": self._producer_id_ceiling,
             "broker_configs": self.broker_configs.snapshot(),
             "scram_credentials": self.scram.snapshot(),
+            "client_quotas": self.client_quotas.snapshot(),
             "topics": [
                 {"name": t.name, "id": uuid_to_base64(t.topic_id), "partitions": len(t.partitions), "configs": t.configs}
                 for t in self._topics.values()
@@ -404,6 +412,10 @@ class LocalMetadata(TopicIndex):
     async def set_scram_credentials(self, changes: dict[str, dict[str, ScramCredential]]) -> None:
         for user, credentials in changes.items():
             self.scram.replace(user, credentials)
+        await self._persist()
+
+    async def alter_client_quotas(self, changes: dict[Entity, dict[str, float | None]]) -> None:
+        self.client_quotas.apply(changes)
         await self._persist()
 
     async def elect_leaders(self, election_type: int, partitions: list[tuple[str, int]] | None,

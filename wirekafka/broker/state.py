@@ -29,6 +29,7 @@ from wirekafka.broker.partition import Partition
 from wirekafka.broker.replica_manager import ReplicaManager
 from wirekafka.broker.replication.broker_id import broker_id_in
 from wirekafka.broker.replication.fetcher import ReplicaFetchers
+from wirekafka.broker.client_quota_manager import ClientQuotaManagers
 from wirekafka.broker.replication_quota import ReplicationQuotas
 from wirekafka.broker.replication.markers import RemoteMarkers
 from wirekafka.broker.replication.peer_client import PeerSecurity
@@ -78,6 +79,7 @@ class BrokerState:
         else:
             self.metadata = LocalMetadata(self.log_dir, config, self._open_partition)
         self.quotas = ReplicationQuotas(self.metadata, config)
+        self.client_quotas = ClientQuotaManagers(self.metadata.client_quotas, config)
         if config.zookeeper_mode:
             peer_security = PeerSecurity.of(config)  # shared by every connection to another broker
             self.fetchers = ReplicaFetchers(config, self.quotas, peer_security)

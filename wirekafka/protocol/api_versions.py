@@ -6,6 +6,12 @@ Version ranges are Kafka 4.x's, as given by the message schemas' validVersions."
 
 from __future__ import annotations
 
+from kafka.protocol.admin.client_quotas import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
+)
 from kafka.protocol.admin.cluster import (
     DescribeClusterRequest,
     DescribeClusterResponse,
@@ -150,6 +156,8 @@ _PAIRS: list[tuple[type[ApiMessage], type[ApiMessage]]] = [
     (ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse),
     (DescribeTransactionsRequest, DescribeTransactionsResponse),
     (ListTransactionsRequest, ListTransactionsResponse),
+    (DescribeClientQuotasRequest, DescribeClientQuotasResponse),
+    (AlterClientQuotasRequest, AlterClientQuotasResponse),
     (DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse),
     (AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse),
 ]

@@ -14,7 +14,9 @@ import os
 from typing import Callable
 
 import trio
+from cryptography import x509
 
+from wirekafka.broker.client_quota_manager import ANONYMOUS
 from wirekafka.broker.context import CloseConnection, RequestContext
 from wirekafka.broker.dispatch import dispatch
 from wirekafka.broker.handlers.api_versions import unsupported_version_response
@@ -81,6 +83,7 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
             if handshake.cancelled_caught:
                 log.info("closing connection from %s: no TLS handshake within %.0f ms", peer, idle_s * 1000)
                 return
+        certificate_principal = _certificate_principal(channel)
         while True:
             payload = reader.next_frame()
             if payload is None:
@@ -107,11 +110,14 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
                     return
                 if verdict is _ANSWERED:
                     continue
-            response = await _handle_frame(payload, state, listener, peer)
+            principal = (auth.principal if auth is not None else None) or certificate_principal or ANONYMOUS
+            response, mute_until = await _handle_frame(payload, state, listener, peer, principal)
             if isinstance(response, list):
                 await _send_parts(channel, response)
             elif response is not None:
                 await channel.send_all(response)
+            if mute_until:  # a throttled client's next request waits unread, as Kafka mutes it
+                await trio.sleep_until(mute_until)
     except FrameError as exc:
         log.info("closing connection from %s: %s", peer, exc)
     except codec.ProtocolError as exc:
@@ -208,25 +214,37 @@ async def _sendfile(sock: trio.socket.SocketType, region: FileRegion) -> None:
         await trio.lowlevel.checkpoint()
 
 
-async def _handle_frame(payload: bytes, state: BrokerState, listener: str, peer: str) -> bytes | list[Part] | None:
+async def _handle_frame(payload: bytes, state: BrokerState, listener: str, peer: str, principal: str
+                        ) -> tuple[bytes | list[Part] | None, float]:
+    """The encoded response (None: none is sent) and until when the connection stays muted."""
     header = codec.parse_header(payload)
     if not api_versions.is_served(header.api_key, header.api_version):
         if header.api_key == codec.API_VERSIONS_KEY:
-            return codec.encode_response(header.api_key, 0, header.correlation_id, unsupported_version_response())
+            return codec.encode_response(header.api_key, 0, header.correlation_id, unsupported_version_response()), 0.0
         raise codec.ProtocolError(f"unsupported api {header.api_key} v{header.api_version}")
     body = codec.decode_body(header, payload)
-    ctx = RequestContext(state, header, listener, peer)
+    ctx = RequestContext(state, header, listener, peer, principal, request_size=len(payload))
     response = await dispatch(ctx, body)
     if response is None:
-        return None
+        return None, ctx.mute_until
     if isinstance(response, RegionResponse):
         try:
-            return codec.encode_response_parts(header.api_key, header.api_version, header.correlation_id, response)
+            return codec.encode_response_parts(header.api_key, header.api_version, header.correlation_id,
+                                               response), ctx.mute_until
         except BaseException:
             for region in response.regions():
                 region.close()  # type: ignore[attr-defined]
             raise
-    return codec.encode_response(header.api_key, header.api_version, header.correlation_id, response)
+    return codec.encode_response(header.api_key, header.api_version, header.correlation_id, response), ctx.mute_until
+
+
+def _certificate_principal(channel: trio.abc.Stream) -> str | None:
+    """A TLS client certificate's subject, as Kafka's default principal builder names an SSL
+    client (the DN, RFC 2253); None without a client certificate."""
+    if not isinstance(channel, trio.SSLStream):
+        return None
+    der = channel.getpeercert(binary_form=True)
+    return x509.load_der_x509_certificate(der).subject.rfc4514_string() if der else None
 
 
 def _peer_name(stream: trio.SocketStream) -> str:

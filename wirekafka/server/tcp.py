@@ -20,7 +20,7 @@ from wirekafka.config import BrokerConfig
 from wirekafka.protocol import codec
 from wirekafka.server.background import flush_task, producer_expiration_task, retention_task
 from wirekafka.server.connection import Shutdown, serve_connection
-from wirekafka.server.connection_quotas import ConnectionQuotas
+from wirekafka.server.connection_quotas import ConnectionQuotas, hold_then_close
 from wirekafka.server.listener_security import ListenerSecurity
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ async def run_broker(config: BrokerConfig) -> None:
                 await background.start(state.run_cluster)
             else:
                 background.start_soon(state.load_coordinators)
-            quotas = ConnectionQuotas(state.metadata.broker_configs)
+            quotas = ConnectionQuotas(state.metadata.broker_configs, state.metadata.client_quotas)
             async with trio.open_nursery() as connections:
                 accepting: list[trio.CancelScope] = []  # one per accept loop: a scope has one `with`
 
@@ -105,7 +105,16 @@ def _bound_port(servers: list[trio.SocketListener]) -> int:
 
 async def _accept(server: trio.SocketListener, listener: str, security: ListenerSecurity, quotas: ConnectionQuotas,
                   nursery: trio.Nursery, state: BrokerState, shutdown: Shutdown) -> None:
-    """Accept connections on one listener within the connection quotas, each served in its own task."""
+    """Accept connections on one listener within the connection quotas, each served in its own task.
+    Connections over their address's connection rate are held (unread) in tasks of their own, and
+    closed at once when accepting stops, as Kafka's acceptor closes them when it shuts down."""
+    async with trio.open_nursery() as held:
+        await _accept_into(server, listener, security, quotas, nursery, held, state, shutdown)
+
+
+async def _accept_into(server: trio.SocketListener, listener: str, security: ListenerSecurity,
+                       quotas: ConnectionQuotas, nursery: trio.Nursery, held: trio.Nursery, state: BrokerState,
+                       shutdown: Shutdown) -> None:
     while True:
         await quotas.wait_for_slot()
         try:
@@ -121,6 +130,16 @@ async def _accept(server: trio.SocketListener, listener: str, security: Listener
             quotas.release(None)
             raise
         address = _address(stream)
+        try:
+            throttle = await quotas.throttle_ms(address)  # a checkpoint only to resolve a quota's host name
+        except BaseException:
+            quotas.release(None)
+            await trio.aclose_forcefully(stream)
+            raise
+        if throttle > 0:  # over its connection rate: not counted (the slot came back), held, then closed
+            log.debug("delaying closing of connection from %s for %d ms", address, throttle)
+            held.start_soon(hold_then_close, stream, throttle)
+            continue
         if not quotas.admit(address):
             log.info("closing connection from %s: too many connections from that address (max %d)", address,
                      quotas.overrides.get(address, quotas.per_ip))

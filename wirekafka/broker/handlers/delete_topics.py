@@ -22,10 +22,14 @@ from collections import Counter
 
 from kafka.protocol.admin.topics import DeleteTopicsResponse
 
+from wirekafka.broker import request_quota
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.metadata import Topic
 from wirekafka.broker.state import BrokerState
-from wirekafka.protocol.errors import ErrorCode
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+
+# Kafka's controller mutation quota fails topics outright (THROTTLING_QUOTA_EXCEEDED) from this version
+STRICT_QUOTA_FROM = 5
 
 ZERO_UUID = uuid.UUID(int=0)
 _Result = DeleteTopicsResponse.DeletableTopicResult
@@ -99,5 +103,13 @@ async def handle(ctx: RequestContext, request: object) -> DeleteTopicsResponse:
                                    "The provided topic name maps to an ID that was already supplied."))
         else:
             doomed[topic.topic_id] = topic
-    results += [await _delete(state, topic) for topic in doomed.values()]
-    return DeleteTopicsResponse(version=ctx.version, throttle_time_ms=0, responses=results)
+    permits = request_quota.mutation_permits(ctx, STRICT_QUOTA_FROM)
+    for topic in doomed.values():
+        try:
+            request_quota.take_permits(permits, len(topic.partitions))
+        except KafkaApiError as exc:
+            results.append(_result(topic.name, topic.topic_id, exc.code, exc.message))
+            continue
+        results.append(await _delete(state, topic))
+    return DeleteTopicsResponse(version=ctx.version, throttle_time_ms=request_quota.mutations_throttle(ctx, permits),
+                                responses=results)

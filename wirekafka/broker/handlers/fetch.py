@@ -34,11 +34,14 @@ from __future__ import annotations
 
 from kafka.protocol.consumer.fetch import FetchResponse
 
+from wirekafka.broker import request_quota
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.partition import Isolation
+from wirekafka.broker.quota_stats import INT_MAX
 from wirekafka.broker.replica_manager import FetchParams, FetchTarget
+from wirekafka.protocol import codec
 from wirekafka.protocol.errors import ErrorCode
-from wirekafka.protocol.response_parts import RegionResponse
+from wirekafka.protocol.response_parts import RegionResponse, part_size
 
 _TopicResp = FetchResponse.FetchableTopicResponse
 _PartResp = _TopicResp.PartitionData
@@ -75,7 +78,12 @@ async def handle(ctx: RequestContext, request: object) -> FetchResponse | Region
         return FetchResponse(version=v, throttle_time_ms=0, error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
                              session_id=0, responses=[], node_endpoints=[])
     read_committed = getattr(request, "isolation_level", 0) == 1
-    max_bytes = min(request.max_bytes, ctx.state.config.int("fetch.max.bytes"))  # type: ignore[attr-defined]
+    follower = _replica_id(request) >= 0
+    user, client_id = ctx.principal, ctx.header.client_id or ""
+    quota = ctx.state.client_quotas.fetch
+    # a consumer gets at most what its byte quota allows in one window; followers have no client quota
+    window_bytes = INT_MAX if follower else quota.max_value_in_window(user, client_id)
+    max_bytes = min(request.max_bytes, ctx.state.config.int("fetch.max.bytes"), window_bytes)  # type: ignore[attr-defined]
     params = FetchParams(max_bytes, min(request.min_bytes, max_bytes), request.max_wait_ms,  # type: ignore[attr-defined]
                          Isolation.READ_COMMITTED if read_committed else Isolation.READ_UNCOMMITTED,
                          _replica_id(request), getattr(request, "rack_id", None) if v >= 11 else None,
@@ -104,4 +112,28 @@ async def handle(ctx: RequestContext, request: object) -> FetchResponse | Region
                                        for a in r.aborted],
                                    preferred_read_replica=o.preferred_read_replica, records=data))
         response.body.responses.append(_TopicResp(topic=ft.topic, topic_id=ft.topic_id, partitions=parts))
-    return response
+    if follower or not (quota.resolver.enabled or ctx.timing_since is not None):
+        return response
+    return _charged(ctx, response, user, client_id)
+
+
+def _charged(ctx: RequestContext, response: RegionResponse, user: str, client_id: str) -> FetchResponse | RegionResponse:
+    """Charge a consumer's fetch to its quotas, request time first, then the response's size;
+    a throttled fetch sends nothing (its bytes are taken back) and answers with no topics, as
+    Kafka's throttled fetch response does."""
+    quota = ctx.state.client_quotas.fetch
+    request_throttle = request_quota.record(ctx)
+    # Kafka counts 4 + the body's size; the frame's parts also hold the response header
+    header = 4 + (1 if response.body.flexible_version_q(ctx.version) else 0)
+    size = sum(part_size(p) for p in codec.encode_response_parts(ctx.header.api_key, ctx.version,
+                                                                  ctx.header.correlation_id, response)) - header
+    byte_throttle = quota.record(user, client_id, size)
+    throttle = max(request_throttle, byte_throttle)
+    if throttle <= 0:
+        return response
+    quota.unrecord(user, client_id, size)
+    ctx.mute(byte_throttle)
+    for region in response.regions():
+        region.close()  # type: ignore[attr-defined]
+    return FetchResponse(version=ctx.version, throttle_time_ms=throttle, error_code=ErrorCode.NONE, session_id=0,
+                         responses=[], node_endpoints=[])

@@ -64,8 +64,11 @@ async def handle(ctx: RequestContext, request: object) -> FastProduceResponse | 
                                              o.log_start_offset, o.message, o.record_errors))
             failed = failed or parts[-1].error_code != ErrorCode.NONE
         topics.append(TopicAnswer(td.name, td.topic_id, parts))
+    # the produce byte quota charges the whole request once it is answered, whatever happened to it
+    throttle = state.client_quotas.produce.record(ctx.principal, ctx.header.client_id or "", ctx.request_size)
+    ctx.mute(throttle)
     if acks == 0:
         if failed:
             raise CloseConnection("acks=0 produce failed")
-        return None
-    return FastProduceResponse(topics)
+        return None  # no response: the mute is all a throttled acks=0 producer gets
+    return FastProduceResponse(topics, throttle_time_ms=throttle)

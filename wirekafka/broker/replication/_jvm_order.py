@@ -10,7 +10,7 @@ hashes to itself)."""
 
 from __future__ import annotations
 
-from typing import Hashable, Iterable, TypeVar
+from typing import Callable, Hashable, Iterable, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 
@@ -132,25 +132,35 @@ def java_properties_order(keys: Iterable[str]) -> list[str]:
     return [k for chain in bins for k in chain]
 
 
-def java_hashmap_order(keys: Iterable[str]) -> list[str]:
-    """Iteration order of a `java.util.HashMap` (16 buckets to start) after `put` of `keys` in
-    order. A key goes to the tail of its bucket (hash with the high half folded in, masked); the
-    table doubles once the count exceeds three quarters of it, and doubling keeps each bucket's
-    keys in order in both halves. (A bucket of 8 or more turns into a tree; not modelled.)"""
-    size = 16
-    buckets: list[list[str]] = [[] for _ in range(size)]
+def java_hashmap_order(keys: Iterable[K], capacity: int = 16, hash: Callable[[K], int] | None = None) -> list[K]:
+    """Iteration order of a `java.util.HashMap` built with `new HashMap<>(capacity)` (the default
+    constructor is 16) after `put` of `keys` in order. The table starts at the power of two at or
+    above the capacity; a key goes to the tail of its bucket (hash with the high half folded in,
+    masked); the table doubles once the count exceeds three quarters of it, and doubling keeps each
+    bucket's keys in order in both halves. `hash` gives a key's `hashCode()` for keys that are not
+    strings or ints. (A bucket of 8 or more turns into a tree; not modelled.)"""
+    size = 1
+    while size < capacity:
+        size *= 2
+    buckets: list[list[K]] = [[] for _ in range(size)]
+    key_hash = hash or _hash
 
-    def spread(key: str) -> int:
-        h = _hash(key)
+    def spread(key: K) -> int:
+        h = key_hash(key) & _MASK
         return h ^ (h >> 16)
 
     for count, key in enumerate(dict.fromkeys(keys), start=1):
         buckets[spread(key) & (size - 1)].append(key)
         if count > size * 3 // 4:
             size *= 2
-            grown: list[list[str]] = [[] for _ in range(size)]
+            grown: list[list[K]] = [[] for _ in range(size)]
             for chain in buckets:
                 for k in chain:
                     grown[spread(k) & (size - 1)].append(k)
             buckets = grown
     return [k for chain in buckets for k in chain]
+
+
+def java_hash(key: object) -> int:
+    """`hashCode()` of a Java String or Integer, or 0 for null, as an unsigned 32-bit value."""
+    return 0 if key is None else _hash(key)

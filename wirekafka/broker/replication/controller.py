@@ -74,6 +74,9 @@ class ClusterSnapshot:
     broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     # /config/users/<user>: each user's settings (its SCRAM credentials by mechanism)
     users: dict[str, dict[str, str]] = field(default_factory=dict)
+    # every quota entity's config znode by its path under /config ("users/<u>", "clients/<c>",
+    # "users/<u>/clients/<c>", "ips/<ip>"; names sanitized as stored)
+    quota_configs: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -17,17 +17,21 @@ import urllib.parse
 import enum
 import functools
 import json
+import logging
 import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
+from wirekafka.broker.client_quotas import CLIENT_ID, IP, IP_KEYS, USER, USER_AND_CLIENT_KEYS, Entity, entity_of
 from wirekafka.broker.metadata import base64_to_uuid, uuid_to_base64
 from wirekafka.broker.replication._jvm_order import (
     java_properties_order,
     scala_immutable_order,
     scala_mutable_hashmap_order,
 )
+
+log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 
@@ -58,9 +62,13 @@ FEATURE = "/feature"
 # The entity types whose configs live under /config/<type> (Kafka's ConfigType.ALL).
 CONFIG_ENTITY_TYPES = ("topics", "clients", "users", "brokers", "ips")
 TOPIC_CONFIG_TYPE = "topics"
-USER_CONFIG_TYPE = "users"  # /config/users/<user>: SCRAM credentials (and quotas, which wirekafka has not)
+USER_CONFIG_TYPE = "users"  # /config/users/<user>: SCRAM credentials and the user's quotas
 USERS_CONFIG = f"{CONFIG}/{USER_CONFIG_TYPE}"
-QUOTA_ENTITY_TYPES = ("clients", USER_CONFIG_TYPE, "ips")  # whose emptied znodes Kafka removes
+USER_CLIENTS = "clients"  # /config/users/<user>/clients/<client>: a user's quotas for one client id
+CLIENT_CONFIG_TYPE = "clients"  # /config/clients/<client>: a client id's quotas
+IP_CONFIG_TYPE = "ips"  # /config/ips/<ip>: an address's connection-rate quota
+QUOTA_ENTITY_TYPES = (CLIENT_CONFIG_TYPE, USER_CONFIG_TYPE, IP_CONFIG_TYPE)  # whose emptied znodes Kafka removes
+DEFAULT_ENTITY_NAME = "<default>"  # a quota type's default entity, written as is (not sanitized)
 BROKER_CONFIG_TYPE = "brokers"
 
 # What every Kafka broker makes sure exists when it starts (ZkData.PersistentZkPaths), in Kafka's
@@ -111,6 +119,55 @@ def sanitize(name: str) -> str:
 
 def desanitize(name: str) -> str:
     return urllib.parse.unquote(name)
+
+
+def _quota_name(name: str | None) -> str:
+    return DEFAULT_ENTITY_NAME if name is None else sanitize(name)
+
+
+def _entity_name(stored: str) -> str | None:
+    return None if stored == DEFAULT_ENTITY_NAME else desanitize(stored)
+
+
+def quota_entity_path(entity: Entity) -> tuple[str, str]:
+    """Where Kafka 3.9 keeps a quota entity's config: (entity type, name under /config/<type>)."""
+    names = dict(entity)
+    if IP in names:
+        return IP_CONFIG_TYPE, _quota_name(names[IP])
+    if USER in names and CLIENT_ID in names:
+        return USER_CONFIG_TYPE, f"{_quota_name(names[USER])}/{USER_CLIENTS}/{_quota_name(names[CLIENT_ID])}"
+    if USER in names:
+        return USER_CONFIG_TYPE, _quota_name(names[USER])
+    return CLIENT_CONFIG_TYPE, _quota_name(names[CLIENT_ID])
+
+
+def quota_entities(configs: Mapping[str, Mapping[str, str]]) -> dict[Entity, dict[str, float]]:
+    """The quotas in config znodes read by their path under /config (see quota_entity_path); other
+    keys (a user's SCRAM credentials) and values that are not numbers are left out."""
+    out: dict[Entity, dict[str, float]] = {}
+    for path, config in configs.items():
+        parts = path.split("/")
+        if parts[0] == IP_CONFIG_TYPE and len(parts) == 2:
+            entity, keys = entity_of([(IP, _entity_name(parts[1]))]), IP_KEYS
+        elif parts[0] == CLIENT_CONFIG_TYPE and len(parts) == 2:
+            entity, keys = entity_of([(CLIENT_ID, _entity_name(parts[1]))]), USER_AND_CLIENT_KEYS
+        elif parts[0] == USER_CONFIG_TYPE and len(parts) == 2:
+            entity, keys = entity_of([(USER, _entity_name(parts[1]))]), USER_AND_CLIENT_KEYS
+        elif parts[0] == USER_CONFIG_TYPE and len(parts) == 4 and parts[2] == USER_CLIENTS:
+            entity = entity_of([(USER, _entity_name(parts[1])), (CLIENT_ID, _entity_name(parts[3]))])
+            keys = USER_AND_CLIENT_KEYS
+        else:
+            continue
+        quotas = {}
+        for key, text in config.items():
+            if key in keys:
+                try:
+                    quotas[key] = float(text)
+                except ValueError:
+                    log.warning("ignoring quota %s=%r of /config/%s: not a number", key, text, path)
+        if quotas:
+            out[entity] = quotas
+    return out
 
 
 def broker_config_path(entity: str) -> str:

@@ -50,10 +50,11 @@ from wirekafka.broker.replication.controller import (PREFERRED, RECOVERING, Clus
                                                      elect, imbalanced_leaders, plan_legacy_reassignments,
                                                      plan_state_changes, start_reassignment)
 from wirekafka.broker.replication.zk_session import ZkSession
+from wirekafka.broker.client_quotas import ClientQuotas, Entity, stored_text
 from wirekafka.broker.scram_credentials import ScramCredentials
 from wirekafka.config import BrokerConfig, StartupError
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
-from wirekafka.protocol.sasl_scram import ScramCredential
+from wirekafka.protocol.sasl_scram import MECHANISMS, ScramCredential
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +99,7 @@ class ZkMetadata(TopicIndex):
         self.broker_configs = DynamicBrokerConfigs(self.node_id, self.config)
         self.broker_configs.observe(self.apply_all_configs)
         self.scram = ScramCredentials()
+        self.client_quotas = ClientQuotas()
         # set by the broker: start/stop following a leader (the replica fetchers)
         self.on_roles: Callable[[RoleChange], None] = lambda change: None
 
@@ -196,6 +198,7 @@ class ZkMetadata(TopicIndex):
         for entity in self._config_entities:
             self.broker_configs.replace(entity, snapshot.broker_configs.get(entity, {}))
         self.scram.load(snapshot.users)
+        self.client_quotas.replace_all(zl.quota_entities(snapshot.quota_configs))
         for name in [n for n in self._topics if n not in snapshot.topics]:
             await self._drop_topic(name)
         change = RoleChange()
@@ -702,11 +705,21 @@ class ZkMetadata(TopicIndex):
 
     async def set_scram_credentials(self, changes: dict[str, dict[str, ScramCredential]]) -> None:
         """/config/users/<user> and its notification per user, as Kafka 3.9's AlterUserScramCredentials
-        writes them; every broker reloads them from its watch."""
+        writes them (the user's other keys, its quotas, kept); every broker reloads them from its watch."""
         for user, credentials in changes.items():
-            encoded = {mech: cred.encode() for mech, cred in credentials.items()}
-            await self.zk.call(_set_entity_config, self.zk.client, zl.USER_CONFIG_TYPE, zl.sanitize(user), encoded)
+            updates: dict[str, str | None] = {mech: None for mech in MECHANISMS}
+            updates.update({mech: cred.encode() for mech, cred in credentials.items()})
+            await self.zk.call(_update_entity_config, self.zk.client, zl.USER_CONFIG_TYPE, zl.sanitize(user), updates)
             self.scram.replace(user, credentials)
+
+    async def alter_client_quotas(self, changes: dict[Entity, dict[str, float | None]]) -> None:
+        """Each entity's config znode and its notification, as Kafka 3.9's AlterClientQuotas writes
+        them (a user's SCRAM credentials kept); every broker reloads them from its watch."""
+        for entity, change in changes.items():
+            entity_type, name = zl.quota_entity_path(entity)
+            updates = {k: None if v is None else stored_text(k, v) for k, v in change.items()}
+            await self.zk.call(_update_entity_config, self.zk.client, entity_type, name, updates)
+        self.client_quotas.apply(changes)
 
     async def set_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
         """/config/brokers/<entity> and its notification; every broker reloads it from its watch."""
@@ -774,6 +787,7 @@ def _read_snapshot(client, watch: Callable | None, config_entities: tuple[str, .
     broker_config_reads = {e: client.get_async(zl.broker_config_path(e), watch=watch) for e in config_entities}
     users = client.get_children(zl.USERS_CONFIG, watch=watch)  # created with the other persistent paths
     user_reads = {zl.desanitize(u): client.get_async(f"{zl.USERS_CONFIG}/{u}", watch=watch) for u in users}
+    quota_reads = _read_quota_configs(client, watch, users)
 
     brokers: dict[int, BrokerInfo] = {}
     for broker_id, read in registrations.items():
@@ -827,7 +841,30 @@ def _read_snapshot(client, watch: Callable | None, config_entities: tuple[str, .
         broker_configs={e: _entity_config(zl.broker_config_path(e), data[0])
                         for e, data in broker_configs.items() if data is not None},
         users={u: _entity_config(zl.user_config_path(u), data[0]) for u, read in user_reads.items()
-               if (data := _value(read)) is not None})
+               if (data := _value(read)) is not None},
+        quota_configs={path: _entity_config(f"{zl.CONFIG}/{path}", data[0]) for path, read in quota_reads.items()
+                       if (data := _value(read)) is not None})
+
+
+def _read_quota_configs(client, watch: Callable | None, users: list[str]) -> dict[str, object]:
+    """Async reads of every quota entity's config znode, by path under /config: the users (read
+    again by the caller for their SCRAM credentials), their per-client children, the client ids
+    and the ips. A user's children are watched so that a first per-client quota is noticed."""
+    reads = {f"{zl.USER_CONFIG_TYPE}/{u}": client.get_async(f"{zl.USERS_CONFIG}/{u}", watch=watch) for u in users}
+    listings = {u: client.get_children_async(f"{zl.USERS_CONFIG}/{u}", watch=watch) for u in users}
+    client_listings = {}
+    for user, listing in listings.items():
+        if zl.USER_CLIENTS in (_value(listing) or ()):
+            client_listings[user] = client.get_children_async(f"{zl.USERS_CONFIG}/{user}/{zl.USER_CLIENTS}",
+                                                              watch=watch)
+    for user, listing in client_listings.items():
+        for name in _value(listing) or ():
+            path = f"{zl.USER_CONFIG_TYPE}/{user}/{zl.USER_CLIENTS}/{name}"
+            reads[path] = client.get_async(f"{zl.CONFIG}/{path}", watch=watch)
+    for entity_type in (zl.CLIENT_CONFIG_TYPE, zl.IP_CONFIG_TYPE):
+        for name in client.get_children(f"{zl.CONFIG}/{entity_type}", watch=watch):
+            reads[f"{entity_type}/{name}"] = client.get_async(f"{zl.CONFIG}/{entity_type}/{name}", watch=watch)
+    return reads
 
 
 def _entity_config(path: str, data: bytes) -> dict[str, str]:
@@ -1050,6 +1087,22 @@ def _raise_first(results: list) -> None:
     error = _first_error(results)
     if error is not None:
         raise error
+
+
+def _update_entity_config(client, entity_type: str, name: str, updates: dict[str, str | None]) -> None:
+    """Change some keys of an entity's config znode (None removes one), keeping the others, as
+    Kafka's AdminZkClient fetches an entity's config, edits it and writes it back."""
+    try:
+        data, _ = client.get(zl.entity_config_path(entity_type, name))
+        configs = _entity_config(zl.entity_config_path(entity_type, name), data)
+    except NoNodeError:
+        configs = {}
+    for key, value in updates.items():
+        if value is None:
+            configs.pop(key, None)
+        else:
+            configs[key] = value
+    _set_entity_config(client, entity_type, name, configs)
 
 
 def _set_entity_config(client, entity_type: str, name: str, configs: dict[str, str]) -> None:

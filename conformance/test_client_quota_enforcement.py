@@ -25,6 +25,9 @@ from conformance.scenarios import batch, produce
 from conformance.wire import Connection, create_topic, metadata, poll, unique
 
 THROTTLING_QUOTA_EXCEEDED = 89
+# whatever log defaults other scenarios leave on the session's brokers, nothing is deleted while
+# these run (a retention pass would move log_start_offset at a moment of each broker's choosing)
+KEEP_EVERYTHING = {"retention.ms": "-1", "retention.bytes": "-1"}
 _Entry = AlterClientQuotasRequest.EntryData
 
 
@@ -50,7 +53,7 @@ def _create(conn: Connection, name: str, partitions: int, version: int):
 def test_producer_over_its_byte_rate_is_throttled_and_muted(target):
     client, topic = unique("quota-producer"), unique("quota-produce")
     with Connection(target.bootstrap) as admin:
-        create_topic(admin, topic)
+        create_topic(admin, topic, configs=KEEP_EVERYTHING)
     _set_client_quota(target.bootstrap, client, "producer_byte_rate", 50_000)
     records = batch([b"x" * 240_000])  # 240 kB requests: two fit in 10 s x 50 kB/s
     with Connection(target.bootstrap, client_id=client) as conn:
@@ -70,7 +73,7 @@ def test_producer_over_its_byte_rate_is_throttled_and_muted(target):
 def test_consumer_fetch_is_capped_then_throttled_empty(target):
     client, topic = unique("quota-consumer"), unique("quota-fetch")
     with Connection(target.bootstrap) as admin:
-        create_topic(admin, topic)
+        create_topic(admin, topic, configs=KEEP_EVERYTHING)
         for _ in range(12):  # 1.2 MB in 100 kB batches
             assert produce(admin, topic, batch([b"y" * 100_000])).error_code == 0
     _set_client_quota(target.bootstrap, client, "consumer_byte_rate", 50_000)

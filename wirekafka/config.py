@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from wirekafka import jaas, tls
+from wirekafka.principal import SslPrincipalMapper
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ def _list(v: str) -> tuple[str, ...]:
 
 
 # key -> (parser, default). The default is Kafka's, except where noted.
+DEFAULT_PRINCIPAL_BUILDER = "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"
 BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     "node.id": (_int, 1),  # Kafka requires it; a single embedded node is node 1
     "broker.id": (_int, -1),
@@ -213,6 +215,7 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     "controller.quota.window.size.seconds": (_int, 1),
     "client.quota.callback.class": (_str, None),
     "authorizer.class.name": (_str, ""),
+    "principal.builder.class": (_str, DEFAULT_PRINCIPAL_BUILDER),
     "unclean.leader.election.enable": (_bool, False),
     "auto.leader.rebalance.enable": (_bool, True),
     "leader.imbalance.check.interval.seconds": (_int, 300),
@@ -227,7 +230,6 @@ INERT_KEYS: dict[str, str] = {
     "ssl.protocol": "the protocol versions are ssl.enabled.protocols' (OpenSSL has no separate context protocol)",
     "ssl.keymanager.algorithm": "there is no JVM key manager: keys are read from the key store as they are",
     "ssl.trustmanager.algorithm": "there is no JVM trust manager: OpenSSL verifies against the trust store",
-    "ssl.principal.mapping.rules": "there are no ACLs, so no principal is mapped",
     "num.network.threads": "one event loop serves every connection",
     "num.io.threads": "requests are handled on the event loop, file work in trio's worker threads",
     "num.replica.fetchers": "one fetcher per leader broker",
@@ -496,6 +498,15 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
     if cfg["client.quota.callback.class"]:
         raise ConfigError(f"client.quota.callback.class {cfg['client.quota.callback.class']} is not available: "
                           "wirekafka has Kafka's default quota callback only (quotas by user and client id)")
+    if cfg["principal.builder.class"] not in (None, "", DEFAULT_PRINCIPAL_BUILDER):
+        raise ConfigError(f"principal.builder.class {cfg['principal.builder.class']} is not available: wirekafka has "
+                          f"Kafka's {DEFAULT_PRINCIPAL_BUILDER} only")
+    for listener in [None, *(lst.name for lst in cfg.listeners)]:  # Kafka parses them when it builds a listener
+        rules = cfg["ssl.principal.mapping.rules"] if listener is None else cfg._own(listener, "ssl.principal.mapping.rules")
+        try:
+            SslPrincipalMapper.parse(rules)  # type: ignore[arg-type]
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
     if cfg["authorizer.class.name"]:
         raise ConfigError(f"authorizer.class.name {cfg['authorizer.class.name']} is not available: wirekafka has "
                           "no authorizer, so ACLs would not be enforced; it does not start")

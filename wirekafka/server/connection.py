@@ -23,6 +23,7 @@ from wirekafka.broker.handlers.api_versions import unsupported_version_response
 from wirekafka.broker.state import BrokerState
 from wirekafka.protocol import api_versions, codec
 from wirekafka.protocol.framing import FrameError, FrameReader
+from wirekafka.principal import NoMatchingRule, SslPrincipalMapper
 from wirekafka.protocol.response_parts import Part, RegionResponse
 from wirekafka.server.listener_security import PLAINTEXT, ListenerSecurity
 from wirekafka.server.sasl_authenticator import SASL_HANDSHAKE, SaslServerAuthenticator
@@ -83,7 +84,11 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
             if handshake.cancelled_caught:
                 log.info("closing connection from %s: no TLS handshake within %.0f ms", peer, idle_s * 1000)
                 return
-        certificate_principal = _certificate_principal(channel)
+        try:
+            certificate_principal = _certificate_principal(channel, security.principal_mapper)
+        except NoMatchingRule as exc:  # Kafka fails the connection's authentication
+            log.info("closing connection from %s: %s", peer, exc)
+            return
         while True:
             payload = reader.next_frame()
             if payload is None:
@@ -238,13 +243,14 @@ async def _handle_frame(payload: bytes, state: BrokerState, listener: str, peer:
     return codec.encode_response(header.api_key, header.api_version, header.correlation_id, response), ctx.mute_until
 
 
-def _certificate_principal(channel: trio.abc.Stream) -> str | None:
-    """A TLS client certificate's subject, as Kafka's default principal builder names an SSL
-    client (the DN, RFC 2253); None without a client certificate."""
+def _certificate_principal(channel: trio.abc.Stream, mapper: SslPrincipalMapper) -> str | None:
+    """A TLS client's name as Kafka's default principal builder gives it: the certificate's
+    subject (RFC 2253) through ssl.principal.mapping.rules; None without a client certificate.
+    Raises NoMatchingRule."""
     if not isinstance(channel, trio.SSLStream):
         return None
     der = channel.getpeercert(binary_form=True)
-    return x509.load_der_x509_certificate(der).subject.rfc4514_string() if der else None
+    return mapper.name(x509.load_der_x509_certificate(der).subject.rfc4514_string()) if der else None
 
 
 def _peer_name(stream: trio.SocketStream) -> str:

@@ -8,6 +8,7 @@ import ssl
 from dataclasses import dataclass
 
 from wirekafka.config import BrokerConfig
+from wirekafka.principal import SslPrincipalMapper
 from wirekafka.protocol.sasl_scram import CredentialLookup
 from wirekafka.server.sasl_authenticator import SaslSettings
 
@@ -16,12 +17,15 @@ from wirekafka.server.sasl_authenticator import SaslSettings
 class ListenerSecurity:
     tls: ssl.SSLContext | None = None
     sasl: SaslSettings | None = None
+    # names a TLS client by its certificate (ssl.principal.mapping.rules)
+    principal_mapper: SslPrincipalMapper = SslPrincipalMapper.parse("DEFAULT")
 
     @classmethod
     def of(cls, config: BrokerConfig, listener: str, scram: CredentialLookup) -> "ListenerSecurity":
         """Built once per listener at start-up (build_config has checked that both can be);
         scram finds a user's SCRAM credential in the cluster metadata when a client logs in."""
-        return cls(config.tls_context(listener, server=True), SaslSettings.of_listener(config, listener, scram))
+        return cls(config.tls_context(listener, server=True), SaslSettings.of_listener(config, listener, scram),
+                   SslPrincipalMapper.parse(str(config.listener_value(listener, "ssl.principal.mapping.rules"))))
 
 
 PLAINTEXT = ListenerSecurity()

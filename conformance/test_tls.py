@@ -9,7 +9,6 @@ The pair is this module's own: wirekafka and Kafka each with a PLAINTEXT and an 
 from __future__ import annotations
 
 import ssl
-from pathlib import Path
 
 import pytest
 
@@ -17,17 +16,10 @@ from conformance.broker_configs import BROKER, described, node_id
 from conformance.own_brokers import own_two_listener_pair
 from conformance.scenarios import batch, fetch, produce
 from conformance.wire import Connection, create_topic, metadata, unique
-from testsupport.tls_material import TlsMaterial, make
-
-_MATERIAL: list[TlsMaterial] = []
-
+from testsupport.tls_material import TlsMaterial, shared
 
 def _material() -> TlsMaterial:
-    """keytool's stores, made once for the module (the settings below need them before fixtures run)."""
-    if not _MATERIAL:
-        import tempfile
-        _MATERIAL.append(make(Path(tempfile.mkdtemp(prefix="conformance-tls-"))))
-    return _MATERIAL[0]
+    return shared("conformance-tls-")
 
 
 def _settings(plaintext: int, ssl_port: int) -> dict[str, str]:

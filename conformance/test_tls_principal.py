@@ -10,8 +10,6 @@ ssl.client.auth=required and the mapping rule."""
 from __future__ import annotations
 
 import ssl
-import tempfile
-from pathlib import Path
 
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
 from kafka.protocol.producer.produce import ProduceRequest
@@ -19,17 +17,14 @@ from kafka.protocol.producer.produce import ProduceRequest
 from conformance.own_brokers import own_two_listener_pair
 from conformance.scenarios import batch
 from conformance.wire import Connection, create_topic, poll, unique
-from testsupport.tls_material import TlsMaterial, make
+from testsupport.tls_material import TlsMaterial, shared
 
-_MATERIAL: list[TlsMaterial] = []
 _Entry = AlterClientQuotasRequest.EntryData
 MAPPED = "CLIENT-MAPPED"
 
 
 def _material() -> TlsMaterial:
-    if not _MATERIAL:
-        _MATERIAL.append(make(Path(tempfile.mkdtemp(prefix="conformance-tls-principal-"))))
-    return _MATERIAL[0]
+    return shared("conformance-tls-principal-")
 
 
 def _settings(plaintext: int, ssl_port: int) -> dict[str, str]:

@@ -10,9 +10,11 @@ All stores use PASSWORD. Made once per directory: an existing set is reused."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, pkcs12
@@ -78,3 +80,10 @@ def make(directory: Path) -> TlsMaterial:
     assert key is not None
     material.client_key.write_bytes(key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
     return material
+
+
+@functools.cache
+def shared(prefix: str) -> TlsMaterial:
+    """Stores made once per process in a temporary directory named by prefix, for modules whose
+    broker settings need them before any fixture runs."""
+    return make(Path(tempfile.mkdtemp(prefix=prefix)))

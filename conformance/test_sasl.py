@@ -23,6 +23,7 @@ from conformance.wire import Connection
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
         'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
 ILLEGAL_SASL_STATE, UNSUPPORTED_SASL_MECHANISM, SASL_AUTHENTICATION_FAILED = 34, 33, 58
+MAX_RECEIVE = 4096  # the listener's sasl.server.max.receive.size: the largest frame before authentication
 
 
 def _settings(plaintext: int, sasl: int) -> dict[str, str]:
@@ -30,7 +31,8 @@ def _settings(plaintext: int, sasl: int) -> dict[str, str]:
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
                                               "CONTROLLER:PLAINTEXT",
             "inter.broker.listener.name": "PLAINTEXT", "sasl.enabled.mechanisms": "PLAIN",
-            "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS}
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+            "listener.name.sasl_plaintext.sasl.server.max.receive.size": str(MAX_RECEIVE)}
 
 
 own_wirekafka, own_kafka, target = own_two_listener_pair("SASL_PLAINTEXT", _settings)
@@ -82,6 +84,18 @@ def test_a_failed_authentication_is_answered_then_closed(target, password):
     with _connect(target.second) as conn:
         answer = _authenticated(conn, password=password)
         assert answer.error_code == SASL_AUTHENTICATION_FAILED
+        assert _closed(conn)
+
+
+def test_a_frame_over_the_listeners_max_receive_size_before_authentication_closes(target):
+    with _connect(target.second) as conn:
+        handshake = conn.call(SaslHandshakeRequest(mechanism="PLAIN"), 1)
+        assert handshake.error_code == 0
+        answer = conn.call(SaslAuthenticateRequest(auth_bytes=b"\x00alice\x00" + b"x" * (MAX_RECEIVE - 200)), 2)
+        assert answer.error_code == SASL_AUTHENTICATION_FAILED  # within the size: read and refused
+    with _connect(target.second) as conn:
+        assert conn.call(SaslHandshakeRequest(mechanism="PLAIN"), 1).error_code == 0
+        conn.send(SaslAuthenticateRequest(auth_bytes=b"\x00alice\x00" + b"x" * MAX_RECEIVE), 2, expect_response=False)
         assert _closed(conn)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
-from wirekafka import jaas, tls
+from wirekafka import jaas, kafka_only_keys, tls
 from wirekafka.principal import SslPrincipalMapper
 
 log = logging.getLogger(__name__)
@@ -53,6 +53,20 @@ def _list(v: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in v.split(",") if p.strip())
 
 
+def between(lo: int, hi: int) -> Callable[[object], str | None]:
+    """Kafka's Range.between validator: None when n is within, else its message."""
+    def check(n: object) -> str | None:
+        if n < lo:  # type: ignore[operator]
+            return f"Value must be at least {lo}"
+        return None if n <= hi else f"Value must be no more than {hi}"  # type: ignore[operator]
+    return check
+
+
+def gzip_level(n: object) -> str | None:
+    """Kafka's validator of compression.gzip.level."""
+    return None if n == -1 or 1 <= n <= 9 else "Value must be between 1 and 9 or equal to -1"  # type: ignore[operator]
+
+
 # key -> (parser, default). The default is Kafka's, except where noted.
 DEFAULT_PRINCIPAL_BUILDER = "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"
 BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
@@ -69,6 +83,8 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
                                                "SASL_PLAINTEXT:SASL_PLAINTEXT")),
     "inter.broker.listener.name": (_str, None),
     "security.inter.broker.protocol": (_str, "PLAINTEXT"),
+    # the largest frame a connection may send before it has authenticated
+    "sasl.server.max.receive.size": (_int, 524288),
     "sasl.enabled.mechanisms": (_list, ("GSSAPI",)),
     "sasl.mechanism.inter.broker.protocol": (_str, "GSSAPI"),
     "connections.max.reauth.ms": (_int, 0),
@@ -128,6 +144,10 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     "log.message.timestamp.before.max.ms": (_int, LONG_MAX),
     "log.message.timestamp.after.max.ms": (_int, 3600000),
     "compression.type": (_str, "producer"),
+    # the levels a topic's compression.type recompresses with (KIP-390), unless the topic sets its own
+    "compression.gzip.level": (_int, -1),
+    "compression.lz4.level": (_int, 9),
+    "compression.zstd.level": (_int, 3),
     "message.max.bytes": (_int, 1048588),
     "min.insync.replicas": (_int, 1),
     "socket.request.max.bytes": (_int, 104857600),
@@ -272,7 +292,8 @@ SENSITIVE_KEYS = frozenset({"ssl.keystore.password", "ssl.key.password", "ssl.tr
 
 # The listener-prefixed keys wirekafka reads: a listener's SASL mechanisms and a mechanism's
 # JAAS configuration (listener.name.sasl_plaintext.plain.sasl.jaas.config).
-_LISTENER_KEY = re.compile(r"^listener\.name\.[^.]+\.(sasl\.enabled\.mechanisms|[^.]+\.sasl\.jaas\.config|"
+_LISTENER_KEY = re.compile(r"^listener\.name\.[^.]+\.(sasl\.enabled\.mechanisms|sasl\.server\.max\.receive\.size|"
+                           r"[^.]+\.sasl\.jaas\.config|"
                            r"[^.]+\.connections\.max\.reauth\.ms|ssl\.[a-z.]+)$", re.IGNORECASE)
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")  # authenticated with SASL
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -467,7 +488,16 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
     for key, raw in props.items():
         spec = BROKER_KEYS.get(key)
         if spec is None and _LISTENER_KEY.match(key):
+            broker_spec = BROKER_KEYS.get(key.split(".", 3)[3].lower())
+            try:  # a key the broker also has is checked against its type
+                if broker_spec is not None:
+                    broker_spec[0](raw)
+            except ValueError as exc:
+                raise ConfigError(f"invalid value {raw!r} for {key}: {exc}") from exc
             values[key.lower()] = raw  # a listener's own SASL setting (listener.name.<l>.<...>)
+            continue
+        if spec is None and key in kafka_only_keys.KEYS:
+            _accept_kafka_only(key, raw)
             continue
         if spec is None:
             log.warning("ignoring unknown config key %s", key)
@@ -517,6 +547,10 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
     for key, least in AT_LEAST.items():  # Kafka's atLeast(n) validators, and their start-up message
         if cfg.int(key) < least:
             raise ConfigError(f"Invalid value {cfg[key]} for configuration {key}: Value must be at least {least}")
+    for key, check in CHECKED.items():
+        reason = check(cfg.int(key))
+        if reason is not None:
+            raise ConfigError(f"Invalid value {cfg[key]} for configuration {key}: {reason}")
     parse_ip_overrides(str(cfg["max.connections.per.ip.overrides"]))  # refused now, not at the first connection
     if cfg.int("max.connections.per.ip") == 0 and not cfg["max.connections.per.ip.overrides"]:
         raise ConfigError("requirement failed: max.connections.per.ip can be set to zero only if "
@@ -524,7 +558,27 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
     return cfg
 
 
+def _accept_kafka_only(key: str, raw: str) -> None:
+    """A Kafka 3.9 key wirekafka does not act on: checked against Kafka's type; a value other than
+    Kafka's default is logged as having no effect, or stops start-up where ignoring it would
+    not do what the operator asked (kafka_only_keys)."""
+    try:
+        value = kafka_only_keys.parse(key, raw)
+    except ValueError as exc:
+        raise ConfigError(f"Invalid value {raw} for configuration {key}: {exc}") from None
+    if kafka_only_keys.is_default(key, value):
+        return
+    kind, reason = kafka_only_keys.treatment(key)
+    if kind == kafka_only_keys.REFUSED:
+        raise ConfigError(f"{key}={raw} is not available in wirekafka: {reason}")
+    log.warning("%s=%s has no effect in wirekafka: %s", key, raw, reason)
+
+
 RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+# Keys with other validators: their messages.
+CHECKED: dict[str, Callable[[object], str | None]] = {
+    "compression.gzip.level": gzip_level, "compression.lz4.level": between(1, 17),
+    "compression.zstd.level": between(-131072, 22)}
 # Keys Kafka's ConfigDef bounds with atLeast(n).
 AT_LEAST = {"group.max.size": 1, "replication.quota.window.num": 1, "replication.quota.window.size.seconds": 1,
             "quota.window.num": 1, "quota.window.size.seconds": 1, "controller.quota.window.num": 1,

@@ -37,7 +37,7 @@ from wirekafka.broker.config_enums import (
     TYPE_LONG,
     TYPE_STRING,
 )
-from wirekafka.config import BROKER_KEYS, LONG_MAX, BrokerConfig, parse_csv_map
+from wirekafka.config import BROKER_KEYS, LONG_MAX, BrokerConfig, between, gzip_level, parse_csv_map
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 DEFAULT_ENTITY = "<default>"  # the cluster-wide default's entity name, as Kafka writes it in ZooKeeper
@@ -66,18 +66,6 @@ def _at_least(lo: int) -> Callable[[object], str | None]:
     return lambda n: None if n >= lo else f"Value must be at least {lo}"  # type: ignore[operator]
 
 
-def _between(lo: int, hi: int) -> Callable[[object], str | None]:
-    def check(n: object) -> str | None:
-        if n < lo:  # type: ignore[operator]
-            return f"Value must be at least {lo}"
-        return None if n <= hi else f"Value must be no more than {hi}"  # type: ignore[operator]
-    return check
-
-
-def _gzip_level(n: object) -> str | None:
-    return None if n == -1 or 1 <= n <= 9 else "Value must be between 1 and 9 or equal to -1"  # type: ignore[operator]
-
-
 _THREADS = BrokerKeyDef(TYPE_INT, _at_least(1))
 #: Kafka's thread pools (DynamicThreadPool, and the network threads): a change may at most halve
 #: or double the current size.
@@ -101,15 +89,15 @@ UPDATABLE: dict[str, BrokerKeyDef] = {
     "log.cleaner.min.compaction.lag.ms": BrokerKeyDef(TYPE_LONG, _at_least(0)),
     "log.cleaner.max.compaction.lag.ms": BrokerKeyDef(TYPE_LONG, _at_least(1)),
     "log.segment.delete.delay.ms": BrokerKeyDef(TYPE_LONG, _at_least(0)),
-    "log.cleaner.min.cleanable.ratio": BrokerKeyDef(TYPE_DOUBLE, _between(0, 1)),
+    "log.cleaner.min.cleanable.ratio": BrokerKeyDef(TYPE_DOUBLE, between(0, 1)),
     "log.cleanup.policy": BrokerKeyDef(TYPE_LIST, choices=("compact", "delete")),
     "unclean.leader.election.enable": BrokerKeyDef(TYPE_BOOLEAN),
     MIN_ISR: BrokerKeyDef(TYPE_INT, _at_least(1)),
     "compression.type": BrokerKeyDef(TYPE_STRING, choices=("uncompressed", "zstd", "lz4", "snappy", "gzip",
                                                            "producer")),
-    "compression.gzip.level": BrokerKeyDef(TYPE_INT, _gzip_level),
-    "compression.lz4.level": BrokerKeyDef(TYPE_INT, _between(1, 17)),
-    "compression.zstd.level": BrokerKeyDef(TYPE_INT, _between(-131072, 22)),
+    "compression.gzip.level": BrokerKeyDef(TYPE_INT, gzip_level),
+    "compression.lz4.level": BrokerKeyDef(TYPE_INT, between(1, 17)),
+    "compression.zstd.level": BrokerKeyDef(TYPE_INT, between(-131072, 22)),
     "log.preallocate": BrokerKeyDef(TYPE_BOOLEAN),
     "log.message.timestamp.type": BrokerKeyDef(TYPE_STRING, choices=("CreateTime", "LogAppendTime")),
     "log.message.timestamp.before.max.ms": BrokerKeyDef(TYPE_LONG, _at_least(0)),

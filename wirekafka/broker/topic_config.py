@@ -137,11 +137,13 @@ def _fixed(value: str) -> Callable[[BrokerConfig], str]:
 
 _DEFS = [
     TopicConfigDef("cleanup.policy", TYPE_LIST, "log.cleanup.policy", _broker("log.cleanup.policy"), _policy),
-    TopicConfigDef("compression.gzip.level", TYPE_INT, "compression.gzip.level", _fixed("-1"), _int_between(1, 9, -1)),
-    TopicConfigDef("compression.lz4.level", TYPE_INT, "compression.lz4.level", _fixed("9"), _int_between(1, 17)),
+    TopicConfigDef("compression.gzip.level", TYPE_INT, "compression.gzip.level", _broker("compression.gzip.level"),
+                   _int_between(1, 9, -1)),
+    TopicConfigDef("compression.lz4.level", TYPE_INT, "compression.lz4.level", _broker("compression.lz4.level"),
+                   _int_between(1, 17)),
     TopicConfigDef("compression.type", TYPE_STRING, "compression.type", _broker("compression.type"),
                    _one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
-    TopicConfigDef("compression.zstd.level", TYPE_INT, "compression.zstd.level", _fixed("3"),
+    TopicConfigDef("compression.zstd.level", TYPE_INT, "compression.zstd.level", _broker("compression.zstd.level"),
                    _int_between(-131072, 22)),
     TopicConfigDef("delete.retention.ms", TYPE_LONG, "log.cleaner.delete.retention.ms",
                    _broker("log.cleaner.delete.retention.ms"), _int_at_least(0)),

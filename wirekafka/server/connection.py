@@ -33,7 +33,6 @@ from wirekafka.streams import receive_into
 log = logging.getLogger(__name__)
 
 RECEIVE_SIZE = 1 << 16
-SASL_MAX_RECEIVE = 524288  # Kafka's sasl.server.max.receive.size default
 
 
 class Shutdown:
@@ -73,7 +72,8 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
     auth = security.sasl.authenticator(peer) if security.sasl is not None else None
     channel: trio.abc.Stream = stream if security.tls is None else trio.SSLStream(stream, security.tls, server_side=True)
     # Kafka reads frames of at most sasl.server.max.receive.size until a connection is authenticated
-    reader = FrameReader(SASL_MAX_RECEIVE if auth is not None else state.config.int("socket.request.max.bytes"))
+    reader = FrameReader(int(state.config.listener_value(listener, "sasl.server.max.receive.size")) if auth is not None
+                         else state.config.int("socket.request.max.bytes"))
     # Kafka closes a connection with no traffic for connections.max.idle.ms; here that is the
     # time since the last response went out or the last bytes came in.
     idle_s = state.config.int("connections.max.idle.ms") / 1000

@@ -1,0 +1,274 @@
+"""Kafka 3.9 broker keys that wirekafka accepts without acting on them, and why.
+
+Every key a Kafka 3.9 broker accepts is accepted here with Kafka's type (a value of the wrong type
+stops start-up, as Kafka's ConfigDef would), so a server.properties written for Kafka starts
+wirekafka. The keys wirekafka gives effect are in config.BROKER_KEYS; the ones below either have
+nothing to act on in wirekafka (KRaft settings, JVM plug-ins for features it has not, tiered
+storage tuning: a value other than Kafka's default is logged with the reason) or ask for something
+wirekafka cannot do safely (a policy plug-in, delegation tokens, tiered storage, a KRaft
+migration: such a value stops start-up with the reason, rather than be silently ignored). Types
+and defaults are Kafka 3.9.1's, as its DescribeConfigs reports them."""
+
+from __future__ import annotations
+
+import re
+
+BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD = (
+    "BOOLEAN", "STRING", "INT", "SHORT", "LONG", "DOUBLE", "LIST", "CLASS", "PASSWORD")
+
+# key -> (Kafka type, Kafka 3.9's default as text; None: no default)
+KEYS: dict[str, tuple[str, str | None]] = {
+    "alter.config.policy.class.name": (CLASS, None),
+    "alter.log.dirs.replication.quota.window.num": (INT, '11'),
+    "alter.log.dirs.replication.quota.window.size.seconds": (INT, '1'),
+    "auto.include.jmx.reporter": (BOOLEAN, 'true'),
+    "broker.heartbeat.interval.ms": (INT, '2000'),
+    "broker.session.timeout.ms": (INT, '9000'),
+    "control.plane.listener.name": (STRING, None),
+    "controller.listener.names": (STRING, None),
+    "controller.quorum.append.linger.ms": (INT, '25'),
+    "controller.quorum.bootstrap.servers": (LIST, ''),
+    "controller.quorum.election.backoff.max.ms": (INT, '1000'),
+    "controller.quorum.election.timeout.ms": (INT, '1000'),
+    "controller.quorum.fetch.timeout.ms": (INT, '2000'),
+    "controller.quorum.request.timeout.ms": (INT, '2000'),
+    "controller.quorum.retry.backoff.ms": (INT, '20'),
+    "controller.quorum.voters": (LIST, ''),
+    "controller.socket.timeout.ms": (INT, '30000'),
+    "create.topic.policy.class.name": (CLASS, None),
+    "delegation.token.expiry.check.interval.ms": (LONG, '3600000'),
+    "delegation.token.expiry.time.ms": (LONG, '86400000'),
+    "delegation.token.master.key": (PASSWORD, None),
+    "delegation.token.max.lifetime.ms": (LONG, '604800000'),
+    "delegation.token.secret.key": (PASSWORD, None),
+    "early.start.listeners": (STRING, None),
+    "eligible.leader.replicas.enable": (BOOLEAN, 'false'),
+    "group.consumer.assignors": (LIST, 'org.apache.kafka.coordinator.group.assignor.UniformAssignor,org.apache.kafka.coordinator.group.assignor.RangeAssignor'),
+    "group.consumer.heartbeat.interval.ms": (INT, '5000'),
+    "group.consumer.max.heartbeat.interval.ms": (INT, '15000'),
+    "group.consumer.max.session.timeout.ms": (INT, '60000'),
+    "group.consumer.max.size": (INT, '2147483647'),
+    "group.consumer.min.heartbeat.interval.ms": (INT, '5000'),
+    "group.consumer.min.session.timeout.ms": (INT, '45000'),
+    "group.consumer.session.timeout.ms": (INT, '45000'),
+    "group.coordinator.append.linger.ms": (INT, '10'),
+    "group.coordinator.rebalance.protocols": (LIST, 'classic'),
+    "group.coordinator.threads": (INT, '1'),
+    "group.share.delivery.count.limit": (INT, '5'),
+    "group.share.heartbeat.interval.ms": (INT, '5000'),
+    "group.share.max.groups": (SHORT, '10'),
+    "group.share.max.heartbeat.interval.ms": (INT, '15000'),
+    "group.share.max.record.lock.duration.ms": (INT, '60000'),
+    "group.share.max.session.timeout.ms": (INT, '60000'),
+    "group.share.max.size": (SHORT, '200'),
+    "group.share.min.heartbeat.interval.ms": (INT, '5000'),
+    "group.share.min.record.lock.duration.ms": (INT, '15000'),
+    "group.share.min.session.timeout.ms": (INT, '45000'),
+    "group.share.partition.max.record.locks": (INT, '200'),
+    "group.share.record.lock.duration.ms": (INT, '30000'),
+    "group.share.session.timeout.ms": (INT, '45000'),
+    "initial.broker.registration.timeout.ms": (INT, '60000'),
+    "inter.broker.protocol.version": (STRING, '3.9-IV0'),
+    "kafka.metrics.reporters": (LIST, ''),
+    "log.dir.failure.timeout.ms": (LONG, '30000'),
+    "log.flush.start.offset.checkpoint.interval.ms": (INT, '60000'),
+    "log.local.retention.bytes": (LONG, '-2'),
+    "log.local.retention.ms": (LONG, '-2'),
+    "log.message.format.version": (STRING, '3.0-IV1'),
+    "log.message.timestamp.difference.max.ms": (LONG, '9223372036854775807'),
+    "log.preallocate": (BOOLEAN, 'false'),
+    "log.roll.jitter.hours": (INT, '0'),
+    "log.roll.jitter.ms": (LONG, None),
+    "max.connection.creation.rate": (INT, '2147483647'),
+    "max.request.partition.size.limit": (INT, '2000'),
+    "metadata.log.dir": (STRING, None),
+    "metadata.log.max.record.bytes.between.snapshots": (LONG, '20971520'),
+    "metadata.log.max.snapshot.interval.ms": (LONG, '3600000'),
+    "metadata.log.segment.bytes": (INT, '1073741824'),
+    "metadata.log.segment.ms": (LONG, '604800000'),
+    "metadata.max.idle.interval.ms": (INT, '500'),
+    "metadata.max.retention.bytes": (LONG, '104857600'),
+    "metadata.max.retention.ms": (LONG, '604800000'),
+    "metric.reporters": (LIST, ''),
+    "num.replica.alter.log.dirs.threads": (INT, None),
+    "offsets.topic.compression.codec": (INT, '0'),
+    "password.encoder.cipher.algorithm": (STRING, 'AES/CBC/PKCS5Padding'),
+    "password.encoder.iterations": (INT, '4096'),
+    "password.encoder.key.length": (INT, '128'),
+    "password.encoder.keyfactory.algorithm": (STRING, None),
+    "password.encoder.old.secret": (PASSWORD, None),
+    "password.encoder.secret": (PASSWORD, None),
+    "remote.fetch.max.wait.ms": (INT, '500'),
+    "remote.log.index.file.cache.total.size.bytes": (LONG, '1073741824'),
+    "remote.log.manager.copier.thread.pool.size": (INT, '-1'),
+    "remote.log.manager.copy.max.bytes.per.second": (LONG, '9223372036854775807'),
+    "remote.log.manager.copy.quota.window.num": (INT, '11'),
+    "remote.log.manager.copy.quota.window.size.seconds": (INT, '1'),
+    "remote.log.manager.expiration.thread.pool.size": (INT, '-1'),
+    "remote.log.manager.fetch.max.bytes.per.second": (LONG, '9223372036854775807'),
+    "remote.log.manager.fetch.quota.window.num": (INT, '11'),
+    "remote.log.manager.fetch.quota.window.size.seconds": (INT, '1'),
+    "remote.log.manager.task.interval.ms": (LONG, '30000'),
+    "remote.log.manager.thread.pool.size": (INT, '10'),
+    "remote.log.metadata.custom.metadata.max.bytes": (INT, '128'),
+    "remote.log.metadata.manager.class.name": (STRING, 'org.apache.kafka.server.log.remote.metadata.storage.TopicBasedRemoteLogMetadataManager'),
+    "remote.log.metadata.manager.class.path": (STRING, None),
+    "remote.log.metadata.manager.impl.prefix": (STRING, 'rlmm.config.'),
+    "remote.log.metadata.manager.listener.name": (STRING, None),
+    "remote.log.reader.max.pending.tasks": (INT, '100'),
+    "remote.log.reader.threads": (INT, '10'),
+    "remote.log.storage.manager.class.name": (STRING, None),
+    "remote.log.storage.manager.class.path": (STRING, None),
+    "remote.log.storage.manager.impl.prefix": (STRING, 'rsm.config.'),
+    "remote.log.storage.system.enable": (BOOLEAN, 'false'),
+    "sasl.client.callback.handler.class": (CLASS, None),
+    "sasl.jaas.config": (PASSWORD, None),
+    "sasl.kerberos.kinit.cmd": (STRING, '/usr/bin/kinit'),
+    "sasl.kerberos.min.time.before.relogin": (LONG, '60000'),
+    "sasl.kerberos.principal.to.local.rules": (LIST, 'DEFAULT'),
+    "sasl.kerberos.service.name": (STRING, None),
+    "sasl.kerberos.ticket.renew.jitter": (DOUBLE, '0.05'),
+    "sasl.kerberos.ticket.renew.window.factor": (DOUBLE, '0.8'),
+    "sasl.login.callback.handler.class": (CLASS, None),
+    "sasl.login.class": (CLASS, None),
+    "sasl.login.connect.timeout.ms": (INT, None),
+    "sasl.login.read.timeout.ms": (INT, None),
+    "sasl.login.refresh.buffer.seconds": (SHORT, '300'),
+    "sasl.login.refresh.min.period.seconds": (SHORT, '60'),
+    "sasl.login.refresh.window.factor": (DOUBLE, '0.8'),
+    "sasl.login.refresh.window.jitter": (DOUBLE, '0.05'),
+    "sasl.login.retry.backoff.max.ms": (LONG, '10000'),
+    "sasl.login.retry.backoff.ms": (LONG, '100'),
+    "sasl.mechanism.controller.protocol": (STRING, 'GSSAPI'),
+    "sasl.oauthbearer.clock.skew.seconds": (INT, '30'),
+    "sasl.oauthbearer.expected.audience": (LIST, None),
+    "sasl.oauthbearer.expected.issuer": (STRING, None),
+    "sasl.oauthbearer.jwks.endpoint.refresh.ms": (LONG, '3600000'),
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": (LONG, '10000'),
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms": (LONG, '100'),
+    "sasl.oauthbearer.jwks.endpoint.url": (STRING, None),
+    "sasl.oauthbearer.scope.claim.name": (STRING, 'scope'),
+    "sasl.oauthbearer.sub.claim.name": (STRING, 'sub'),
+    "sasl.oauthbearer.token.endpoint.url": (STRING, None),
+    "sasl.server.callback.handler.class": (CLASS, None),
+    "security.providers": (STRING, None),
+    "socket.connection.setup.timeout.max.ms": (LONG, '30000'),
+    "socket.connection.setup.timeout.ms": (LONG, '10000'),
+    "ssl.allow.dn.changes": (BOOLEAN, 'false'),
+    "ssl.allow.san.changes": (BOOLEAN, 'false'),
+    "ssl.engine.factory.class": (CLASS, None),
+    "ssl.provider": (STRING, None),
+    "ssl.secure.random.implementation": (STRING, None),
+    "telemetry.max.bytes": (INT, '1048576'),
+    "zookeeper.clientCnxnSocket": (STRING, None),
+    "zookeeper.metadata.migration.enable": (BOOLEAN, 'false'),
+    "zookeeper.ssl.cipher.suites": (LIST, None),
+    "zookeeper.ssl.crl.enable": (BOOLEAN, 'false'),
+    "zookeeper.ssl.enabled.protocols": (LIST, None),
+    "zookeeper.ssl.endpoint.identification.algorithm": (STRING, 'HTTPS'),
+    "zookeeper.ssl.keystore.location": (STRING, None),
+    "zookeeper.ssl.keystore.password": (PASSWORD, None),
+    "zookeeper.ssl.keystore.type": (STRING, None),
+    "zookeeper.ssl.ocsp.enable": (BOOLEAN, 'false'),
+    "zookeeper.ssl.protocol": (STRING, 'TLSv1.2'),
+    "zookeeper.ssl.truststore.location": (STRING, None),
+    "zookeeper.ssl.truststore.password": (PASSWORD, None),
+    "zookeeper.ssl.truststore.type": (STRING, None),
+}
+
+INERT, REFUSED = "inert", "refused"
+
+# What a key's non-default value does, by the first pattern (a regular expression on the key)
+# that matches it: (pattern, treatment, reason).
+RULES: tuple[tuple[str, str, str], ...] = (
+    (r"(create|alter)\.(topic|config)\.policy\.class\.name|sasl\.(client|server|login)\.callback\.handler\.class"
+     r"|sasl\.login\.class|ssl\.engine\.factory\.class|security\.providers",
+     REFUSED, "a JVM plug-in class: wirekafka has Kafka's built-in behaviour only, and would not apply it"),
+    (r"delegation\.token\.(master|secret)\.key", REFUSED,
+     "delegation tokens (KIP-48) are not implemented: clients could not authenticate with them"),
+    (r"remote\.log\.storage\.system\.enable", REFUSED,
+     "tiered storage (KIP-405) is not implemented: segments would stay local only"),
+    (r"zookeeper\.metadata\.migration\.enable", REFUSED, "there is no KRaft controller to migrate to"),
+    (r"group\.coordinator\.rebalance\.protocols", REFUSED,
+     "only the classic group protocol is implemented (no KIP-848 consumer or share groups)"),
+    (r"log\.message\.timestamp\.difference\.max\.ms", REFUSED,
+     "removed in Kafka 4: set log.message.timestamp.before.max.ms and log.message.timestamp.after.max.ms"),
+    (r"offsets\.topic\.compression\.codec", REFUSED, "__consumer_offsets batches are written uncompressed"),
+    (r"max\.connection\.creation\.rate", REFUSED,
+     "the broker- and listener-wide connection rates are not implemented (per-address "
+     "connection_creation_rate quotas are)"),
+    (r"inter\.broker\.protocol\.version", REFUSED,
+     "wirekafka brokers speak Kafka 3.9's inter-broker protocol (3.9-IV0) only"),
+    (r"delegation\.token\..*", INERT, "delegation tokens are not implemented"),
+    (r"remote\.(log|fetch)\..*|log\.local\.retention\..*", INERT, "tiered storage is not implemented"),
+    (r"controller\.quorum\..*|controller\.listener\.names|metadata\..*|broker\.(heartbeat|session)\..*"
+     r"|initial\.broker\.registration\.timeout\.ms|early\.start\.listeners|sasl\.mechanism\.controller\.protocol"
+     r"|log\.dir\.failure\.timeout\.ms|eligible\.leader\.replicas\.enable",
+     INERT, "a KRaft setting: a ZooKeeper cluster, like Kafka 3.9's, and the single node have no KRaft quorum"),
+    (r"control\.plane\.listener\.name|controller\.socket\.timeout\.ms", INERT,
+     "brokers learn the controller's decisions from ZooKeeper watches: there are no controller-to-broker requests"),
+    (r"group\.(consumer|share|coordinator)\..*|max\.request\.partition\.size\.limit", INERT,
+     "consumer (KIP-848) and share groups are not implemented"),
+    (r"log\.message\.format\.version", INERT, "ignored by Kafka itself since 3.0: batches are magic v2"),
+    (r"auto\.include\.jmx\.reporter|kafka\.metrics\.reporters|metric\.reporters|telemetry\.max\.bytes", INERT,
+     "there is no JVM metrics system to report from"),
+    (r"password\.encoder\..*", INERT, "dynamic password configs are not stored (dynamic SSL settings are refused)"),
+    (r"sasl\.(kerberos|oauthbearer|login)\..*", INERT,
+     "GSSAPI and OAUTHBEARER are not available (enabling them stops start-up)"),
+    (r"sasl\.jaas\.config", INERT,
+     "a broker reads its JAAS text from listener.name.<listener>.<mechanism>.sasl.jaas.config"),
+    (r"ssl\.provider|ssl\.secure\.random\.implementation|zookeeper\.clientCnxnSocket", INERT,
+     "a JVM implementation choice: OpenSSL and kazoo are used"),
+    (r"ssl\.allow\.(dn|san)\.changes", INERT, "key stores are not reloaded at runtime (dynamic SSL settings are refused)"),
+    (r"zookeeper\.ssl\..*", INERT, "ZooKeeper over TLS is not available (zookeeper.ssl.client.enable=true stops start-up)"),
+    (r"alter\.log\.dirs\..*|num\.replica\.alter\.log\.dirs\.threads", INERT,
+     "replicas are not moved between log directories (AlterReplicaLogDirs)"),
+    (r"log\.flush\.start\.offset\.checkpoint\.interval\.ms", INERT,
+     "the log start offsets are checkpointed with the recovery points"),
+    (r"log\.preallocate", INERT, "preallocation is for file systems that fragment appends (NTFS); Linux's do not"),
+    (r"log\.roll\.jitter\..*", INERT, "segments roll at log.roll.ms (or hours) exactly"),
+    (r"socket\.connection\.setup\.timeout\..*", INERT,
+     "the broker's outgoing connections use replica.socket.timeout.ms"),
+)
+
+
+def treatment(key: str) -> tuple[str, str]:
+    """(INERT or REFUSED, reason) for one of KEYS."""
+    for pattern, kind, reason in RULES:
+        if re.fullmatch(pattern, key):
+            return kind, reason
+    raise KeyError(key)
+
+
+def parse(key: str, raw: str) -> object:
+    """A value as Kafka's ConfigDef reads its type; ValueError for one it would refuse."""
+    kind = KEYS[key][0]
+    text = raw.strip()
+    if kind == BOOLEAN:
+        if text.lower() not in ("true", "false"):
+            raise ValueError("Expected value to be either true or false")
+        return text.lower() == "true"
+    if kind in (INT, SHORT, LONG):
+        value = int(text)
+        bits = {INT: 31, SHORT: 15, LONG: 63}[kind]
+        if not -(2**bits) <= value < 2**bits:
+            raise ValueError(f"Not a number of type {kind}")
+        return value
+    if kind == DOUBLE:
+        return float(text)
+    if kind == LIST:
+        return tuple(p.strip() for p in text.split(",") if p.strip())
+    return text
+
+
+# values that mean what the default means (a Kafka 3.9 cluster's brokers may name their version)
+SAME_AS_DEFAULT = {"inter.broker.protocol.version": ("3.9", "3.9-IV0")}
+
+
+def is_default(key: str, value: object) -> bool:
+    default = KEYS[key][1]
+    if value in SAME_AS_DEFAULT.get(key, ()):
+        return True
+    if default is None:
+        return value in ("", ())
+    return value == parse(key, default)

@@ -9,40 +9,19 @@ answer. Removing the quota lets new connections through at once."""
 
 from __future__ import annotations
 
-import selectors
-import socket
-import struct
 import time
-from pathlib import Path
-from typing import Iterator
 
-import pytest
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
+from raw_connections import connect_with_api_versions, outcomes, wirekafka_and_kafka
 
 from conformance.wire import Connection
-from testsupport.broker_process import BrokerProcess
-from testsupport.java_tools import realkafka
 
 RATE = "connection_creation_rate"
 QUOTA = 2
 BURST = 10 * QUOTA  # (quota.window.num - 1) x quota.window.size.seconds x quota
 _Entry = AlterClientQuotasRequest.EntryData
 
-
-@pytest.fixture(params=["wirekafka", pytest.param("kafka", marks=pytest.mark.realkafka)])
-def bootstrap(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "wirekafka":
-        proc = BrokerProcess(tmp_path / "data").start()
-        try:
-            yield proc.bootstrap
-        finally:
-            proc.stop()
-    else:
-        kafka = realkafka().RealKafka().start()
-        try:
-            yield kafka.bootstrap
-        finally:
-            kafka.stop()
+bootstrap = wirekafka_and_kafka({})
 
 
 def _set_quota(admin: Connection, value: float | None) -> None:
@@ -63,54 +42,14 @@ def _set_quota(admin: Connection, value: float | None) -> None:
     time.sleep(0.3)  # Kafka's quota manager is told right after its metadata cache
 
 
-def _api_versions(correlation_id: int) -> bytes:
-    client = b"rate-test"
-    body = struct.pack(">hhih", 18, 0, correlation_id, len(client)) + client
-    return struct.pack(">i", len(body)) + body
-
-
-def _connect(port: int, count: int) -> list[tuple[socket.socket, float]]:
-    """count connections, each with an ApiVersions v0 request sent; with the time it connected."""
-    out = []
-    for i in range(count):
-        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        out.append((sock, time.monotonic()))
-        sock.sendall(_api_versions(i + 1))
-    return out
-
-
-def _outcomes(conns: list[tuple[socket.socket, float]], timeout: float = 5.0) -> list[tuple[str, float]]:
-    """Per connection: ("answered" | "closed" | "hung", seconds from its connect to that outcome)."""
-    results: list[tuple[str, float] | None] = [None] * len(conns)
-    with selectors.DefaultSelector() as selector:
-        for i, (sock, _) in enumerate(conns):
-            sock.setblocking(False)
-            selector.register(sock, selectors.EVENT_READ, i)
-        deadline = time.monotonic() + timeout
-        while selector.get_map() and time.monotonic() < deadline:
-            for key, _ in selector.select(deadline - time.monotonic()):
-                i = key.data
-                try:
-                    outcome = "answered" if key.fileobj.recv(65536) else "closed"  # type: ignore[union-attr]
-                except ConnectionResetError:  # closed with our request unread
-                    outcome = "closed"
-                except BlockingIOError:
-                    continue
-                results[i] = (outcome, time.monotonic() - conns[i][1])
-                selector.unregister(key.fileobj)
-    for sock, _ in conns:
-        sock.close()
-    return [r or ("hung", timeout) for r in results]
-
-
 def test_connection_rate_quota_holds_then_closes_connections_over_it(bootstrap: str) -> None:
     port = int(bootstrap.rsplit(":", 1)[1])
     with Connection(bootstrap) as admin:  # opened before the quota: not counted
         _set_quota(admin, QUOTA)
-        burst = _outcomes(_connect(port, BURST))
+        burst = outcomes(connect_with_api_versions(port, BURST))
         assert [o for o, _ in burst] == ["answered"] * BURST, burst
 
-        over = _outcomes(_connect(port, 10))
+        over = outcomes(connect_with_api_versions(port, 10))
         assert all(o in ("answered", "closed") for o, _ in over), over  # none left hanging
         held = [seconds for o, seconds in over if o == "closed"]
         assert held, f"none of the connections after the first {BURST} was refused: {over}"
@@ -120,5 +59,5 @@ def test_connection_rate_quota_holds_then_closes_connections_over_it(bootstrap: 
         assert max(held) < 2.0, over
 
         _set_quota(admin, None)
-        after = _outcomes(_connect(port, 5))
+        after = outcomes(connect_with_api_versions(port, 5))
         assert [o for o, _ in after] == ["answered"] * 5, after

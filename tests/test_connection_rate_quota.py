@@ -8,6 +8,7 @@ import ipaddress
 import socket
 
 import trio
+import trio.testing
 
 from wirekafka.broker.client_quotas import CONNECTION_CREATION_RATE, IP, ClientQuotas, entity_of
 from wirekafka.broker.dynamic_config import DynamicBrokerConfigs
@@ -154,3 +155,36 @@ def test_a_held_connection_stays_open_unread_then_closes() -> None:
         await listeners[0].aclose()
 
     trio.run(main)
+
+
+def _creation_delays(quotas: ConnectionQuotas, clock: Clock, listener: str, count: int) -> list[int]:
+    """How long accepting on listener pauses after each of `count` connections (ms, on the clock)."""
+    async def main() -> list[int]:
+        out = []
+        for _ in range(count):
+            began = trio.current_time()
+            await quotas.wait_for_creation_rate(listener)
+            out.append(round((trio.current_time() - began) * 1000))
+            clock.ms += out[-1]
+        return out
+    return trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_the_broker_connection_creation_rate_delays_accepting() -> None:
+    quotas, _, clock = _setup(**{"max.connection.creation.rate": "5"})
+    # 50 connections in the padded 10 s window are 5/s; the 51st is 5.1/s: (5.1 - 5) / 5 x 10 s
+    assert _creation_delays(quotas, clock, "PLAINTEXT", 51) == [0] * 50 + [200]
+    # then 52 over 10.2 s: (52 / 10.2 - 5) / 5 x 10.2 s, 200 ms again: one connection per pause
+    assert _creation_delays(quotas, clock, "PLAINTEXT", 2) == [200, 200]
+
+
+def test_a_listeners_own_rate_and_the_inter_broker_listeners_exemption() -> None:
+    two = {"listeners": "CLIENT://127.0.0.1:0,REPLICATION://127.0.0.1:0",
+           "listener.security.protocol.map": "CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT",
+           "inter.broker.listener.name": "REPLICATION", "max.connection.creation.rate": "1"}
+    quotas, _, clock = _setup(**two)
+    assert _creation_delays(quotas, clock, "REPLICATION", 30) == [0] * 30  # not counted on the broker's rate
+    quotas, _, clock = _setup(**{**two, "max.connection.creation.rate": "100",
+                                 "listener.name.client.max.connection.creation.rate": "2"})
+    assert _creation_delays(quotas, clock, "CLIENT", 21) == [0] * 20 + [500]
+    assert _creation_delays(quotas, clock, "REPLICATION", 5) == [0] * 5  # its own listener has no limit

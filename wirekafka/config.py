@@ -155,6 +155,9 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     "connections.max.idle.ms": (_int, 600000),
     "max.connections": (_int, INT_MAX),
     "max.connections.per.ip": (_int, INT_MAX),
+    # new connections a second, for the whole broker (the inter-broker listener aside when there are
+    # others) and per listener (listener.name.<l>.max.connection.creation.rate): over it, accepting waits
+    "max.connection.creation.rate": (_int, INT_MAX),
     "max.connections.per.ip.overrides": (_str, ""),
     "replica.socket.receive.buffer.bytes": (_int, 65536),
     "fetch.max.bytes": (_int, 57671680),
@@ -293,6 +296,7 @@ SENSITIVE_KEYS = frozenset({"ssl.keystore.password", "ssl.key.password", "ssl.tr
 # The listener-prefixed keys wirekafka reads: a listener's SASL mechanisms and a mechanism's
 # JAAS configuration (listener.name.sasl_plaintext.plain.sasl.jaas.config).
 _LISTENER_KEY = re.compile(r"^listener\.name\.[^.]+\.(sasl\.enabled\.mechanisms|sasl\.server\.max\.receive\.size|"
+                           r"max\.connection\.creation\.rate|"
                            r"[^.]+\.sasl\.jaas\.config|"
                            r"[^.]+\.connections\.max\.reauth\.ms|ssl\.[a-z.]+)$", re.IGNORECASE)
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")  # authenticated with SASL
@@ -384,6 +388,11 @@ class BrokerConfig:
         """A listener's own setting of key, listener.name.<listener>.<key> (Kafka's prefix is
         lowercase), None when not given."""
         return self.values.get(f"listener.name.{listener.lower()}.{key}")  # type: ignore[return-value]
+
+    def listener_own_int(self, listener: str, key: str) -> int | None:
+        """A listener's own setting of an integer key (listener.name.<l>.<key>), None when not given."""
+        own = self._own(listener, key)
+        return None if own is None else int(own)
 
     def sasl_mechanisms(self, listener: str) -> tuple[str, ...]:
         """The SASL mechanisms a listener enables: its own sasl.enabled.mechanisms, else the broker's."""
@@ -584,6 +593,7 @@ AT_LEAST = {"group.max.size": 1, "replication.quota.window.num": 1, "replication
             "quota.window.num": 1, "quota.window.size.seconds": 1, "controller.quota.window.num": 1,
             "controller.quota.window.size.seconds": 1,
             "socket.listen.backlog.size": 1, "fetch.max.bytes": 1024, "max.connections": 0,
+            "max.connection.creation.rate": 0,
             "max.connections.per.ip": 0}
 
 

@@ -79,7 +79,6 @@ KEYS: dict[str, tuple[str, str | None]] = {
     "log.preallocate": (BOOLEAN, 'false'),
     "log.roll.jitter.hours": (INT, '0'),
     "log.roll.jitter.ms": (LONG, None),
-    "max.connection.creation.rate": (INT, '2147483647'),
     "max.request.partition.size.limit": (INT, '2000'),
     "metadata.log.dir": (STRING, None),
     "metadata.log.max.record.bytes.between.snapshots": (LONG, '20971520'),
@@ -194,9 +193,6 @@ RULES: tuple[tuple[str, str, str], ...] = (
     (r"log\.message\.timestamp\.difference\.max\.ms", REFUSED,
      "removed in Kafka 4: set log.message.timestamp.before.max.ms and log.message.timestamp.after.max.ms"),
     (r"offsets\.topic\.compression\.codec", REFUSED, "__consumer_offsets batches are written uncompressed"),
-    (r"max\.connection\.creation\.rate", REFUSED,
-     "the broker- and listener-wide connection rates are not implemented (per-address "
-     "connection_creation_rate quotas are)"),
     (r"inter\.broker\.protocol\.version", REFUSED,
      "wirekafka brokers speak Kafka 3.9's inter-broker protocol (3.9-IV0) only"),
     (r"delegation\.token\..*", INERT, "delegation tokens are not implemented"),

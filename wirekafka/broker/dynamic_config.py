@@ -114,6 +114,7 @@ UPDATABLE: dict[str, BrokerKeyDef] = {
     "log.cleaner.backoff.ms": BrokerKeyDef(TYPE_LONG, _at_least(0)),
     # connection limits (server/connection_quotas.py)
     "max.connections": BrokerKeyDef(TYPE_INT, _at_least(0)),
+    "max.connection.creation.rate": BrokerKeyDef(TYPE_INT, _at_least(0)),
     PER_IP: BrokerKeyDef(TYPE_INT, _at_least(0)),
     PER_IP_OVERRIDES: BrokerKeyDef(TYPE_STRING),
     # producer state (KIP-890 verification and idle producer expiry)

@@ -4,6 +4,10 @@ Checked in Kafka's order on every accept:
 - max.connections: the broker stops accepting while that many connections are open, so further
   clients wait in the listen backlog (socket.listen.backlog.size when set, server/tcp.py) as they
   do on Kafka.
+- max.connection.creation.rate (dynamic) and listener.name.<l>.max.connection.creation.rate: each
+  accepted connection counts on the broker's Rate (except on the inter-broker listener when there
+  are others) and its listener's; over either bound, accepting on that listener pauses for the
+  throttle time (at most one window) and the connection is then served, not closed.
 - connection_creation_rate (a client quota of an ip entity, or of the default ip entity for an
   address without its own, KIP-612): each accepted connection records 1 on its address's own
   Rate (quota.window.num samples of quota.window.size.seconds; addresses never share one). A
@@ -17,9 +21,7 @@ Checked in Kafka's order on every accept:
 - socket.send.buffer.bytes / socket.receive.buffer.bytes: SO_SNDBUF / SO_RCVBUF of accepted
   sockets when set (-1: the OS's). Unset, wirekafka leaves Linux's autotuning alone instead of
   Kafka's 100 KB send buffer, which slowed large fetch answers several times over.
-
-Not implemented: Kafka's broker- and listener-wide connection rates (max.connection.creation.rate,
-listener.name.<l>.max.connection.creation.rate)."""
+"""
 
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ from wirekafka.broker.quota_stats import INT_MAX, RateSensors, throttle_ms
 from wirekafka.config import resolve_ip_overrides
 
 log = logging.getLogger(__name__)
+CREATION_RATE = "max.connection.creation.rate"
 
 
 class ConnectionQuotas:
@@ -56,8 +59,15 @@ class ConnectionQuotas:
         self.send_buffer = static.int_if_set("socket.send.buffer.bytes")
         self.receive_buffer = static.int_if_set("socket.receive.buffer.bytes")
         # quota.window.* are read-only broker configs in Kafka too
-        self.ip_rates = IpConnectionRates(client_quotas, static.int("quota.window.num"),
-                                          static.int("quota.window.size.seconds"), clock)
+        samples, window_s = static.int("quota.window.num"), static.int("quota.window.size.seconds")
+        self.ip_rates = IpConnectionRates(client_quotas, samples, window_s, clock)
+        self._clock = clock
+        self._creation: RateSensors[str | None] = RateSensors(samples, window_s * 1000)  # None: the broker's
+        self._max_creation_throttle_ms = window_s * 1000
+        listeners = [lst.name for lst in static.listeners]
+        self._listener_rates = {name: static.listener_own_int(name, CREATION_RATE) for name in listeners}
+        # with several listeners, the inter-broker one is left out of the broker-wide rate
+        self._exempt = static.inter_broker_listener if len(listeners) > 1 else None
         self.reconfigure()
         settings.observe(self.reconfigure)
 
@@ -66,6 +76,7 @@ class ConnectionQuotas:
         current = self._settings
         self.per_ip = current.current_int("max.connections.per.ip")
         self.max_total = current.current_int("max.connections")
+        self.creation_rate = current.current_int(CREATION_RATE)
         self.overrides, unresolved = resolve_ip_overrides(str(current.current("max.connections.per.ip.overrides")))
         for host in unresolved:
             log.warning("max.connections.per.ip.overrides: %s does not resolve; its entry is ignored", host)
@@ -80,6 +91,29 @@ class ConnectionQuotas:
         while self.taken >= self.max_total:
             await self._freed.wait()
         self.taken += 1
+
+    async def wait_for_creation_rate(self, listener: str) -> None:
+        """After an accept, before the per-address checks: count the connection on the broker's
+        and the listener's connection creation rates (max.connection.creation.rate and its
+        listener.name.<l>. setting); over either, accepting on this listener waits the throttle
+        time (at most one quota window), and the accepted connection is served after it, as
+        Kafka's acceptor blocks."""
+        now = int(self._clock() * 1000)
+        delay = self._record_creation(listener, self._listener_rates.get(listener), now)
+        if listener != self._exempt:
+            delay = max(delay, self._record_creation(None, self.creation_rate, now))
+        if delay > 0:
+            log.debug("delaying accepts on %s for %d ms: connection creation rate", listener, delay)
+            await trio.sleep(delay / 1000)
+
+    def _record_creation(self, key: str | None, bound: int | None, now: int) -> int:
+        rate = self._creation.get(key, now)
+        rate.record(1.0, now)
+        if bound is None or bound >= INT_MAX or rate.measure(now) <= bound:
+            return 0
+        if bound <= 0:
+            return self._max_creation_throttle_ms
+        return max(min(throttle_ms(rate, bound, now), self._max_creation_throttle_ms), 0)
 
     async def throttle_ms(self, address: str) -> int:
         """After wait_for_slot and the accept, before admit: record the connection on its

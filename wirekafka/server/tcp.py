@@ -131,6 +131,7 @@ async def _accept_into(server: trio.SocketListener, listener: str, security: Lis
             raise
         address = _address(stream)
         try:
+            await quotas.wait_for_creation_rate(listener)
             throttle = await quotas.throttle_ms(address)  # a checkpoint only to resolve a quota's host name
         except BaseException:
             quotas.release(None)

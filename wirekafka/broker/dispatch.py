@@ -15,6 +15,7 @@ from wirekafka.broker.context import CloseConnection, RequestContext
 from wirekafka.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    acls,
     alter_configs,
     client_quotas,
     api_versions,
@@ -89,6 +90,9 @@ HANDLERS: dict[int, Handler] = {
     26: end_txn.handle,
     27: write_txn_markers.handle,
     28: txn_offset_commit.handle,
+    29: acls.handle_describe,
+    30: acls.handle_create,
+    31: acls.handle_delete,
     32: describe_configs.handle,
     33: alter_configs.handle,
     35: describe_log_dirs.handle,

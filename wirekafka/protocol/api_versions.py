@@ -6,6 +6,14 @@ Version ranges are Kafka 4.x's, as given by the message schemas' validVersions."
 
 from __future__ import annotations
 
+from kafka.protocol.admin.acl import (
+    CreateAclsRequest,
+    CreateAclsResponse,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+)
 from kafka.protocol.admin.client_quotas import (
     AlterClientQuotasRequest,
     AlterClientQuotasResponse,
@@ -128,6 +136,9 @@ _PAIRS: list[tuple[type[ApiMessage], type[ApiMessage]]] = [
     (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
     (DescribeConfigsRequest, DescribeConfigsResponse),
     (AlterConfigsRequest, AlterConfigsResponse),
+    (DescribeAclsRequest, DescribeAclsResponse),
+    (CreateAclsRequest, CreateAclsResponse),
+    (DeleteAclsRequest, DeleteAclsResponse),
     (DescribeLogDirsRequest, DescribeLogDirsResponse),
     (CreatePartitionsRequest, CreatePartitionsResponse),
     (IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),

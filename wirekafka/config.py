@@ -158,6 +158,8 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     # new connections a second, for the whole broker (the inter-broker listener aside when there are
     # others) and per listener (listener.name.<l>.max.connection.creation.rate): over it, accepting waits
     "max.connection.creation.rate": (_int, INT_MAX),
+    # the most partitions one DescribeTopicPartitions answer lists
+    "max.request.partition.size.limit": (_int, 2000),
     "max.connections.per.ip.overrides": (_str, ""),
     "replica.socket.receive.buffer.bytes": (_int, 65536),
     "fetch.max.bytes": (_int, 57671680),
@@ -593,7 +595,7 @@ AT_LEAST = {"group.max.size": 1, "replication.quota.window.num": 1, "replication
             "quota.window.num": 1, "quota.window.size.seconds": 1, "controller.quota.window.num": 1,
             "controller.quota.window.size.seconds": 1,
             "socket.listen.backlog.size": 1, "fetch.max.bytes": 1024, "max.connections": 0,
-            "max.connection.creation.rate": 0,
+            "max.connection.creation.rate": 0, "max.request.partition.size.limit": 1,
             "max.connections.per.ip": 0}
 
 

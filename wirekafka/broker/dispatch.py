@@ -32,6 +32,7 @@ from wirekafka.broker.handlers import (
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_topic_partitions,
     describe_transactions,
     end_txn,
     fetch,
@@ -112,6 +113,7 @@ HANDLERS: dict[int, Handler] = {
     61: describe_producers.handle,
     65: describe_transactions.handle,
     66: list_transactions.handle,
+    75: describe_topic_partitions.handle,
 }
 
 

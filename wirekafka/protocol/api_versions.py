@@ -43,6 +43,8 @@ from kafka.protocol.admin.topics import (
     DeleteRecordsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
 )
 from kafka.protocol.admin.users import (
     AlterUserScramCredentialsRequest,
@@ -167,6 +169,7 @@ _PAIRS: list[tuple[type[ApiMessage], type[ApiMessage]]] = [
     (ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse),
     (DescribeTransactionsRequest, DescribeTransactionsResponse),
     (ListTransactionsRequest, ListTransactionsResponse),
+    (DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse),
     (DescribeClientQuotasRequest, DescribeClientQuotasResponse),
     (AlterClientQuotasRequest, AlterClientQuotasResponse),
     (DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse),

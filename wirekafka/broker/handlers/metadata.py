@@ -33,22 +33,25 @@ _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = _Topic.MetadataResponsePartition
 
 
-def _partition_metadata(ctx: RequestContext, topic: Topic, index: int, reachable: set[int]) -> _Partition:
+def partition_fields(ctx: RequestContext, topic: Topic, index: int, reachable: set[int]) -> tuple[ErrorCode, dict]:
+    """A partition as Metadata and DescribeTopicPartitions describe it: the error Metadata gives
+    a partition without a leader on this listener, and the fields both answers share."""
     view = ctx.state.metadata.partition_view(topic, index)
     leader, code = view.leader, ErrorCode.NONE
     if leader < 0:
         code = ErrorCode.LEADER_NOT_AVAILABLE
     elif leader not in reachable:  # alive, but without the listener this request came in on
-        leader, code = -1, ErrorCode.LISTENER_NOT_FOUND if ctx.version >= 6 else ErrorCode.LEADER_NOT_AVAILABLE
-    return _Partition(
-        error_code=code,
-        partition_index=index,
-        leader_id=leader,
-        leader_epoch=view.leader_epoch,
-        replica_nodes=list(view.replicas),
-        isr_nodes=list(view.isr),
-        offline_replicas=list(view.offline),
-    )
+        leader, code = -1, ErrorCode.LISTENER_NOT_FOUND
+    return code, {"partition_index": index, "leader_id": leader, "leader_epoch": view.leader_epoch,
+                  "replica_nodes": list(view.replicas), "isr_nodes": list(view.isr),
+                  "offline_replicas": list(view.offline)}
+
+
+def _partition_metadata(ctx: RequestContext, topic: Topic, index: int, reachable: set[int]) -> _Partition:
+    code, fields = partition_fields(ctx, topic, index, reachable)
+    if code == ErrorCode.LISTENER_NOT_FOUND and ctx.version < 6:
+        code = ErrorCode.LEADER_NOT_AVAILABLE
+    return _Partition(error_code=code, **fields)
 
 
 def topic_metadata(ctx: RequestContext, topic: Topic, with_ops: bool, reachable: set[int]) -> _Topic:

@@ -26,12 +26,18 @@ ILLEGAL_SASL_STATE, UNSUPPORTED_SASL_MECHANISM, SASL_AUTHENTICATION_FAILED = 34,
 MAX_RECEIVE = 4096  # the listener's sasl.server.max.receive.size: the largest frame before authentication
 
 
-def _settings(plaintext: int, sasl: int) -> dict[str, str]:
+def sasl_listener_settings(plaintext: int, sasl: int, jaas: dict[str, str]) -> dict[str, str]:
+    """A PLAINTEXT listener (the inter-broker one) and a SASL_PLAINTEXT one enabling each mechanism
+    of jaas with its JAAS text."""
     return {"advertised.listeners": f"PLAINTEXT://127.0.0.1:{plaintext},SASL_PLAINTEXT://127.0.0.1:{sasl}",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
                                               "CONTROLLER:PLAINTEXT",
-            "inter.broker.listener.name": "PLAINTEXT", "sasl.enabled.mechanisms": "PLAIN",
-            "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+            "inter.broker.listener.name": "PLAINTEXT", "sasl.enabled.mechanisms": ",".join(jaas),
+            **{f"listener.name.sasl_plaintext.{m.lower()}.sasl.jaas.config": text for m, text in jaas.items()}}
+
+
+def _settings(plaintext: int, sasl: int) -> dict[str, str]:
+    return {**sasl_listener_settings(plaintext, sasl, {"PLAIN": JAAS}),
             "listener.name.sasl_plaintext.sasl.server.max.receive.size": str(MAX_RECEIVE)}
 
 

@@ -17,7 +17,7 @@ from kafka.protocol.admin.users import AlterUserScramCredentialsRequest, Describ
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from conformance.own_brokers import own_two_listener_pair
-from conformance.test_sasl import JAAS, SASL_AUTHENTICATION_FAILED, _closed
+from conformance.test_sasl import JAAS, SASL_AUTHENTICATION_FAILED, _closed, sasl_listener_settings
 from conformance.wire import Connection, poll, unique
 from wirekafka.protocol.sasl_scram import ScramClient, salted_password
 
@@ -31,13 +31,7 @@ MECHANISM = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 
 
 def _settings(plaintext: int, sasl: int) -> dict[str, str]:
-    return {"advertised.listeners": f"PLAINTEXT://127.0.0.1:{plaintext},SASL_PLAINTEXT://127.0.0.1:{sasl}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
-                                              "CONTROLLER:PLAINTEXT",
-            "inter.broker.listener.name": "PLAINTEXT", "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-            "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
-            "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
-            "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": SCRAM_JAAS}
+    return sasl_listener_settings(plaintext, sasl, {"PLAIN": JAAS, "SCRAM-SHA-256": SCRAM_JAAS, "SCRAM-SHA-512": SCRAM_JAAS})
 
 
 own_wirekafka, own_kafka, target = own_two_listener_pair("SASL_PLAINTEXT", _settings)

@@ -29,8 +29,9 @@ from wirekafka.broker.client_quotas import (
     Entity,
     entity_of,
 )
-from wirekafka.broker.quota_stats import INT_MAX, RateSensors, TokenBucket, java_int, java_round, throttle_ms
+from wirekafka.broker.quota_stats import INT_MAX, RateSensors, TokenBucket, java_int, java_round, violation_ms
 from wirekafka.config import BrokerConfig
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 ANONYMOUS = "ANONYMOUS"  # the principal of a connection that did not authenticate
 Tags = tuple[str, str]  # (user, client id) a sensor is measured by; "" for a name not used
@@ -130,12 +131,7 @@ class ClientQuotaManager:
         rate = self._sensors.get(tags, now)
         rate.record(value, now)
         bound = self.resolver.bound(tags)
-        if bound is None or rate.measure(now) <= bound:
-            return 0
-        throttle = throttle_ms(rate, bound, now)
-        if self._max_throttle_ms is not None:
-            throttle = min(throttle, self._max_throttle_ms)
-        return max(throttle, 0)
+        return 0 if bound is None else violation_ms(rate, bound, now, self._max_throttle_ms)
 
     def unrecord(self, user: str, client_id: str, value: float) -> None:
         """Take a recorded value back (a throttled fetch sends nothing)."""
@@ -192,6 +188,13 @@ class MutationPermits:
         self._clock = clock
         self._throttle_ms = 0
         self._violated_at = 0.0
+
+    def take(self, partitions: int) -> None:
+        """Charge one topic's partitions, or KafkaApiError THROTTLING_QUOTA_EXCEEDED (no message
+        on the wire: Kafka drops its default message) when a strict request's bucket is in debt."""
+        if not self.allowed():
+            raise KafkaApiError(ErrorCode.THROTTLING_QUOTA_EXCEEDED, None)
+        self.charge(partitions)
 
     def allowed(self) -> bool:
         """Strict: whether the next topic may go ahead (the bucket is not in debt)."""

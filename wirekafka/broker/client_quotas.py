@@ -33,7 +33,8 @@ CONNECTION_CREATION_RATE = "connection_creation_rate"
 USER_AND_CLIENT_KEYS = {PRODUCER_BYTE_RATE: "LONG", CONSUMER_BYTE_RATE: "LONG", REQUEST_PERCENTAGE: "DOUBLE",
                         CONTROLLER_MUTATION_RATE: "DOUBLE"}
 IP_KEYS = {CONNECTION_CREATION_RATE: "INT"}
-_INTEGRAL_LIMITS = {"SHORT": 2**15 - 1, "INT": 2**31 - 1, "LONG": 2**63 - 1}
+# the integral ConfigDef types among them: their largest value, and how Kafka's messages name them
+INTEGRAL_TYPES = {"INT": (2**31 - 1, "an INT"), "LONG": (2**63 - 1, "a LONG")}
 
 # An entity: (type, name) pairs sorted by type, name None for the type's default.
 Entity = tuple[tuple[str, "str | None"], ...]
@@ -69,7 +70,7 @@ def stored_text(key: str, value: float) -> str:
     """A quota value as Kafka 3.9 writes it into a config znode: integral types as integers,
     doubles as Java's Double.toString."""
     kind = USER_AND_CLIENT_KEYS.get(key) or IP_KEYS.get(key)
-    if kind in _INTEGRAL_LIMITS:
+    if kind in INTEGRAL_TYPES:
         return str(int(value + 1e-6))
     return java_double_text(value)
 

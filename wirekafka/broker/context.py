@@ -41,5 +41,10 @@ class RequestContext:
             self.mute_until = max(self.mute_until, trio.current_time() + throttle_ms / 1000)
 
     @property
+    def client_id(self) -> str:
+        """The request header's client id, "" for none (as Kafka's quotas and groups read it)."""
+        return self.header.client_id or ""
+
+    @property
     def version(self) -> int:
         return self.header.api_version

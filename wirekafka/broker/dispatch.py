@@ -149,6 +149,8 @@ def set_throttle(response: Any, throttle_ms: int) -> None:
     body = response.body if isinstance(response, RegionResponse) else response
     if hasattr(body, "throttle_time_ms"):
         body.throttle_time_ms = max(body.throttle_time_ms or 0, throttle_ms)
+        if isinstance(response, RegionResponse):
+            response.frame = None  # encoded before the change
 
 
 def _error_response(ctx: RequestContext, code: ErrorCode, message: str | None) -> Any:

@@ -162,6 +162,19 @@ def java_int(x: int) -> int:
     return x - 2**32 if x & 0x80000000 else x
 
 
+def violation_ms(rate: Rate, bound: float, now_ms: int, cap_ms: int | None = None) -> int:
+    """After a record: 0 while the rate is within bound (Quota.acceptable: only above it
+    violates), else Kafka's throttle time, at most cap_ms when given (QuotaUtils.
+    boundedThrottleTime: a bound of 0 then gives the cap). Never negative: an overflowed
+    throttle is no throttle, as in Kafka."""
+    if rate.measure(now_ms) <= bound:
+        return 0
+    throttle = throttle_ms(rate, bound, now_ms)
+    if cap_ms is not None:
+        throttle = cap_ms if bound <= 0 else min(throttle, cap_ms)
+    return max(throttle, 0)
+
+
 def throttle_ms(rate: Rate, bound: float, now_ms: int) -> int:
     """QuotaUtils.throttleTime for a rate above its bound, narrowed to an int as Kafka does."""
     observed = rate.measure(now_ms)

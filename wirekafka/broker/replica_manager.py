@@ -73,6 +73,16 @@ class FetchTarget:
     log_start_offset: int = -1  # a follower's own log start, as its fetch reports it
 
 
+def fetching_replica(request: object) -> int:
+    """The broker id of the follower a Fetch request comes from (replica_id up to v14,
+    replica_state from v15), -1 for a consumer."""
+    state = getattr(request, "replica_state", None)
+    if state is not None:
+        return state.replica_id
+    rid = getattr(request, "replica_id", -1)
+    return -1 if rid is None else rid
+
+
 @dataclass(slots=True)
 class FetchParams:
     max_bytes: int

@@ -19,9 +19,8 @@ from typing import Any
 
 import trio
 
-from wirekafka.broker.client_quota_manager import MutationPermits
 from wirekafka.broker.context import RequestContext
-from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+from wirekafka.broker.replica_manager import fetching_replica
 
 PRODUCE, FETCH, WRITE_TXN_MARKERS = 0, 1, 27
 NANOS_TO_PERCENT = 100 / 1e9  # Kafka's ClientRequestQuotaManager: a second of work is 100 (%)
@@ -86,9 +85,7 @@ def exempt(api_key: int, body: Any) -> bool:
     if api_key == PRODUCE:
         return getattr(body, "acks", 1) == 0
     if api_key == FETCH:
-        state = getattr(body, "replica_state", None)
-        replica = state.replica_id if state is not None else getattr(body, "replica_id", -1)
-        return replica is not None and replica >= 0
+        return fetching_replica(body) >= 0
     return False
 
 
@@ -113,29 +110,6 @@ def record(ctx: RequestContext) -> int:
     ctx.timing_since = None
     nanos = max(TIMER.elapsed(since), 0)
     TIMER.stop()
-    throttle = ctx.state.client_quotas.request.record(ctx.principal, ctx.header.client_id or "",
-                                                       nanos * NANOS_TO_PERCENT)
+    throttle = ctx.state.client_quotas.request.record(ctx.principal, ctx.client_id, nanos * NANOS_TO_PERCENT)
     ctx.mute(throttle)
     return throttle
-
-
-def mutation_permits(ctx: RequestContext, strict_from_version: int) -> MutationPermits:
-    """This request's use of its client's controller mutation quota: strict from the version
-    Kafka makes it strict (a topic asked for while in debt fails), permissive below."""
-    return ctx.state.client_quotas.mutation.for_request(ctx.principal, ctx.header.client_id or "",
-                                                        ctx.version >= strict_from_version)
-
-
-def mutations_throttle(ctx: RequestContext, permits: MutationPermits) -> int:
-    """The mutation throttle time left when the response is ready; the connection is muted for it."""
-    throttle = permits.throttle_ms()
-    ctx.mute(throttle)
-    return throttle
-
-
-def take_permits(permits: MutationPermits, partitions: int) -> None:
-    """Charge one topic's partitions, or KafkaApiError THROTTLING_QUOTA_EXCEEDED (no message on
-    the wire, as Kafka drops a default message) when a strict request's bucket is in debt."""
-    if not permits.allowed():
-        raise KafkaApiError(ErrorCode.THROTTLING_QUOTA_EXCEEDED, None)
-    permits.charge(partitions)

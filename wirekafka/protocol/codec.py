@@ -124,12 +124,15 @@ def encode_response_parts(api_key: int, api_version: int, correlation_id: int,
     """A whole response frame as parts: encoded bytes with the response's regions between them
     (see response_parts). Joined, the parts are exactly what encode_response would give with
     the regions' bytes inlined."""
+    if response.frame is not None:
+        return response.frame
     body = response.body
     payload = body.encode(version=api_version)
     parts = splice(payload, body.flexible_version_q(api_version), response.placements)
     header = _response_header(api_key, api_version, correlation_id, body)
     size = len(header) + sum(part_size(p) for p in parts)
     parts[0] = _INT32.pack(size) + header + parts[0]
+    response.frame = parts
     return parts
 
 

@@ -43,6 +43,10 @@ class RegionResponse:
 
     body: ApiMessage
     placements: list[tuple[bytes, Region]] = field(default_factory=list)
+    # the encoded frame, once made (codec.encode_response_parts): a handler that must know the
+    # answer's size (a fetch charged to a byte quota) and the connection share one encoding;
+    # changing the body afterwards must drop it
+    frame: list[Part] | None = None
 
     def placeholder(self, region: Region) -> bytes:
         """A token to put in a records field; it will be replaced by region's bytes."""

@@ -72,8 +72,7 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
     auth = security.sasl.authenticator(peer) if security.sasl is not None else None
     channel: trio.abc.Stream = stream if security.tls is None else trio.SSLStream(stream, security.tls, server_side=True)
     # Kafka reads frames of at most sasl.server.max.receive.size until a connection is authenticated
-    reader = FrameReader(int(state.config.listener_value(listener, "sasl.server.max.receive.size")) if auth is not None
-                         else state.config.int("socket.request.max.bytes"))
+    reader = FrameReader(security.sasl_max_receive if auth is not None else state.config.int("socket.request.max.bytes"))
     # Kafka closes a connection with no traffic for connections.max.idle.ms; here that is the
     # time since the last response went out or the last bytes came in.
     idle_s = state.config.int("connections.max.idle.ms") / 1000

@@ -37,7 +37,7 @@ import trio
 
 from wirekafka.broker.client_quotas import CONNECTION_CREATION_RATE, IP, ClientQuotas
 from wirekafka.broker.dynamic_config import DynamicBrokerConfigs
-from wirekafka.broker.quota_stats import INT_MAX, RateSensors, throttle_ms
+from wirekafka.broker.quota_stats import INT_MAX, RateSensors, violation_ms
 from wirekafka.config import resolve_ip_overrides
 
 log = logging.getLogger(__name__)
@@ -109,11 +109,9 @@ class ConnectionQuotas:
     def _record_creation(self, key: str | None, bound: int | None, now: int) -> int:
         rate = self._creation.get(key, now)
         rate.record(1.0, now)
-        if bound is None or bound >= INT_MAX or rate.measure(now) <= bound:
+        if bound is None or bound >= INT_MAX:
             return 0
-        if bound <= 0:
-            return self._max_creation_throttle_ms
-        return max(min(throttle_ms(rate, bound, now), self._max_creation_throttle_ms), 0)
+        return violation_ms(rate, bound, now, self._max_creation_throttle_ms)
 
     async def throttle_ms(self, address: str) -> int:
         """After wait_for_slot and the accept, before admit: record the connection on its
@@ -232,13 +230,10 @@ class IpConnectionRates:
         now = self.now_ms()
         rate = self._sensors.get(ip, now)
         rate.record(1.0, now)
-        if rate.measure(now) <= bound:  # Quota.acceptable: only a rate above the bound violates it
-            return 0
-        # QuotaUtils.boundedThrottleTime; a bound of 0 (possible in ZooKeeper mode) gives the cap
-        throttle = self.max_throttle_ms if bound <= 0 else min(throttle_ms(rate, bound, now), self.max_throttle_ms)
+        throttle = violation_ms(rate, bound, now, self.max_throttle_ms)  # a bound of 0 (ZooKeeper mode) gives the cap
         if throttle > 0:
             rate.record(-1.0, now)  # the connection is refused: it does not count
-        return max(throttle, 0)
+        return throttle
 
 
 async def hold_then_close(stream: trio.SocketStream, hold_ms: int) -> None:

@@ -19,13 +19,16 @@ class ListenerSecurity:
     sasl: SaslSettings | None = None
     # names a TLS client by its certificate (ssl.principal.mapping.rules)
     principal_mapper: SslPrincipalMapper = SslPrincipalMapper.parse("DEFAULT")
+    # the largest frame read before a SASL client has authenticated (sasl.server.max.receive.size)
+    sasl_max_receive: int = 524288
 
     @classmethod
     def of(cls, config: BrokerConfig, listener: str, scram: CredentialLookup) -> "ListenerSecurity":
         """Built once per listener at start-up (build_config has checked that both can be);
         scram finds a user's SCRAM credential in the cluster metadata when a client logs in."""
         return cls(config.tls_context(listener, server=True), SaslSettings.of_listener(config, listener, scram),
-                   SslPrincipalMapper.parse(str(config.listener_value(listener, "ssl.principal.mapping.rules"))))
+                   SslPrincipalMapper.parse(str(config.listener_value(listener, "ssl.principal.mapping.rules"))),
+                   int(config.listener_value(listener, "sasl.server.max.receive.size")))  # type: ignore[arg-type]
 
 
 PLAINTEXT = ListenerSecurity()

@@ -30,6 +30,7 @@ from kafka.protocol.admin.client_quotas import AlterClientQuotasResponse, Descri
 from wirekafka.broker.client_quotas import (
     CLIENT_ID,
     ENTITY_TYPES,
+    INTEGRAL_TYPES,
     IP,
     USER,
     Entity,
@@ -44,7 +45,6 @@ from wirekafka.broker.replication._jvm_order import java_hashmap_order
 from wirekafka.protocol.errors import ErrorCode
 
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
-_INTEGRAL_LIMITS = {"INT": (2**31 - 1, "an INT"), "LONG": (2**63 - 1, "a LONG")}
 
 _AlterEntry = AlterClientQuotasResponse.EntryData
 _DescribeEntry = DescribeClientQuotasResponse.EntryData
@@ -144,8 +144,8 @@ def _checked_change(ctx: RequestContext, entity: Entity, ops: dict[str, float | 
             raise _Invalid(f"Invalid configuration key {key}")
         if value <= 0.0:
             raise _Invalid(f"Quota {key} must be greater than 0")
-        if kind in _INTEGRAL_LIMITS:
-            limit, article = _INTEGRAL_LIMITS[kind]
+        if kind in INTEGRAL_TYPES:
+            limit, article = INTEGRAL_TYPES[kind]
             if value > float(limit):  # compared as Java does, in doubles
                 raise _Invalid(f"Proposed value for {key} is too large for {article}.")
             if abs(math.fmod(value, 1.0)) > 1e-6:

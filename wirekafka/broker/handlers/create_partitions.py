@@ -16,7 +16,7 @@ from collections import Counter
 
 from kafka.protocol.admin.topics import CreatePartitionsResponse
 
-from wirekafka.broker import request_quota
+from wirekafka.broker import mutation_quota
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.metadata import Topic
 from wirekafka.broker.state import BrokerState
@@ -71,17 +71,17 @@ async def handle(ctx: RequestContext, request: object) -> CreatePartitionsRespon
     counts = Counter(t.name for t in request.topics)  # type: ignore[attr-defined]
     results = [_Result(name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name.")
                for name, n in counts.items() if n > 1]
-    permits = request_quota.mutation_permits(ctx, STRICT_QUOTA_FROM)
+    permits = mutation_quota.permits(ctx, STRICT_QUOTA_FROM)
     for t in request.topics:  # type: ignore[attr-defined]
         if counts[t.name] > 1:
             continue
         try:
             topic = _check(state, t)
-            request_quota.take_permits(permits, t.count - len(topic.partitions))
+            permits.take(t.count - len(topic.partitions))
             if not request.validate_only:  # type: ignore[attr-defined]
                 await state.metadata.add_partitions(topic, t.count)
             results.append(_Result(name=t.name, error_code=ErrorCode.NONE, error_message=None))
         except KafkaApiError as exc:
             results.append(_Result(name=t.name, error_code=exc.code, error_message=exc.message))
-    return CreatePartitionsResponse(version=ctx.version, throttle_time_ms=request_quota.mutations_throttle(ctx, permits),
+    return CreatePartitionsResponse(version=ctx.version, throttle_time_ms=mutation_quota.throttle(ctx, permits),
                                     results=results)

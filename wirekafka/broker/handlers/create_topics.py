@@ -18,7 +18,7 @@ from collections import Counter
 from kafka.protocol.admin.topics import CreateTopicsResponse
 
 from wirekafka.broker import topic_config
-from wirekafka.broker import request_quota
+from wirekafka.broker import mutation_quota
 from wirekafka.broker.context import RequestContext
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
@@ -42,7 +42,7 @@ async def handle(ctx: RequestContext, request: object) -> CreateTopicsResponse:
     validate_only = bool(getattr(request, "validate_only", False))
     counts = Counter(t.name for t in request.topics)  # type: ignore[attr-defined]
     results = []
-    permits = request_quota.mutation_permits(ctx, STRICT_QUOTA_FROM)
+    permits = mutation_quota.permits(ctx, STRICT_QUOTA_FROM)
     for t in request.topics:  # type: ignore[attr-defined]
         configs = {c.name: c.value for c in t.configs}
         try:
@@ -63,7 +63,7 @@ async def handle(ctx: RequestContext, request: object) -> CreateTopicsResponse:
                 partitions = state.config.int("num.partitions") if t.num_partitions == -1 else t.num_partitions
                 rf = state.config.int("default.replication.factor") if t.replication_factor == -1 else t.replication_factor
             state.metadata.validate_new_topic(t.name, partitions, rf, configs, assignment)
-            request_quota.take_permits(permits, partitions)  # Kafka 4 charges validate_only too
+            permits.take(partitions)  # Kafka 4 charges validate_only too
             if validate_only:
                 topic_id = uuid.uuid4()
             else:
@@ -74,5 +74,5 @@ async def handle(ctx: RequestContext, request: object) -> CreateTopicsResponse:
         except KafkaApiError as exc:
             results.append(_Result(name=t.name, topic_id=uuid.UUID(int=0), error_code=exc.code,
                                    error_message=exc.message, num_partitions=-1, replication_factor=-1, configs=[]))
-    return CreateTopicsResponse(version=ctx.version, throttle_time_ms=request_quota.mutations_throttle(ctx, permits),
+    return CreateTopicsResponse(version=ctx.version, throttle_time_ms=mutation_quota.throttle(ctx, permits),
                                 topics=results)

@@ -22,7 +22,7 @@ from collections import Counter
 
 from kafka.protocol.admin.topics import DeleteTopicsResponse
 
-from wirekafka.broker import request_quota
+from wirekafka.broker import mutation_quota
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.metadata import Topic
 from wirekafka.broker.state import BrokerState
@@ -103,13 +103,13 @@ async def handle(ctx: RequestContext, request: object) -> DeleteTopicsResponse:
                                    "The provided topic name maps to an ID that was already supplied."))
         else:
             doomed[topic.topic_id] = topic
-    permits = request_quota.mutation_permits(ctx, STRICT_QUOTA_FROM)
+    permits = mutation_quota.permits(ctx, STRICT_QUOTA_FROM)
     for topic in doomed.values():
         try:
-            request_quota.take_permits(permits, len(topic.partitions))
+            permits.take(len(topic.partitions))
         except KafkaApiError as exc:
             results.append(_result(topic.name, topic.topic_id, exc.code, exc.message))
             continue
         results.append(await _delete(state, topic))
-    return DeleteTopicsResponse(version=ctx.version, throttle_time_ms=request_quota.mutations_throttle(ctx, permits),
+    return DeleteTopicsResponse(version=ctx.version, throttle_time_ms=mutation_quota.throttle(ctx, permits),
                                 responses=results)

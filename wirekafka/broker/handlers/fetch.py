@@ -38,7 +38,7 @@ from wirekafka.broker import request_quota
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.partition import Isolation
 from wirekafka.broker.quota_stats import INT_MAX
-from wirekafka.broker.replica_manager import FetchParams, FetchTarget
+from wirekafka.broker.replica_manager import FetchParams, FetchTarget, fetching_replica
 from wirekafka.protocol import codec
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.protocol.response_parts import RegionResponse, part_size
@@ -61,16 +61,6 @@ def _targets(ctx: RequestContext, request: object) -> list[FetchTarget]:
     return targets
 
 
-def _replica_id(request: object) -> int:
-    """The fetching follower's broker id (replica_id up to v14, replica_state from v15), -1 for
-    consumers."""
-    state = getattr(request, "replica_state", None)
-    if state is not None:
-        return state.replica_id
-    rid = getattr(request, "replica_id", -1)
-    return -1 if rid is None else rid
-
-
 async def handle(ctx: RequestContext, request: object) -> FetchResponse | RegionResponse:
     v = ctx.version
     session_id = getattr(request, "session_id", 0)
@@ -78,15 +68,16 @@ async def handle(ctx: RequestContext, request: object) -> FetchResponse | Region
         return FetchResponse(version=v, throttle_time_ms=0, error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
                              session_id=0, responses=[], node_endpoints=[])
     read_committed = getattr(request, "isolation_level", 0) == 1
-    follower = _replica_id(request) >= 0
-    user, client_id = ctx.principal, ctx.header.client_id or ""
+    replica = fetching_replica(request)
+    follower = replica >= 0
+    user, client_id = ctx.principal, ctx.client_id
     quota = ctx.state.client_quotas.fetch
     # a consumer gets at most what its byte quota allows in one window; followers have no client quota
     window_bytes = INT_MAX if follower else quota.max_value_in_window(user, client_id)
     max_bytes = min(request.max_bytes, ctx.state.config.int("fetch.max.bytes"), window_bytes)  # type: ignore[attr-defined]
     params = FetchParams(max_bytes, min(request.min_bytes, max_bytes), request.max_wait_ms,  # type: ignore[attr-defined]
                          Isolation.READ_COMMITTED if read_committed else Isolation.READ_UNCOMMITTED,
-                         _replica_id(request), getattr(request, "rack_id", None) if v >= 11 else None,
+                         replica, getattr(request, "rack_id", None) if v >= 11 else None,
                          ctx.listener)
     targets = _targets(ctx, request)
     outcomes = iter(zip(targets, await ctx.state.replicas.fetch(params, targets)))

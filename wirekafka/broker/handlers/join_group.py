@@ -26,7 +26,7 @@ async def handle(ctx: RequestContext, request: object) -> JoinGroupResponse:
     try:
         result = await ctx.state.groups.join(
             r.group_id, r.member_id, getattr(r, "group_instance_id", None),  # type: ignore[attr-defined]
-            ctx.header.client_id or "", client_host(ctx), r.session_timeout_ms,  # type: ignore[attr-defined]
+            ctx.client_id, client_host(ctx), r.session_timeout_ms,  # type: ignore[attr-defined]
             r.rebalance_timeout_ms if ctx.version >= 1 else r.session_timeout_ms,  # type: ignore[attr-defined]
             r.protocol_type, [(p.name, p.metadata) for p in r.protocols],  # type: ignore[attr-defined]
             require_known_member_id=ctx.version >= 4)

@@ -65,7 +65,7 @@ async def handle(ctx: RequestContext, request: object) -> FastProduceResponse | 
             failed = failed or parts[-1].error_code != ErrorCode.NONE
         topics.append(TopicAnswer(td.name, td.topic_id, parts))
     # the produce byte quota charges the whole request once it is answered, whatever happened to it
-    throttle = state.client_quotas.produce.record(ctx.principal, ctx.header.client_id or "", ctx.request_size)
+    throttle = state.client_quotas.produce.record(ctx.principal, ctx.client_id, ctx.request_size)
     ctx.mute(throttle)
     if acks == 0:
         if failed:

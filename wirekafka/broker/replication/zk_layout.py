@@ -107,11 +107,6 @@ def topic_config_path(topic: str) -> str:
     return entity_config_path(TOPIC_CONFIG_TYPE, topic)
 
 
-def user_config_path(user: str) -> str:
-    """Kafka names a user's znode by its sanitized name (URL-encoded)."""
-    return entity_config_path(USER_CONFIG_TYPE, sanitize(user))
-
-
 def sanitize(name: str) -> str:
     """Kafka's Sanitizer: URL-encoding as Java's URLEncoder does, '*' as %2A and space as %20."""
     return urllib.parse.quote(name, safe="-_.").replace("~", "%7E")

@@ -786,8 +786,8 @@ def _read_snapshot(client, watch: Callable | None, config_entities: tuple[str, .
                     for path in (zl.REASSIGN_PARTITIONS, zl.PREFERRED_REPLICA_ELECTION)}
     broker_config_reads = {e: client.get_async(zl.broker_config_path(e), watch=watch) for e in config_entities}
     users = client.get_children(zl.USERS_CONFIG, watch=watch)  # created with the other persistent paths
-    user_reads = {zl.desanitize(u): client.get_async(f"{zl.USERS_CONFIG}/{u}", watch=watch) for u in users}
-    quota_reads = _read_quota_configs(client, watch, users)
+    user_reads = {u: client.get_async(f"{zl.USERS_CONFIG}/{u}", watch=watch) for u in users}
+    quota_reads = _read_quota_configs(client, watch, user_reads)
 
     brokers: dict[int, BrokerInfo] = {}
     for broker_id, read in registrations.items():
@@ -840,18 +840,19 @@ def _read_snapshot(client, watch: Callable | None, config_entities: tuple[str, .
         if elections is not None else None,
         broker_configs={e: _entity_config(zl.broker_config_path(e), data[0])
                         for e, data in broker_configs.items() if data is not None},
-        users={u: _entity_config(zl.user_config_path(u), data[0]) for u, read in user_reads.items()
+        users={zl.desanitize(u): _entity_config(f"{zl.USERS_CONFIG}/{u}", data[0]) for u, read in user_reads.items()
                if (data := _value(read)) is not None},
         quota_configs={path: _entity_config(f"{zl.CONFIG}/{path}", data[0]) for path, read in quota_reads.items()
                        if (data := _value(read)) is not None})
 
 
-def _read_quota_configs(client, watch: Callable | None, users: list[str]) -> dict[str, object]:
-    """Async reads of every quota entity's config znode, by path under /config: the users (read
-    again by the caller for their SCRAM credentials), their per-client children, the client ids
-    and the ips. A user's children are watched so that a first per-client quota is noticed."""
-    reads = {f"{zl.USER_CONFIG_TYPE}/{u}": client.get_async(f"{zl.USERS_CONFIG}/{u}", watch=watch) for u in users}
-    listings = {u: client.get_children_async(f"{zl.USERS_CONFIG}/{u}", watch=watch) for u in users}
+def _read_quota_configs(client, watch: Callable | None, user_reads: dict[str, object]) -> dict[str, object]:
+    """Async reads of every quota entity's config znode, by path under /config: the users' (the
+    caller's reads, by sanitized name, which also hold their SCRAM credentials), their per-client
+    children, the client ids and the ips. A user's children are watched so that a first
+    per-client quota is noticed."""
+    reads = {f"{zl.USER_CONFIG_TYPE}/{u}": read for u, read in user_reads.items()}
+    listings = {u: client.get_children_async(f"{zl.USERS_CONFIG}/{u}", watch=watch) for u in user_reads}
     client_listings = {}
     for user, listing in listings.items():
         if zl.USER_CLIENTS in (_value(listing) or ()):

@@ -799,7 +799,7 @@ def _read_snapshot(client, watch: Callable | None, config_entities: tuple[str, .
             brokers[broker_id] = BrokerInfo(broker_id, first.host or "127.0.0.1", first.port, reg.rack, endpoints)
     controller_data = _value(controller_read)
     if controller_data is None:
-        client.exists(zl.CONTROLLER, watch=watch)  # told when a controller is elected
+        _watch_creation(client, [zl.CONTROLLER], watch)  # told when a controller is elected
     controller = zl.ControllerRegistration.decode(controller_data[0]).broker_id if controller_data else -1
     epoch_data = _value(epoch_read)
     controller_epoch, epoch_version = ((zl.decode_controller_epoch(epoch_data[0]), epoch_data[1].version)
@@ -819,18 +819,19 @@ def _read_snapshot(client, watch: Callable | None, config_entities: tuple[str, .
         topics[name] = view
         for index in view.assignment:
             state_reads[(name, index)] = client.get_async(zl.partition_state_path(name, index), watch=watch)
+    stateless = []
     for (name, index), read in state_reads.items():
         data = _value(read)
         if data is None:
-            client.exists(zl.partition_state_path(name, index), watch=watch)  # told when it is created
+            stateless.append(zl.partition_state_path(name, index))  # the controller has yet to elect
             continue
         topics[name].states[index] = (_decode_state(data[0]), data[1].version)
+    _watch_creation(client, stateless, watch)
     legacy = {path: _value(read) for path, read in legacy_reads.items()}
     broker_configs = {e: _value(read) for e, read in broker_config_reads.items()}
     absent = [path for path, data in legacy.items() if data is None]
     absent += [zl.broker_config_path(e) for e, data in broker_configs.items() if data is None]
-    for request in [client.exists_async(path, watch=watch) for path in absent]:
-        request.get()  # told when it is created
+    _watch_creation(client, absent, watch)
     reassign, elections = legacy[zl.REASSIGN_PARTITIONS], legacy[zl.PREFERRED_REPLICA_ELECTION]
     return ClusterSnapshot(
         brokers, controller, controller_epoch, epoch_version, topics, deleting,
@@ -844,6 +845,18 @@ def _read_snapshot(client, watch: Callable | None, config_entities: tuple[str, .
                if (data := _value(read)) is not None},
         quota_configs={path: _entity_config(f"{zl.CONFIG}/{path}", data[0]) for path, read in quota_reads.items()
                        if (data := _value(read)) is not None})
+
+
+def _watch_creation(client, paths: list[str], watch: Callable | None) -> None:
+    """Watch znodes a read found missing, to be told when they are created. A read of a missing
+    znode leaves no watch, so one created between that read and this exists() would never be
+    told: such a node, found here, asks the caller for another reconcile at once (through the
+    watch) instead of leaving it to the safety re-read seconds later."""
+    created = [path for path, request in [(path, client.exists_async(path, watch=watch)) for path in paths]
+               if request.get() is not None]
+    if created and watch is not None:
+        log.debug("created while being read: %s; reading again", created)
+        watch(None)
 
 
 def _read_quota_configs(client, watch: Callable | None, user_reads: dict[str, object]) -> dict[str, object]:

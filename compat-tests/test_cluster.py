@@ -473,16 +473,20 @@ def test_consumers_fetch_from_the_replica_in_their_rack(tmp_path: Path, zookeepe
         print(check_follower_fetch(c.zk, c.bootstrap, {n: b.bootstrap for n, b in c.brokers.items()}))
 
 
-@pytest.mark.parametrize("protocol", ["PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL"])
-def test_two_listeners_replicate_on_the_inter_broker_one(tmp_path: Path, zookeeper: str, protocol: str) -> None:
+@pytest.mark.parametrize("protocol, mechanism", [("PLAINTEXT", None), ("SASL_PLAINTEXT", "PLAIN"),
+                                                 ("SASL_PLAINTEXT", "OAUTHBEARER"), ("SSL", None),
+                                                 ("SASL_SSL", "PLAIN")])
+def test_two_listeners_replicate_on_the_inter_broker_one(tmp_path: Path, zookeeper: str, protocol: str,
+                                                        mechanism: str | None) -> None:
     """CLIENT and REPLICATION listeners on every broker, REPLICATION the inter-broker one: the
     registrations, Metadata per listener and replication are as on Kafka 3.9.1 (the same check
     runs there in compat-tests/test_zookeeper_launcher.py)."""
     ports = {n: (free_port(), free_port()) for n in (1, 2, 3)}
     tls = make_tls_material(tmp_path / "tls") if protocol.endswith("SSL") else None
     with WirekafkaCluster(tmp_path, zookeeper, ports={n: p[0] for n, p in ports.items()},
-                          broker_overrides={n: listener_overrides(*p, protocol, tls) for n, p in ports.items()}) as c:
-        print(check_two_listeners(c.zk, ports, protocol=protocol, tls=tls))
+                          broker_overrides={n: listener_overrides(*p, protocol, tls, mechanism)
+                                            for n, p in ports.items()}) as c:
+        print(check_two_listeners(c.zk, ports, protocol=protocol, tls=tls, mechanism=mechanism))
 
 
 def test_scram_credentials_in_zookeeper(cluster: WirekafkaCluster) -> None:

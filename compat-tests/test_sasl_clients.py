@@ -24,7 +24,7 @@ from java_tools import ok
 from secure_clients import (aiokafka_round_trip, confluent_round_trip, java_console_round_trip,
                             kafka_python_round_trip, kcat_round_trip)
 from testsupport.broker_process import BrokerProcess, free_port
-from wirekafka.broker.replication.peer_client import PeerClient, PeerSecurity, PeerUnavailable
+from wirekafka.broker.replication.peer_client import PeerClient, PeerSasl, PeerSecurity, PeerUnavailable
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
         'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
@@ -33,10 +33,17 @@ PLAIN = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl
 
 
 SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-MECHANISMS = {"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+# Kafka's default OAUTHBEARER validator (unsecured tokens), requiring the scope "kafka"; the
+# broker's own login token is for admin
+OAUTH_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required"
+OAUTH_JAAS = f'{OAUTH_MODULE} unsecuredLoginStringClaim_sub="admin" unsecuredValidatorRequiredScope="kafka";'
+OAUTH = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+         "enable.sasl.oauthbearer.unsecure.jwt": "true", "sasl.oauthbearer.config": "principal=alice scope=kafka"}
+MECHANISMS = {"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
               "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
               "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
-              "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": SCRAM_JAAS}
+              "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
+              "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": OAUTH_JAAS}
 _PLAINTEXT: list[str] = []  # the module broker's PLAINTEXT address, for setting credentials
 
 
@@ -94,6 +101,29 @@ def test_java_console_tools_authenticate(sasl_address: str, tmp_path: Path) -> N
                       'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required '
                       'username="alice" password="alice-secret";\n')
     assert java_console_round_trip(sasl_address, client, "sasl-java") == ["j1", "j2"]
+
+
+def test_oauthbearer_with_unsecured_tokens(sasl_address: str, tmp_path: Path) -> None:
+    """confluent-kafka, kcat (librdkafka's unsecured JWT) and the Java console tools (Kafka's
+    unsecured login) authenticate with OAUTHBEARER and produce and consume; a token without the
+    required scope is refused."""
+    values = [b"o%02d" % i for i in range(20)]
+    assert confluent_round_trip({"bootstrap.servers": sasl_address, **OAUTH}, "oauth-confluent", values) == values
+    assert kcat_round_trip(sasl_address, OAUTH, "oauth-kcat") == ["x1", "x2", "x3"]
+    client = tmp_path / "client.properties"
+    client.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=OAUTHBEARER\n"
+                      f'sasl.jaas.config={OAUTH_MODULE} unsecuredLoginStringClaim_sub="java-user" '
+                      'unsecuredLoginListClaim_scope=",kafka,other";\n')
+    assert java_console_round_trip(sasl_address, client, "oauth-java") == ["j1", "j2"]
+    errors: list[KafkaError] = []
+    refused = Producer({"bootstrap.servers": sasl_address, **OAUTH, "sasl.oauthbearer.config": "principal=alice",
+                        "error_cb": errors.append})
+    for _ in range(100):
+        refused.poll(0.1)
+        if any(e.code() == KafkaError._AUTHENTICATION for e in errors):
+            break
+    assert any(e.code() == KafkaError._AUTHENTICATION and "insufficient_scope" in e.str() for e in errors), errors
+    del refused
 
 
 def test_librdkafka_re_authenticates_before_its_session_expires(tmp_path: Path) -> None:
@@ -183,7 +213,7 @@ def test_a_brokers_own_client_authenticates(sasl_address: str, mechanism: str, u
 
     async def versions(secret: str) -> int:
         async with PeerClient(host, int(port), "peer-test", 10, 10,
-                              security=PeerSecurity(sasl=(mechanism, user, secret))) as client:
+                              security=PeerSecurity(sasl=PeerSasl(mechanism, {"username": user, "password": secret}))) as client:
             answer = await client.send(ApiVersionsRequest(version=3, client_software_name="peer",
                                                           client_software_version="1"))
             return answer.error_code
@@ -191,3 +221,21 @@ def test_a_brokers_own_client_authenticates(sasl_address: str, mechanism: str, u
     assert trio.run(versions, password) == 0
     with pytest.raises(PeerUnavailable, match="SASL authentication as"):
         trio.run(versions, "wrong")
+
+
+def test_a_brokers_own_client_authenticates_with_oauthbearer(sasl_address: str) -> None:
+    """With OAUTHBEARER the broker's own client sends the unsecured token its login options make;
+    a token the peer refuses (no required scope) is acknowledged, and the refusal reported."""
+    host, port = sasl_address.rsplit(":", 1)
+
+    async def versions(options: dict[str, str]) -> int:
+        async with PeerClient(host, int(port), "peer-test", 10, 10,
+                              security=PeerSecurity(sasl=PeerSasl("OAUTHBEARER", options))) as client:
+            answer = await client.send(ApiVersionsRequest(version=3, client_software_name="peer",
+                                                          client_software_version="1"))
+            return answer.error_code
+
+    assert trio.run(versions, {"unsecuredLoginStringClaim_sub": "broker-2",
+                               "unsecuredLoginListClaim_scope": " kafka"}) == 0
+    with pytest.raises(PeerUnavailable, match=r'insufficient_scope'):
+        trio.run(versions, {"unsecuredLoginStringClaim_sub": "broker-2"})

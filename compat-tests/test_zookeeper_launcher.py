@@ -331,16 +331,19 @@ def test_kafka39_consumers_fetch_from_the_replica_in_their_rack(tmp_path):
         print(f"Kafka {brokers[0].version}: {summary}")
 
 
-@pytest.mark.parametrize("protocol", ["PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL"])
-def test_kafka39_two_listeners_replicate_on_the_inter_broker_one(tmp_path, protocol):
+@pytest.mark.parametrize("protocol, mechanism", [("PLAINTEXT", None), ("SASL_PLAINTEXT", "PLAIN"),
+                                                 ("SASL_PLAINTEXT", "OAUTHBEARER"), ("SSL", None),
+                                                 ("SASL_SSL", "PLAIN")])
+def test_kafka39_two_listeners_replicate_on_the_inter_broker_one(tmp_path, protocol, mechanism):
     """CLIENT and REPLICATION listeners, REPLICATION the inter-broker one, on Kafka 3.9.1: the
     check wirekafka's cluster passes too (compat-tests/test_cluster.py)."""
     ports = {n: tuple(realkafka.free_ports(2)) for n in (1, 2, 3)}
     tls = make_tls_material(tmp_path / "tls") if protocol.endswith("SSL") else None
     with _kafka39_cluster(tmp_path, ports={n: p[0] for n, p in ports.items()},
-                          broker_overrides={n: listener_overrides(*p, protocol, tls) for n, p in ports.items()}) \
+                          broker_overrides={n: listener_overrides(*p, protocol, tls, mechanism) for n, p in ports.items()}) \
             as (brokers, client):
-        print(f"Kafka {brokers[0].version}: {check_two_listeners(client, ports, protocol=protocol, tls=tls)}")
+        print(f"Kafka {brokers[0].version}: "
+              f"{check_two_listeners(client, ports, protocol=protocol, tls=tls, mechanism=mechanism)}")
 
 
 def test_kafka39_scram_credentials_in_zookeeper(tmp_path):

@@ -36,6 +36,9 @@ VOLATILE: dict[str, str] = {
     "log_dir": "each broker's data directory (log.dirs), a path on its own host",
     "total_bytes": "the size of the volume holding the broker's log directory",
     "usable_bytes": "the free space, at that moment, on the volume holding the broker's log directory",
+    "session_lifetime_ms": "the time left, at the broker's clock when it answered, until connections.max.reauth.ms "
+                           "or an OAUTHBEARER token's expiry ends the session; only 0 (no lifetime) is compared, "
+                           "and the scenarios assert its range",
     "auth_bytes": "a SCRAM server's messages carry its random nonce and signatures over it; the scenarios "
                   "check them with the client's side of SCRAM instead (conformance/test_scram.py)",
 }
@@ -119,6 +122,8 @@ class Normalizer:
                 return value if value == -1 else "<broker time>"
             if key == "transaction_start_time_ms":
                 return value if value in (-1, 0) else "<broker time>"
+            if key == "session_lifetime_ms":
+                return value if value == 0 else "<time left>"
             return f"<{key}>"
         clock = CLOCK_IN_TEXT.get(key)
         if clock is not None and isinstance(value, str):

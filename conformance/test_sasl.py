@@ -52,7 +52,7 @@ def _versions(conn: Connection):
     return conn.call(ApiVersionsRequest(client_software_name="conformance", client_software_version="1"), 3)
 
 
-def _closed(conn: Connection, within: float = 10.0) -> bool:
+def closed_by_broker(conn: Connection, within: float = 10.0) -> bool:
     """True once the broker has closed the connection (EOF or reset) without sending more."""
     conn.sock.settimeout(within)
     try:
@@ -90,7 +90,7 @@ def test_a_failed_authentication_is_answered_then_closed(target, password):
     with _connect(target.second) as conn:
         answer = _authenticated(conn, password=password)
         assert answer.error_code == SASL_AUTHENTICATION_FAILED
-        assert _closed(conn)
+        assert closed_by_broker(conn)
 
 
 def test_a_frame_over_the_listeners_max_receive_size_before_authentication_closes(target):
@@ -102,14 +102,14 @@ def test_a_frame_over_the_listeners_max_receive_size_before_authentication_close
     with _connect(target.second) as conn:
         assert conn.call(SaslHandshakeRequest(mechanism="PLAIN"), 1).error_code == 0
         conn.send(SaslAuthenticateRequest(auth_bytes=b"\x00alice\x00" + b"x" * MAX_RECEIVE), 2, expect_response=False)
-        assert _closed(conn)
+        assert closed_by_broker(conn)
 
 
 def test_an_unknown_mechanism_is_answered_with_the_enabled_ones_then_closed(target):
     with _connect(target.second) as conn:
         answer = conn.call(SaslHandshakeRequest(mechanism="SCRAM-SHA-256"), 1)
         assert (answer.error_code, answer.mechanisms) == (UNSUPPORTED_SASL_MECHANISM, ["PLAIN"])
-        assert _closed(conn)
+        assert closed_by_broker(conn)
 
 
 @pytest.mark.parametrize("api", ["Metadata", "SaslHandshake", "ApiVersions"])
@@ -123,7 +123,7 @@ def test_a_request_out_of_turn(target, api):
     if api == "Metadata":
         with _connect(target.second) as conn:
             conn.send(request, version)
-            assert _closed(conn)
+            assert closed_by_broker(conn)
     with _connect(target.second) as conn:  # after the handshake, before the token
         assert conn.call(SaslHandshakeRequest(mechanism="PLAIN"), 1).error_code == 0
         if api == "ApiVersions":  # an error answer whose body the v0 decoder cannot read: its code, raw
@@ -133,7 +133,7 @@ def test_a_request_out_of_turn(target, api):
             assert struct.unpack_from(">h", frame, 4)[0] == ILLEGAL_SASL_STATE, frame
         else:
             assert conn.call(request, version).error_code == ILLEGAL_SASL_STATE
-        assert _closed(conn)
+        assert closed_by_broker(conn)
 
 
 def test_handshake_v0_then_a_bare_token(target):
@@ -147,7 +147,7 @@ def test_handshake_v0_then_a_bare_token(target):
         assert conn.call(SaslHandshakeRequest(mechanism="PLAIN"), 0).error_code == 0
         token = b"\x00alice\x00nope"
         conn.sock.sendall(struct.pack(">i", len(token)) + token)
-        assert _closed(conn)
+        assert closed_by_broker(conn)
 
 
 @pytest.mark.parametrize("version", [0, 1])

@@ -15,7 +15,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from conformance.own_brokers import own_two_listener_pair
-from conformance.test_sasl import ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED, _closed, _settings
+from conformance.test_sasl import ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED, closed_by_broker, _settings
 from conformance.wire import Connection
 
 REAUTH_MS = 3000
@@ -56,7 +56,7 @@ def test_re_authenticating_as_another_user_fails(target):
         assert _authenticate(conn).error_code == 0
         other = _authenticate(conn, "admin", "admin-secret")
         assert other.error_code == SASL_AUTHENTICATION_FAILED
-        assert _closed(conn)
+        assert closed_by_broker(conn)
 
 
 def test_an_expired_session_is_closed_at_its_next_request(target):
@@ -64,4 +64,4 @@ def test_an_expired_session_is_closed_at_its_next_request(target):
         assert _authenticate(conn).error_code == 0
         time.sleep(REAUTH_MS / 1000 + 0.5)
         conn.send(MetadataRequest(topics=[], allow_auto_topic_creation=False), 12)
-        assert _closed(conn)
+        assert closed_by_broker(conn)

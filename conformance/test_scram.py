@@ -17,7 +17,7 @@ from kafka.protocol.admin.users import AlterUserScramCredentialsRequest, Describ
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from conformance.own_brokers import own_two_listener_pair
-from conformance.test_sasl import JAAS, SASL_AUTHENTICATION_FAILED, _closed, sasl_listener_settings
+from conformance.test_sasl import JAAS, SASL_AUTHENTICATION_FAILED, closed_by_broker, sasl_listener_settings
 from conformance.wire import Connection, poll, unique
 from wirekafka.protocol.sasl_scram import ScramClient, salted_password
 
@@ -125,4 +125,4 @@ def test_scram_login(target, mechanism):
             assert (refused.error_code, refused.error_message) == (
                 SASL_AUTHENTICATION_FAILED,
                 f"Authentication failed during authentication due to invalid credentials with SASL mechanism {name}")
-            assert _closed(conn)
+            assert closed_by_broker(conn)

@@ -1,5 +1,5 @@
 """A cluster whose brokers each have two listeners, CLIENT (PLAINTEXT) and REPLICATION (PLAINTEXT,
-SASL_PLAINTEXT with SASL/PLAIN between the brokers, SSL, or SASL_SSL), with REPLICATION the
+SASL_PLAINTEXT with SASL/PLAIN or SASL/OAUTHBEARER between the brokers, SSL, or SASL_SSL), with REPLICATION the
 inter-broker one: checked the same way on a real Kafka 3.9 cluster
 (compat-tests/test_zookeeper_launcher.py) and on wirekafka's (compat-tests/test_cluster.py).
 
@@ -27,28 +27,38 @@ JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required userna
         'password="broker-secret" user_broker="broker-secret" user_admin="admin-secret";')
 SASL_CLIENT = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "admin",
                "sasl.password": "admin-secret"}
+# With OAUTHBEARER (Kafka's default, unsecured tokens, scope "kafka" required): brokers log in as
+# "broker" with their login module's token, clients as "admin" with librdkafka's unsecured JWT.
+OAUTH_JAAS = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
+              'unsecuredLoginStringClaim_sub="broker" unsecuredLoginListClaim_scope=",kafka" '
+              'unsecuredValidatorRequiredScope="kafka";')
+OAUTH_CLIENT = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+                "enable.sasl.oauthbearer.unsecure.jwt": "true", "sasl.oauthbearer.config": "principal=admin scope=kafka"}
 
 
 def listener_overrides(client_port: int, replication_port: int, protocol: str = "PLAINTEXT",
-                       tls: TlsMaterial | None = None) -> dict[str, str]:
-    """One broker's settings: CLIENT on client_port, REPLICATION (protocol) on replication_port;
-    an SSL or SASL_SSL one uses tls's stores (given as that listener's own settings)."""
+                       tls: TlsMaterial | None = None, mechanism: str | None = None) -> dict[str, str]:
+    """One broker's settings: CLIENT on client_port, REPLICATION (protocol; SASL with mechanism,
+    PLAIN or OAUTHBEARER) on replication_port; an SSL or SASL_SSL one uses tls's stores (given as
+    that listener's own settings)."""
+    mechanism = mechanism or "PLAIN"
     listeners = f"CLIENT://127.0.0.1:{client_port},REPLICATION://127.0.0.1:{replication_port}"
     settings = {"listeners": listeners, "advertised.listeners": listeners,
                 "listener.security.protocol.map": f"CLIENT:PLAINTEXT,REPLICATION:{protocol}",
                 "inter.broker.listener.name": "REPLICATION"}
     if protocol.startswith("SASL_"):
-        settings.update({"sasl.enabled.mechanisms": "PLAIN", "sasl.mechanism.inter.broker.protocol": "PLAIN",
-                         "listener.name.replication.plain.sasl.jaas.config": JAAS})
+        settings.update({"sasl.enabled.mechanisms": mechanism, "sasl.mechanism.inter.broker.protocol": mechanism,
+                         f"listener.name.replication.{mechanism.lower()}.sasl.jaas.config":
+                             OAUTH_JAAS if mechanism == "OAUTHBEARER" else JAAS})
     if protocol.endswith("SSL"):
         assert tls is not None, "an SSL listener needs key and trust stores"
         settings.update(tls.broker_settings(prefix="listener.name.replication."))
     return settings
 
 
-def client_settings(protocol: str, tls: TlsMaterial | None) -> dict[str, str]:
+def client_settings(protocol: str, tls: TlsMaterial | None, mechanism: str | None = None) -> dict[str, str]:
     """librdkafka's settings for the REPLICATION listener."""
-    settings = dict(SASL_CLIENT) if protocol.startswith("SASL_") else {}
+    settings = dict(OAUTH_CLIENT if mechanism == "OAUTHBEARER" else SASL_CLIENT) if protocol.startswith("SASL_") else {}
     if protocol.endswith("SSL"):
         assert tls is not None
         settings.update(tls.librdkafka_settings())
@@ -75,7 +85,8 @@ def _metadata_ports(port: int, client: dict[str, str]) -> dict[int, int]:
 
 
 def check_two_listeners(client, ports: dict[int, tuple[int, int]], topic: str = "two-listeners",
-                        protocol: str = "PLAINTEXT", tls: TlsMaterial | None = None) -> str:
+                        protocol: str = "PLAINTEXT", tls: TlsMaterial | None = None,
+                        mechanism: str | None = None) -> str:
     """`client`: kazoo on the cluster's chroot; `ports`: broker id -> (CLIENT port, REPLICATION
     port); `protocol`: the REPLICATION listener's. Returns a summary."""
     for broker_id, (client_port, replication_port) in ports.items():
@@ -85,7 +96,7 @@ def check_two_listeners(client, ports: dict[int, tuple[int, int]], topic: str = 
                                     f"REPLICATION://127.0.0.1:{replication_port}"], raw
         assert reg["listener_security_protocol_map"] == {"CLIENT": "PLAINTEXT", "REPLICATION": protocol}, raw
         assert (reg["host"], reg["port"]) == ("127.0.0.1", client_port), raw
-    for index, settings in ((0, {}), (1, client_settings(protocol, tls))):
+    for index, settings in ((0, {}), (1, client_settings(protocol, tls, mechanism))):
         for broker_id, pair in ports.items():
             seen = wait_for(lambda: (lambda m: m if len(m) == len(ports) else None)(
                                 _metadata_ports(pair[index], settings)),
@@ -109,5 +120,5 @@ def check_two_listeners(client, ports: dict[int, tuple[int, int]], topic: str = 
     replication_port = ports[leader][1]
     followers = wait_for(lambda: _established_to(replication_port) or None, 30,
                          f"followers connected to broker {leader}'s REPLICATION listener")
-    return (f"registrations list CLIENT and REPLICATION ({protocol}); Metadata on each listener names its ports; "
+    return (f"registrations list CLIENT and REPLICATION ({protocol}{' ' + mechanism if mechanism else ''}); Metadata on each listener names its ports; "
             f"10 acks=all records acknowledged; {followers} connections on the leader's REPLICATION port")

@@ -11,12 +11,14 @@ import logging
 import re
 import socket
 import ssl
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
 from wirekafka import jaas, kafka_only_keys, tls
 from wirekafka.principal import SslPrincipalMapper
+from wirekafka.protocol import sasl_oauthbearer as oauth
 
 log = logging.getLogger(__name__)
 
@@ -301,10 +303,16 @@ _LISTENER_KEY = re.compile(r"^listener\.name\.[^.]+\.(sasl\.enabled\.mechanisms|
                            r"max\.connection\.creation\.rate|"
                            r"[^.]+\.sasl\.jaas\.config|"
                            r"[^.]+\.connections\.max\.reauth\.ms|ssl\.[a-z.]+)$", re.IGNORECASE)
+# A mechanism's JVM plug-ins on a listener (a secured OAUTHBEARER validator, say): refused, since
+# ignoring one would authenticate with the built-in behaviour the operator replaced.
+_LISTENER_PLUGIN_KEY = re.compile(r"^listener\.name\.[^.]+\.[^.]+\.sasl\.(?:(?:server|login|client)\.callback\.handler"
+                                  r"|login)\.class$", re.IGNORECASE)
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")  # authenticated with SASL
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 TLS_PROTOCOLS = ("SSL", "SASL_SSL")  # served over TLS
 SERVED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+OAUTH_LOGIN_FAILED = ("javax.security.auth.login.LoginException: An internal error occurred while retrieving token "
+                      "from callback handler")
 JAAS_MISSING = ("Could not find a 'KafkaServer' or '{listener}.KafkaServer' entry in the JAAS configuration. "
                 "System property 'java.security.auth.login.config' is not set")
 
@@ -427,16 +435,16 @@ class BrokerConfig:
         """The listener's JAAS login module text for a mechanism (listener.name.<l>.<mechanism>.sasl.jaas.config)."""
         return self._own(listener, f"{mechanism.lower()}.sasl.jaas.config")
 
-    def inter_broker_sasl(self) -> tuple[str, str, str] | None:
-        """(mechanism, username, password) this broker authenticates with on the inter-broker
-        listener: sasl.mechanism.inter.broker.protocol and the `username` and `password` options
-        of that listener's JAAS module for it; None when that listener has no SASL."""
+    def inter_broker_sasl(self) -> tuple[str, dict[str, str]] | None:
+        """(mechanism, JAAS options) this broker logs in with on the inter-broker listener:
+        sasl.mechanism.inter.broker.protocol and the options of that listener's JAAS module for it
+        (PLAIN and SCRAM: `username` and `password`; OAUTHBEARER: unsecuredLogin*); None when that
+        listener has no SASL."""
         listener = self.inter_broker_listener
         if self.security_protocol(listener) not in SASL_PROTOCOLS:
             return None
         mechanism = str(self["sasl.mechanism.inter.broker.protocol"])
-        module = jaas.single_module(self.jaas_config(listener, mechanism) or "")
-        return mechanism, module.options.get("username", ""), module.options.get("password", "")
+        return mechanism, dict(jaas.single_module(self.jaas_config(listener, mechanism) or "").options)
 
     @functools.cached_property
     def inter_broker_listener(self) -> str:
@@ -498,6 +506,9 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
     values: dict[str, object] = {k: d for k, (_, d) in BROKER_KEYS.items()}
     for key, raw in props.items():
         spec = BROKER_KEYS.get(key)
+        if _LISTENER_PLUGIN_KEY.match(key) and raw.strip():
+            raise ConfigError(f"{key}={raw} is not available in wirekafka: it loads JVM classes (wirekafka serves "
+                              f"OAUTHBEARER with Kafka's default, unsecured validator and login only)")
         if spec is None and _LISTENER_KEY.match(key):
             broker_spec = BROKER_KEYS.get(key.split(".", 3)[3].lower())
             try:  # a key the broker also has is checked against its type
@@ -723,8 +734,10 @@ def _check_listeners(cfg: BrokerConfig) -> None:
 
 def _check_sasl_listener(cfg: BrokerConfig, listener: str) -> None:
     """A SASL listener needs mechanisms among those wirekafka serves (PLAIN, SCRAM-SHA-256,
-    SCRAM-SHA-512); each needs its JAAS login module, given as the listener's sasl.jaas.config
-    for that mechanism (there is no JVM, so no JAAS file)."""
+    SCRAM-SHA-512, OAUTHBEARER with Kafka's unsecured tokens); each needs its JAAS login module,
+    given as the listener's sasl.jaas.config for that mechanism (there is no JVM, so no JAAS
+    file). An OAUTHBEARER module with options logs in at start-up, as Kafka's broker does: options
+    that make no token stop it."""
     mechanisms = cfg.sasl_mechanisms(listener)
     if not mechanisms:
         raise ConfigError("No SASL mechanisms are enabled")
@@ -742,9 +755,14 @@ def _check_sasl_listener(cfg: BrokerConfig, listener: str) -> None:
         if text is None:
             raise ConfigError(JAAS_MISSING.format(listener=listener.lower()))
         try:
-            jaas.single_module(text)
+            module = jaas.single_module(text)
         except jaas.JaasError as exc:
             raise ConfigError(str(exc)) from None
+        if mechanism == oauth.MECHANISM:
+            try:
+                oauth.login_token(module.options, time.time())
+            except oauth.LoginError as exc:
+                raise ConfigError(f"{OAUTH_LOGIN_FAILED} ({listener.lower()}: {exc})") from None
 
 
 def _check_distinct_ports(listeners: tuple[Listener, ...], spec: str) -> None:

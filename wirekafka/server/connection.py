@@ -160,6 +160,8 @@ async def _authenticate(auth: SaslServerAuthenticator, payload: bytes, channel: 
         else:
             return _SERVE
     step = auth.step(payload)
+    if step.drop:
+        return _CLOSE
     if step.fail:
         await trio.sleep(state.config.int("connection.failed.authentication.delay.ms") / 1000)
         if step.reply is not None:

@@ -37,6 +37,7 @@ from wirekafka import jaas
 from wirekafka.broker.replication._jvm_order import java_hashmap_order
 from wirekafka.config import SASL_PROTOCOLS, BrokerConfig
 from wirekafka.protocol import api_versions, codec
+from wirekafka.protocol import sasl_oauthbearer as oauth
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.protocol.sasl_plain import MECHANISM as PLAIN
 from wirekafka.protocol.sasl_plain import PlainAuthenticationError, authenticate, users_of
@@ -67,6 +68,7 @@ class Step:
     dispatch: bool = False  # answer it as any request (ApiVersions)
     reply: bytes | None = None  # a whole frame to send
     fail: bool = False  # authentication failed: wait the failure delay, send reply if any, close
+    drop: bool = False  # Kafka's server failed unexpectedly: close at once, without an answer
 
 
 def _no_scram_credentials(_user: str, _mechanism: str) -> ScramCredential | None:
@@ -75,14 +77,15 @@ def _no_scram_credentials(_user: str, _mechanism: str) -> ScramCredential | None
 
 @dataclass(frozen=True)
 class SaslSettings:
-    """A SASL listener's mechanisms, its PLAIN users (from its JAAS login module) and where the
-    SCRAM credentials are (the cluster metadata's store)."""
+    """A SASL listener's mechanisms, its PLAIN users and OAUTHBEARER validator options (from their
+    JAAS login modules) and where the SCRAM credentials are (the cluster metadata's store)."""
 
     mechanisms: tuple[str, ...]
     users: dict[str, str]
     # connections.max.reauth.ms by mechanism: 0 (or absent) is no re-authentication
     reauth_ms: Mapping[str, int] = field(default_factory=dict)
     scram: CredentialLookup = _no_scram_credentials
+    oauth: oauth.ValidatorOptions = oauth.ValidatorOptions()
 
     @classmethod
     def of_listener(cls, config: BrokerConfig, listener: str,
@@ -96,7 +99,11 @@ class SaslSettings:
         users = {}
         if PLAIN in mechanisms:
             users = users_of(jaas.single_module(config.jaas_config(listener, PLAIN) or "").options)
-        return cls(mechanisms, users, {m: config.reauth_ms(listener, m) for m in mechanisms}, scram)
+        validator = oauth.ValidatorOptions()
+        if oauth.MECHANISM in mechanisms:
+            validator = oauth.ValidatorOptions.of(jaas.single_module(config.jaas_config(listener, oauth.MECHANISM)
+                                                                     or "").options)
+        return cls(mechanisms, users, {m: config.reauth_ms(listener, m) for m in mechanisms}, scram, validator)
 
     def authenticator(self, peer: str) -> "SaslServerAuthenticator":
         return SaslServerAuthenticator(self, peer)
@@ -110,6 +117,7 @@ class SaslServerAuthenticator:
         self.principal: str | None = None
         self.mechanism: str | None = None
         self._scram: ScramServer | None = None
+        self._oauth: oauth.OAuthBearerServer | None = None
         self.expires_at: float | None = None  # time.monotonic() when the session ends, if it does
         self._previous: tuple[str, str] | None = None  # (mechanism, principal) while re-authenticating
         self._reauth_started = 0.0
@@ -172,6 +180,7 @@ class SaslServerAuthenticator:
                                 codec.encode_response(key, version, header.correlation_id, answer))
         self.mechanism = mechanism
         self._scram = ScramServer(mechanism, self.settings.scram) if mechanism in SCRAM_MECHANISMS else None
+        self._oauth = oauth.OAuthBearerServer(self.settings.oauth) if mechanism == oauth.MECHANISM else None
         if self._previous is not None and mechanism != self._previous[0]:
             self.state = _State.REAUTH_BAD_MECHANISM
         else:
@@ -181,25 +190,42 @@ class SaslServerAuthenticator:
 
     def _evaluate(self, token: bytes) -> tuple[bytes, str | None]:
         """The mechanism's answer to a token, and the user once authenticated (None while a SCRAM
-        exchange goes on). Raises _Refused with what the client is told."""
+        or OAUTHBEARER exchange goes on). Raises _Refused with what the client is told, or
+        oauth.Dropped."""
         try:
+            if self._oauth is not None:
+                answer = self._oauth.evaluate(token)
+                return answer, self._oauth.principal
             if self._scram is None:
                 return b"", authenticate(token, self.settings.users)
             answer = self._scram.evaluate(token)
             return answer, self._scram.principal if self._scram.complete else None
-        except PlainAuthenticationError as exc:
-            raise _Refused(str(exc), str(exc)) from None
-        except GenericFailure as exc:  # Kafka does not say why (which user exists, ...)
+        except (GenericFailure, oauth.MalformedFirstMessage) as exc:  # Kafka does not say why
             stage = "re-authentication" if self._previous is not None else "authentication"
             raise _Refused(f"Authentication failed during {stage} due to invalid credentials with SASL mechanism "
-                           f"{self.mechanism}", exc.reason) from None
-        except ScramFailure as exc:
+                           f"{self.mechanism}", str(exc)) from None
+        except (PlainAuthenticationError, ScramFailure, oauth.Refused) as exc:  # GenericFailure is a ScramFailure
             raise _Refused(str(exc), str(exc)) from None
+
+    def _session_ms(self) -> int:
+        """The session's lifetime: connections.max.reauth.ms for the mechanism (0: none); an
+        OAUTHBEARER session also ends when its token expires, whether or not that is set (a token
+        expired within the clock skew leaves 0: the session ends at once)."""
+        limit = max(self.settings.reauth_ms.get(self.mechanism or "", 0), 0)
+        if self._oauth is None or self._oauth.expires_ms is None:
+            return limit
+        left = max(0, self._oauth.expires_ms - int(time.time() * 1000))
+        return min(left, limit) if limit > 0 else left
 
     def _authenticate(self, token: bytes, header: codec.RequestHeader | None) -> Step:
         """Evaluate a token; header is the SaslAuthenticate request's (None for a bare token)."""
         try:
-            answer_bytes, principal = self._evaluate(bytes(token))
+            try:
+                answer_bytes, principal = self._evaluate(bytes(token))
+            except oauth.Dropped as exc:
+                log.warning("unexpected error authenticating %s with SASL/%s (%s); closing connection",
+                            self.peer, self.mechanism, exc)
+                return Step(drop=True)
             if principal is not None and self._previous is not None and principal != self._previous[1]:
                 message = (f"Cannot change principals during re-authentication from User.{self._previous[1]}: "
                            f"User.{principal}")
@@ -214,8 +240,9 @@ class SaslServerAuthenticator:
         lifetime_ms = 0
         if principal is not None:
             self.principal, self.state, self._previous = principal, _State.COMPLETE, None
-            lifetime_ms = max(self.settings.reauth_ms.get(self.mechanism or "", 0), 0)
-            self.expires_at = time.monotonic() + lifetime_ms / 1000 if lifetime_ms > 0 else None
+            lifetime_ms = self._session_ms()
+            bounded = lifetime_ms > 0 or self._oauth is not None  # a token's expiry always ends its session
+            self.expires_at = time.monotonic() + lifetime_ms / 1000 if bounded else None
             log.debug("%s authenticated as %s with SASL/%s", self.peer, self.principal, self.mechanism)
         if header is None:
             return Step(reply=struct.pack(">i", len(answer_bytes)) + answer_bytes)

@@ -23,10 +23,14 @@ ApiVersions or Metadata; all of it goes through this client.
   would desynchronise it), then propagates.
 - A response frame is read into one preallocated bytearray with recv_into: each byte is copied
   once from the kernel, then once more when the schema decoder slices ``records`` out of it.
-- On a SASL listener (``security.sasl`` = mechanism, username and password) each new connection first
-  authenticates, as Kafka's inter-broker clients do: SaslHandshake v1, then SaslAuthenticate v2
-  (once for PLAIN, twice for SCRAM, whose server signature is checked). A refusal is a
-  PeerUnavailable carrying the peer's message.
+- On a SASL listener (``security.sasl`` = the mechanism and its JAAS login options) each new
+  connection first authenticates, as Kafka's inter-broker clients do: SaslHandshake v1, then
+  SaslAuthenticate v2 (once for PLAIN with the `username` and `password` options; twice for SCRAM,
+  whose server signature is checked; once for OAUTHBEARER with the unsecured token the
+  unsecuredLogin* options make, fresh for each connection). A refusal is a PeerUnavailable
+  carrying the peer's message. A session the peer gave a lifetime (connections.max.reauth.ms, an
+  OAUTHBEARER token's expiry) is replaced by a new connection once 85% of it has passed, before
+  the peer would close it, where Kafka's clients re-authenticate on the same connection.
 - On an SSL or SASL_SSL listener (``security.tls`` = this broker's client context) the connection is TLS,
   checked as ssl.endpoint.identification.algorithm asks; SASL then runs inside it.
 - Not implemented: pipelining several requests on one connection."""
@@ -36,7 +40,8 @@ from __future__ import annotations
 import socket
 import ssl
 import struct
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 import trio
 from kafka.protocol.api_header import ResponseHeader
@@ -45,6 +50,7 @@ from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from wirekafka.config import BrokerConfig
+from wirekafka.protocol import sasl_oauthbearer as oauth
 from wirekafka.protocol.sasl_plain import MECHANISM as PLAIN
 from wirekafka.protocol.sasl_plain import client_message
 from wirekafka.protocol.sasl_scram import ScramClient, ScramFailure
@@ -56,17 +62,43 @@ _API_VERSIONS_KEY = ApiVersionsResponse.API_KEY
 
 
 @dataclass(frozen=True)
+class PeerSasl:
+    """The inter-broker SASL login: the mechanism and its JAAS login module's options."""
+
+    mechanism: str
+    options: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def username(self) -> str:
+        return self.options.get("username", "")
+
+    def first_token(self) -> tuple[bytes, ScramClient | None]:
+        """The first SaslAuthenticate bytes, and the SCRAM exchange they begin (if SCRAM)."""
+        if self.mechanism == oauth.MECHANISM:
+            token = oauth.login_token(self.options, time.time())
+            if token is None:
+                raise PeerUnavailable("the OAUTHBEARER login module has no unsecuredLogin options: no token to send")
+            return oauth.first_message(token, oauth.login_extensions(self.options)), None
+        if self.mechanism == PLAIN:
+            return client_message(self.username, self.options.get("password", "")), None
+        scram = ScramClient(self.mechanism, self.username, self.options.get("password", ""))
+        return scram.first_message(), scram
+
+
+@dataclass(frozen=True)
 class PeerSecurity:
     """How this broker connects to the others, as its inter-broker listener asks: TLS (this
-    broker's client context) and SASL (mechanism, username, password). Built once at start-up
-    and shared by every peer client: building the context reads the key stores from disk."""
+    broker's client context) and SASL. Built once at start-up and shared by every peer client:
+    building the context reads the key stores from disk."""
 
-    sasl: tuple[str, str, str] | None = None
+    sasl: PeerSasl | None = None
     tls: ssl.SSLContext | None = None
 
     @classmethod
     def of(cls, config: BrokerConfig) -> "PeerSecurity":
-        return cls(config.inter_broker_sasl(), config.tls_context(config.inter_broker_listener, server=False))
+        login = config.inter_broker_sasl()
+        return cls(PeerSasl(*login) if login is not None else None,
+                   config.tls_context(config.inter_broker_listener, server=False))
 
 
 class PeerUnavailable(Exception):
@@ -109,6 +141,7 @@ class PeerClient:
         self.idle_s = idle_s
         self.security = security or PeerSecurity()
         self._last_used = 0.0
+        self._session_renew_at: float | None = None  # trio time to replace an authenticated session
         self._stream: trio.abc.Stream | None = None  # the TCP stream, or TLS over it
         self._socket: trio.socket.SocketType | None = None
         self._lock = trio.Lock()
@@ -149,7 +182,7 @@ class PeerClient:
             stream, fresh = await self._connect()
             try:
                 if fresh and self.security.sasl is not None:
-                    await self._authenticate(stream, *self.security.sasl)
+                    await self._authenticate(stream, self.security.sasl)
                 return await self._exchange(stream, request)
             except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                 self._drop()
@@ -179,34 +212,42 @@ class PeerClient:
                                   f"v{request.API_VERSION} within {self.request_timeout_s}s")
         return self._decode(response_class, request.API_VERSION, correlation_id, body)
 
-    async def _authenticate(self, stream: trio.abc.Stream, mechanism: str, username: str, password: str) -> None:
-        """SASL (PLAIN or SCRAM) on a new connection; PeerUnavailable if the peer refuses it."""
+    async def _authenticate(self, stream: trio.abc.Stream, login: PeerSasl) -> None:
+        """SASL on a new connection; PeerUnavailable if the peer refuses it."""
+        mechanism = login.mechanism
         handshake = await self._exchange(stream, SaslHandshakeRequest(version=1, mechanism=mechanism))
         if handshake.error_code:  # type: ignore[union-attr]
             raise PeerUnavailable(f"{self!r}: SASL mechanism {mechanism} refused (error {handshake.error_code}); "  # type: ignore[union-attr]
                                   f"the peer enables {handshake.mechanisms}")  # type: ignore[union-attr]
-        scram = ScramClient(mechanism, username, password) if mechanism != PLAIN else None
-        token = scram.first_message() if scram is not None else client_message(username, password)
+        token, scram = login.first_token()
         while True:
             answer = await self._exchange(stream, SaslAuthenticateRequest(version=2, auth_bytes=token))
             if answer.error_code:  # type: ignore[union-attr]
-                raise PeerUnavailable(f"{self!r}: SASL authentication as {username!r} failed: "
+                raise PeerUnavailable(f"{self!r}: SASL authentication as {login.username!r} with {mechanism} failed: "
                                       f"{answer.error_message}")  # type: ignore[union-attr]
-            if scram is None:
-                return
-            try:
-                if token.startswith(b"n,"):  # the server's first message came back
-                    token = scram.final_message(bytes(answer.auth_bytes))  # type: ignore[union-attr]
-                    continue
-                scram.verify(bytes(answer.auth_bytes))  # type: ignore[union-attr]
-            except ScramFailure as exc:
-                raise PeerUnavailable(f"{self!r}: {exc}") from exc
+            challenge = bytes(answer.auth_bytes)  # type: ignore[union-attr]
+            if mechanism == oauth.MECHANISM and challenge:  # the token's refusal: acknowledge it, hear why
+                if token == oauth.CONTROL_A:
+                    raise PeerUnavailable(f"{self!r}: unexpected OAUTHBEARER answer {challenge!r}")
+                token = oauth.CONTROL_A
+                continue
+            if scram is not None:
+                try:
+                    if token.startswith(b"n,"):  # the server's first message came back
+                        token = scram.final_message(challenge)
+                        continue
+                    scram.verify(challenge)
+                except ScramFailure as exc:
+                    raise PeerUnavailable(f"{self!r}: {exc}") from exc
+            lifetime_ms = answer.session_lifetime_ms  # type: ignore[union-attr]
+            self._session_renew_at = trio.current_time() + 0.85 * lifetime_ms / 1000 if lifetime_ms > 0 else None
             return
 
     async def _connect(self) -> tuple[trio.abc.Stream, bool]:
         """The connection, and whether it was opened just now."""
         now = trio.current_time()
-        if self._stream is not None and now - self._last_used > self.idle_s:
+        if self._stream is not None and (now - self._last_used > self.idle_s
+                                         or (self._session_renew_at is not None and now > self._session_renew_at)):
             self._drop()
         self._last_used = now
         if self._stream is not None:
@@ -237,6 +278,7 @@ class PeerClient:
     def _drop(self) -> None:
         """Close the connection now (synchronously, so it also works while being cancelled)."""
         sock, self._socket, self._stream = self._socket, None, None
+        self._session_renew_at = None
         if sock is not None:
             sock.close()
 

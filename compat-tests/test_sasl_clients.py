@@ -82,7 +82,12 @@ def test_kafka_python_authenticates(sasl_address: str, caplog: pytest.LogCapture
     assert kafka_python_round_trip(settings, "sasl-kafka-python") == [b"k%d" % i for i in range(10)]
     with pytest.raises(PyKafkaError):  # it retries the refused bootstrap until its timeout
         KafkaProducer(**{**settings, "sasl_plain_password": "wrong", "bootstrap_timeout_ms": 3000})
-    assert "SaslAuthenticationFailedError: Authentication failed: Invalid username or password" in caplog.text
+    # The broker answers the failure, then closes (as Kafka does: conformance/test_sasl.py checks
+    # the answer on the wire). kafka-python 3.0 reads the answer and the close in one go when both
+    # are there before it looks, and then drops the answer ("socket disconnected"), so which of
+    # the two it reports depends on its scheduling.
+    assert ("SaslAuthenticationFailedError: Authentication failed: Invalid username or password" in caplog.text
+            or "KafkaConnectionError: socket disconnected" in caplog.text), caplog.text
 
 
 def test_aiokafka_authenticates(sasl_address: str) -> None:

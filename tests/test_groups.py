@@ -173,6 +173,43 @@ def test_offsets_survive_a_reload(tmp_path: Path) -> None:
     _run(tmp_path, reload)
 
 
+@pytest.mark.parametrize("codec", [0, 1, 2, 3, 4])
+def test_the_offsets_topic_codec_compresses_every_coordinator_batch(tmp_path: Path, codec: int) -> None:
+    """offsets.topic.compression.codec (none, gzip, snappy, lz4, zstd): each commit and group
+    record batch in __consumer_offsets is written with it, and read back on a reload."""
+    from wirekafka.broker import group_records as gr
+
+    async def body(state, nursery):
+        await state.metadata.create_topic("t", 2)
+        grp = state.groups.validate_commit("c", -1, "", None, ErrorCode.ILLEGAL_GENERATION)
+        await state.groups.commit(grp, {("t", 0): gr.OffsetValue(42, 0, "meta", 1),
+                                        ("t", 1): gr.OffsetValue(7, -1, "", 2)})
+        joined = await _join_new(state)  # the group's record, written once its leader syncs
+        assert (await state.groups.sync("g", 1, joined.member_id, None, "consumer", "range",
+                                        {joined.member_id: b"a"}))[0] == ErrorCode.NONE
+        partition = state.groups.offsets_partition("c")
+        codecs = {header.compression for header, _ in partition.iter_batches(partition.log_start_offset)}
+        partition = state.groups.offsets_partition("g")
+        codecs |= {header.compression for header, _ in partition.iter_batches(partition.log_start_offset)}
+        assert codecs == {codec}
+
+    _run(tmp_path, body, **{"offsets.topic.compression.codec": str(codec)})
+
+    async def reload(state, nursery):
+        await state.groups.load()
+        committed = state.groups.committed("c")
+        assert (committed[("t", 0)].offset, committed[("t", 1)].offset) == (42, 7)
+
+    _run(tmp_path, reload)
+
+
+def test_an_unknown_offsets_topic_codec_stops_startup() -> None:
+    from wirekafka.config import ConfigError
+
+    with pytest.raises(ConfigError, match="^Unknown compression type id: 5$"):
+        build_config({"offsets.topic.compression.codec": "5"})
+
+
 def test_offsets_committed_with_a_retention_expire_at_their_own_timestamp(tmp_path: Path) -> None:
     """OffsetCommit v2-4's retention_time_ms: such an offset expires at commit time + retention,
     whatever offsets.retention.minutes says (Kafka's OffsetExpirationConditionImpl)."""

@@ -26,7 +26,6 @@ def test_every_key_has_a_treatment_and_none_is_also_acted_on() -> None:
     ("delegation.token.secret.key", "s3cret"),
     ("inter.broker.protocol.version", "3.8"),
     ("group.coordinator.rebalance.protocols", "classic,consumer"),
-    ("offsets.topic.compression.codec", "1"),
 ])
 def test_values_wirekafka_cannot_honour_stop_startup(key: str, value: str) -> None:
     with pytest.raises(ConfigError, match=f"{key}={value} is not available in wirekafka"):

@@ -20,7 +20,7 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersions
 from kafka.protocol.producer.produce import ProduceRequest
 
 from wirekafka.broker.replication import peer_client as peer_client_module
-from wirekafka.broker.replication.peer_client import PeerClient, PeerProtocolError, PeerUnavailable
+from wirekafka.broker.replication.peer_client import PeerClient, PeerProtocolError, PeerUnavailable, SetupTimeout
 from wirekafka.protocol import codec
 
 Reply = Callable[[trio.SocketStream, codec.Request, int], Awaitable[None]]
@@ -348,6 +348,29 @@ def test_connection_refused_and_connect_timeout(monkeypatch: pytest.MonkeyPatch)
             await c.send(ApiVersionsRequest(version=0))
 
     trio.run(timeout)
+
+    async def growing():
+        """Kafka's setup timeout: each failed attempt doubles the next one's (20% jitter), up to the cap."""
+        c = PeerClient("127.0.0.1", 9, "peer-test", SetupTimeout(0.1, 0.3), 5.0)
+        waited = []
+        for _ in range(4):
+            started = trio.current_time()
+            with pytest.raises(PeerUnavailable, match="no connection within"):
+                await c.send(ApiVersionsRequest(version=0))
+            waited.append(trio.current_time() - started)
+        eps = 1e-9  # the mock clock's sums of float seconds
+        bounds = [(0.08, 0.12), (0.16, 0.24), (0.24, 0.3), (0.24, 0.3)]  # the cap, less its jitter, at the end
+        assert all(low - eps <= w <= high + eps for w, (low, high) in zip(waited, bounds)), waited
+
+    trio.run(growing, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_the_setup_timeout_grows_from_its_first_value_to_its_cap() -> None:
+    kafka_defaults = SetupTimeout(10.0, 30.0)
+    # the exponent stops where the doubling reaches the cap; the jitter still applies there
+    for failures, low, high in [(0, 8.0, 12.0), (1, 16.0, 24.0), (2, 24.0, 30.0), (9, 24.0, 30.0)]:
+        assert all(low - 1e-9 <= kafka_defaults.after(failures) <= high + 1e-9 for _ in range(50)), failures
+    assert SetupTimeout(5.0, 5.0).after(3) == 5.0  # no room to grow: always the first value, no jitter
 
 
 def test_request_without_version_is_a_programming_error() -> None:

@@ -365,6 +365,32 @@ def test_roll_after_segment_ms_measured_in_record_time(tmp_path: Path) -> None:
     assert len(log.segments) == 2 and log.active.base_offset == 3
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_segment_jitter_rolls_each_segment_its_own_random_time_sooner(tmp_path: Path, seed: int) -> None:
+    """segment.jitter.ms: each segment draws, once, how much sooner than segment.ms it rolls (below
+    the smaller of the two), so the age that rolls it lies in (segment.ms - jitter, segment.ms]."""
+    random.seed(seed)
+    log = PartitionLog(tmp_path / "t-0", LogConfig(segment_ms=60_000, segment_jitter_ms=20_000), clock=Clock())
+    for age in range(0, 60_001, 500):
+        _append(log, 1, 1000 + age)
+        if len(log.segments) == 2:
+            break
+    jitter = log.segments[0].roll_jitter_ms
+    assert jitter is not None and 0 <= jitter < 20_000
+    assert len(log.segments) == 2 and 60_000 - jitter < age <= 60_000 - jitter + 500
+    _append(log, 1, 1000 + age)
+    assert log.segments[1].roll_jitter_ms is not None  # drawn for the new segment at its next append
+
+
+def test_without_jitter_a_segment_rolls_at_segment_ms(tmp_path: Path) -> None:
+    log = PartitionLog(tmp_path / "t-0", LogConfig(segment_ms=60_000, segment_jitter_ms=0), clock=Clock())
+    _append(log, 1, 1000)
+    _append(log, 1, 61_000)
+    assert len(log.segments) == 1 and log.segments[0].roll_jitter_ms == 0
+    _append(log, 1, 61_001)
+    assert len(log.segments) == 2
+
+
 def test_truncation_mid_log_drops_later_segments(tmp_path: Path) -> None:
     d = tmp_path / "t-0"
     log = PartitionLog(d, LogConfig(segment_bytes=300), clock=Clock())

@@ -118,6 +118,11 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     "log.segment.bytes": (_int, 1073741824),
     "log.roll.ms": (_int, None),
     "log.roll.hours": (_int, 168),
+    "log.roll.jitter.ms": (_int, None),
+    # the broker's own connections to other brokers: the first attempt's timeout, and its cap
+    "socket.connection.setup.timeout.ms": (_int, 10000),
+    "socket.connection.setup.timeout.max.ms": (_int, 30000),
+    "log.roll.jitter.hours": (_int, 0),
     "log.retention.ms": (_int, None),
     "log.retention.minutes": (_int, None),
     "log.retention.hours": (_int, 168),
@@ -187,6 +192,8 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     "offsets.topic.num.partitions": (_int, 50),
     "offsets.topic.replication.factor": (_int, 3),
     "offsets.topic.segment.bytes": (_int, 104857600),
+    # the codec id (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd) of the group coordinator's batches
+    "offsets.topic.compression.codec": (_int, 0),
     "offsets.retention.minutes": (_int, 10080),
     "offsets.retention.check.interval.ms": (_int, 600000),
     "offsets.load.buffer.size": (_int, 5242880),
@@ -472,12 +479,19 @@ class BrokerConfig:
             return int(v["log.retention.minutes"]) * 60_000  # type: ignore[arg-type]
         return int(v["log.retention.hours"]) * 3_600_000  # type: ignore[arg-type]
 
+    def _ms_else_hours(self, ms_key: str, hours_key: str) -> int:
+        """A duration Kafka reads from its milliseconds key when set, else from its hours key."""
+        ms = self.values[ms_key]
+        return int(ms) if ms is not None else int(self.values[hours_key]) * 3_600_000  # type: ignore[call-overload]
+
     @property
     def roll_ms(self) -> int:
-        v = self.values
-        if v["log.roll.ms"] is not None:
-            return int(v["log.roll.ms"])  # type: ignore[arg-type]
-        return int(v["log.roll.hours"]) * 3_600_000  # type: ignore[arg-type]
+        return self._ms_else_hours("log.roll.ms", "log.roll.hours")
+
+    @property
+    def roll_jitter_ms(self) -> int:
+        """Kafka's logRollTimeJitterMillis: log.roll.jitter.ms, else log.roll.jitter.hours."""
+        return self._ms_else_hours("log.roll.jitter.ms", "log.roll.jitter.hours")
 
     @property
     def flush_interval_ms(self) -> int:
@@ -573,6 +587,9 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
         reason = check(cfg.int(key))
         if reason is not None:
             raise ConfigError(f"Invalid value {cfg[key]} for configuration {key}: {reason}")
+    codec = cfg.int("offsets.topic.compression.codec")
+    if not 0 <= codec <= 4:  # Kafka's CompressionType.forId, when the group coordinator starts
+        raise ConfigError(f"Unknown compression type id: {codec}")
     parse_ip_overrides(str(cfg["max.connections.per.ip.overrides"]))  # refused now, not at the first connection
     if cfg.int("max.connections.per.ip") == 0 and not cfg["max.connections.per.ip.overrides"]:
         raise ConfigError("requirement failed: max.connections.per.ip can be set to zero only if "
@@ -607,7 +624,7 @@ AT_LEAST = {"group.max.size": 1, "replication.quota.window.num": 1, "replication
             "controller.quota.window.size.seconds": 1,
             "socket.listen.backlog.size": 1, "fetch.max.bytes": 1024, "max.connections": 0,
             "max.connection.creation.rate": 0, "max.request.partition.size.limit": 1,
-            "max.connections.per.ip": 0}
+            "max.connections.per.ip": 0, "log.roll.jitter.hours": 0}
 
 
 def parse_csv_map(value: str, key: str = "max.connections.per.ip.overrides") -> dict[str, int]:

@@ -77,8 +77,6 @@ KEYS: dict[str, tuple[str, str | None]] = {
     "log.message.format.version": (STRING, '3.0-IV1'),
     "log.message.timestamp.difference.max.ms": (LONG, '9223372036854775807'),
     "log.preallocate": (BOOLEAN, 'false'),
-    "log.roll.jitter.hours": (INT, '0'),
-    "log.roll.jitter.ms": (LONG, None),
     "metadata.log.dir": (STRING, None),
     "metadata.log.max.record.bytes.between.snapshots": (LONG, '20971520'),
     "metadata.log.max.snapshot.interval.ms": (LONG, '3600000'),
@@ -89,7 +87,6 @@ KEYS: dict[str, tuple[str, str | None]] = {
     "metadata.max.retention.ms": (LONG, '604800000'),
     "metric.reporters": (LIST, ''),
     "num.replica.alter.log.dirs.threads": (INT, None),
-    "offsets.topic.compression.codec": (INT, '0'),
     "password.encoder.cipher.algorithm": (STRING, 'AES/CBC/PKCS5Padding'),
     "password.encoder.iterations": (INT, '4096'),
     "password.encoder.key.length": (INT, '128'),
@@ -150,8 +147,6 @@ KEYS: dict[str, tuple[str, str | None]] = {
     "sasl.oauthbearer.token.endpoint.url": (STRING, None),
     "sasl.server.callback.handler.class": (CLASS, None),
     "security.providers": (STRING, None),
-    "socket.connection.setup.timeout.max.ms": (LONG, '30000'),
-    "socket.connection.setup.timeout.ms": (LONG, '10000'),
     "ssl.allow.dn.changes": (BOOLEAN, 'false'),
     "ssl.allow.san.changes": (BOOLEAN, 'false'),
     "ssl.engine.factory.class": (CLASS, None),
@@ -191,7 +186,6 @@ RULES: tuple[tuple[str, str, str], ...] = (
      "only the classic group protocol is implemented (no KIP-848 consumer or share groups)"),
     (r"log\.message\.timestamp\.difference\.max\.ms", REFUSED,
      "removed in Kafka 4: set log.message.timestamp.before.max.ms and log.message.timestamp.after.max.ms"),
-    (r"offsets\.topic\.compression\.codec", REFUSED, "__consumer_offsets batches are written uncompressed"),
     (r"inter\.broker\.protocol\.version", REFUSED,
      "wirekafka brokers speak Kafka 3.9's inter-broker protocol (3.9-IV0) only"),
     (r"delegation\.token\..*", INERT, "delegation tokens are not implemented"),
@@ -225,9 +219,6 @@ RULES: tuple[tuple[str, str, str], ...] = (
     (r"log\.flush\.start\.offset\.checkpoint\.interval\.ms", INERT,
      "the log start offsets are checkpointed with the recovery points"),
     (r"log\.preallocate", INERT, "preallocation is for file systems that fragment appends (NTFS); Linux's do not"),
-    (r"log\.roll\.jitter\..*", INERT, "segments roll at log.roll.ms (or hours) exactly"),
-    (r"socket\.connection\.setup\.timeout\..*", INERT,
-     "the broker's outgoing connections use replica.socket.timeout.ms"),
 )
 
 

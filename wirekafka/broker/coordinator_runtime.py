@@ -21,6 +21,7 @@ from wirekafka.broker.replica_manager import ReplicaManager
 from wirekafka.config import BrokerConfig
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+from wirekafka.storage import batch_filter
 
 log = logging.getLogger(__name__)
 
@@ -68,9 +69,10 @@ class CoordinatorRuntime:
             raise KafkaApiError(ErrorCode.NOT_COORDINATOR)
         return p
 
-    def write(self, partition: Partition, entries: list[Entry], producer: tuple[int, int] | None = None
-              ) -> AppendResult:
-        """Append key/value records as one batch now (stamped with the broker's time); with
+    def write(self, partition: Partition, entries: list[Entry], producer: tuple[int, int] | None = None,
+              compression: int = 0) -> AppendResult:
+        """Append key/value records as one batch now (stamped with the broker's time), compressed
+        with the codec id given (the group coordinator's offsets.topic.compression.codec); with
         producer (id, epoch), as part of that producer's transaction (TxnOffsetCommit): the
         records count only once its COMMIT marker follows."""
         now_ms = self.now_ms()
@@ -80,13 +82,15 @@ class CoordinatorRuntime:
         else:
             batch = records.build_batch(entries_ts, producer_id=producer[0], producer_epoch=producer[1],
                                         transactional=True)
+        if compression:  # always, as Kafka writes it (kafka-python leaves out a codec that gains nothing)
+            batch = batch_filter.recompress(batch, records.parse_header(batch), compression, None)
         return self.replicas.append_coordinator_records(partition, batch)
 
     async def write_and_wait(self, partition: Partition, entries: list[Entry], timeout_ms: int,
-                             producer: tuple[int, int] | None = None) -> None:
+                             producer: tuple[int, int] | None = None, compression: int = 0) -> None:
         """write(), then wait until the batch is replicated; REQUEST_TIMED_OUT otherwise (the
         records stay in the log, as in Kafka, and are applied on the next load)."""
-        result = self.write(partition, entries, producer)
+        result = self.write(partition, entries, producer, compression)
         deadline = trio.current_time() + timeout_ms / 1000
         if not await self.replicas.wait_for_high_watermark(partition, result.last_offset + 1, deadline):
             raise KafkaApiError(ErrorCode.REQUEST_TIMED_OUT)

@@ -147,6 +147,12 @@ class GroupCoordinator:
             raise KafkaApiError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         self.offsets_partition(group_id)  # NOT_COORDINATOR until FindCoordinator created the topic
 
+    @property
+    def _codec(self) -> int:
+        """offsets.topic.compression.codec: every batch the coordinator writes is compressed with it,
+        so that one commit's offsets are one compressed unit ("atomic" commits, in Kafka's words)."""
+        return self.config.int("offsets.topic.compression.codec")
+
     def offsets_partition(self, group_id: str) -> "Partition":
         return self.runtime.partition(OFFSETS_TOPIC, self.partition_of(group_id))
 
@@ -162,7 +168,7 @@ class GroupCoordinator:
         """Append now without waiting: group metadata and tombstones, whose callers answer
         from memory (a crash before the write is durable loses it, as in Kafka with acks=1)."""
         if entries:
-            self.runtime.write(self.offsets_partition(group_id), entries)
+            self.runtime.write(self.offsets_partition(group_id), entries, compression=self._codec)
 
     def _persist_group(self, g: Group) -> None:
         value = gr.GroupValue(
@@ -682,7 +688,7 @@ class GroupCoordinator:
         g.offset_writes += 1  # until the caller caches them, the group must not expire
         try:
             await self.runtime.write_and_wait(self.offsets_partition(g.group_id), entries,
-                                              self.config.int("offsets.commit.timeout.ms"), producer)
+                                              self.config.int("offsets.commit.timeout.ms"), producer, self._codec)
         finally:
             g.offset_writes -= 1
 

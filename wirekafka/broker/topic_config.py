@@ -188,7 +188,8 @@ _DEFS = [
     TopicConfigDef("internal.segment.bytes", TYPE_INT, None, _fixed(""), _int32, internal=True),
     TopicConfigDef("segment.index.bytes", TYPE_INT, "log.index.size.max.bytes", _broker("log.index.size.max.bytes"),
                    _int_at_least(4)),
-    TopicConfigDef("segment.jitter.ms", TYPE_LONG, "log.roll.jitter.ms", _fixed("0"), _int_at_least(0)),
+    TopicConfigDef("segment.jitter.ms", TYPE_LONG, "log.roll.jitter.ms", lambda c: str(c.roll_jitter_ms),
+                   _int_at_least(0)),
     TopicConfigDef("segment.ms", TYPE_LONG, "log.roll.ms", lambda c: str(c.roll_ms), _int_at_least(1)),
     TopicConfigDef("unclean.leader.election.enable", TYPE_BOOLEAN, "unclean.leader.election.enable",
                    _fixed("false"), _bool),
@@ -212,19 +213,37 @@ def invalid_reason(name: str, value: str | None) -> str | None:
     return None if problem is None else f"Invalid value {value} for configuration {name}: {problem}"
 
 
+# Broker keys whose values stand in for one another, in Kafka's precedence order
+# (DynamicBrokerConfig.brokerConfigSynonyms).
+_SYNONYM_CHAINS = [
+    ("log.roll.ms", "log.roll.hours"),
+    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+]
+
+
+def synonym_chain(key: str) -> tuple[str, ...]:
+    """The broker key and the keys standing in for it (log.roll.ms, then log.roll.hours)."""
+    return next((c for c in _SYNONYM_CHAINS if key in c), (key,))
+
+
 def effective(name: str, overrides: Mapping[str, str], broker: BrokerConfig,
               dynamic: DynamicBrokerConfigs) -> tuple[str, int]:
-    """(value, source) of a topic config: the topic's override, else its broker key set
-    dynamically (this broker's, else the cluster default's), else the static broker value. Only
-    a broker key's first synonym is dynamic, so a dynamic value beats every static one."""
+    """(value, source) of a topic config, as CreateTopics reports it: the topic's override, else
+    its broker key set dynamically (this broker's, else the cluster default's), else the static
+    broker value — static when any key of its synonym chain is set (log.roll.jitter.hours for
+    segment.jitter.ms), as Kafka's CreateTopics says (its DescribeConfigs names the first key's
+    source only: describe_configs.broker_synonyms). Only a broker key's first synonym is dynamic,
+    so a dynamic value beats every static one."""
     if name in overrides:
         return overrides[name], SOURCE_DYNAMIC_TOPIC
     d = TOPIC_CONFIGS[name]
     found = dynamic.lookup(d.broker_key) if d.broker_key else None
     if found is not None:
         return found
-    source = SOURCE_STATIC_BROKER if d.broker_key in broker.overridden else SOURCE_DEFAULT
-    return d.default(broker), source
+    static = d.broker_key is not None and any(k in broker.overridden for k in synonym_chain(d.broker_key))
+    return d.default(broker), SOURCE_STATIC_BROKER if static else SOURCE_DEFAULT
 
 
 def log_config(overrides: Mapping[str, str], broker: BrokerConfig, dynamic: DynamicBrokerConfigs) -> LogConfig:
@@ -238,6 +257,7 @@ def log_config(overrides: Mapping[str, str], broker: BrokerConfig, dynamic: Dyna
     return LogConfig(
         segment_bytes=get("segment.bytes") if internal_segment_bytes is None else int(internal_segment_bytes),
         segment_ms=get("segment.ms"),
+        segment_jitter_ms=get("segment.jitter.ms"),
         index_interval_bytes=get("index.interval.bytes"),
         retention_ms=get("retention.ms"),
         retention_bytes=get("retention.bytes"),

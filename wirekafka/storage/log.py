@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import logging
 import os
+import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ class LogConfig:
 
     segment_bytes: int = 1073741824
     segment_ms: int = 604800000
+    segment_jitter_ms: int = 0
     index_interval_bytes: int = 4096
     retention_ms: int = 604800000
     retention_bytes: int = -1
@@ -183,12 +185,22 @@ class PartitionLog:
         if seg.size + size > self.config.segment_bytes:
             return True
         # Kafka's rule: with record timestamps, the age is the incoming batch's max timestamp
-        # minus the segment's first batch timestamp; without them, wall time since creation.
+        # minus the segment's first batch timestamp; without them, wall time since creation. The
+        # segment rolls its own random jitter sooner, so that segments made together (a broker's
+        # partitions, created at once) do not all roll at once.
+        if seg.roll_jitter_ms is None:
+            seg.roll_jitter_ms = self._random_jitter()
+        limit = self.config.segment_ms - seg.roll_jitter_ms
         first = seg.first_batch_timestamp
         if first is not None and first >= 0:
-            return header.max_timestamp - first > self.config.segment_ms
+            return header.max_timestamp - first > limit
         created = seg.created_ms if seg.created_ms is not None else int(self.clock() * 1000)
-        return int(self.clock() * 1000) - created > self.config.segment_ms
+        return int(self.clock() * 1000) - created > limit
+
+    def _random_jitter(self) -> int:
+        """Kafka's randomSegmentJitter: uniform below the smaller of segment.jitter.ms and segment.ms."""
+        bound = min(self.config.segment_jitter_ms, self.config.segment_ms)
+        return random.randrange(bound) if bound > 0 else 0
 
     def roll(self, base_offset: int | None = None) -> LogSegment:
         base = self.log_end_offset if base_offset is None else base_offset

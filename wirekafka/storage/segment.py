@@ -70,6 +70,8 @@ class LogSegment:
         self.offset_of_max_timestamp = -1  # last offset of the first batch holding it
         self.first_batch_timestamp: int | None = None
         self.created_ms: int | None = None
+        # how much sooner than segment.ms this segment rolls (segment.jitter.ms), drawn once
+        self.roll_jitter_ms: int | None = None
         self._bytes_since_index_entry = 0
         self.closed = False  # close requested: no new readers
         self._pins = 0  # worker-thread readers holding the descriptors open

@@ -55,28 +55,21 @@ _Result = DescribeConfigsResponse.DescribeConfigsResult
 _Entry = _Result.DescribeConfigsResourceResult
 _Synonym = _Entry.DescribeConfigsSynonym
 
-# Broker keys whose values stand in for one another, in Kafka's precedence order
-# (DynamicBrokerConfig.brokerConfigSynonyms).
-_SYNONYM_CHAINS = [
-    ("log.roll.ms", "log.roll.hours"),
-    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
-    ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
-    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
-]
 # Kafka's defaults of broker keys that topic configs inherit from but that wirekafka does not read.
-_UNREAD_DEFAULTS = {"log.preallocate": "false", "unclean.leader.election.enable": "false", "log.roll.jitter.hours": "0",
+_UNREAD_DEFAULTS = {"log.preallocate": "false", "unclean.leader.election.enable": "false",
                     "compression.gzip.level": "-1", "compression.lz4.level": "9", "compression.zstd.level": "3",
                     "log.local.retention.ms": "-2", "log.local.retention.bytes": "-2"}
 # Keys Kafka requires (it reports no default for them) but wirekafka defaults for a one-node setup.
 _NO_KAFKA_DEFAULT = frozenset({"node.id", "process.roles"})
 # Kafka's ConfigDef types where the Python default does not tell them apart (int vs LONG/SHORT).
 _LONG_KEYS = frozenset({
-    "log.roll.ms", "log.retention.ms", "log.retention.bytes", "log.retention.check.interval.ms",
+    "log.roll.ms", "log.roll.jitter.ms", "log.retention.ms", "log.retention.bytes", "log.retention.check.interval.ms",
     "log.flush.interval.messages", "log.flush.interval.ms", "log.flush.scheduler.interval.ms",
     "log.segment.delete.delay.ms", "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
     "log.cleaner.max.compaction.lag.ms", "log.cleaner.backoff.ms", "log.message.timestamp.before.max.ms",
     "log.message.timestamp.after.max.ms", "offsets.retention.check.interval.ms", "queued.max.request.bytes",
-    "metrics.sample.window.ms", "connections.max.idle.ms",
+    "metrics.sample.window.ms", "connections.max.idle.ms", "socket.connection.setup.timeout.ms",
+    "socket.connection.setup.timeout.max.ms",
 })
 _SHORT_KEYS = frozenset({"offsets.topic.replication.factor", "offsets.commit.required.acks"})
 _LIST_KEYS = frozenset({"log.dir"})
@@ -138,7 +131,7 @@ def broker_synonyms(config: BrokerConfig, dynamic: DynamicBrokerConfigs, key: st
     """Kafka's synonym chain of a broker key, source by source: this broker's dynamic settings
     of the key and its stand-ins, the cluster default's, the static ones, then their non-null
     defaults, starting at the key itself."""
-    chain = next((c for c in _SYNONYM_CHAINS if key in c), (key,))
+    chain = tc.synonym_chain(key)
     found = [_Synonym(name=k, value=dynamic.own[k], source=tc.SOURCE_DYNAMIC_BROKER) for k in chain if k in dynamic.own]
     found += [_Synonym(name=k, value=dynamic.defaults[k], source=tc.SOURCE_DYNAMIC_DEFAULT_BROKER)
               for k in chain if k in dynamic.defaults]

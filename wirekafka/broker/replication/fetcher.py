@@ -29,7 +29,7 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderE
 
 from wirekafka.broker.metadata import BrokerInfo
 from wirekafka.broker.partition import Partition
-from wirekafka.broker.replication.peer_client import PeerClient, PeerSecurity, PeerUnavailable
+from wirekafka.broker.replication.peer_client import PeerClient, PeerSecurity, PeerUnavailable, SetupTimeout
 from wirekafka.broker.replication_quota import ReplicationQuotas
 from wirekafka.config import BrokerConfig
 from wirekafka.protocol import records
@@ -70,7 +70,7 @@ class LeaderFetcher:
         self.node_id = config.node_id
         self.partitions: dict[tuple[str, int], Followed] = {}
         self.client = PeerClient(leader.host, leader.port, f"broker-{self.node_id}-fetcher-0",
-                                 connect_timeout_s=config.int("replica.socket.timeout.ms") / 1000,
+                                 connect_timeout=SetupTimeout.of(config),
                                  request_timeout_s=config.int("replica.socket.timeout.ms") / 1000
                                  + config.int("replica.fetch.wait.max.ms") / 1000,
                                  receive_buffer=config.int_if_set("replica.socket.receive.buffer.bytes"),

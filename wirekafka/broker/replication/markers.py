@@ -11,7 +11,7 @@ import logging
 from kafka.protocol.producer.transaction import WriteTxnMarkersRequest
 
 from wirekafka.broker.metadata import ClusterMetadata
-from wirekafka.broker.replication.peer_client import PeerClient, PeerSecurity, PeerUnavailable
+from wirekafka.broker.replication.peer_client import PeerClient, PeerSecurity, PeerUnavailable, SetupTimeout
 from wirekafka.config import BrokerConfig
 from wirekafka.protocol.errors import ErrorCode
 
@@ -36,8 +36,8 @@ class RemoteMarkers:
         client = self._clients.get(node)
         if client is None or (client.host, client.port) != (broker.host, broker.port):
             timeout = self.config.int("request.timeout.ms") / 1000
-            client = PeerClient(broker.host, broker.port, f"broker-{self.config.node_id}-txn-markers", timeout, timeout,
-                                security=self.security)
+            client = PeerClient(broker.host, broker.port, f"broker-{self.config.node_id}-txn-markers",
+                                SetupTimeout.of(self.config), timeout, security=self.security)
             self._clients[node] = client
         return client
 

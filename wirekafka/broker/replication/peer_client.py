@@ -37,6 +37,8 @@ ApiVersions or Metadata; all of it goes through this client.
 
 from __future__ import annotations
 
+import math
+import random
 import socket
 import ssl
 import struct
@@ -123,18 +125,43 @@ def _response_header_decoder(flexible: bool):
 CLIENT_IDLE_S = 540.0
 
 
+@dataclass(frozen=True)
+class SetupTimeout:
+    """Kafka's connection setup timeout (socket.connection.setup.timeout.ms): the first attempt's,
+    doubled after each failed attempt up to socket.connection.setup.timeout.max.ms, with 20%
+    jitter either way, so that brokers reconnecting to a dead peer do not all retry in step."""
+
+    initial_s: float
+    max_s: float
+
+    def after(self, failures: int) -> float:
+        """The timeout of the attempt that follows `failures` consecutive failed ones."""
+        if self.max_s <= self.initial_s:
+            return self.initial_s
+        exponent = min(failures, math.log(self.max_s / self.initial_s, 2))
+        return min(self.max_s, self.initial_s * 2 ** exponent * random.uniform(0.8, 1.2))
+
+    @classmethod
+    def of(cls, config: BrokerConfig) -> "SetupTimeout":
+        return cls(config.int("socket.connection.setup.timeout.ms") / 1000,
+                   config.int("socket.connection.setup.timeout.max.ms") / 1000)
+
+
 class PeerClient:
-    def __init__(self, host: str, port: int, client_id: str, connect_timeout_s: float,
+    def __init__(self, host: str, port: int, client_id: str, connect_timeout: float | SetupTimeout,
                  request_timeout_s: float, *, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
                  receive_buffer: int | None = None, idle_s: float = CLIENT_IDLE_S,
                  security: PeerSecurity | None = None) -> None:
-        """receive_buffer: SO_RCVBUF in bytes, None or -1 for the OS's (autotuned). A connection unused
+        """connect_timeout: seconds, or Kafka's growing setup timeout. receive_buffer: SO_RCVBUF in
+        bytes, None or -1 for the OS's (autotuned). A connection unused
         for idle_s is replaced before the next request rather than risk one the peer closed
         as idle (connections.max.idle.ms)."""
         self.host = host
         self.port = port
         self.client_id = client_id
-        self.connect_timeout_s = connect_timeout_s
+        self.setup_timeout = (connect_timeout if isinstance(connect_timeout, SetupTimeout)
+                              else SetupTimeout(connect_timeout, connect_timeout))
+        self._failed_connects = 0  # consecutive failed attempts: they lengthen the next one's timeout
         self.request_timeout_s = request_timeout_s
         self.max_response_bytes = max_response_bytes
         self.receive_buffer = receive_buffer
@@ -252,8 +279,10 @@ class PeerClient:
         self._last_used = now
         if self._stream is not None:
             return self._stream, False
+        timeout_s = self.setup_timeout.after(self._failed_connects)
+        self._failed_connects += 1
         try:
-            with trio.move_on_after(self.connect_timeout_s):
+            with trio.move_on_after(timeout_s):
                 tcp = await trio.open_tcp_stream(self.host, self.port)
                 tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
                 if self.receive_buffer is not None and self.receive_buffer >= 0:
@@ -265,6 +294,7 @@ class PeerClient:
                     self._stream = stream
                     await stream.do_handshake()
                 self._stream = stream
+                self._failed_connects = 0
                 return stream, True
         except (trio.BrokenResourceError, ssl.SSLError) as exc:
             self._drop()
@@ -273,7 +303,7 @@ class PeerClient:
             self._drop()
             raise PeerUnavailable(f"{self!r}: cannot connect: {exc!r}") from exc
         self._drop()
-        raise PeerUnavailable(f"{self!r}: no connection within {self.connect_timeout_s}s")
+        raise PeerUnavailable(f"{self!r}: no connection within {timeout_s:.1f}s")
 
     def _drop(self) -> None:
         """Close the connection now (synchronously, so it also works while being cancelled)."""

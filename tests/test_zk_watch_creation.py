@@ -45,3 +45,25 @@ def test_nothing_to_watch() -> None:
     client, calls = _Client({"/a"}), []
     _watch_creation(client, [], calls.append)
     assert client.watched == [] and calls == []
+
+
+def test_the_session_reports_which_watches_fired() -> None:
+    """wait_changed names the paths whose watches fired since the last call (the controller's fast
+    path needs /brokers/ids among them); a change of our own or of the session is None."""
+    import trio
+    from types import SimpleNamespace
+
+    from wirekafka.broker.replication.zk_session import ZkSession
+
+    async def main() -> None:
+        session = ZkSession("127.0.0.1:1", 1000, 1000)  # never started: only the bookkeeping is used
+        session._token = trio.lowlevel.current_trio_token()
+        session.watcher(SimpleNamespace(path="/brokers/ids"))
+        session.watcher(SimpleNamespace(path="/brokers/ids/3"))
+        await trio.sleep(0)  # the watcher posts to the loop, as from kazoo's thread
+        assert await session.wait_changed(1) == {"/brokers/ids", "/brokers/ids/3"}
+        session.mark_changed()
+        assert await session.wait_changed(1) == {None}
+        assert await session.wait_changed(0.01) == set()  # nothing fired: the safety timeout
+
+    trio.run(main)

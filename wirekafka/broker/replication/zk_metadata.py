@@ -32,6 +32,7 @@ import logging
 import random
 import time
 import uuid
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -144,10 +145,12 @@ class ZkMetadata(TopicIndex):
             if self.config.bool("auto.leader.rebalance.enable"):
                 nursery.start_soon(self._rebalance_loop)
             while True:
-                await self.zk.wait_changed(SAFETY_RECONCILE_S)
+                changed = await self.zk.wait_changed(SAFETY_RECONCILE_S)
                 try:
                     if self.zk.connected and self.zk.session_id() != self._registered_session:
                         await self._register()
+                    if self.zk.connected and zl.BROKER_IDS in changed and self._snapshot.controller == self.node_id:
+                        await self._elect_for_broker_change()
                     if self.zk.connected:
                         await self._reconcile()
                 except Exception:  # ZooKeeper unreachable or a race: the next round retries
@@ -180,6 +183,21 @@ class ZkMetadata(TopicIndex):
                 await trio.sleep(0.25)
         self._registered_session = self.zk.session_id()
         log.info("registered broker %d at %s", self.node_id, path)
+
+    async def _elect_for_broker_change(self) -> None:
+        """The controller's fast path when the set of live brokers changed (a broker died or came
+        back): elect from the last snapshot with the brokers read anew, before the full re-read
+        (which takes ~0.1 s with a few hundred partitions), as Kafka's controller acts on its
+        cached state. Every write is conditional on the state versions of that snapshot, so a
+        state that moved meanwhile (a leader's ISR change, say) is left to the full reconcile
+        that follows."""
+        brokers = await self.zk.call(_read_brokers, self.zk.client, None)
+        if brokers.keys() == self._snapshot.brokers.keys():
+            return
+        snapshot = dataclasses.replace(self._snapshot, brokers=brokers)
+        log.info("controller: live brokers now %s", sorted(brokers))
+        await self._write_states(plan_state_changes(snapshot, snapshot.controller_epoch,
+                                                    self._unclean_allowed(snapshot)), snapshot)
 
     # ---- reading the cluster -----------------------------------------------------------------
     async def _reconcile(self) -> None:
@@ -774,8 +792,7 @@ def _read_snapshot(client, watch: Callable | None, config_entities: tuple[str, .
     config_entities (/config/brokers/<name>). The reads of one level go out together (kazoo's
     async calls) and are then collected: one round trip per level, not per znode, so a
     controller reacts to a dead broker in milliseconds, not a read per partition."""
-    children = client.get_children(zl.BROKER_IDS, watch=watch)
-    registrations = {int(c): client.get_async(zl.broker_path(int(c)), watch=watch) for c in children}
+    registrations = _request_brokers(client, watch)
     controller_read = client.get_async(zl.CONTROLLER, watch=watch)
     epoch_read = client.get_async(zl.CONTROLLER_EPOCH)
     names = client.get_children(zl.TOPICS, watch=watch)
@@ -789,14 +806,7 @@ def _read_snapshot(client, watch: Callable | None, config_entities: tuple[str, .
     user_reads = {u: client.get_async(f"{zl.USERS_CONFIG}/{u}", watch=watch) for u in users}
     quota_reads = _read_quota_configs(client, watch, user_reads)
 
-    brokers: dict[int, BrokerInfo] = {}
-    for broker_id, read in registrations.items():
-        data = _value(read)
-        if data is not None:
-            reg = zl.BrokerRegistration.decode(broker_id, data[0])
-            endpoints = {e.listener: (e.host or "127.0.0.1", e.port) for e in reg.endpoints}
-            first = reg.endpoints[0]
-            brokers[broker_id] = BrokerInfo(broker_id, first.host or "127.0.0.1", first.port, reg.rack, endpoints)
+    brokers = _collect_brokers(registrations)
     controller_data = _value(controller_read)
     if controller_data is None:
         _watch_creation(client, [zl.CONTROLLER], watch)  # told when a controller is elected
@@ -845,6 +855,29 @@ def _read_snapshot(client, watch: Callable | None, config_entities: tuple[str, .
                if (data := _value(read)) is not None},
         quota_configs={path: _entity_config(f"{zl.CONFIG}/{path}", data[0]) for path, read in quota_reads.items()
                        if (data := _value(read)) is not None})
+
+
+def _request_brokers(client, watch: Callable | None) -> dict[int, object]:
+    """The live brokers' registrations, requested together (async reads, by broker id)."""
+    children = client.get_children(zl.BROKER_IDS, watch=watch)
+    return {int(c): client.get_async(zl.broker_path(int(c)), watch=watch) for c in children}
+
+
+def _collect_brokers(registrations: dict[int, object]) -> dict[int, BrokerInfo]:
+    brokers: dict[int, BrokerInfo] = {}
+    for broker_id, read in registrations.items():
+        data = _value(read)
+        if data is not None:
+            reg = zl.BrokerRegistration.decode(broker_id, data[0])
+            endpoints = {e.listener: (e.host or "127.0.0.1", e.port) for e in reg.endpoints}
+            first = reg.endpoints[0]
+            brokers[broker_id] = BrokerInfo(broker_id, first.host or "127.0.0.1", first.port, reg.rack, endpoints)
+    return brokers
+
+
+def _read_brokers(client, watch: Callable | None) -> dict[int, BrokerInfo]:
+    """The live brokers, by id."""
+    return _collect_brokers(_request_brokers(client, watch))
 
 
 def _watch_creation(client, paths: list[str], watch: Callable | None) -> None:

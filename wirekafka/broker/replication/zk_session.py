@@ -40,6 +40,8 @@ class ZkSession:
                                   randomize_hosts=False)
         self._token: trio.lowlevel.TrioToken | None = None
         self._changed = trio.Event()
+        # the znodes whose watches fired since the last wait_changed; None: a session change
+        self._changed_paths: set[str | None] = set()
         self.connected = False
         self._closing = False
 
@@ -68,9 +70,9 @@ class ZkSession:
         the thread finishes on its own, its result dropped."""
         return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), abandon_on_cancel=True)
 
-    def watcher(self, _event: object = None) -> None:
-        """The watch every read sets (kazoo thread): the cluster state changed somewhere."""
-        self._post(self._mark_changed)
+    def watcher(self, event: object = None) -> None:
+        """The watch every read sets (kazoo thread): the cluster state changed at event.path."""
+        self._post(functools.partial(self._mark_changed, getattr(event, "path", None)))
 
     def _on_state(self, state: str) -> None:
         """kazoo's session listener (kazoo thread; it must not block)."""
@@ -97,25 +99,29 @@ class ZkSession:
             if not self.connected:
                 log.info("ZooKeeper connection (re)established")
             self.connected = True
-        self._mark_changed()
+        self._mark_changed(None)
 
     def session_id(self) -> int | None:
         """The current ZooKeeper session's id; a new one means our ephemerals are gone."""
         cid = self.client.client_id
         return cid[0] if cid else None
 
-    def _mark_changed(self) -> None:
+    def _mark_changed(self, path: str | None) -> None:
+        self._changed_paths.add(path)
         self._changed.set()
 
-    async def wait_changed(self, timeout_s: float) -> None:
-        """Sleep until a watch fires or the session changes (or timeout_s, a safety net)."""
+    async def wait_changed(self, timeout_s: float) -> set[str | None]:
+        """Sleep until a watch fires or the session changes (or timeout_s, a safety net); the
+        paths whose watches fired meanwhile (None among them: anything may have changed)."""
         with trio.move_on_after(timeout_s):
             await self._changed.wait()
         self._changed = trio.Event()
+        paths, self._changed_paths = self._changed_paths, set()
+        return paths
 
     def mark_changed(self) -> None:
         """Ask for a reconcile soon (after a write of our own, say)."""
-        self._changed.set()
+        self._mark_changed(None)
 
     async def close(self) -> None:
         self._closing = True

@@ -159,9 +159,10 @@ def test_offsets_survive_a_reload(tmp_path: Path) -> None:
     async def body(state, nursery):
         await state.metadata.create_topic("t", 2)
         grp = state.groups.validate_commit("c", -1, "", None, ErrorCode.ILLEGAL_GENERATION)
-        await state.groups.commit(grp, {("t", 0): gr.OffsetValue(42, 0, "meta", 1),
-                                        ("t", 1): gr.OffsetValue(7, -1, "", 2)})
-        await state.groups.commit(grp, {("t", 0): gr.OffsetValue(43, 0, "", 3)})
+        now = state.now_ms()  # a 1970 stamp would expire at a reload's first retention check
+        await state.groups.commit(grp, {("t", 0): gr.OffsetValue(42, 0, "meta", now),
+                                        ("t", 1): gr.OffsetValue(7, -1, "", now)})
+        await state.groups.commit(grp, {("t", 0): gr.OffsetValue(43, 0, "", now)})
 
     _run(tmp_path, body)
 
@@ -182,8 +183,9 @@ def test_the_offsets_topic_codec_compresses_every_coordinator_batch(tmp_path: Pa
     async def body(state, nursery):
         await state.metadata.create_topic("t", 2)
         grp = state.groups.validate_commit("c", -1, "", None, ErrorCode.ILLEGAL_GENERATION)
-        await state.groups.commit(grp, {("t", 0): gr.OffsetValue(42, 0, "meta", 1),
-                                        ("t", 1): gr.OffsetValue(7, -1, "", 2)})
+        now = state.now_ms()  # a 1970 stamp would expire at a reload's first retention check
+        await state.groups.commit(grp, {("t", 0): gr.OffsetValue(42, 0, "meta", now),
+                                        ("t", 1): gr.OffsetValue(7, -1, "", now)})
         joined = await _join_new(state)  # the group's record, written once its leader syncs
         assert (await state.groups.sync("g", 1, joined.member_id, None, "consumer", "range",
                                         {joined.member_id: b"a"}))[0] == ErrorCode.NONE

@@ -197,7 +197,8 @@ def test_mutation_permits_strict_and_permissive() -> None:
 
 # ---- configuration --------------------------------------------------------------------------------
 @pytest.mark.parametrize("key,value,message", [
-    ("authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer", "ACLs would not be enforced"),
+    ("authorizer.class.name", "com.example.MyAuthorizer", "ACLs would not be enforced"),
+    ("authorizer.class.name", "kafka.security.authorizer.AclAuthorizer", "belongs to a ZooKeeper-mode cluster"),
     ("client.quota.callback.class", "com.example.Callback", "default quota callback only"),
     ("quota.window.num", "0", "Value must be at least 1"),
     ("controller.quota.window.size.seconds", "0", "Value must be at least 1"),

@@ -260,6 +260,15 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
 
 # Keys accepted with Kafka's names and defaults whose setting does not change what wirekafka
 # does, so a value other than the default is reported at start-up rather than dropped silently.
+# The authorizer's own keys: read by Kafka's authorizer from the broker's properties, not keys of
+# the broker's config (DescribeConfigs does not list them), with the authorizer's defaults.
+AUTHORIZER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
+    "super.users": (_str, ""),
+    "allow.everyone.if.no.acl.found": (_bool, False),
+}
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+ZK_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
+
 INERT_KEYS: dict[str, str] = {
     "ssl.protocol": "the protocol versions are ssl.enabled.protocols' (OpenSSL has no separate context protocol)",
     "ssl.keymanager.algorithm": "there is no JVM key manager: keys are read from the key store as they are",
@@ -366,6 +375,16 @@ class BrokerConfig:
     @property
     def zookeeper_mode(self) -> bool:
         return bool(self.values["zookeeper.connect"])
+
+    @property
+    def authorizer_class_name(self) -> str:
+        """The authorizer class a Kafka broker of this mode has: AclAuthorizer in a ZooKeeper
+        cluster (Kafka 3.9), StandardAuthorizer on the single node (Kafka 4)."""
+        return ZK_AUTHORIZER if self.zookeeper_mode else STANDARD_AUTHORIZER
+
+    @property
+    def authorizer_enabled(self) -> bool:
+        return bool(self.values["authorizer.class.name"])
 
     @property
     def log_dir(self) -> Path:
@@ -516,9 +535,32 @@ def read_properties(path: Path) -> dict[str, str]:
     return props
 
 
+def _check_authorizer(cfg: BrokerConfig) -> None:
+    """The authorizer Kafka's broker of the same mode would load: StandardAuthorizer on the single
+    node (a Kafka 4 broker's), AclAuthorizer in a ZooKeeper cluster (Kafka 3.9's). Any other class
+    stops start-up, as a class Kafka cannot load does, rather than run without ACLs."""
+    name = cfg["authorizer.class.name"]
+    if not name:
+        return
+    if name != cfg.authorizer_class_name:
+        other = "a ZooKeeper-mode cluster" if name == ZK_AUTHORIZER else "the single node (KRaft's)"
+        raise ConfigError(f"authorizer.class.name {name} is not available here: wirekafka has Kafka's "
+                          f"{cfg.authorizer_class_name} in this mode ({name} belongs to {other}); it does not start"
+                          if name in (ZK_AUTHORIZER, STANDARD_AUTHORIZER) else
+                          f"authorizer.class.name {name} is not available: wirekafka has Kafka's "
+                          f"{cfg.authorizer_class_name} only, so ACLs would not be enforced; it does not start")
+
+
 def build_config(props: Mapping[str, str]) -> BrokerConfig:
     values: dict[str, object] = {k: d for k, (_, d) in BROKER_KEYS.items()}
+    values.update({k: d for k, (_, d) in AUTHORIZER_KEYS.items()})
     for key, raw in props.items():
+        if key in AUTHORIZER_KEYS:
+            try:
+                values[key] = AUTHORIZER_KEYS[key][0](raw)
+            except ValueError as exc:
+                raise ConfigError(f"invalid value {raw!r} for {key}: {exc}") from exc
+            continue
         spec = BROKER_KEYS.get(key)
         if _LISTENER_PLUGIN_KEY.match(key) and raw.strip():
             raise ConfigError(f"{key}={raw} is not available in wirekafka: it loads JVM classes (wirekafka serves "
@@ -573,9 +615,7 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
             SslPrincipalMapper.parse(rules)  # type: ignore[arg-type]
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
-    if cfg["authorizer.class.name"]:
-        raise ConfigError(f"authorizer.class.name {cfg['authorizer.class.name']} is not available: wirekafka has "
-                          "no authorizer, so ACLs would not be enforced; it does not start")
+    _check_authorizer(cfg)
     selector = cfg["replica.selector.class"]
     if selector not in (None, "", RACK_AWARE_SELECTOR):
         raise ConfigError(f"replica.selector.class {selector} is not available: wirekafka has Kafka's "

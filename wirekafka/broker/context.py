@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
 import trio
 
+from wirekafka.broker.authorizer import CLUSTER_NAME, OPERATIONS, AclOperation, ResourceType
 from wirekafka.broker.state import BrokerState
 from wirekafka.protocol.codec import RequestHeader
 
@@ -48,3 +50,39 @@ class RequestContext:
     @property
     def version(self) -> int:
         return self.header.api_version
+
+    # ---- authorization (Kafka's AuthHelper): everything is allowed without an authorizer ---------
+    @property
+    def kafka_principal(self) -> str:
+        """The session's principal as ACLs name it ("User:alice")."""
+        return f"User:{self.principal}"
+
+    @property
+    def client_host(self) -> str:
+        """The client's address, as an ACL's host names it."""
+        return self.peer.rsplit(":", 1)[0]
+
+    def authorized(self, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+        authorizer = self.state.authorizer
+        return authorizer is None or authorizer.authorize(self.kafka_principal, self.client_host, operation,
+                                                          resource_type, name)
+
+    def authorized_cluster(self, operation: AclOperation) -> bool:
+        return self.authorized(operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+    def authorized_names(self, operation: AclOperation, resource_type: ResourceType, names: Iterable[str]) -> set[str]:
+        """The names among `names` the session may do `operation` on (Kafka's filterByAuthorized)."""
+        return {n for n in names if self.authorized(operation, resource_type, n)}
+
+    def authorized_by_resource_type(self, operation: AclOperation, resource_type: ResourceType) -> bool:
+        authorizer = self.state.authorizer
+        return authorizer is None or authorizer.authorize_by_resource_type(
+            self.kafka_principal, self.client_host, operation, resource_type)
+
+    def authorized_operations(self, resource_type: ResourceType, name: str) -> int:
+        """The authorized-operations bit field of a resource (every supported one without an
+        authorizer)."""
+        authorizer = self.state.authorizer
+        if authorizer is None:
+            return sum(1 << op for op in OPERATIONS[resource_type])
+        return authorizer.authorized_operations(self.kafka_principal, self.client_host, resource_type, name)

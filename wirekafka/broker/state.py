@@ -21,6 +21,7 @@ from typing import Callable
 import trio
 
 from wirekafka.broker import topic_config
+from wirekafka.broker.authorizer import Authorizer, parse_super_users
 from wirekafka.broker.coordinator_runtime import CoordinatorRuntime
 from wirekafka.broker.delayed_deletes import DelayedDeletes
 from wirekafka.broker.groups import OFFSETS_TOPIC, GroupCoordinator
@@ -94,6 +95,10 @@ class BrokerState:
             self.replicas.verify_transaction = self._verify_transaction
             self.markers = RemoteMarkers(self.metadata, config, peer_security)
         self.cleaner = LogCleaner(self)
+        # None without authorizer.class.name (Kafka's default: every request is allowed)
+        self.authorizer = (Authorizer(parse_super_users(str(config["super.users"])),
+                                      bool(config["allow.everyone.if.no.acl.found"]))
+                           if config.authorizer_enabled else None)
         self.deletes = DelayedDeletes(lambda: int(topic_config.effective("file.delete.delay.ms", {}, config,
                                                                         self.metadata.broker_configs)[0]))
         self._recovery: dict[tuple[str, int], int] = {}

@@ -268,6 +268,7 @@ AUTHORIZER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
 }
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ZK_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
+ACL_ZOOKEEPER_PREFIX = "authorizer.zookeeper."  # AclAuthorizer's own ZooKeeper client keys
 
 INERT_KEYS: dict[str, str] = {
     "ssl.protocol": "the protocol versions are ssl.enabled.protocols' (OpenSSL has no separate context protocol)",
@@ -542,6 +543,8 @@ def _check_authorizer(cfg: BrokerConfig) -> None:
     name = cfg["authorizer.class.name"]
     if not name:
         return
+    if name == ZK_AUTHORIZER and cfg.zookeeper_mode:
+        _check_acl_zookeeper(cfg)
     if name != cfg.authorizer_class_name:
         other = "a ZooKeeper-mode cluster" if name == ZK_AUTHORIZER else "the single node (KRaft's)"
         raise ConfigError(f"authorizer.class.name {name} is not available here: wirekafka has Kafka's "
@@ -549,6 +552,25 @@ def _check_authorizer(cfg: BrokerConfig) -> None:
                           if name in (ZK_AUTHORIZER, STANDARD_AUTHORIZER) else
                           f"authorizer.class.name {name} is not available: wirekafka has Kafka's "
                           f"{cfg.authorizer_class_name} only, so ACLs would not be enforced; it does not start")
+
+
+def _check_acl_zookeeper(cfg: BrokerConfig) -> None:
+    """AclAuthorizer's `authorizer.zookeeper.*` keys: Kafka's authorizer may keep ACLs in another
+    ZooKeeper (`authorizer.zookeeper.url`) with its own client settings; wirekafka keeps them in
+    the cluster's ZooKeeper through the broker's session. The same ensemble is accepted (its
+    timeouts and in-flight limit are then the broker session's); another one, or TLS to it, stops
+    start-up rather than leave the ACLs where Kafka's brokers would not look."""
+    url = cfg.values.get(ACL_ZOOKEEPER_PREFIX + "url")
+    if url is not None and url != str(cfg["zookeeper.connect"]).strip():
+        raise ConfigError(f"{ACL_ZOOKEEPER_PREFIX}url={url} is not available: wirekafka keeps ACLs in the "
+                          f"cluster's ZooKeeper (zookeeper.connect={cfg['zookeeper.connect']})")
+    if str(cfg.values.get(ACL_ZOOKEEPER_PREFIX + "ssl.client.enable", "false")).lower() == "true":
+        raise ConfigError(f"{ACL_ZOOKEEPER_PREFIX}ssl.client.enable is true, but wirekafka's ZooKeeper client "
+                          "has no TLS: it would connect in plaintext, so it does not start")
+    for key in sorted(k for k in cfg.values if k.startswith(ACL_ZOOKEEPER_PREFIX)):
+        if key not in (ACL_ZOOKEEPER_PREFIX + "url", ACL_ZOOKEEPER_PREFIX + "ssl.client.enable"):
+            log.warning("%s=%s has no effect in wirekafka: ACLs are read and written through the broker's own "
+                        "ZooKeeper session", key, cfg.values[key])
 
 
 def build_config(props: Mapping[str, str]) -> BrokerConfig:
@@ -560,6 +582,9 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
                 values[key] = AUTHORIZER_KEYS[key][0](raw)
             except ValueError as exc:
                 raise ConfigError(f"invalid value {raw!r} for {key}: {exc}") from exc
+            continue
+        if key.startswith(ACL_ZOOKEEPER_PREFIX):
+            values[key] = raw.strip()  # AclAuthorizer's own ZooKeeper client settings (_check_authorizer)
             continue
         spec = BROKER_KEYS.get(key)
         if _LISTENER_PLUGIN_KEY.match(key) and raw.strip():

@@ -98,12 +98,6 @@ class ResourcePattern:
     name: str
     pattern_type: PatternType
 
-    def applies_to(self, name: str) -> bool:
-        """Whether this stored pattern covers a resource of its type called `name`."""
-        if self.pattern_type == PatternType.PREFIXED:
-            return name.startswith(self.name)
-        return self.name == name or self.name == WILDCARD
-
 
 @dataclass(frozen=True, slots=True)
 class AccessControlEntry:
@@ -182,6 +176,9 @@ class Authorizer:
         self.super_users = frozenset(super_users)
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
         self._acls: dict[ResourcePattern, set[AccessControlEntry]] = {}
+        # the PREFIXED names per resource type: a decision looks up only the patterns that can
+        # apply to its resource, however many ACLs there are
+        self._prefixes: dict[ResourceType, set[str]] = {}
 
     # ---- the ACLs ---------------------------------------------------------------------------------
     def bindings(self) -> list[AclBinding]:
@@ -193,27 +190,44 @@ class Authorizer:
 
     def add(self, bindings: Iterable[AclBinding]) -> None:
         for b in bindings:
-            self._acls.setdefault(b.pattern, set()).add(b.entry)
+            self._set(b.pattern, self._acls.get(b.pattern, set()) | {b.entry})
 
     def remove(self, bindings: Iterable[AclBinding]) -> None:
         for b in bindings:
-            entries = self._acls.get(b.pattern)
-            if entries is not None:
-                entries.discard(b.entry)
-                if not entries:
-                    del self._acls[b.pattern]
+            self._set(b.pattern, self._acls.get(b.pattern, set()) - {b.entry})
 
     def set_resource(self, pattern: ResourcePattern, entries: Iterable[AccessControlEntry]) -> None:
         """Replace one resource pattern's entries (a ZooKeeper change notification re-reads one)."""
-        fresh = set(entries)
-        if fresh:
-            self._acls[pattern] = fresh
-        else:
-            self._acls.pop(pattern, None)
+        self._set(pattern, set(entries))
 
     def replace_all(self, bindings: Iterable[AclBinding]) -> None:
         self._acls = {}
+        self._prefixes = {}
         self.add(bindings)
+
+    def _set(self, pattern: ResourcePattern, entries: set[AccessControlEntry]) -> None:
+        prefixed = pattern.pattern_type == PatternType.PREFIXED
+        if entries:
+            self._acls[pattern] = entries
+            if prefixed:
+                self._prefixes.setdefault(pattern.resource_type, set()).add(pattern.name)
+        elif self._acls.pop(pattern, None) is not None and prefixed:
+            self._prefixes[pattern.resource_type].discard(pattern.name)
+
+    def _patterns_for(self, resource_type: ResourceType, name: str) -> list[ResourcePattern]:
+        """The stored patterns that apply to a resource: its literal name, the literal "*", and
+        the prefixes that start its name."""
+        found = [ResourcePattern(resource_type, name, PatternType.LITERAL)]
+        if name != WILDCARD:
+            found.append(ResourcePattern(resource_type, WILDCARD, PatternType.LITERAL))
+        prefixes = self._prefixes.get(resource_type)
+        if prefixes:
+            if len(prefixes) <= len(name):
+                matching = [p for p in prefixes if name.startswith(p)]
+            else:
+                matching = [name[:i] for i in range(1, len(name) + 1) if name[:i] in prefixes]
+            found.extend(ResourcePattern(resource_type, p, PatternType.PREFIXED) for p in matching)
+        return [p for p in found if p in self._acls]
 
     # ---- decisions --------------------------------------------------------------------------------
     def is_super_user(self, principal: str) -> bool:
@@ -224,18 +238,18 @@ class Authorizer:
         """May `principal` (e.g. "User:alice") connected from `host` do `operation` on the resource?"""
         if principal in self.super_users:
             return True
+        patterns = self._patterns_for(resource_type, name)
+        if not patterns:
+            return self.allow_everyone_if_no_acl_found
         principals = (principal, WILDCARD_PRINCIPAL)
-        has_acls = allowed = False
-        for pattern, entries in self._acls.items():
-            if pattern.resource_type != resource_type or not pattern.applies_to(name):
-                continue
-            has_acls = True
-            for entry in entries:
+        allowed = False
+        for pattern in patterns:
+            for entry in self._acls[pattern]:
                 if _applies(entry, principals, host, operation):
                     if entry.permission == PermissionType.DENY:
                         return False
                     allowed = True
-        return allowed or (not has_acls and self.allow_everyone_if_no_acl_found)
+        return allowed
 
     def authorize_by_resource_type(self, principal: str, host: str, operation: AclOperation,
                                    resource_type: ResourceType) -> bool:

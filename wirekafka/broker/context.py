@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -59,8 +60,10 @@ class RequestContext:
 
     @property
     def client_host(self) -> str:
-        """The client's address, as an ACL's host names it."""
-        return self.peer.rsplit(":", 1)[0]
+        """The client's address as an ACL's host names it: Java's getHostAddress, which writes
+        an IPv6 address uncompressed ("0:0:0:0:0:0:0:1") and an IPv4-mapped one as IPv4."""
+        host = self.peer.rsplit(":", 1)[0]
+        return host if ":" not in host else java_host_address(host)
 
     def authorized(self, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
         authorizer = self.state.authorizer
@@ -86,3 +89,11 @@ class RequestContext:
         if authorizer is None:
             return sum(1 << op for op in OPERATIONS[resource_type])
         return authorizer.authorized_operations(self.kafka_principal, self.client_host, resource_type, name)
+
+
+def java_host_address(ipv6: str) -> str:
+    """An IPv6 address as Java's InetAddress.getHostAddress writes it."""
+    address = ipaddress.IPv6Address(ipv6.split("%", 1)[0])
+    if address.ipv4_mapped is not None:
+        return str(address.ipv4_mapped)
+    return ":".join(f"{int(group, 16):x}" for group in address.exploded.split(":"))

@@ -21,6 +21,7 @@ from typing import Callable
 import trio
 
 from wirekafka.broker import topic_config
+from wirekafka.broker.acl_store import AclStore, LocalAclStore
 from wirekafka.broker.authorizer import Authorizer, parse_super_users
 from wirekafka.broker.coordinator_runtime import CoordinatorRuntime
 from wirekafka.broker.delayed_deletes import DelayedDeletes
@@ -34,6 +35,7 @@ from wirekafka.broker.client_quota_manager import ClientQuotaManagers
 from wirekafka.broker.replication_quota import ReplicationQuotas
 from wirekafka.broker.replication.markers import RemoteMarkers
 from wirekafka.broker.replication.peer_client import PeerSecurity
+from wirekafka.broker.replication.zk_acls import ZkAclStore
 from wirekafka.broker.replication.zk_metadata import RoleChange, ZkMetadata
 from wirekafka.broker.transactions import TXN_TOPIC, TransactionCoordinator
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
@@ -99,6 +101,12 @@ class BrokerState:
         self.authorizer = (Authorizer(parse_super_users(str(config["super.users"])),
                                       bool(config["allow.everyone.if.no.acl.found"]))
                            if config.authorizer_enabled else None)
+        # where CreateAcls/DeleteAcls persist ACLs: the log dir's file on the single node; in
+        # ZooKeeper mode Kafka 3.9's /kafka-acl tree, loaded and followed by the metadata's session
+        self.acl_store: AclStore | None = None
+        if self.authorizer is not None:
+            self.acl_store = (self.metadata.follow(ZkAclStore(self.authorizer, self.metadata.zk))
+                              if isinstance(self.metadata, ZkMetadata) else LocalAclStore(self.log_dir, self.authorizer))
         self.deletes = DelayedDeletes(lambda: int(topic_config.effective("file.delete.delay.ms", {}, config,
                                                                         self.metadata.broker_configs)[0]))
         self._recovery: dict[tuple[str, int], int] = {}
@@ -126,6 +134,8 @@ class BrokerState:
         self._high_watermarks = checkpoint.read_offsets(self.log_dir / HIGH_WATERMARK_CHECKPOINT)
         self._starts = checkpoint.read_offsets(self.log_dir / LOG_START_CHECKPOINT)
         self.metadata.load()
+        if isinstance(self.acl_store, LocalAclStore):
+            self.acl_store.load()
         if not self._clean and not fresh:
             log.info("log dir %s was not shut down cleanly; recovered past recovery points", self.log_dir)
         self._clean = True

@@ -7,7 +7,9 @@ controller, topics, assignments, configs, partition states — in a worker threa
 on the event loop: topics appear (this broker's replicas are opened) or go (their files are
 deleted), and each local partition becomes leader or follower as its state znode says, its
 fetcher following the leader. Reading everything each time is simple and cannot miss a change;
-a cluster of thousands of partitions would want per-path caches.
+a cluster of thousands of partitions would want per-path caches. Other state kept in ZooKeeper
+beside the metadata (the ACLs, zk_acls.py) is a `ZkFollower`: loaded by `start` before the broker
+serves, then run beside the reconcile loop, on watches of its own.
 
 Who writes what:
 - every broker: its ephemeral /brokers/ids/N registration (again after a session expiry), and,
@@ -34,7 +36,7 @@ import time
 import uuid
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Protocol, TypeVar
 
 import trio
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
@@ -70,6 +72,18 @@ ZK_ACL_REFUSED = ("zookeeper.set.acl is true, but ZooKeeper client TLS configura
                   "ZooKeeper without TLS or SASL)")
 
 
+class ZkFollower(Protocol):
+    """Other state a broker keeps from ZooKeeper beside the cluster metadata (the ACLs): read
+    once the session is up, before the broker serves, then followed from its own watches."""
+
+    async def load(self) -> None: ...
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None: ...
+
+
+F = TypeVar("F", bound=ZkFollower)
+
+
 @dataclass
 class RoleChange:
     """What the broker must do after a reconcile: partitions to follow (with their leader) or
@@ -103,6 +117,7 @@ class ZkMetadata(TopicIndex):
         self.client_quotas = ClientQuotas()
         # set by the broker: start/stop following a leader (the replica fetchers)
         self.on_roles: Callable[[RoleChange], None] = lambda change: None
+        self._followers: list[ZkFollower] = []
 
     @property
     def _config_entities(self) -> tuple[str, ...]:
@@ -132,15 +147,25 @@ class ZkMetadata(TopicIndex):
     def save(self) -> None:
         """Nothing to write: ZooKeeper holds the metadata."""
 
+    def follow(self, follower: F) -> F:
+        """Have `follower` loaded by start() and run beside the reconcile loop; returns it."""
+        self._followers.append(follower)
+        return follower
+
     async def start(self) -> None:
-        """Register this broker and apply the cluster state once, before serving."""
+        """Load the followers, register this broker and apply the cluster state once, before serving."""
+        for follower in self._followers:
+            await follower.load()
         await self._register()
         await self._reconcile()
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        """The reconcile loop, the leader's ISR maintenance and the controller's leader rebalance."""
+        """The reconcile loop, the followers, the leader's ISR maintenance and the controller's
+        leader rebalance."""
         task_status.started()
         async with trio.open_nursery() as nursery:
+            for follower in self._followers:
+                await nursery.start(follower.run)
             nursery.start_soon(self._isr_loop)
             if self.config.bool("auto.leader.rebalance.enable"):
                 nursery.start_soon(self._rebalance_loop)

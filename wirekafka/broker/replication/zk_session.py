@@ -2,8 +2,11 @@
 
 kazoo runs its own threads: its blocking calls run here in trio worker threads (`call`), and
 everything kazoo calls back — one-shot watches set by reads, and session state changes — only
-marks the loop's `changed` flag through the trio token (`run_sync_soon`, safe from any thread).
-The loop side never reacts to a single watch: it re-reads the cluster state and reconciles, so a
+marks a `ChangeFeed` on the loop through the trio token (`run_sync_soon`, safe from any thread;
+`_post` is the one place). The metadata's feed (`watcher`, `wait_changed`) wakes the reconcile
+loop; another consumer (the ACL store's change notifications) gets a feed of its own (`feed()`),
+so its watches neither wake the metadata's full re-read nor are consumed by it. A session change
+marks every feed. A consumer never reacts to a single watch: it re-reads what it follows, so a
 missed or coalesced notification cannot leave it wrong.
 
 Session loss matters for fencing: when ZooKeeper expires the session, its ephemeral znodes
@@ -39,9 +42,8 @@ class ZkSession:
         self.client = KazooClient(hosts=self.hosts + self.chroot, timeout=session_timeout_ms / 1000,
                                   randomize_hosts=False)
         self._token: trio.lowlevel.TrioToken | None = None
-        self._changed = trio.Event()
-        # the znodes whose watches fired since the last wait_changed; None: a session change
-        self._changed_paths: set[str | None] = set()
+        self._metadata_feed = ChangeFeed(self)
+        self._feeds = [self._metadata_feed]
         self.connected = False
         self._closing = False
 
@@ -71,8 +73,14 @@ class ZkSession:
         return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), abandon_on_cancel=True)
 
     def watcher(self, event: object = None) -> None:
-        """The watch every read sets (kazoo thread): the cluster state changed at event.path."""
-        self._post(functools.partial(self._mark_changed, getattr(event, "path", None)))
+        """The watch every metadata read sets (kazoo thread): the cluster state changed at event.path."""
+        self._metadata_feed.watcher(event)
+
+    def feed(self) -> ChangeFeed:
+        """A feed of its own for another consumer of watches (see ChangeFeed)."""
+        feed = ChangeFeed(self)
+        self._feeds.append(feed)
+        return feed
 
     def _on_state(self, state: str) -> None:
         """kazoo's session listener (kazoo thread; it must not block)."""
@@ -99,29 +107,22 @@ class ZkSession:
             if not self.connected:
                 log.info("ZooKeeper connection (re)established")
             self.connected = True
-        self._mark_changed(None)
+        for feed in self._feeds:
+            feed.mark(None)
 
     def session_id(self) -> int | None:
         """The current ZooKeeper session's id; a new one means our ephemerals are gone."""
         cid = self.client.client_id
         return cid[0] if cid else None
 
-    def _mark_changed(self, path: str | None) -> None:
-        self._changed_paths.add(path)
-        self._changed.set()
-
     async def wait_changed(self, timeout_s: float) -> set[str | None]:
-        """Sleep until a watch fires or the session changes (or timeout_s, a safety net); the
-        paths whose watches fired meanwhile (None among them: anything may have changed)."""
-        with trio.move_on_after(timeout_s):
-            await self._changed.wait()
-        self._changed = trio.Event()
-        paths, self._changed_paths = self._changed_paths, set()
-        return paths
+        """Sleep until a metadata watch fires or the session changes (or timeout_s, a safety
+        net); the paths whose watches fired meanwhile (None among them: anything may have changed)."""
+        return await self._metadata_feed.wait(timeout_s)
 
     def mark_changed(self) -> None:
         """Ask for a reconcile soon (after a write of our own, say)."""
-        self._mark_changed(None)
+        self._metadata_feed.mark(None)
 
     async def close(self) -> None:
         self._closing = True
@@ -133,3 +134,30 @@ class ZkSession:
             self.client.close()
         except Exception:  # closing a session that already failed  # noqa: BLE001
             log.debug("closing the ZooKeeper client failed", exc_info=True)
+
+
+class ChangeFeed:
+    """What one consumer of ZooKeeper watches waits on: the paths whose watches (set with this
+    feed's `watcher`) fired since its last `wait`, None for a session change or a `mark(None)`.
+    Marked on the event loop only; kazoo's threads reach it through the session's `_post`."""
+
+    def __init__(self, session: ZkSession) -> None:
+        self._session = session
+        self._changed = trio.Event()
+        self._paths: set[str | None] = set()
+
+    def watcher(self, event: object = None) -> None:
+        """The watch to pass to kazoo reads (kazoo thread): hand the event to the loop."""
+        self._session._post(functools.partial(self.mark, getattr(event, "path", None)))
+
+    def mark(self, path: str | None) -> None:
+        self._paths.add(path)
+        self._changed.set()
+
+    async def wait(self, timeout_s: float) -> set[str | None]:
+        """Sleep until something is marked (or timeout_s, a safety net); what was marked."""
+        with trio.move_on_after(timeout_s):
+            await self._changed.wait()
+        self._changed = trio.Event()
+        paths, self._paths = self._paths, set()
+        return paths

@@ -6,13 +6,23 @@
   producer, CONCURRENT_TRANSACTIONS, ...) is reported on every partition.
 - v4+ (brokers, KIP-890): several transactions, each add or verify_only (is the partition in the
   transaction?); the top-level error is for the request as a whole.
-- PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2 (KIP-588)."""
+- PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2 (KIP-588).
+- Authorization, as Kafka's: v0-3 need WRITE on the transactional id (else every partition
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and WRITE on each topic: a partition of a topic the
+  principal may not write, existing or not, is TOPIC_AUTHORIZATION_FAILED (which tells nothing of
+  its existence) and fails the request like an unknown one. An internal topic is never
+  authorized for a client, so adding one is TOPIC_AUTHORIZATION_FAILED even without an
+  authorizer, as in Kafka. v4+ come from brokers: CLUSTER_ACTION on the cluster, else the
+  top-level CLUSTER_AUTHORIZATION_FAILED with no results."""
 
 from __future__ import annotations
 
 from kafka.protocol.producer.transaction import AddPartitionsToTxnResponse
 
+from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
+from wirekafka.broker.metadata import INTERNAL_TOPICS
+from wirekafka.broker.replication._jvm_order import java_hashmap_order
 from wirekafka.broker.transactions import fenced_error
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
@@ -31,10 +41,14 @@ def _shape(codes: dict[tuple[str, int], ErrorCode]) -> list[_TopicResult]:
 async def _one(ctx: RequestContext, transactional_id: str, producer_id: int, producer_epoch: int,
                topics: list, verify_only: bool) -> dict[tuple[str, int], ErrorCode]:
     wanted = [(t.name, p) for t in topics for p in t.partitions]
-    unknown = {tp for tp in wanted if not _exists(ctx, *tp)}
-    if unknown:
-        return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
-                for tp in wanted}
+    if ctx.version < 4 and not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        return {tp: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in wanted}
+    refused = _refused(ctx, wanted)
+    if refused:
+        # Kafka collects this answer in hash maps: its topics come in java.util.HashMap order
+        order = java_hashmap_order(t for t, _ in wanted)
+        return {tp: refused.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED)
+                for tp in sorted(wanted, key=lambda tp: order.index(tp[0]))}
     coordinator = ctx.state.transactions
     try:
         if verify_only:
@@ -44,6 +58,22 @@ async def _one(ctx: RequestContext, transactional_id: str, producer_id: int, pro
     except KafkaApiError as exc:
         code = fenced_error(exc.code, ctx.version, 2)
     return {tp: code for tp in wanted}
+
+
+def _refused(ctx: RequestContext, wanted: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
+    """The partitions that fail the request before the coordinator sees it: those of topics a
+    client may not write (internal topics included; a broker's v4+ request was authorized as a
+    whole), then those that do not exist."""
+    names = {t for t, _ in wanted}
+    writable = names if ctx.version >= 4 else \
+        ctx.authorized_names(AclOperation.WRITE, ResourceType.TOPIC, names - INTERNAL_TOPICS)
+    refused = {}
+    for tp in wanted:
+        if tp[0] not in writable:
+            refused[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif not _exists(ctx, *tp):
+            refused[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return refused
 
 
 def _exists(ctx: RequestContext, topic: str, index: int) -> bool:
@@ -58,6 +88,9 @@ async def handle(ctx: RequestContext, request: object) -> AddPartitionsToTxnResp
         codes = await _one(ctx, r.v3_and_below_transactional_id, r.v3_and_below_producer_id,  # type: ignore[attr-defined]
                            r.v3_and_below_producer_epoch, r.v3_and_below_topics, verify_only=False)  # type: ignore[attr-defined]
         return AddPartitionsToTxnResponse(version=v, throttle_time_ms=0, results_by_topic_v3_and_below=_shape(codes))
+    if not ctx.authorized_cluster(AclOperation.CLUSTER_ACTION):
+        return AddPartitionsToTxnResponse(version=v, throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                          results_by_transaction=[])
     results = []
     for txn in r.transactions:  # type: ignore[attr-defined]
         codes = await _one(ctx, txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.topics,

@@ -8,12 +8,15 @@
   the leaving brokers delete their copies.
 - Errors per partition: UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT (empty list,
   repeated broker, a broker that is not live), NO_REASSIGNMENT_IN_PROGRESS for a cancel with
-  nothing to cancel. One node: only this node is a valid target, and nothing is ever in progress."""
+  nothing to cancel. One node: only this node is a valid target, and nothing is ever in progress.
+- Authorization, as Kafka's controller checks it: ALTER on the cluster, else
+  CLUSTER_AUTHORIZATION_FAILED with a message for the request and for each partition."""
 
 from __future__ import annotations
 
 from kafka.protocol.admin import AlterPartitionReassignmentsResponse
 
+from wirekafka.broker.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
 from wirekafka.protocol.errors import ErrorCode
 
@@ -21,7 +24,19 @@ _Topic = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
 _Part = _Topic.ReassignablePartitionResponse
 
 
+def _refused(ctx: RequestContext, request: object) -> AlterPartitionReassignmentsResponse:
+    """Kafka's answer to a request it refuses as a whole: the error everywhere."""
+    code, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+    return AlterPartitionReassignmentsResponse(
+        version=ctx.version, throttle_time_ms=0, allow_replication_factor_change=True, error_code=code,
+        error_message=message, responses=[_Topic(name=t.name, partitions=[
+            _Part(partition_index=p.partition_index, error_code=code, error_message=message) for p in t.partitions])
+            for t in request.topics])  # type: ignore[attr-defined]
+
+
 async def handle(ctx: RequestContext, request: object) -> AlterPartitionReassignmentsResponse:
+    if not ctx.authorized_cluster(AclOperation.ALTER):
+        return _refused(ctx, request)
     changes = [(t.name, p.partition_index, None if p.replicas is None else list(p.replicas))
                for t in request.topics for p in t.partitions]  # type: ignore[attr-defined]
     answers = await ctx.state.metadata.alter_reassignments(changes)

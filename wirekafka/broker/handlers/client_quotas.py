@@ -17,7 +17,11 @@ them from its metadata image and its controller's ClientQuotaControlManager.
   of that type), with `strict` also excluding entities with other types; Kafka's errors for an
   empty or repeated type, an unknown type (UNSUPPORTED_VERSION), a match that contradicts its
   match type, an unknown match type and an ip filter combined with user or client id; the error
-  answer carries no entries (null)."""
+  answer carries no entries (null).
+- Authorization first, as Kafka's: Describe needs DESCRIBE_CONFIGS on the cluster (else the
+  top-level CLUSTER_AUTHORIZATION_FAILED, no message, entries null), Alter ALTER_CONFIGS on the
+  cluster (else every entry of the request, as it named its entity, CLUSTER_AUTHORIZATION_FAILED
+  with Kafka's message, and nothing checked or changed)."""
 
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ import socket
 import trio
 from kafka.protocol.admin.client_quotas import AlterClientQuotasResponse, DescribeClientQuotasResponse
 
+from wirekafka.broker.authorizer import AclOperation
 from wirekafka.broker.client_quotas import (
     CLIENT_ID,
     ENTITY_TYPES,
@@ -48,6 +53,7 @@ MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 
 _AlterEntry = AlterClientQuotasResponse.EntryData
 _DescribeEntry = DescribeClientQuotasResponse.EntryData
+_CLUSTER_REFUSAL = "Cluster authorization failed."
 
 
 class _Invalid(Exception):
@@ -59,7 +65,16 @@ class _Invalid(Exception):
 
 
 # ---- AlterClientQuotas ---------------------------------------------------------------------------
+def _refused_alter(ctx: RequestContext, request: object) -> AlterClientQuotasResponse:
+    return AlterClientQuotasResponse(version=ctx.version, throttle_time_ms=0, entries=[
+        _AlterEntry(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=_CLUSTER_REFUSAL, entity=[
+            _AlterEntry.EntityData(entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity])
+        for entry in request.entries])  # type: ignore[attr-defined]
+
+
 async def handle_alter(ctx: RequestContext, request: object) -> AlterClientQuotasResponse:
+    if not ctx.authorized_cluster(AclOperation.ALTER_CONFIGS):
+        return _refused_alter(ctx, request)
     results: dict[Entity, tuple[ErrorCode, str | None]] = {}
     shapes: dict[Entity, list[tuple[str, str | None]]] = {}  # each entity as its request listed it
     changes: dict[Entity, dict[str, float | None]] = {}
@@ -157,6 +172,10 @@ def _checked_change(ctx: RequestContext, entity: Entity, ops: dict[str, float | 
 
 # ---- DescribeClientQuotas ------------------------------------------------------------------------
 def handle_describe(ctx: RequestContext, request: object) -> DescribeClientQuotasResponse:
+    if not ctx.authorized_cluster(AclOperation.DESCRIBE_CONFIGS):
+        return DescribeClientQuotasResponse(version=ctx.version, throttle_time_ms=0,
+                                            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=None,
+                                            entries=None)
     try:
         exact, specified = _filter(request.components)  # type: ignore[attr-defined]
     except _Invalid as exc:

@@ -8,7 +8,10 @@
 - validate_only checks and changes nothing. A topic named twice in a request gets one
   INVALID_REQUEST "Duplicate topic name." answer; a missing topic UNKNOWN_TOPIC_OR_PARTITION
   (no message, as Kafka).
-- New partitions start empty at offset 0 with leader epoch 0, like the topic's first ones."""
+- New partitions start empty at offset 0 with leader epoch 0, like the topic's first ones.
+- Authorization, as Kafka's ControllerApis checks it: ALTER on each topic; a topic without it is
+  TOPIC_AUTHORIZATION_FAILED (no message) whether it exists or not, listed after the duplicates
+  and before the topics checked further."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from collections import Counter
 from kafka.protocol.admin.topics import CreatePartitionsResponse
 
 from wirekafka.broker import mutation_quota
+from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.metadata import Topic
 from wirekafka.broker.state import BrokerState
@@ -71,9 +75,13 @@ async def handle(ctx: RequestContext, request: object) -> CreatePartitionsRespon
     counts = Counter(t.name for t in request.topics)  # type: ignore[attr-defined]
     results = [_Result(name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name.")
                for name, n in counts.items() if n > 1]
+    alterable = ctx.authorized_names(AclOperation.ALTER, ResourceType.TOPIC,
+                                     [name for name, n in counts.items() if n == 1])
+    results += [_Result(name=name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message=None)
+                for name, n in counts.items() if n == 1 and name not in alterable]
     permits = mutation_quota.permits(ctx, STRICT_QUOTA_FROM)
     for t in request.topics:  # type: ignore[attr-defined]
-        if counts[t.name] > 1:
+        if counts[t.name] > 1 or t.name not in alterable:
             continue
         try:
             topic = _check(state, t)

@@ -8,7 +8,13 @@
   id, as Kafka's controller draws one before it validates (the id is then never used).
 - v5+ responses carry the resulting partitions, replication factor and every topic config with
   its source; v7+ the topic id.
-- A name given twice in one request is INVALID_REQUEST for that name."""
+- A name given twice in one request is one INVALID_REQUEST "Duplicate topic name." answer, after
+  the topics created or refused by validation, as Kafka's controller answers.
+- Authorization, as Kafka's ControllerApis checks it: CREATE on the cluster, or else CREATE on
+  each topic; a topic without it is TOPIC_AUTHORIZATION_FAILED "Authorization failed.", listed
+  last. A topic created without DESCRIBE_CONFIGS on it (implied by ALTER_CONFIGS) is answered
+  without its configs, partition count and replication factor, with topic_config_error_code
+  TOPIC_AUTHORIZATION_FAILED (v5+)."""
 
 from __future__ import annotations
 
@@ -17,8 +23,9 @@ from collections import Counter
 
 from kafka.protocol.admin.topics import CreateTopicsResponse
 
-from wirekafka.broker import topic_config
-from wirekafka.broker import mutation_quota
+from wirekafka.broker import mutation_quota, topic_config
+from wirekafka.broker.authorizer import AclOperation, ResourceType
+from wirekafka.broker.client_quota_manager import MutationPermits
 from wirekafka.broker.context import RequestContext
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
@@ -37,42 +44,68 @@ def _config_entries(ctx: RequestContext, overrides: dict[str, str]) -> list:
     return out
 
 
-async def handle(ctx: RequestContext, request: object) -> CreateTopicsResponse:
+def _creatable(ctx: RequestContext, names: list[str]) -> set[str]:
+    if ctx.authorized_cluster(AclOperation.CREATE):
+        return set(names)
+    return ctx.authorized_names(AclOperation.CREATE, ResourceType.TOPIC, names)
+
+
+def _refused(name: str, code: ErrorCode, message: str) -> _Result:
+    return _Result(name=name, topic_id=uuid.UUID(int=0), error_code=code, error_message=message,
+                   num_partitions=-1, replication_factor=-1, configs=[])
+
+
+async def _create(ctx: RequestContext, t: object, validate_only: bool, permits: MutationPermits,
+                  describable: bool) -> _Result:
+    """Validate and create one topic; its answer (configs only when `describable`)."""
     state = ctx.state
+    configs = {c.name: c.value for c in t.configs}  # type: ignore[attr-defined]
+    if t.assignments:  # type: ignore[attr-defined]
+        if t.num_partitions != -1 or t.replication_factor != -1:  # type: ignore[attr-defined]
+            raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Both numPartitions or replicationFactor "
+                                "and replicasAssignments were set. Both cannot be used at the same time.")
+        indexes = sorted(a.partition_index for a in t.assignments)  # type: ignore[attr-defined]
+        if indexes != list(range(len(indexes))):
+            raise KafkaApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "partitions must be numbered from 0")
+        assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments}  # type: ignore[attr-defined]
+        partitions, rf = len(indexes), len(assignment[0])
+    else:
+        assignment = None
+        partitions = state.config.int("num.partitions") if t.num_partitions == -1 else t.num_partitions  # type: ignore[attr-defined]
+        rf = state.config.int("default.replication.factor") if t.replication_factor == -1 else t.replication_factor  # type: ignore[attr-defined]
+    name = t.name  # type: ignore[attr-defined]
+    state.metadata.validate_new_topic(name, partitions, rf, configs, assignment)
+    permits.take(partitions)  # Kafka 4 charges validate_only too
+    if validate_only:
+        topic_id = uuid.uuid4()
+    else:
+        topic_id = (await state.metadata.create_topic(name, partitions, configs, rf, assignment)).topic_id
+    if not describable:
+        return _Result(name=name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
+                       num_partitions=-1, replication_factor=-1, configs=[],
+                       topic_config_error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    return _Result(name=name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
+                   num_partitions=partitions, replication_factor=rf, configs=_config_entries(ctx, configs))
+
+
+async def handle(ctx: RequestContext, request: object) -> CreateTopicsResponse:
     validate_only = bool(getattr(request, "validate_only", False))
     counts = Counter(t.name for t in request.topics)  # type: ignore[attr-defined]
+    single = [name for name, n in counts.items() if n == 1]
+    creatable = _creatable(ctx, single)
+    describable = ctx.authorized_names(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, single)
     results = []
     permits = mutation_quota.permits(ctx, STRICT_QUOTA_FROM)
     for t in request.topics:  # type: ignore[attr-defined]
-        configs = {c.name: c.value for c in t.configs}
+        if t.name not in creatable:
+            continue
         try:
-            if counts[t.name] > 1:
-                raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Create topics request from client contains "
-                                    f"multiple entries for the following topics: {t.name}")
-            if t.assignments:
-                if t.num_partitions != -1 or t.replication_factor != -1:
-                    raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Both numPartitions or replicationFactor "
-                                        "and replicasAssignments were set. Both cannot be used at the same time.")
-                indexes = sorted(a.partition_index for a in t.assignments)
-                if indexes != list(range(len(indexes))):
-                    raise KafkaApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "partitions must be numbered from 0")
-                assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments}
-                partitions, rf = len(indexes), len(assignment[0])
-            else:
-                assignment = None
-                partitions = state.config.int("num.partitions") if t.num_partitions == -1 else t.num_partitions
-                rf = state.config.int("default.replication.factor") if t.replication_factor == -1 else t.replication_factor
-            state.metadata.validate_new_topic(t.name, partitions, rf, configs, assignment)
-            permits.take(partitions)  # Kafka 4 charges validate_only too
-            if validate_only:
-                topic_id = uuid.uuid4()
-            else:
-                topic_id = (await state.metadata.create_topic(t.name, partitions, configs, rf, assignment)).topic_id
-            results.append(_Result(name=t.name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
-                                   num_partitions=partitions, replication_factor=rf,
-                                   configs=_config_entries(ctx, configs)))
+            results.append(await _create(ctx, t, validate_only, permits, t.name in describable))
         except KafkaApiError as exc:
-            results.append(_Result(name=t.name, topic_id=uuid.UUID(int=0), error_code=exc.code,
-                                   error_message=exc.message, num_partitions=-1, replication_factor=-1, configs=[]))
+            results.append(_refused(t.name, exc.code, exc.message))
+    results += [_refused(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+                for name, n in counts.items() if n > 1]
+    results += [_refused(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+                for name in single if name not in creatable]
     return CreateTopicsResponse(version=ctx.version, throttle_time_ms=mutation_quota.throttle(ctx, permits),
                                 topics=results)

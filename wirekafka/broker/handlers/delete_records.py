@@ -9,12 +9,15 @@
 - Errors as Kafka's ReplicaManager/Partition: UNKNOWN_TOPIC_OR_PARTITION; INVALID_TOPIC_EXCEPTION
   for internal topics; POLICY_VIOLATION when cleanup.policy lacks "delete"; OFFSET_OUT_OF_RANGE
   for an offset below -1 or above the high watermark (low_watermark -1 with any error).
+- Authorization: DELETE on each topic, asked once per topic; a topic without it answers
+  TOPIC_AUTHORIZATION_FAILED (low_watermark -1) at each partition, whether it exists or not.
 - No purgatory: with one replica the low watermark is final when the answer is sent."""
 
 from __future__ import annotations
 
 from kafka.protocol.admin.topics import DeleteRecordsResponse
 
+from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.partition import Partition
 from wirekafka.broker.state import BrokerState
@@ -49,7 +52,12 @@ async def handle(ctx: RequestContext, request: object) -> DeleteRecordsResponse:
     moved = False
     for t in request.topics:  # type: ignore[attr-defined]
         parts = []
+        allowed = ctx.authorized(AclOperation.DELETE, ResourceType.TOPIC, t.name)
         for p in t.partitions:
+            if not allowed:
+                parts.append(_Part(partition_index=p.partition_index, low_watermark=-1,
+                                   error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             try:
                 partition, changed = await _delete_before(state, t.name, p.partition_index, p.offset)
                 moved |= changed

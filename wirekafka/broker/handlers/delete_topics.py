@@ -6,6 +6,12 @@
 - Missing topics: UNKNOWN_TOPIC_OR_PARTITION by name, UNKNOWN_TOPIC_ID by id.
 - delete.topic.enable=false refuses the whole request, as Kafka's controller does: every entry
   gets TOPIC_DELETION_DISABLED (v3+) or INVALID_REQUEST "Topic deletion is disabled." (v1-2).
+- Authorization, as Kafka's ControllerApis checks it: DELETE on the cluster, or else DELETE on
+  each topic. A topic refused by name is TOPIC_AUTHORIZATION_FAILED before its existence is
+  looked at when the client may not DESCRIBE it (so a missing topic answers the same), after it
+  otherwise; a topic refused by id answers with its name only when the client may DESCRIBE it
+  (an unknown id is UNKNOWN_TOPIC_ID: ids are not secret). A name mapping to an id also given is
+  told only when the topic may be deleted.
 - The topic leaves the metadata at once (its partitions go offline, waking long-poll fetches);
   its partition directories are removed in a worker thread before the answer.
 
@@ -19,10 +25,12 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from typing import Callable
 
 from kafka.protocol.admin.topics import DeleteTopicsResponse
 
 from wirekafka.broker import mutation_quota
+from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.metadata import Topic
 from wirekafka.broker.state import BrokerState
@@ -33,6 +41,7 @@ STRICT_QUOTA_FROM = 5
 
 ZERO_UUID = uuid.UUID(int=0)
 _Result = DeleteTopicsResponse.DeletableTopicResult
+REFUSED = "Topic authorization failed."
 
 
 def _result(name: str | None, topic_id: uuid.UUID | None, code: ErrorCode, message: str | None = None) -> _Result:
@@ -53,6 +62,15 @@ def _disabled(ctx: RequestContext, wanted: list[tuple[str | None, uuid.UUID]]) -
         code, message = ErrorCode.TOPIC_DELETION_DISABLED, None
     return DeleteTopicsResponse(version=ctx.version, throttle_time_ms=0,
                                 responses=[_result(n, i, code, message) for n, i in wanted])
+
+
+def _permission(ctx: RequestContext) -> Callable[[AclOperation, str], bool]:
+    """may(operation, name): DELETE on the cluster allows everything, as in Kafka."""
+    cluster = ctx.authorized_cluster(AclOperation.DELETE)
+
+    def may(operation: AclOperation, name: str) -> bool:
+        return cluster or ctx.authorized(operation, ResourceType.TOPIC, name)
+    return may
 
 
 async def _delete(state: BrokerState, topic: Topic) -> _Result:
@@ -84,19 +102,28 @@ async def handle(ctx: RequestContext, request: object) -> DeleteTopicsResponse:
     names, ids = Counter(by_name), Counter(by_id)
     results += [_result(n, None, ErrorCode.INVALID_REQUEST, "Duplicate topic name.") for n, c in names.items() if c > 1]
     results += [_result(None, i, ErrorCode.INVALID_REQUEST, "Duplicate topic id.") for i, c in ids.items() if c > 1]
+    may = _permission(ctx)
     doomed: dict[uuid.UUID, Topic] = {}
     for topic_id in (i for i, c in ids.items() if c == 1):
         topic = state.metadata.topic_by_id(topic_id)
         if topic is None:
             results.append(_result(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID,
                                    "This server does not host this topic ID."))
+        elif not may(AclOperation.DELETE, topic.name):
+            shown = topic.name if may(AclOperation.DESCRIBE, topic.name) else None
+            results.append(_result(shown, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, REFUSED))
         else:
             doomed[topic_id] = topic
     for name in (n for n, c in names.items() if c == 1):
+        if not may(AclOperation.DESCRIBE, name):
+            results.append(_result(name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED, REFUSED))
+            continue
         topic = state.metadata.topic(name)
         if topic is None:
             results.append(_result(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                    "This server does not host this topic-partition."))
+        elif not may(AclOperation.DELETE, name):
+            results.append(_result(name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED, REFUSED))
         elif topic.topic_id in doomed:
             del doomed[topic.topic_id]
             results.append(_result(name, topic.topic_id, ErrorCode.INVALID_REQUEST,

@@ -6,8 +6,9 @@
   cluster; 2 (controllers) is MISMATCHED_ENDPOINT_TYPE (wirekafka serves no controller APIs, so a
   client bootstrapping from controllers learns it is talking to a broker); any other value
   UNSUPPORTED_ENDPOINT_TYPE. Error answers carry endpoint type 1, no cluster id, controller -1.
-- include_cluster_authorized_operations: there is no authorizer, so every operation Kafka
-  defines on the cluster resource; otherwise the "not requested" value.
+- include_cluster_authorized_operations: the operations the client may do on the cluster (every
+  one without an authorizer), none without DESCRIBE on it; otherwise the "not requested" value.
+  The request itself needs no rights.
 Every field is filled: the Java AdminClient waits on this response."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from kafka.protocol.admin.cluster import DescribeClusterResponse
 
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.handlers.metadata import CLUSTER_OPERATIONS
+from wirekafka.broker.handlers.metadata import cluster_operations
 from wirekafka.protocol.errors import ErrorCode
 
 BROKERS, CONTROLLERS = 1, 2
@@ -49,5 +50,5 @@ def handle(ctx: RequestContext, request: object) -> DescribeClusterResponse:
         brokers=[DescribeClusterResponse.DescribeClusterBroker(
             broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack, is_fenced=False)
             for b in state.metadata.brokers(ctx.listener)],
-        authorized_operations=set(CLUSTER_OPERATIONS) if with_ops else None,
+        authorized_operations=cluster_operations(ctx) if with_ops else None,
     )

@@ -25,6 +25,11 @@
   INVALID_REQUEST with Kafka's generic text for it.
 
 - The dynamic replication throttles are listed once set, type LONG, with the same sources.
+- Authorization per resource, as Kafka's: DESCRIBE_CONFIGS on the topic, on the cluster for
+  BROKER, BROKER_LOGGER and CLIENT_METRICS resources, on the group for GROUP ones. A refused
+  resource answers TOPIC_AUTHORIZATION_FAILED / CLUSTER_AUTHORIZATION_FAILED /
+  GROUP_AUTHORIZATION_FAILED with Kafka's message and no configs, without looking further (an
+  unknown topic is not told apart); Kafka lists the allowed resources first, then the refused.
 
 Deliberate deviations: the broker keys Kafka can change at runtime but wirekafka only reads at
 start-up (connection limits, producer.id.expiration.ms, ...) are read_only, and so is every
@@ -41,6 +46,7 @@ from kafka.protocol.admin.configs import DescribeConfigsResponse
 from wirekafka.broker import dynamic_config
 from wirekafka.broker.dynamic_config import DynamicBrokerConfigs
 from wirekafka.broker import topic_config as tc
+from wirekafka.broker.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.metadata import MAX_TOPIC_NAME, Topic, topic_name_error
 from wirekafka.broker.config_enums import TYPE_PASSWORD
@@ -80,6 +86,13 @@ _EMPTY_LIST_DEFAULTS = frozenset({"ssl.cipher.suites"})
 # Kafka's INVALID_REQUEST text when the exception carries no message of its own.
 _INVALID_REQUEST_TEXT = ("This most likely occurs because of a request being malformed by the client library or the "
                          "message was sent to an incompatible broker. See the broker logs for more details.")
+# Where each config resource type's ACLs live, and Kafka's answer when they refuse
+_CLUSTER_REFUSAL = (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
+_REFUSALS: dict[int, tuple[ErrorCode, str]] = {
+    RESOURCE_TOPIC: (ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."),
+    RESOURCE_GROUP: (ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed."),
+    RESOURCE_BROKER: _CLUSTER_REFUSAL, RESOURCE_BROKER_LOGGER: _CLUSTER_REFUSAL, RESOURCE_CLIENT_METRICS: _CLUSTER_REFUSAL,
+}
 _LOG4J_LEVELS = [(logging.CRITICAL, "FATAL"), (logging.ERROR, "ERROR"), (logging.WARNING, "WARN"),
                  (logging.INFO, "INFO"), (logging.DEBUG, "DEBUG")]
 
@@ -270,16 +283,40 @@ def _entries(ctx: RequestContext, resource: object, with_synonyms: bool) -> list
     raise KafkaApiError(ErrorCode.INVALID_REQUEST, _INVALID_REQUEST_TEXT)
 
 
+def config_refusal(ctx: RequestContext, operation: AclOperation, resource_type: int, name: str) -> KafkaApiError | None:
+    """Kafka's refusal of `operation` (DESCRIBE_CONFIGS, ALTER_CONFIGS) on a config resource, None
+    when it is allowed or the type is not one Kafka authorizes (its own error comes later)."""
+    if resource_type == RESOURCE_TOPIC:
+        allowed = ctx.authorized(operation, ResourceType.TOPIC, name)
+    elif resource_type == RESOURCE_GROUP:
+        allowed = ctx.authorized(operation, ResourceType.GROUP, name)
+    elif resource_type in _REFUSALS:
+        allowed = ctx.authorized(operation, ResourceType.CLUSTER, CLUSTER_NAME)
+    else:
+        return None
+    return None if allowed else KafkaApiError(*_REFUSALS[resource_type])
+
+
+def _result(ctx: RequestContext, resource: object, with_synonyms: bool) -> _Result:
+    r = resource
+    wanted = set(r.configuration_keys or ())  # type: ignore[attr-defined]
+    try:
+        entries = [e for e in _entries(ctx, r, with_synonyms) if not wanted or e.name in wanted]
+        code, message = ErrorCode.NONE, ""
+    except KafkaApiError as exc:
+        entries, code, message = [], exc.code, exc.message if exc.message is not None else ""
+    return _Result(error_code=code, error_message=message, resource_type=r.resource_type,  # type: ignore[attr-defined]
+                   resource_name=r.resource_name, configs=entries)  # type: ignore[attr-defined]
+
+
 def handle(ctx: RequestContext, request: object) -> DescribeConfigsResponse:
     with_synonyms = bool(getattr(request, "include_synonyms", False))
-    results = []
+    allowed, refused = [], []
     for r in request.resources:  # type: ignore[attr-defined]
-        wanted = set(r.configuration_keys or ())
-        try:
-            entries = [e for e in _entries(ctx, r, with_synonyms) if not wanted or e.name in wanted]
-            code, message = ErrorCode.NONE, ""
-        except KafkaApiError as exc:
-            entries, code, message = [], exc.code, exc.message if exc.message is not None else ""
-        results.append(_Result(error_code=code, error_message=message, resource_type=r.resource_type,
-                               resource_name=r.resource_name, configs=entries))
-    return DescribeConfigsResponse(version=ctx.version, throttle_time_ms=0, results=results)
+        refusal = config_refusal(ctx, AclOperation.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
+        if refusal is None:
+            allowed.append(_result(ctx, r, with_synonyms))
+        else:
+            refused.append(_Result(error_code=refusal.code, error_message=refusal.message, resource_type=r.resource_type,
+                                   resource_name=r.resource_name, configs=[]))
+    return DescribeConfigsResponse(version=ctx.version, throttle_time_ms=0, results=allowed + refused)

@@ -7,7 +7,9 @@
   is_future_key false. Requested partitions and topics the broker does not hold are left out,
   as Kafka leaves them out; a topic none of whose partitions is held is left out too.
   topics=null asks for every partition, internal topics included.
-- v3+: the top-level error code, 0 (no authorizer). v4+: the total and usable bytes of the
+- Authorization: DESCRIBE on the cluster, else no results and (v3+) the top-level error code
+  CLUSTER_AUTHORIZATION_FAILED.
+- v3+: the top-level error code. v4+: the total and usable bytes of the
   volume holding the log directory (statvfs, read in a worker thread). v5: is_cordoned false.
 Not implemented: several log directories, future logs (AlterReplicaLogDirs), offline
 directories (KAFKA_STORAGE_ERROR)."""
@@ -19,6 +21,7 @@ import os
 import trio
 from kafka.protocol.admin.cluster import DescribeLogDirsResponse
 
+from wirekafka.broker.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.partition import Partition
 from wirekafka.protocol.errors import ErrorCode
@@ -51,6 +54,9 @@ def _requested(ctx: RequestContext, request: object) -> list[Partition]:
 
 
 async def handle(ctx: RequestContext, request: object) -> DescribeLogDirsResponse:
+    if not ctx.authorized_cluster(AclOperation.DESCRIBE):
+        return DescribeLogDirsResponse(version=ctx.version, throttle_time_ms=0,
+                                       error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results=[])
     log_dir = os.path.abspath(ctx.state.log_dir)
     total, usable = await trio.to_thread.run_sync(_volume, log_dir) if ctx.version >= 4 else (-1, -1)
     by_topic: dict[str, list[_Partition]] = {}

@@ -13,7 +13,12 @@ client describes topics with it).
   for an invalid name, with no partitions.
 - A cursor whose topic is not among the topics asked for, or with a negative partition:
   INVALID_REQUEST for every topic asked for.
-- Every topic's authorized operations: all of them (there is no authorizer)."""
+- Authorization: DESCRIBE on each topic, asked in name order as the answer is built (topics
+  after the one where the partition limit stops are not asked about). A topic named without it
+  answers TOPIC_AUTHORIZATION_FAILED with the zero topic id and no partitions, after every other
+  topic, whether it exists or not; when every topic is asked for it is left out.
+- Every described topic's authorized operations, existing or not (refused ones: the "not
+  requested" value)."""
 
 from __future__ import annotations
 
@@ -21,8 +26,9 @@ import uuid
 
 from kafka.protocol.admin.topics import DescribeTopicPartitionsResponse
 
+from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.handlers.metadata import TOPIC_OPERATIONS, partition_fields
+from wirekafka.broker.handlers.metadata import partition_fields
 from wirekafka.broker.metadata import INTERNAL_TOPICS, topic_name_error
 from wirekafka.protocol.errors import ErrorCode
 
@@ -30,7 +36,7 @@ _Topic = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic
 _Partition = _Topic.DescribeTopicPartitionsResponsePartition
 _Cursor = DescribeTopicPartitionsResponse.Cursor
 ZERO_UUID = uuid.UUID(int=0)
-ALL_TOPIC_OPERATIONS = sum(1 << op for op in TOPIC_OPERATIONS)
+NOT_REQUESTED = -2**31  # the schema's default of topic_authorized_operations
 
 
 def handle(ctx: RequestContext, request: object) -> DescribeTopicPartitionsResponse:
@@ -45,12 +51,17 @@ def handle(ctx: RequestContext, request: object) -> DescribeTopicPartitionsRespo
             cursor is not None and cursor.partition_index < 0):
         return DescribeTopicPartitionsResponse(version=ctx.version, throttle_time_ms=0, next_cursor=None, topics=[
             _Topic(error_code=ErrorCode.INVALID_REQUEST, name=name, topic_id=ZERO_UUID, is_internal=False,
-                   partitions=[], topic_authorized_operations=-2**31) for name in asked])
+                   partitions=[], topic_authorized_operations=NOT_REQUESTED) for name in asked])
     remaining = max(min(state.config.int("max.request.partition.size.limit"),
                         request.response_partition_limit), 1)  # type: ignore[attr-defined]
     reachable = {b.node_id for b in state.metadata.brokers(ctx.listener)}
-    topics, next_cursor = [], None
+    topics, refused, next_cursor = [], [], None
     for name in names:
+        if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+            if not every:
+                refused.append(_Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=ZERO_UUID,
+                                      is_internal=False, partitions=[], topic_authorized_operations=NOT_REQUESTED))
+            continue
         if remaining <= 0:
             next_cursor = _Cursor(topic_name=name, partition_index=0)
             break
@@ -59,7 +70,8 @@ def handle(ctx: RequestContext, request: object) -> DescribeTopicPartitionsRespo
             if not every:
                 code = ErrorCode.INVALID_TOPIC_EXCEPTION if topic_name_error(name) else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 topics.append(_Topic(error_code=code, name=name, topic_id=ZERO_UUID, is_internal=name in INTERNAL_TOPICS,
-                                     partitions=[], topic_authorized_operations=ALL_TOPIC_OPERATIONS))
+                                     partitions=[],
+                                     topic_authorized_operations=ctx.authorized_operations(ResourceType.TOPIC, name)))
             continue
         start = cursor.partition_index if cursor is not None and name == cursor_topic else 0
         upper = min(len(topic.partitions), start + remaining)
@@ -67,11 +79,11 @@ def handle(ctx: RequestContext, request: object) -> DescribeTopicPartitionsRespo
                                  **partition_fields(ctx, topic, index, reachable)[1]) for index in range(start, upper)]
         topics.append(_Topic(error_code=ErrorCode.NONE, name=name, topic_id=topic.topic_id,
                              is_internal=topic.is_internal, partitions=partitions,
-                             topic_authorized_operations=ALL_TOPIC_OPERATIONS))
+                             topic_authorized_operations=ctx.authorized_operations(ResourceType.TOPIC, name)))
         if upper < len(topic.partitions):
             next_cursor = _Cursor(topic_name=name, partition_index=upper)
             break
         remaining -= len(partitions)
-    return DescribeTopicPartitionsResponse(version=ctx.version, throttle_time_ms=0, topics=topics,
+    return DescribeTopicPartitionsResponse(version=ctx.version, throttle_time_ms=0, topics=topics + refused,
                                            next_cursor=next_cursor)
 

@@ -7,12 +7,16 @@
   every partition, and then every topic is listed with only its partitions that needed an
   election, as Kafka does.
 - One node is every partition's preferred replica and leader: nothing ever needs an election.
-- An unknown election type is INVALID_REQUEST for the whole request (v1+ top-level error)."""
+- An unknown election type is INVALID_REQUEST for the whole request (v1+ top-level error).
+- Authorization, as Kafka's controller checks it: ALTER on the cluster, else
+  CLUSTER_AUTHORIZATION_FAILED for the request (v1+) and for each named partition, with a
+  message (Kafka's error answer to the whole request), before anything else is looked at."""
 
 from __future__ import annotations
 
 from kafka.protocol.admin import ElectLeadersResponse
 
+from wirekafka.broker.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
 from wirekafka.protocol.errors import ErrorCode
 
@@ -20,7 +24,18 @@ _Result = ElectLeadersResponse.ReplicaElectionResult
 _Part = _Result.PartitionResult
 
 
+def _refused(ctx: RequestContext, request: object) -> ElectLeadersResponse:
+    """Kafka's answer to an ElectLeaders it refuses as a whole: the error everywhere."""
+    code, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+    requested = request.topic_partitions or []  # type: ignore[attr-defined]
+    return ElectLeadersResponse(version=ctx.version, throttle_time_ms=0, error_code=code, replica_election_results=[
+        _Result(topic=t.topic, partition_result=[_Part(partition_id=p, error_code=code, error_message=message)
+                                                 for p in t.partitions]) for t in requested])
+
+
 async def handle(ctx: RequestContext, request: object) -> ElectLeadersResponse:
+    if not ctx.authorized_cluster(AclOperation.ALTER):
+        return _refused(ctx, request)
     election_type = getattr(request, "election_type", 0)
     if election_type not in (0, 1):
         return ElectLeadersResponse(version=ctx.version, throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,

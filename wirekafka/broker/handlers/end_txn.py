@@ -2,12 +2,14 @@
 decision is durable and every partition has its marker. PRODUCER_FENCED is
 INVALID_PRODUCER_EPOCH before v2 (KIP-588); v5's producer id and epoch are the ones in use
 (v5 is transaction version 2, KIP-890: every EndTxn moves the producer to the next epoch, and
-the answer carries it)."""
+the answer carries it). Without WRITE on the transactional id: TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+(producer id and epoch -1), before the coordinator is asked."""
 
 from __future__ import annotations
 
 from kafka.protocol.producer.transaction import EndTxnResponse
 
+from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.transactions import fenced_error
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
@@ -15,6 +17,10 @@ from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 async def handle(ctx: RequestContext, request: object) -> EndTxnResponse:
     r = request
+    if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, r.transactional_id):  # type: ignore[attr-defined]
+        return EndTxnResponse(version=ctx.version, throttle_time_ms=0,
+                              error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_id=-1,
+                              producer_epoch=-1)
     try:
         pid, epoch = await ctx.state.transactions.end_txn(
             r.transactional_id, r.producer_id, r.producer_epoch, r.committed,  # type: ignore[attr-defined]

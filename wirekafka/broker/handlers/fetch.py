@@ -28,6 +28,12 @@
   to Kafka's RackAwareReplicaSelector the leader answers a consumer in another replica's rack
   with preferred_read_replica and no records (broker/replica_selector.py). Follower fetches and
   consumers before v11 are served by the leader only (NOT_LEADER_OR_FOLLOWER elsewhere).
+- Authorization, as Kafka's KafkaApis checks it: a follower's fetch (replica_id >= 0) needs
+  CLUSTER_ACTION, else every partition answers TOPIC_AUTHORIZATION_FAILED; a consumer needs READ
+  on each topic (asked once per topic), else its partitions answer TOPIC_AUTHORIZATION_FAILED
+  whether the topic exists or not (an unknown topic id stays UNKNOWN_TOPIC_ID). Refused
+  partitions are not read, do not end a long poll, and are listed after the others, as Kafka
+  lists the partitions it did not pass to its replica manager.
 - Not implemented: incremental fetch sessions."""
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from __future__ import annotations
 from kafka.protocol.consumer.fetch import FetchResponse
 
 from wirekafka.broker import request_quota
+from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.partition import Isolation
 from wirekafka.broker.quota_stats import INT_MAX
@@ -48,17 +55,37 @@ _PartResp = _TopicResp.PartitionData
 _Aborted = _PartResp.AbortedTransaction
 
 
-def _targets(ctx: RequestContext, request: object) -> list[FetchTarget]:
-    targets = []
+def _targets(ctx: RequestContext, request: object, follower: bool) -> list[FetchTarget | None]:
+    """What to read for each requested partition, in request order; None for a partition the
+    client may not fetch (TOPIC_AUTHORIZATION_FAILED). A follower needs CLUSTER_ACTION, asked once;
+    a consumer READ on each topic, asked once per topic. An unknown topic id has no name to
+    authorize: a consumer gets UNKNOWN_TOPIC_ID for it, as from Kafka."""
+    by_id = ctx.version >= 13
+    cluster_action = follower and ctx.authorized_cluster(AclOperation.CLUSTER_ACTION)
+    targets: list[FetchTarget | None] = []
     for ft in request.topics:  # type: ignore[attr-defined]
-        topic, unknown = ctx.state.metadata.resolve(ft.topic, ft.topic_id, by_id=ctx.version >= 13)
+        topic, unknown = ctx.state.metadata.resolve(ft.topic, ft.topic_id, by_id=by_id)
+        if follower:
+            allowed = cluster_action
+        else:
+            allowed = (topic is None and by_id) or ctx.authorized(
+                AclOperation.READ, ResourceType.TOPIC, topic.name if topic is not None else ft.topic)
         for fp in ft.partitions:
+            if not allowed:
+                targets.append(None)
+                continue
             known = topic is not None and 0 <= fp.partition < len(topic.partitions)
             part = topic.partitions[fp.partition] if known else None  # type: ignore[union-attr]
             targets.append(FetchTarget(part, fp.fetch_offset, fp.partition_max_bytes, fp.current_leader_epoch,
                                        ErrorCode.NOT_LEADER_OR_FOLLOWER if known else unknown,
                                        getattr(fp, "log_start_offset", -1)))
     return targets
+
+
+def _refused(partition: int) -> _PartResp:
+    return _PartResp(partition_index=partition, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, high_watermark=-1,
+                     last_stable_offset=-1, log_start_offset=-1, aborted_transactions=[], preferred_read_replica=-1,
+                     records=b"")
 
 
 async def handle(ctx: RequestContext, request: object) -> FetchResponse | RegionResponse:
@@ -79,33 +106,52 @@ async def handle(ctx: RequestContext, request: object) -> FetchResponse | Region
                          Isolation.READ_COMMITTED if read_committed else Isolation.READ_UNCOMMITTED,
                          replica, getattr(request, "rack_id", None) if v >= 11 else None,
                          ctx.listener)
-    targets = _targets(ctx, request)
-    outcomes = iter(zip(targets, await ctx.state.replicas.fetch(params, targets)))
+    targets = _targets(ctx, request, follower)
+    outcomes = iter(await ctx.state.replicas.fetch(params, [t for t in targets if t is not None]))
     response = RegionResponse(FetchResponse(version=v, throttle_time_ms=0, error_code=ErrorCode.NONE,
                                             session_id=0, responses=[], node_endpoints=[]))
+    answered: list[tuple[object, _PartResp]] = []
+    refused: list[tuple[object, _PartResp]] = []  # answered after the others, as Kafka lists them
+    requested = iter(targets)
     for ft in request.topics:  # type: ignore[attr-defined]
-        parts = []
         for fp in ft.partitions:
-            target, o = next(outcomes)
-            r = o.read
-            if r is None:  # Kafka answers -1 watermarks with a partition error
-                parts.append(_PartResp(partition_index=fp.partition, error_code=o.error, high_watermark=-1,
-                                       last_stable_offset=-1, log_start_offset=-1,
-                                       aborted_transactions=[] if target.partition is None else None,
-                                       preferred_read_replica=-1, records=b""))
-                continue
-            data = response.placeholder(r.region) if r.region is not None else b""
-            parts.append(_PartResp(partition_index=fp.partition, error_code=ErrorCode.NONE,
-                                   high_watermark=r.high_watermark, last_stable_offset=r.last_stable_offset,
-                                   log_start_offset=r.log_start_offset,
-                                   aborted_transactions=None if r.aborted is None else [
-                                       _Aborted(producer_id=a.producer_id, first_offset=a.first_offset)
-                                       for a in r.aborted],
-                                   preferred_read_replica=o.preferred_read_replica, records=data))
-        response.body.responses.append(_TopicResp(topic=ft.topic, topic_id=ft.topic_id, partitions=parts))
+            target = next(requested)
+            if target is None:
+                refused.append((ft, _refused(fp.partition)))
+            else:
+                answered.append((ft, _partition_answer(response, fp.partition, target, next(outcomes))))
+    _group_by_topic(response.body, answered + refused)
     if follower or not (quota.resolver.enabled or ctx.timing_since is not None):
         return response
     return _charged(ctx, response, user, client_id)
+
+
+def _partition_answer(response: RegionResponse, index: int, target: FetchTarget, o: object) -> _PartResp:
+    r = o.read  # type: ignore[attr-defined]
+    if r is None:  # Kafka answers -1 watermarks with a partition error
+        return _PartResp(partition_index=index, error_code=o.error, high_watermark=-1,  # type: ignore[attr-defined]
+                         last_stable_offset=-1, log_start_offset=-1,
+                         aborted_transactions=[] if target.partition is None else None,
+                         preferred_read_replica=-1, records=b"")
+    data = response.placeholder(r.region) if r.region is not None else b""
+    return _PartResp(partition_index=index, error_code=ErrorCode.NONE,
+                     high_watermark=r.high_watermark, last_stable_offset=r.last_stable_offset,
+                     log_start_offset=r.log_start_offset,
+                     aborted_transactions=None if r.aborted is None else [
+                         _Aborted(producer_id=a.producer_id, first_offset=a.first_offset) for a in r.aborted],
+                     preferred_read_replica=o.preferred_read_replica, records=data)  # type: ignore[attr-defined]
+
+
+def _group_by_topic(body: FetchResponse, answers: list[tuple[object, _PartResp]]) -> None:
+    """The answers as Kafka's FetchResponse lists them: consecutive partitions of one topic under
+    one topic entry."""
+    last = None
+    for ft, part in answers:
+        key = (ft.topic, ft.topic_id)  # type: ignore[attr-defined]
+        if key != last:
+            body.responses.append(_TopicResp(topic=key[0], topic_id=key[1], partitions=[]))
+            last = key
+        body.responses[-1].partitions.append(part)
 
 
 def _charged(ctx: RequestContext, response: RegionResponse, user: str, client_id: str) -> FetchResponse | RegionResponse:

@@ -7,12 +7,16 @@
 - A partition without a leader yet (a cluster electing one): COORDINATOR_NOT_AVAILABLE.
 - Other key types: INVALID_REQUEST. An empty group id is a group like any other here, as in
   Kafka (JoinGroup is where it is refused).
-- error_message as Kafka sets it on success: "NONE" (v1-3, the error's name), "" (v4+)."""
+- error_message as Kafka sets it on success: "NONE" (v1-3, the error's name), "" (v4+).
+- Authorization before anything else (the internal topic is not created for a refused key):
+  DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or on the transactional id
+  (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), answered with no node; v4+ refuses each key alone."""
 
 from __future__ import annotations
 
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorResponse
 
+from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.groups import OFFSETS_TOPIC
 from wirekafka.broker.metadata import BrokerInfo
@@ -21,9 +25,16 @@ from wirekafka.protocol.errors import ErrorCode
 
 GROUP, TRANSACTION = 0, 1
 NO_NODE = BrokerInfo(-1, "", -1)
+# the resource a key type names, and the error when DESCRIBE on it is refused
+_REFUSAL = {GROUP: (ResourceType.GROUP, ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed."),
+            TRANSACTION: (ResourceType.TRANSACTIONAL_ID, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                          "Transactional Id authorization failed.")}
 
 
 async def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, str | None, BrokerInfo]:
+    refusal = _REFUSAL.get(key_type)
+    if refusal is not None and not ctx.authorized(AclOperation.DESCRIBE, refusal[0], key):
+        return refusal[1], refusal[2], NO_NODE
     state = ctx.state
     if key_type == TRANSACTION:
         if not key:

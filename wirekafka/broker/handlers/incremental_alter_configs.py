@@ -16,20 +16,27 @@
   one) and are refused on the others with Kafka's messages; static keys are refused as in
   AlterConfigs.
 
-Not implemented (INVALID_REQUEST with a message): BROKER_LOGGER (8) level changes, CLIENT_METRICS
-(16) and GROUP (32) configs."""
+- Authorization as in AlterConfigs (ALTER_CONFIGS on the topic, the cluster, the group, after
+  the broker's own checks); a BROKER_LOGGER resource needs ALTER_CONFIGS on the cluster before
+  anything else about it is checked (CLUSTER_AUTHORIZATION_FAILED without a message, as Kafka's
+  broker answers it).
+
+Not implemented (INVALID_REQUEST with a message, once authorized): BROKER_LOGGER (8) level
+changes, CLIENT_METRICS (16) and GROUP (32) configs."""
 
 from __future__ import annotations
 
 from kafka.protocol.admin.configs import IncrementalAlterConfigsResponse
 
 from wirekafka.broker import topic_config
+from wirekafka.broker.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.handlers.alter_configs import (
     APPEND,
     DELETE,
     SET,
     SUBTRACT,
+    check_authorized,
     merge_list,
     run_resources,
     unknown_type,
@@ -74,13 +81,16 @@ def _nulls(resource: object) -> list[str]:
     return [c.name for c in configs if c.value is None and c.config_operation != DELETE]
 
 
-def _other_type(resource: object) -> None:
+def _other_type(ctx: RequestContext, resource: object) -> None:
     rtype = resource.resource_type  # type: ignore[attr-defined]
     if rtype == RESOURCE_BROKER_LOGGER:
+        if not ctx.authorized_cluster(AclOperation.ALTER_CONFIGS):
+            raise KafkaApiError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Broker logger levels cannot be changed on wirekafka")
     if rtype in (RESOURCE_CLIENT_METRICS, RESOURCE_GROUP):
+        check_authorized(ctx, resource)
         raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Resource type {rtype} is not supported by wirekafka")
-    unknown_type(resource)
+    unknown_type(ctx, resource)
 
 
 async def handle(ctx: RequestContext, request: object) -> IncrementalAlterConfigsResponse:

@@ -6,12 +6,15 @@
   COORDINATOR_LOAD_IN_PROGRESS, INVALID_GROUP_ID.
 - Waits (long-poll) until the rebalance completes; the leader receives the members' metadata.
 - A static leader that restarts into a Stable group gets the members with SkipAssignment (v9):
-  it must not reassign, and nobody else rebalances."""
+  it must not reassign, and nobody else rebalances.
+- READ on the group first: GROUP_AUTHORIZATION_FAILED with Kafka's error shape (no member id,
+  generation -1, protocol name "" before v7 and null from v7)."""
 
 from __future__ import annotations
 
 from kafka.protocol.consumer.group import JoinGroupResponse
 
+from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.groups import JoinResult
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
@@ -23,6 +26,8 @@ def client_host(ctx: RequestContext) -> str:
 
 async def handle(ctx: RequestContext, request: object) -> JoinGroupResponse:
     r = request
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, r.group_id):  # type: ignore[attr-defined]
+        return _response(ctx, JoinResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     try:
         result = await ctx.state.groups.join(
             r.group_id, r.member_id, getattr(r, "group_instance_id", None),  # type: ignore[attr-defined]
@@ -32,6 +37,10 @@ async def handle(ctx: RequestContext, request: object) -> JoinGroupResponse:
             require_known_member_id=ctx.version >= 4)
     except KafkaApiError as exc:
         result = JoinResult(exc.code, member_id=r.member_id)  # type: ignore[attr-defined]
+    return _response(ctx, result)
+
+
+def _response(ctx: RequestContext, result: JoinResult) -> JoinGroupResponse:
     ok = result.error == ErrorCode.NONE
     return JoinGroupResponse(
         version=ctx.version, throttle_time_ms=0, error_code=result.error, generation_id=result.generation,

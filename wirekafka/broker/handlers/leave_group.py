@@ -2,18 +2,23 @@
 
 - v0-2: one member id; v3+: a batch of members by member id and/or group instance id, each
   answered on its own (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID).
-- Leaving triggers a rebalance of the remaining members (or empties the group)."""
+- Leaving triggers a rebalance of the remaining members (or empties the group).
+- READ on the group first: GROUP_AUTHORIZATION_FAILED, with no member answers."""
 
 from __future__ import annotations
 
 from kafka.protocol.consumer.group import LeaveGroupResponse
 
+from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 
 def handle(ctx: RequestContext, request: object) -> LeaveGroupResponse:
     r = request
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, r.group_id):  # type: ignore[attr-defined]
+        return LeaveGroupResponse(version=ctx.version, throttle_time_ms=0,
+                                  error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, members=[])
     if ctx.version >= 3:
         wanted = [(m.member_id, m.group_instance_id) for m in r.members]  # type: ignore[attr-defined]
     else:

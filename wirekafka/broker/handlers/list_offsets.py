@@ -12,7 +12,10 @@
   batch's partition leader epoch for a record found by timestamp, -1 when nothing is found.
 - Errors: UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH; a partition
   named more than once in one request is INVALID_REQUEST at each mention, as Kafka answers
-  (a client maps answers back by partition, so duplicates could not be told apart)."""
+  (a client maps answers back by partition, so duplicates could not be told apart).
+- Authorization: DESCRIBE on each topic (implied by READ, WRITE, DELETE and ALTER), asked once
+  per topic; a topic without it answers TOPIC_AUTHORIZATION_FAILED at each of its partitions,
+  whether it exists or not, after the authorized topics as Kafka lists them."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from collections import Counter
 
 from kafka.protocol.consumer.offsets import ListOffsetsResponse
 
+from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.partition import Partition
 from wirekafka.protocol import records
@@ -75,8 +79,13 @@ def handle(ctx: RequestContext, request: object) -> ListOffsetsResponse:
     read_committed = getattr(request, "isolation_level", 0) == 1
     mentions = Counter((rt.name, rp.partition_index) for rt in request.topics  # type: ignore[attr-defined]
                        for rp in rt.partitions)
-    topics = []
+    topics, refused = [], []
     for rt in request.topics:  # type: ignore[attr-defined]
+        if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, rt.name):
+            refused.append(_TopicResp(name=rt.name, partitions=[_PartResp(
+                partition_index=rp.partition_index, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, timestamp=-1,
+                offset=-1, leader_epoch=-1) for rp in rt.partitions]))
+            continue
         parts = []
         for rp in rt.partitions:
             try:
@@ -91,4 +100,4 @@ def handle(ctx: RequestContext, request: object) -> ListOffsetsResponse:
                 parts.append(_PartResp(partition_index=rp.partition_index, error_code=exc.code,
                                        timestamp=-1, offset=-1, leader_epoch=-1))
         topics.append(_TopicResp(name=rt.name, partitions=parts))
-    return ListOffsetsResponse(version=ctx.version, throttle_time_ms=0, topics=topics)
+    return ListOffsetsResponse(version=ctx.version, throttle_time_ms=0, topics=topics + refused)

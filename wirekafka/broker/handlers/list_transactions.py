@@ -1,6 +1,7 @@
 """ListTransactions (key 66), v0-2: the transactional ids this coordinator knows, filtered by
 state (Kafka's state names; unknown names are echoed in unknown_state_filters), producer id,
-duration (v1: open at least that long) and a transactional id regular expression (v2)."""
+duration (v1: open at least that long) and a transactional id regular expression (v2). Only the
+ids the principal may DESCRIBE are listed (Kafka's filter; no error for the others)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 
 from kafka.protocol.admin.transactions import ListTransactionsResponse
 
+from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.txn_records import TxnState
 from wirekafka.protocol.errors import ErrorCode
@@ -32,6 +34,9 @@ def handle(ctx: RequestContext, request: object) -> ListTransactionsResponse:
                                         getattr(r, "duration_filter", -1), pattern)
     if wanted and not wanted & _KNOWN:
         found = []
+    visible = ctx.authorized_names(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                                   {m.transactional_id for m in found})
+    found = [m for m in found if m.transactional_id in visible]
     return ListTransactionsResponse(
         version=ctx.version, throttle_time_ms=0, error_code=ErrorCode.NONE, unknown_state_filters=unknown,
         transaction_states=[_State(transactional_id=m.transactional_id, producer_id=m.producer_id,

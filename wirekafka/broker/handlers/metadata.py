@@ -12,25 +12,46 @@
   creates a topic is answered as Kafka answers it, UNKNOWN_TOPIC_OR_PARTITION without partitions
   (Kafka's controller creates the topic after the answer), and so is a request that arrives
   while the creation is under way; the next request sees the topic.
-- Topic authorized operations (v8+) when asked for: no authorizer, so everything is allowed.
+- Authorization, as Kafka's KafkaApis checks it: DESCRIBE on each topic (implied by READ,
+  WRITE, DELETE and ALTER). A topic named without it answers TOPIC_AUTHORIZATION_FAILED with the
+  zero topic id and no partitions, whether it exists or not (by topic id: its id and no name);
+  an all-topics request leaves it out. A describable topic that does not exist is auto-created
+  only with CREATE on the cluster or on the topic, else TOPIC_AUTHORIZATION_FAILED. Refused
+  topics come after the others: first those refused creation, then those refused description.
+- Topic authorized operations (v8+, when asked for) of every topic the client may describe,
+  existing or not; cluster authorized operations (v8-10, when asked for): 0 without DESCRIBE on
+  the cluster.
 """
-
 from __future__ import annotations
 
 import uuid
+from typing import Callable
 
 from kafka.protocol.metadata.metadata import MetadataResponse
 
+from wirekafka.broker.authorizer import CLUSTER_NAME, OPERATIONS, AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.metadata import INTERNAL_TOPICS, Topic, topic_name_error
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 ZERO_UUID = uuid.UUID(int=0)
-TOPIC_OPERATIONS = {3, 4, 5, 6, 7, 8, 10, 11}  # READ..ALTER_CONFIGS, as AclOperation codes
-CLUSTER_OPERATIONS = {5, 7, 8, 9, 10, 11, 12}  # CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, ..., IDEMPOTENT_WRITE
 
 _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = _Topic.MetadataResponsePartition
+
+
+def operations(ctx: RequestContext, resource_type: ResourceType, name: str) -> set[int]:
+    """An authorized-operations bit field as the codec takes it: the set of operation codes."""
+    mask = ctx.authorized_operations(resource_type, name)
+    return {op for op in OPERATIONS[resource_type] if mask >> op & 1}
+
+
+def cluster_operations(ctx: RequestContext) -> set[int]:
+    """The cluster's authorized operations, as Metadata (v8-10) and DescribeCluster give them:
+    none without DESCRIBE on the cluster."""
+    if not ctx.authorized_cluster(AclOperation.DESCRIBE):
+        return set()
+    return operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 def partition_fields(ctx: RequestContext, topic: Topic, index: int, reachable: set[int]) -> tuple[ErrorCode, dict]:
@@ -61,13 +82,55 @@ def topic_metadata(ctx: RequestContext, topic: Topic, with_ops: bool, reachable:
         topic_id=topic.topic_id,
         is_internal=topic.is_internal,
         partitions=[_partition_metadata(ctx, topic, i, reachable) for i in range(len(topic.partitions))],
-        authorized_operations=TOPIC_OPERATIONS if with_ops else None,
+        authorized_operations=operations(ctx, ResourceType.TOPIC, topic.name) if with_ops else None,
     )
 
 
-def _error_topic(code: ErrorCode, name: str | None, topic_id: uuid.UUID = ZERO_UUID) -> _Topic:
-    return _Topic(error_code=code, name=name, topic_id=topic_id, is_internal=False, partitions=[],
-                  authorized_operations=None)
+def _error_topic(code: ErrorCode, name: str | None, topic_id: uuid.UUID = ZERO_UUID,
+                 ops: set[int] | None = None, is_internal: bool = False) -> _Topic:
+    return _Topic(error_code=code, name=name, topic_id=topic_id, is_internal=is_internal, partitions=[],
+                  authorized_operations=ops)
+
+
+def _describable(ctx: RequestContext, name: str) -> bool:
+    return ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+
+
+async def _named_topic(ctx: RequestContext, name: str, auto: bool, may_create: Callable[[str], bool],
+                       with_ops: bool, reachable: set[int]) -> _Topic | None:
+    """A describable topic asked for by name; None when auto-creation of it is refused."""
+    state = ctx.state
+    ops = operations(ctx, ResourceType.TOPIC, name) if with_ops else None
+    topic = state.metadata.topic(name)
+    if topic is not None:
+        return topic_metadata(ctx, topic, with_ops, reachable)
+    if not auto:
+        return _error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, ops=ops)
+    if not may_create(name):
+        return None
+    if name in INTERNAL_TOPICS:
+        return _error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, ops=ops)
+    if topic_name_error(name):
+        return _error_topic(ErrorCode.INVALID_TOPIC_EXCEPTION, name, ops=ops)
+    if not state.metadata.being_created(name):  # another request may be creating it now
+        try:
+            await state.metadata.create_topic(name, state.config.int("num.partitions"), wait=False)
+        except KafkaApiError as exc:  # in a cluster another broker may be creating it
+            if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                raise
+    return _error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, ops=ops)
+
+
+def _creation_check(ctx: RequestContext) -> Callable[[str], bool]:
+    """Kafka's auto-creation check: CREATE on the cluster (asked once, when first needed), or
+    else CREATE on the topic."""
+    cluster: list[bool] = []
+
+    def may_create(name: str) -> bool:
+        if not cluster:
+            cluster.append(ctx.authorized_cluster(AclOperation.CREATE))
+        return cluster[0] or ctx.authorized(AclOperation.CREATE, ResourceType.TOPIC, name)
+    return may_create
 
 
 async def handle(ctx: RequestContext, request: object) -> MetadataResponse:
@@ -78,39 +141,36 @@ async def handle(ctx: RequestContext, request: object) -> MetadataResponse:
     brokers = state.metadata.brokers(ctx.listener)
     reachable = {b.node_id for b in brokers}
     topics: list[_Topic] = []
+    refused_creation: list[_Topic] = []
+    refused: list[_Topic] = []
     if requested is None or (v == 0 and not requested):
-        topics = [topic_metadata(ctx, t, with_ops, reachable) for t in state.metadata.all_topics()]
+        topics = [topic_metadata(ctx, t, with_ops, reachable) for t in state.metadata.all_topics()
+                  if _describable(ctx, t.name)]
     else:
         auto = state.config.bool("auto.create.topics.enable") and (v < 4 or request.allow_auto_topic_creation)  # type: ignore[attr-defined]
+        may_create = _creation_check(ctx)
         for req_topic in requested:
             name = req_topic.name
             if name is None:
                 tid = req_topic.topic_id
                 found = state.metadata.topic_by_id(tid) if tid else None
-                topics.append(
-                    topic_metadata(ctx, found, with_ops, reachable) if found
-                    else _error_topic(ErrorCode.UNKNOWN_TOPIC_ID, None, tid or ZERO_UUID)
-                )
+                if found is None:
+                    topics.append(_error_topic(ErrorCode.UNKNOWN_TOPIC_ID, None, tid or ZERO_UUID))
+                elif _describable(ctx, found.name):
+                    topics.append(topic_metadata(ctx, found, with_ops, reachable))
+                else:  # a topic id is not secret; its name is
+                    refused.append(_error_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, found.topic_id))
                 continue
-            topic = state.metadata.topic(name)
-            if topic is None and auto and name not in INTERNAL_TOPICS:
-                if topic_name_error(name):
-                    topics.append(_error_topic(ErrorCode.INVALID_TOPIC_EXCEPTION, name))
-                else:
-                    if not state.metadata.being_created(name):  # another request may be creating it now
-                        try:
-                            await state.metadata.create_topic(name, state.config.int("num.partitions"),
-                                                              wait=False)
-                        except KafkaApiError as exc:  # in a cluster another broker may be creating it
-                            if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
-                                raise
-                    topics.append(_error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name))
+            if not _describable(ctx, name):
+                refused.append(_error_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name))
                 continue
-            if topic is None:
-                topics.append(_error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name))
+            answer = await _named_topic(ctx, name, auto, may_create, with_ops, reachable)
+            if answer is None:
+                refused_creation.append(_error_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name,
+                                                     is_internal=name in INTERNAL_TOPICS))
             else:
-                topics.append(topic_metadata(ctx, topic, with_ops, reachable))
-    include_cluster_ops = v <= 10 and bool(getattr(request, "include_cluster_authorized_operations", False))
+                topics.append(answer)
+    include_cluster_ops = 8 <= v <= 10 and bool(getattr(request, "include_cluster_authorized_operations", False))
     return MetadataResponse(
         version=v,
         throttle_time_ms=0,
@@ -118,7 +178,7 @@ async def handle(ctx: RequestContext, request: object) -> MetadataResponse:
                  for b in brokers],
         cluster_id=state.cluster_id,
         controller_id=state.metadata.controller_id(),
-        topics=topics,
-        authorized_operations=CLUSTER_OPERATIONS if include_cluster_ops else None,
+        topics=topics + refused_creation + refused,
+        authorized_operations=cluster_operations(ctx) if include_cluster_ops else None,
         error_code=ErrorCode.NONE,
     )

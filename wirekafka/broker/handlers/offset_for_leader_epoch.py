@@ -8,12 +8,16 @@ Answered from the partition's leader-epoch cache (leader-epoch-checkpoint), Kafk
 - a partition becomes leader in its epoch at its log end, so the entry exists even for an empty
   log: (0, 0) there, as Kafka answers.
 - current_leader_epoch fencing (-1 skips it): FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH; unknown
-  partitions UNKNOWN_TOPIC_OR_PARTITION. replica_id (v3+) does not change the answer."""
+  partitions UNKNOWN_TOPIC_OR_PARTITION. replica_id (v3+) does not change the answer.
+- Authorization: CLUSTER_ACTION (a follower's), or else DESCRIBE on each topic (a consumer's,
+  KIP-320); a topic without it answers TOPIC_AUTHORIZATION_FAILED at each partition, whether it
+  exists or not, listed after the authorized topics as Kafka lists them."""
 
 from __future__ import annotations
 
 from kafka.protocol.consumer.offsets import OffsetForLeaderEpochResponse
 
+from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
@@ -22,9 +26,19 @@ _Topic = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
 _Part = _Topic.EpochEndOffset
 
 
+def _refused(t: object) -> _Topic:
+    return _Topic(topic=t.topic, partitions=[  # type: ignore[attr-defined]
+        _Part(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, partition=p.partition, leader_epoch=UNDEFINED,
+              end_offset=UNDEFINED) for p in t.partitions])  # type: ignore[attr-defined]
+
+
 def handle(ctx: RequestContext, request: object) -> OffsetForLeaderEpochResponse:
-    topics = []
+    topics, refused = [], []
+    cluster_action = ctx.authorized_cluster(AclOperation.CLUSTER_ACTION)
     for t in request.topics:  # type: ignore[attr-defined]
+        if not cluster_action and not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, t.topic):
+            refused.append(_refused(t))
+            continue
         parts = []
         for p in t.partitions:
             try:
@@ -36,4 +50,4 @@ def handle(ctx: RequestContext, request: object) -> OffsetForLeaderEpochResponse
                 parts.append(_Part(error_code=exc.code, partition=p.partition, leader_epoch=UNDEFINED,
                                    end_offset=UNDEFINED))
         topics.append(_Topic(topic=t.topic, partitions=parts))
-    return OffsetForLeaderEpochResponse(version=ctx.version, throttle_time_ms=0, topics=topics)
+    return OffsetForLeaderEpochResponse(version=ctx.version, throttle_time_ms=0, topics=topics + refused)

@@ -18,26 +18,74 @@ at those versions closes the connection (protocol/api_versions.py).
   (INVALID_TOPIC_EXCEPTION otherwise).
 - acks=0 gets no response; if any partition failed the connection is closed, as Kafka does.
 - Batches are stored as received: no recompression to the topic's compression.type.
-- Not implemented: transactional batches (INVALID_TXN_STATE)."""
+- Authorization, as Kafka's KafkaApis checks it: with an authorizer, a request holding a
+  transaction's batch needs WRITE on its transactional id (none given counts as refused), else
+  every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED (acks=0: the connection closes).
+  Then WRITE on each topic, asked once per topic and before its existence: a topic without it
+  answers TOPIC_AUTHORIZATION_FAILED whether it exists or not (an unknown topic id stays
+  UNKNOWN_TOPIC_ID: there is no name to authorize)."""
 
 from __future__ import annotations
 
+from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.batch_validation import request_records_error
 from wirekafka.broker.context import CloseConnection, RequestContext
 from wirekafka.broker.replica_manager import ProduceEntry
+from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.protocol.produce_response import FastProduceResponse, PartitionAnswer, TopicAnswer
+
+_UNAUTHORIZED_TOPIC = KafkaApiError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+
+
+def _starts_transactional(data: bytes | memoryview | None) -> bool:
+    """Whether a partition's records begin with a whole transactional batch (Kafka looks at the
+    first batch of each partition; a legacy or incomplete one is not transactional)."""
+    if data is None or len(data) < records.HEADER_SIZE or data[records.MAGIC_OFFSET] != 2:
+        return False
+    _, length = records.peek_offset_and_length(data)
+    return (records.LOG_OVERHEAD + length <= len(data)
+            and bool(data[records.ATTRIBUTES_OFFSET + 1] & records.TRANSACTIONAL_MASK))
+
+
+def _transactional_id_refused(ctx: RequestContext, request: object) -> bool:
+    """Kafka's first check: a request holding a transaction's batch needs WRITE on its
+    transactional id. Only with an authorizer: without one the request goes on as before."""
+    if ctx.state.authorizer is None:
+        return False
+    txn_id = request.transactional_id  # type: ignore[attr-defined]
+    if not any(_starts_transactional(pd.records) for td in request.topic_data  # type: ignore[attr-defined]
+               for pd in td.partition_data):
+        return False
+    return txn_id is None or not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id)
+
+
+def _refused(request: object, code: ErrorCode) -> FastProduceResponse:
+    """Kafka's error answer to the whole request: every partition gets the error (no message)."""
+    return FastProduceResponse([TopicAnswer(td.name, td.topic_id, [
+        PartitionAnswer(pd.index, code, -1, -1, -1) for pd in td.partition_data])
+        for td in request.topic_data], throttle_time_ms=0)  # type: ignore[attr-defined]
 
 
 async def handle(ctx: RequestContext, request: object) -> FastProduceResponse | None:
     v = ctx.version
     state = ctx.state
     acks = request.acks  # type: ignore[attr-defined]
+    if _transactional_id_refused(ctx, request):
+        if acks == 0:
+            raise CloseConnection("acks=0 produce refused: transactional id not authorized")
+        return _refused(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     entries: list[ProduceEntry] = []
     rejected: list[KafkaApiError | None] = []  # per partition: refused before any append
     for td in request.topic_data:  # type: ignore[attr-defined]
         topic, unknown = state.metadata.resolve(td.name, td.topic_id, by_id=v >= 13)
+        name = topic.name if topic is not None else td.name
+        # an unknown topic id has no name to authorize: UNKNOWN_TOPIC_ID, as Kafka answers
+        allowed = (topic is None and v >= 13) or ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC, name)
         for pd in td.partition_data:
+            if not allowed:
+                rejected.append(_UNAUTHORIZED_TOPIC)
+                continue
             known = topic is not None and 0 <= pd.index < len(topic.partitions)
             rejected.append(request_records_error(v, pd.records) if known else None)
             if rejected[-1] is None:

@@ -13,12 +13,17 @@ ScramImage and ScramControlManager answer them.
   order of Kafka's HashMap of user names.
 - Describe: the users named (none or null: every user with a credential), each with its
   mechanisms and iterations; a user named twice DUPLICATE_RESOURCE, a user without credentials
-  RESOURCE_NOT_FOUND, with Kafka's messages."""
+  RESOURCE_NOT_FOUND, with Kafka's messages.
+- Authorization first, as Kafka's: Describe needs DESCRIBE on the cluster (else the top-level
+  CLUSTER_AUTHORIZATION_FAILED and one result per user asked, unnamed, all without a message),
+  Alter ALTER on the cluster (else one result per user named, sorted, each
+  CLUSTER_AUTHORIZATION_FAILED with a message; nothing changed)."""
 
 from __future__ import annotations
 
 from kafka.protocol.admin.users import AlterUserScramCredentialsResponse, DescribeUserScramCredentialsResponse
 
+from wirekafka.broker.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.replication._jvm_order import java_hashmap_order
 from wirekafka.protocol.errors import ErrorCode
@@ -37,6 +42,7 @@ DESCRIBE_MISSING = "Attempt to describe a user credential that does not exist: "
 _AlterResult = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
 _DescribeResult = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
 _CredentialInfo = _DescribeResult.CredentialInfo
+_CLUSTER_REFUSAL = "Cluster authorization failed."
 
 
 def _name_and_mechanism(name: str, mechanism: int) -> tuple[ErrorCode, str] | None:
@@ -47,7 +53,25 @@ def _name_and_mechanism(name: str, mechanism: int) -> tuple[ErrorCode, str] | No
     return None
 
 
+def _refused_alter(ctx: RequestContext, request: object) -> AlterUserScramCredentialsResponse:
+    users = {d.name for d in request.deletions} | {u.name for u in request.upsertions}  # type: ignore[attr-defined]
+    return AlterUserScramCredentialsResponse(version=ctx.version, throttle_time_ms=0, results=[
+        _AlterResult(user=name, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=_CLUSTER_REFUSAL)
+        for name in sorted(users)])
+
+
+def _refused_describe(ctx: RequestContext, request: object) -> DescribeUserScramCredentialsResponse:
+    """Kafka's error answer: one unnamed result per user asked (none for a null list)."""
+    code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return DescribeUserScramCredentialsResponse(
+        version=ctx.version, throttle_time_ms=0, error_code=code, error_message=None,
+        results=[_DescribeResult(user="", error_code=code, error_message=None, credential_infos=[])
+                 for _ in request.users or ()])  # type: ignore[attr-defined]
+
+
 async def handle_alter(ctx: RequestContext, request: object) -> AlterUserScramCredentialsResponse:
+    if not ctx.authorized_cluster(AclOperation.ALTER):
+        return _refused_alter(ctx, request)
     store = ctx.state.metadata.scram
     deletions: dict[str, object] = {}
     upsertions: dict[str, object] = {}
@@ -99,6 +123,8 @@ async def handle_alter(ctx: RequestContext, request: object) -> AlterUserScramCr
 
 
 def handle_describe(ctx: RequestContext, request: object) -> DescribeUserScramCredentialsResponse:
+    if not ctx.authorized_cluster(AclOperation.DESCRIBE):
+        return _refused_describe(ctx, request)
     store = ctx.state.metadata.scram
     asked = request.users  # type: ignore[attr-defined]
     duplicated: dict[str, bool] = {}

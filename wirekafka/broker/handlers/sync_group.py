@@ -4,6 +4,7 @@
   left it out); followers wait for the leader.
 - v5+: protocol type and name are mandatory and must match the group's; the answer carries
   them. A missing or different one is INCONSISTENT_GROUP_PROTOCOL, checked first, as Kafka does.
+- Then READ on the group: GROUP_AUTHORIZATION_FAILED (no protocol type or name, no assignment).
 - Errors: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID,
   COORDINATOR_LOAD_IN_PROGRESS."""
 
@@ -11,18 +12,24 @@ from __future__ import annotations
 
 from kafka.protocol.consumer.group import SyncGroupResponse
 
+from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 PROTOCOL_FIELDS_FROM = 5
 
 
+def _error(ctx: RequestContext, code: ErrorCode) -> SyncGroupResponse:
+    return SyncGroupResponse(version=ctx.version, throttle_time_ms=0, error_code=code, protocol_type=None,
+                             protocol_name=None, assignment=b"")
+
+
 async def handle(ctx: RequestContext, request: object) -> SyncGroupResponse:
     r = request
     if ctx.version >= PROTOCOL_FIELDS_FROM and (r.protocol_type is None or r.protocol_name is None):  # type: ignore[attr-defined]
-        return SyncGroupResponse(version=ctx.version, throttle_time_ms=0,
-                                 error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL, protocol_type=None,
-                                 protocol_name=None, assignment=b"")
+        return _error(ctx, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, r.group_id):  # type: ignore[attr-defined]
+        return _error(ctx, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     try:
         code, assignment, ptype, pname = await ctx.state.groups.sync(
             r.group_id, r.generation_id, r.member_id, getattr(r, "group_instance_id", None),  # type: ignore[attr-defined]

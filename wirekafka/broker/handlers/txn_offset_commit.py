@@ -7,14 +7,19 @@ its transaction; they take effect with the COMMIT marker.
   __consumer_offsets, as for a produce), a partition outside the transaction INVALID_TXN_STATE.
 - v3+ carries the member's generation and member id (KIP-447): a stale generation is
   ILLEGAL_GENERATION, an unknown member UNKNOWN_MEMBER_ID; generation -1 skips the check.
-- Per partition: UNKNOWN_TOPIC_OR_PARTITION for partitions that do not exist,
-  OFFSET_METADATA_TOO_LARGE beyond offset.metadata.max.bytes."""
+- Per partition: UNKNOWN_TOPIC_OR_PARTITION for partitions that do not exist (whatever the
+  transaction's state: Kafka sorts them out before asking the coordinator),
+  OFFSET_METADATA_TOO_LARGE beyond offset.metadata.max.bytes.
+- Authorization first, as Kafka's: WRITE on the transactional id, then READ on the group, else
+  every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED / GROUP_AUTHORIZATION_FAILED; then READ
+  on each topic, else its partitions TOPIC_AUTHORIZATION_FAILED (whether it exists or not)."""
 
 from __future__ import annotations
 
 from kafka.protocol.producer.transaction import TxnOffsetCommitResponse
 
 from wirekafka.broker import group_records as gr
+from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.groups import OFFSETS_TOPIC
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
@@ -35,10 +40,74 @@ def _check_transaction(ctx: RequestContext, r: object) -> ErrorCode:
     return ErrorCode.INVALID_TXN_STATE if code is ErrorCode.TRANSACTION_ABORTABLE else code
 
 
+def _refusal(ctx: RequestContext, r: object) -> ErrorCode:
+    """The error of every partition when the request is not authorized, NONE when it is."""
+    if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, r.transactional_id):  # type: ignore[attr-defined]
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, r.group_id):  # type: ignore[attr-defined]
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    return ErrorCode.NONE
+
+
+def _refused_response(ctx: RequestContext, r: object, code: ErrorCode) -> TxnOffsetCommitResponse:
+    return TxnOffsetCommitResponse(version=ctx.version, throttle_time_ms=0, topics=[
+        _Topic(name=t.name, partitions=[_Part(partition_index=p.partition_index, error_code=code) for p in t.partitions])
+        for t in r.topics])  # type: ignore[attr-defined]
+
+
+def _sorted_out(ctx: RequestContext, topics: list) -> tuple[dict[str, list[_Part]], list[tuple[str, list]]]:
+    """Kafka's checks before the coordinator: the partitions refused (topics the principal may not
+    READ, topics and partitions that do not exist) by topic, in the order Kafka's response builder
+    lists them, and the partitions left for the coordinator."""
+    readable = ctx.authorized_names(AclOperation.READ, ResourceType.TOPIC, {t.name for t in topics})
+    refused: dict[str, list[_Part]] = {}
+    valid: list[tuple[str, list]] = []
+    for t in topics:
+        topic = ctx.state.metadata.topic(t.name)
+        code = ErrorCode.TOPIC_AUTHORIZATION_FAILED if t.name not in readable else \
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if topic is None else None
+        if code is not None:
+            refused.setdefault(t.name, []).extend(_Part(partition_index=p.partition_index, error_code=code)
+                                                  for p in t.partitions)
+            continue
+        kept = []
+        for p in t.partitions:
+            if 0 <= p.partition_index < len(topic.partitions):
+                kept.append(p)
+            else:
+                refused.setdefault(t.name, []).append(
+                    _Part(partition_index=p.partition_index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+        if kept:
+            valid.append((t.name, kept))
+    return refused, valid
+
+
+def _merged(refused: dict[str, list[_Part]], answered: list[_Topic]) -> list[_Topic]:
+    """The coordinator's answers after the refused partitions, as Kafka merges them: into the
+    refused topic's entry, or as a new topic at the end."""
+    topics = [_Topic(name=name, partitions=parts) for name, parts in refused.items()]
+    by_name = {t.name: t for t in topics}
+    for t in answered:
+        if t.name in by_name:
+            by_name[t.name].partitions.extend(t.partitions)
+        else:
+            topics.append(t)
+    return topics
+
+
 async def handle(ctx: RequestContext, request: object) -> TxnOffsetCommitResponse:
     r = request
+    refused_all = _refusal(ctx, r)
+    if refused_all != ErrorCode.NONE:
+        return _refused_response(ctx, r, refused_all)
+    refused, valid = _sorted_out(ctx, r.topics)  # type: ignore[attr-defined]
+    answered = await _commit(ctx, r, valid) if valid else []
+    return TxnOffsetCommitResponse(version=ctx.version, throttle_time_ms=0, topics=_merged(refused, answered))
+
+
+async def _commit(ctx: RequestContext, r: object, valid: list[tuple[str, list]]) -> list[_Topic]:
+    """The coordinator's part: the transaction and group checks, then the offsets."""
     state = ctx.state
-    v = ctx.version
     group = None
     try:
         group = state.groups.validate_txn_commit(r.group_id, getattr(r, "generation_id", -1),  # type: ignore[attr-defined]
@@ -51,28 +120,25 @@ async def handle(ctx: RequestContext, request: object) -> TxnOffsetCommitRespons
     accepted: dict[tuple[str, int], gr.OffsetValue] = {}
     accepted_parts: list[_Part] = []
     topics = []
-    for t in r.topics:  # type: ignore[attr-defined]
-        topic = state.metadata.topic(t.name)
+    for name, partitions in valid:
         parts = []
-        for p in t.partitions:
-            code = error
-            if code == ErrorCode.NONE:
-                if topic is None or not 0 <= p.partition_index < len(topic.partitions):
-                    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                elif p.committed_metadata is not None and len(p.committed_metadata.encode()) > max_metadata:
-                    code = ErrorCode.OFFSET_METADATA_TOO_LARGE
-                else:
-                    accepted[(t.name, p.partition_index)] = gr.OffsetValue(
-                        p.committed_offset, getattr(p, "committed_leader_epoch", -1), p.committed_metadata or "",
-                        now_ms)
+        for p in partitions:
+            if error != ErrorCode.NONE:
+                code = error
+            elif p.committed_metadata is not None and len(p.committed_metadata.encode()) > max_metadata:
+                code = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                code = ErrorCode.NONE
+                accepted[(name, p.partition_index)] = gr.OffsetValue(
+                    p.committed_offset, getattr(p, "committed_leader_epoch", -1), p.committed_metadata or "", now_ms)
             parts.append(_Part(partition_index=p.partition_index, error_code=code))
             if code == ErrorCode.NONE:
                 accepted_parts.append(parts[-1])
-        topics.append(_Topic(name=t.name, partitions=parts))
+        topics.append(_Topic(name=name, partitions=parts))
     if group is not None and accepted and error == ErrorCode.NONE:
         try:
             await state.groups.txn_commit(group, r.producer_id, r.producer_epoch, accepted)  # type: ignore[attr-defined]
         except KafkaApiError as exc:
             for part in accepted_parts:
                 part.error_code = exc.code
-    return TxnOffsetCommitResponse(version=v, throttle_time_ms=0, topics=topics)
+    return topics

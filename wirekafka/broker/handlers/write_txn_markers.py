@@ -2,20 +2,34 @@
 partition leaders to write COMMIT/ABORT markers. Served as Kafka serves it: each partition
 answers its own error (UNKNOWN_TOPIC_OR_PARTITION, INVALID_PRODUCER_EPOCH for an older producer
 epoch, TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch). Markers that reach
-__consumer_offsets settle the producer's pending transactional offsets."""
+__consumer_offsets settle the producer's pending transactional offsets. Only a broker may send
+it: ALTER or CLUSTER_ACTION on the cluster (Kafka asks for ALTER first), else every partition
+CLUSTER_AUTHORIZATION_FAILED and nothing written."""
 
 from __future__ import annotations
 
 from kafka.protocol.producer.transaction import WriteTxnMarkersResponse
 
+from wirekafka.broker.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
+from wirekafka.protocol.errors import ErrorCode
 
 _Marker = WriteTxnMarkersResponse.WritableTxnMarkerResult
 _Topic = _Marker.WritableTxnMarkerTopicResult
 _Part = _Topic.WritableTxnMarkerPartitionResult
 
 
+def _refused(ctx: RequestContext, request: object) -> WriteTxnMarkersResponse:
+    return WriteTxnMarkersResponse(version=ctx.version, markers=[
+        _Marker(producer_id=m.producer_id, topics=[
+            _Topic(name=t.name, partitions=[_Part(partition_index=i, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+                                            for i in t.partition_indexes]) for t in m.topics])
+        for m in request.markers])  # type: ignore[attr-defined]
+
+
 async def handle(ctx: RequestContext, request: object) -> WriteTxnMarkersResponse:
+    if not (ctx.authorized_cluster(AclOperation.ALTER) or ctx.authorized_cluster(AclOperation.CLUSTER_ACTION)):
+        return _refused(ctx, request)
     results = []
     for m in request.markers:  # type: ignore[attr-defined]
         topics = []
@@ -28,5 +42,3 @@ async def handle(ctx: RequestContext, request: object) -> WriteTxnMarkersRespons
             topics.append(_Topic(name=t.name, partitions=parts))
         results.append(_Marker(producer_id=m.producer_id, topics=topics))
     return WriteTxnMarkersResponse(version=ctx.version, markers=results)
-
-

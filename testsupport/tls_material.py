@@ -4,7 +4,9 @@
   DNS:localhost, so hostname verification passes on loopback), PKCS12;
 - client.p12: a client's key and self-signed certificate (CN=client), for ssl.client.auth;
 - truststore.p12: both certificates as trusted entries (Java's and wirekafka's trust store);
-- broker.pem / client.pem / client.key: the same in PEM, for librdkafka, kcat and the Python clients.
+- broker.pem / client.pem / client.key: the same in PEM, for librdkafka, kcat and the Python clients;
+- on request (broker_keystore), more broker key stores beside them: a new key and certificate
+  with the same or another subject, for rotating the broker's certificate at runtime.
 
 All stores use PASSWORD. Made once per directory: an existing set is reused."""
 
@@ -87,3 +89,16 @@ def shared(prefix: str) -> TlsMaterial:
     """Stores made once per process in a temporary directory named by prefix, for modules whose
     broker settings need them before any fixture runs."""
     return make(Path(tempfile.mkdtemp(prefix=prefix)))
+
+
+def broker_keystore(material: TlsMaterial, name: str, dname: str = "CN=localhost",
+                    san: str = "SAN=IP:127.0.0.1,DNS:localhost") -> Path:
+    """Another broker key store, <name>.p12 beside the others: a new key and self-signed
+    certificate under the alias "broker" (as broker.p12's), with the given subject and
+    SubjectAltNames; made once."""
+    store = material.directory / f"{name}.p12"
+    if not store.exists():
+        _run("-genkeypair", "-alias", "broker", "-keyalg", "RSA", "-keysize", "2048", "-validity", "3650",
+             "-dname", dname, "-ext", san, "-storetype", "PKCS12", "-keystore", str(store),
+             "-storepass", PASSWORD, "-keypass", PASSWORD)
+    return store

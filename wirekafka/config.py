@@ -109,6 +109,10 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     "ssl.keymanager.algorithm": (_str, "SunX509"),
     "ssl.trustmanager.algorithm": (_str, "PKIX"),
     "ssl.principal.mapping.rules": (_str, "DEFAULT"),
+    # whether a runtime change of a listener's key store may change its certificates' subject or
+    # SubjectAltNames (broker/listener_tls.py)
+    "ssl.allow.dn.changes": (_bool, False),
+    "ssl.allow.san.changes": (_bool, False),
     "log.dirs": (_list, ()),
     "log.dir": (_str, "/tmp/kafka-logs"),
     "num.partitions": (_int, 1),

@@ -147,8 +147,6 @@ KEYS: dict[str, tuple[str, str | None]] = {
     "sasl.oauthbearer.token.endpoint.url": (STRING, None),
     "sasl.server.callback.handler.class": (CLASS, None),
     "security.providers": (STRING, None),
-    "ssl.allow.dn.changes": (BOOLEAN, 'false'),
-    "ssl.allow.san.changes": (BOOLEAN, 'false'),
     "ssl.engine.factory.class": (CLASS, None),
     "ssl.provider": (STRING, None),
     "ssl.secure.random.implementation": (STRING, None),
@@ -201,7 +199,8 @@ RULES: tuple[tuple[str, str, str], ...] = (
     (r"log\.message\.format\.version", INERT, "ignored by Kafka itself since 3.0: batches are magic v2"),
     (r"auto\.include\.jmx\.reporter|kafka\.metrics\.reporters|metric\.reporters|telemetry\.max\.bytes", INERT,
      "there is no JVM metrics system to report from"),
-    (r"password\.encoder\..*", INERT, "dynamic password configs are not stored (dynamic SSL settings are refused)"),
+    (r"password\.encoder\..*", INERT, "dynamic passwords are not encoded: the single node keeps a listener's "
+     "dynamic store passwords as Kafka 4's metadata log does, and a ZooKeeper-mode cluster refuses them"),
     (r"sasl\.kerberos\..*", INERT, "GSSAPI is not available (enabling it stops start-up)"),
     (r"sasl\.oauthbearer\..*", INERT,
      "settings of Kafka's secured OAUTHBEARER validator and login (JWKS, token endpoint), plug-ins wirekafka does "
@@ -212,7 +211,6 @@ RULES: tuple[tuple[str, str, str], ...] = (
      "a broker reads its JAAS text from listener.name.<listener>.<mechanism>.sasl.jaas.config"),
     (r"ssl\.provider|ssl\.secure\.random\.implementation|zookeeper\.clientCnxnSocket", INERT,
      "a JVM implementation choice: OpenSSL and kazoo are used"),
-    (r"ssl\.allow\.(dn|san)\.changes", INERT, "key stores are not reloaded at runtime (dynamic SSL settings are refused)"),
     (r"zookeeper\.ssl\..*", INERT, "ZooKeeper over TLS is not available (zookeeper.ssl.client.enable=true stops start-up)"),
     (r"alter\.log\.dirs\..*|num\.replica\.alter\.log\.dirs\.threads", INERT,
      "replicas are not moved between log directories (AlterReplicaLogDirs)"),

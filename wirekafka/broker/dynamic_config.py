@@ -11,10 +11,17 @@ broker (resource name "<id>") or as a cluster-wide default (resource name ""). w
   min.insync.replicas), which reach every topic that does not override them at once;
 - the thread-pool sizes Kafka can resize (num.io.threads, ...), which wirekafka stores and
   reports as Kafka does; it has no such pools, so they change nothing else (as their static
-  settings, config.py INERT_KEYS).
+  settings, config.py INERT_KEYS);
+- a TLS listener's key and trust stores, per broker and with the listener prefix only
+  (listener.name.<l>.ssl.keystore.location, ...: broker/listener_tls.py checks and applies
+  them to new connections). As in Kafka, the same keys without the prefix are refused ("only
+  per-listener"), and so is any listener key on the cluster default ("broker id must be
+  specified"). In ZooKeeper mode they are refused: Kafka 3.9 keeps their passwords in
+  /config/brokers/<id> encoded with password.encoder.secret, which wirekafka does not implement.
 Other broker keys stay static (refused with Kafka's message for a key that cannot change at
 runtime); that includes keys Kafka can change but wirekafka reads only at start-up (the
-connection limits, producer.id.expiration.ms), so a change is never silently without effect.
+connection limits, producer.id.expiration.ms, a listener's other ssl.* keys), so a change is
+never silently without effect.
 
 Where they live is Kafka's: a single node keeps them with its topics (the KRaft metadata log's
 role; a Kafka 4 cluster is formatted with min.insync.replicas in its cluster default, KIP-966), a
@@ -37,7 +44,8 @@ from wirekafka.broker.config_enums import (
     TYPE_LONG,
     TYPE_STRING,
 )
-from wirekafka.config import BROKER_KEYS, LONG_MAX, BrokerConfig, between, gzip_level, parse_csv_map
+from wirekafka.broker.listener_tls import SSL_STORE_KEYS, ListenerTls, listener_store_key
+from wirekafka.config import BROKER_KEYS, LONG_MAX, SENSITIVE_KEYS, BrokerConfig, between, gzip_level, parse_csv_map
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 DEFAULT_ENTITY = "<default>"  # the cluster-wide default's entity name, as Kafka writes it in ZooKeeper
@@ -125,6 +133,34 @@ _MIB = 1024 * 1024
 DYNAMIC_KEYS = frozenset(UPDATABLE) | frozenset(THROTTLE_KEYS)
 
 
+def is_dynamic(key: str) -> bool:
+    """A key a broker resource may set: one of DYNAMIC_KEYS or a listener's store key."""
+    return key in DYNAMIC_KEYS or listener_store_key(key) is not None
+
+
+def is_sensitive(key: str) -> bool:
+    """Kafka's PASSWORD keys, with or without a listener prefix: never shown."""
+    found = listener_store_key(key)
+    return (found[1] if found else key) in SENSITIVE_KEYS
+
+
+def check_listener_prefix(set_keys: list[str]) -> None:
+    """Kafka sets store keys only with a listener prefix (set_keys: the keys a request sets)."""
+    bare = [k for k in set_keys if k in SSL_STORE_KEYS]
+    if bare:
+        raise KafkaApiError(ErrorCode.INVALID_REQUEST, "These security configs can be dynamically updated only "
+                                                       f"per-listener using the listener prefix: [{', '.join(bare)}]")
+
+
+def check_per_broker(entity: str, configs: Mapping[str, str]) -> None:
+    """Kafka keeps listener keys off the cluster default (configs: the entity's settings after
+    the change)."""
+    prefixed = [k for k in configs if listener_store_key(k) is not None]
+    if entity == DEFAULT_ENTITY and prefixed:
+        raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Cannot update these configs at default cluster level, "
+                                                       f"broker id must be specified: [{', '.join(prefixed)}]")
+
+
 def java_double(value: float) -> str:
     """A double as Java prints it (Kafka's messages quote the parsed value): 2.0, 0.5."""
     text = repr(value)
@@ -138,7 +174,10 @@ def entity_of(resource_name: str) -> str:
 
 def check_value(key: str, value: str) -> None:
     """Kafka's checks of a dynamic broker value (its broker ConfigDef's type and validator):
-    INVALID_REQUEST with its text (Kafka 4.3.1 and 3.9.1 answer both with that code)."""
+    INVALID_REQUEST with its text (Kafka 4.3.1 and 3.9.1 answer both with that code). A store
+    key is a STRING or PASSWORD, which takes any value (its stores are checked on loading)."""
+    if listener_store_key(key) is not None:
+        return
     d = UPDATABLE.get(key, BrokerKeyDef(TYPE_LONG, _at_least(0)))  # else a throttle: a LONG, at least 0
 
     def refuse(shown: object, reason: str) -> KafkaApiError:
@@ -192,6 +231,8 @@ class DynamicBrokerConfigs:
         self._entities: dict[str, dict[str, str]] = {}
         self.version = 0  # bumped on every change: caches of effective topic configs compare it
         self._observers: list[Callable[[], None]] = []
+        # the TLS listeners' contexts, which this broker's own store settings reconfigure
+        self.listener_tls = ListenerTls(static, lambda: self.own)
 
     def observe(self, changed: Callable[[], None]) -> None:
         """Call changed() after every change (the parts that apply broker keys at runtime)."""

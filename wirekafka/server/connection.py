@@ -70,7 +70,8 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
     the client authenticates before its other requests are served."""
     peer = _peer_name(stream)
     auth = security.sasl.authenticator(peer) if security.sasl is not None else None
-    channel: trio.abc.Stream = stream if security.tls is None else trio.SSLStream(stream, security.tls, server_side=True)
+    channel: trio.abc.Stream = stream if security.tls is None else trio.SSLStream(stream, security.tls(),
+                                                                                  server_side=True)
     # Kafka reads frames of at most sasl.server.max.receive.size until a connection is authenticated
     reader = FrameReader(security.sasl_max_receive if auth is not None else state.config.int("socket.request.max.bytes"))
     # Kafka closes a connection with no traffic for connections.max.idle.ms; here that is the

@@ -1,12 +1,19 @@
 """What a listener asks of each connection before serving its requests, by its security protocol
 (Kafka's): PLAINTEXT nothing, SSL a TLS handshake, SASL_PLAINTEXT a SASL exchange, SASL_SSL both,
-TLS first."""
+TLS first.
+
+A TLS listener's context is looked up per connection (`tls()`), because an admin may replace
+its stores at runtime (broker/listener_tls.py): new connections get the new certificate,
+existing ones keep theirs."""
 
 from __future__ import annotations
 
+import functools
 import ssl
 from dataclasses import dataclass
+from typing import Callable
 
+from wirekafka.broker.listener_tls import ListenerTls
 from wirekafka.config import BrokerConfig
 from wirekafka.principal import SslPrincipalMapper
 from wirekafka.protocol.sasl_scram import CredentialLookup
@@ -15,7 +22,7 @@ from wirekafka.server.sasl_authenticator import SaslSettings
 
 @dataclass(frozen=True)
 class ListenerSecurity:
-    tls: ssl.SSLContext | None = None
+    tls: Callable[[], ssl.SSLContext] | None = None  # the listener's current context
     sasl: SaslSettings | None = None
     # names a TLS client by its certificate (ssl.principal.mapping.rules)
     principal_mapper: SslPrincipalMapper = SslPrincipalMapper.parse("DEFAULT")
@@ -23,10 +30,12 @@ class ListenerSecurity:
     sasl_max_receive: int = 524288
 
     @classmethod
-    def of(cls, config: BrokerConfig, listener: str, scram: CredentialLookup) -> "ListenerSecurity":
+    def of(cls, config: BrokerConfig, listener: str, scram: CredentialLookup, tls: ListenerTls) -> "ListenerSecurity":
         """Built once per listener at start-up (build_config has checked that both can be);
-        scram finds a user's SCRAM credential in the cluster metadata when a client logs in."""
-        return cls(config.tls_context(listener, server=True), SaslSettings.of_listener(config, listener, scram),
+        scram finds a user's SCRAM credential in the cluster metadata when a client logs in, tls
+        (started) holds the TLS listeners' current contexts."""
+        context = functools.partial(tls.context, listener) if listener in tls.listeners() else None
+        return cls(context, SaslSettings.of_listener(config, listener, scram),
                    SslPrincipalMapper.parse(str(config.listener_value(listener, "ssl.principal.mapping.rules"))),
                    int(config.listener_value(listener, "sasl.server.max.receive.size")))  # type: ignore[arg-type]
 

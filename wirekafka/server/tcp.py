@@ -60,6 +60,8 @@ async def run_broker(config: BrokerConfig) -> None:
             else:
                 background.start_soon(state.load_coordinators)
             quotas = ConnectionQuotas(state.metadata.broker_configs, state.metadata.client_quotas)
+            tls = state.metadata.broker_configs.listener_tls
+            await tls.start()  # the stores as set now, the dynamic ones included
             async with trio.open_nursery() as connections:
                 accepting: list[trio.CancelScope] = []  # one per accept loop: a scope has one `with`
 
@@ -69,7 +71,7 @@ async def run_broker(config: BrokerConfig) -> None:
                         await _accept(server, name, security, quotas, connections, state, shutdown)
 
                 for listener, servers in bound:
-                    security = ListenerSecurity.of(config, listener.name, state.metadata.scram.get)
+                    security = ListenerSecurity.of(config, listener.name, state.metadata.scram.get, tls)
                     for server in servers:
                         accepting.append(trio.CancelScope())
                         connections.start_soon(accept_loop, server, listener.name, security, accepting[-1])

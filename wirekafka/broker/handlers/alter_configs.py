@@ -16,6 +16,12 @@
   Without ZooKeeper (a Kafka 4 cluster with ELR on) the cluster default's min.insync.replicas
   cannot be removed and the per-broker one cannot be set, INVALID_CONFIG with Kafka's texts.
   Another broker id: INVALID_REQUEST as Kafka.
+- A TLS listener's stores (listener.name.<l>.ssl.keystore.location, ...; broker/listener_tls.py)
+  on this broker's own resource: the new stores are loaded and checked as Kafka's SslFactory
+  checks them (validate_only too), and once stored, new connections on the listener get them.
+  The same keys without the prefix, or on the cluster default, are refused with Kafka's
+  messages; in ZooKeeper mode every change of them is refused (INVALID_CONFIG: wirekafka does
+  not encode passwords with password.encoder.secret as Kafka 3.9 stores them).
 - Any other resource type: INVALID_REQUEST "Unknown resource type <n>" (as Kafka for the legacy
   API, which has no broker-logger support).
 - Authorization per resource where Kafka's controller checks it, after the checks its broker
@@ -34,6 +40,7 @@ from typing import Callable, Iterable
 from kafka.protocol.admin.configs import AlterConfigsResponse
 
 from wirekafka.broker import dynamic_config, topic_config
+from wirekafka.broker.listener_tls import ListenerContext, listener_store_key
 from wirekafka.broker.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.config_enums import TYPE_LIST
@@ -53,6 +60,9 @@ ConfigChange = Callable[[object, dict[str, str]], dict[str, str]]
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # IncrementalAlterConfigs' operations
 ELR_MIN_ISR_REMOVED = "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."
 ELR_BROKER_MIN_ISR = "Broker-level min.insync.replicas cannot be altered while ELR is enabled."
+ZK_SSL_REFUSED = ("wirekafka does not change SSL stores at runtime in ZooKeeper mode (Kafka 3.9 keeps their "
+                  "passwords in /config/brokers/<id> encoded with password.encoder.secret, which wirekafka does "
+                  "not implement): set them in server.properties and restart the broker")
 # The answer for a resource type other than TOPIC and BROKER.
 OtherType = Callable[[RequestContext, object], None]
 
@@ -108,7 +118,7 @@ def _list_ops_as_sets(ctx: RequestContext, entity: str, configs: list) -> list:
         if op not in (APPEND, SUBTRACT):
             out.append(c)
             continue
-        if c.name in dynamic_config.THROTTLE_KEYS:
+        if c.name in dynamic_config.THROTTLE_KEYS or listener_store_key(c.name) is not None:
             raise KafkaApiError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {c.name}")
         if dynamic_config.UPDATABLE[c.name].type != TYPE_LIST:
             verb = "append" if op == APPEND else "subtract"
@@ -125,10 +135,12 @@ async def _apply_broker(ctx: RequestContext, resource: object, change: ConfigCha
     name = resource.resource_name  # type: ignore[attr-defined]
     check_broker_name(ctx, name)
     configs = list(resource.configs)  # type: ignore[attr-defined]
-    static = [c.name for c in configs if c.name not in dynamic_config.DYNAMIC_KEYS]
+    static = [c.name for c in configs
+              if not dynamic_config.is_dynamic(c.name) and c.name not in dynamic_config.SSL_STORE_KEYS]
     if static:
         raise KafkaApiError(ErrorCode.INVALID_REQUEST,
                             f"Cannot update these configs dynamically: [{', '.join(static)}]")
+    dynamic_config.check_listener_prefix([c.name for c in configs if getattr(c, "config_operation", SET) != DELETE])
     entity = dynamic_config.entity_of(name)
     configs = _list_ops_as_sets(ctx, entity, configs)
     for c in configs:
@@ -136,7 +148,9 @@ async def _apply_broker(ctx: RequestContext, resource: object, change: ConfigCha
             dynamic_config.check_value(c.name, c.value)
     dynamic = ctx.state.metadata.broker_configs
     new = change(SimpleNamespace(configs=configs), dynamic.of(entity))
+    dynamic_config.check_per_broker(entity, new)
     dynamic.check_change(entity, new)
+    tls = await _prepare_tls(ctx, entity, new)
     check_authorized(ctx, resource)
     if not ctx.state.config.zookeeper_mode:  # Kafka 4 with ELR on (KIP-966) guards min.insync.replicas
         if name and any(c.name == dynamic_config.MIN_ISR for c in configs):
@@ -145,6 +159,19 @@ async def _apply_broker(ctx: RequestContext, resource: object, change: ConfigCha
             raise KafkaApiError(ErrorCode.INVALID_CONFIG, ELR_MIN_ISR_REMOVED)
     if not validate_only:
         await ctx.state.metadata.set_broker_configs(entity, new)
+        if entity == str(ctx.state.node_id):
+            dynamic.listener_tls.install(tls)
+            await dynamic.listener_tls.reload_modified()  # Kafka reloads store files on every per-broker change
+
+
+async def _prepare_tls(ctx: RequestContext, entity: str, new: dict[str, str]) -> list[ListenerContext]:
+    """The TLS listeners' new contexts a change of this broker's own settings gives, checked as
+    Kafka checks them (raises its refusal); none for the cluster default."""
+    if entity != str(ctx.state.node_id):
+        return []
+    if ctx.state.config.zookeeper_mode and any(listener_store_key(k) is not None for k in new):
+        raise KafkaApiError(ErrorCode.INVALID_CONFIG, ZK_SSL_REFUSED)
+    return await ctx.state.metadata.broker_configs.listener_tls.prepare(new)
 
 
 def unknown_type(ctx: RequestContext, resource: object) -> None:

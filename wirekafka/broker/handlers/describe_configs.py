@@ -25,6 +25,10 @@
   INVALID_REQUEST with Kafka's generic text for it.
 
 - The dynamic replication throttles are listed once set, type LONG, with the same sources.
+- A listener's store keys set on this broker (listener.name.<l>.ssl.keystore.location, ...) are
+  listed as Kafka lists them: read_only, the base key's type, passwords and inline keys
+  sensitive (no value, here or in a synonym), source DYNAMIC_BROKER_CONFIG, and the synonyms
+  the key, then its base key's static setting and default.
 - Authorization per resource, as Kafka's: DESCRIBE_CONFIGS on the topic, on the cluster for
   BROKER, BROKER_LOGGER and CLIENT_METRICS resources, on the group for GROUP ones. A refused
   resource answers TOPIC_AUTHORIZATION_FAILED / CLUSTER_AUTHORIZATION_FAILED /
@@ -33,7 +37,8 @@
 
 Deliberate deviations: the broker keys Kafka can change at runtime but wirekafka only reads at
 start-up (connection limits, producer.id.expiration.ms, ...) are read_only, and so is every
-logger.
+logger; so are the store keys without a listener prefix (ssl.keystore.location, ...), which
+Kafka marks writable though it refuses them without the prefix.
 Not implemented: GROUP (32) and CLIENT_METRICS (16) configs (INVALID_REQUEST: wirekafka has
 neither KIP-848 groups nor client metrics); documentation (always null)."""
 
@@ -50,7 +55,7 @@ from wirekafka.broker.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.metadata import MAX_TOPIC_NAME, Topic, topic_name_error
 from wirekafka.broker.config_enums import TYPE_PASSWORD
-from wirekafka.config import BROKER_KEYS, SENSITIVE_KEYS, BrokerConfig
+from wirekafka.config import BROKER_KEYS, BrokerConfig
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER = 2, 4, 8
@@ -140,16 +145,22 @@ def kafka_default(key: str) -> str | None:
     return _UNREAD_DEFAULTS.get(key)
 
 
+def _synonym_chain(key: str) -> tuple[str, ...]:
+    """A key and the keys standing in for it: a listener's key falls back to its base key."""
+    found = dynamic_config.listener_store_key(key)
+    return (key, found[1]) if found else tc.synonym_chain(key)
+
+
 def broker_synonyms(config: BrokerConfig, dynamic: DynamicBrokerConfigs, key: str) -> list[_Synonym]:
     """Kafka's synonym chain of a broker key, source by source: this broker's dynamic settings
     of the key and its stand-ins, the cluster default's, the static ones, then their non-null
     defaults, starting at the key itself."""
-    chain = tc.synonym_chain(key)
+    chain = _synonym_chain(key)
     found = [_Synonym(name=k, value=dynamic.own[k], source=tc.SOURCE_DYNAMIC_BROKER) for k in chain if k in dynamic.own]
     found += [_Synonym(name=k, value=dynamic.defaults[k], source=tc.SOURCE_DYNAMIC_DEFAULT_BROKER)
               for k in chain if k in dynamic.defaults]
     found += [_Synonym(name=k, value=render(config[k]), source=tc.SOURCE_STATIC_BROKER)
-              for k in chain if k in config.overridden]
+              for k in chain if k in config.overridden or (k not in BROKER_KEYS and k in config.values)]
     found += [_Synonym(name=k, value=d, source=tc.SOURCE_DEFAULT)
               for k in chain if (d := kafka_default(k)) is not None]
     while found and found[0].name != key:
@@ -160,7 +171,7 @@ def broker_synonyms(config: BrokerConfig, dynamic: DynamicBrokerConfigs, key: st
 def _entry(name: str, value: str | None, synonyms: list[_Synonym], with_synonyms: bool, config_type: int,
            read_only: bool) -> _Entry:
     source = synonyms[0].source if synonyms else tc.SOURCE_DEFAULT
-    sensitive = name in SENSITIVE_KEYS  # Kafka's PASSWORD keys: never shown, here or in a synonym
+    sensitive = dynamic_config.is_sensitive(name)  # Kafka's PASSWORD keys: never shown, here or in a synonym
     if sensitive:
         value, config_type = None, TYPE_PASSWORD
         synonyms = [_Synonym(name=s.name, value=None, source=s.source) for s in synonyms]
@@ -228,6 +239,9 @@ def _read_only(ctx: RequestContext, key: str) -> bool:
 def _broker_type(key: str) -> int:
     if key in dynamic_config.THROTTLE_KEYS:
         return tc.TYPE_LONG
+    listener_key = dynamic_config.listener_store_key(key)
+    if listener_key is not None:  # Kafka types a listener's key as its base key
+        return broker_config_type(listener_key[1])
     d = dynamic_config.UPDATABLE.get(key)
     return d.type if d is not None else broker_config_type(key)
 

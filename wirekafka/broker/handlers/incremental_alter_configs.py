@@ -14,7 +14,9 @@
 - BROKER resources: the dynamic broker keys are set and deleted per operation; APPEND and
   SUBTRACT work on list keys (log.cleanup.policy, from the entity's value or else the static
   one) and are refused on the others with Kafka's messages; static keys are refused as in
-  AlterConfigs.
+  AlterConfigs. A listener's store keys (listener.name.<l>.ssl.keystore.location, ...) are
+  checked and applied as in AlterConfigs (new TLS connections get the new stores); APPEND and
+  SUBTRACT on them, as on the throttles, find no config of that name.
 
 - Authorization as in AlterConfigs (ALTER_CONFIGS on the topic, the cluster, the group, after
   the broker's own checks); a BROKER_LOGGER resource needs ALTER_CONFIGS on the cluster before

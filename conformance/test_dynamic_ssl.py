@@ -112,13 +112,15 @@ def test_a_rotated_key_store_reaches_new_connections_only(target):
         # the connection opened before the change keeps its session and certificate
         assert metadata(open_tls, None, version=12).brokers
         assert open_tls.sock.getpeercert()["subject"] == ((("commonName", "localhost"),),)
-        configs = described(admin, BROKER, node, [LOCATION, STORE_PASSWORD, "ssl.keystore.location"])
+        # Kafka's broker reloads the listener before it updates the configs DescribeConfigs reads
+        configs = poll(lambda: described(admin, BROKER, node, [LOCATION, STORE_PASSWORD, "ssl.keystore.location"]),
+                       lambda found: LOCATION in found)
         assert configs[LOCATION][0] == str(_rotated()) and configs[LOCATION][2] == DYNAMIC_BROKER
         assert configs[STORE_PASSWORD][0] is None and configs[STORE_PASSWORD][4] == 9  # PASSWORD, hidden
         assert configs["ssl.keystore.location"][0] == str(original)
         assert incremental(admin, node, _restore()) == (0, None)
         _serves(target, original)
-        assert described(admin, BROKER, node, [LOCATION]) == {}
+        assert poll(lambda: described(admin, BROKER, node, [LOCATION]), lambda found: found == {}) == {}
 
 
 def test_legacy_alter_configs_sets_the_key_store(target):
@@ -140,7 +142,7 @@ def test_a_key_store_that_does_not_load_is_refused(target):
             INVALID_REQUEST, failed)
         assert legacy(admin, node, {LOCATION: str(_rotated()), STORE_PASSWORD: "wrong-password"}) == (
             INVALID_REQUEST, failed)
-        assert described(admin, BROKER, node, [LOCATION]) == {}
+        assert poll(lambda: described(admin, BROKER, node, [LOCATION]), lambda found: found == {}) == {}
     assert _served(target) == _certificate(_material().keystore)
 
 
@@ -150,7 +152,7 @@ def test_a_certificate_with_another_subject_is_refused(target):
         assert incremental(admin, node, _keystore(_other_dn())) == (INVALID_REQUEST, _INVALID.format(
             "org.apache.kafka.common.config.ConfigException: Keystore DistinguishedName does not match:  "
             "existing={alias=broker, DN=CN=localhost}, new={alias=broker, DN=CN=other}"))
-        assert described(admin, BROKER, node, [LOCATION]) == {}
+        assert poll(lambda: described(admin, BROKER, node, [LOCATION]), lambda found: found == {}) == {}
 
 
 def test_a_certificate_that_lost_a_subject_alt_name_is_refused(target):

@@ -50,6 +50,12 @@ def acl_pair():
     return own_two_listener_pair("SASL_PLAINTEXT", _settings)
 
 
+def super_user(target: TwoListeners) -> Connection:
+    """A connection to the PLAINTEXT listener, whose User:ANONYMOUS is a super user: a scenario's
+    set-up, free of the ACLs it tests."""
+    return Connection(target.bootstrap(target.plaintext))
+
+
 def login(target: TwoListeners, user: str) -> Connection:
     """A connection to the SASL listener, authenticated as `user` (one of PASSWORDS)."""
     conn = Connection(f"127.0.0.1:{target.second}")

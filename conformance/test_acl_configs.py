@@ -42,6 +42,7 @@ from conformance.acl_brokers import (
     grant,
     login,
     revoke,
+    super_user,
 )
 from conformance.broker_configs import node_id
 from conformance.test_scram import _upsert
@@ -59,13 +60,9 @@ _Incremental = IncrementalAlterConfigsRequest.AlterConfigsResource
 _Quota = AlterClientQuotasRequest.EntryData
 
 
-def _admin(target) -> Connection:
-    """A connection on the PLAINTEXT listener: User:ANONYMOUS, a super user."""
-    return Connection(target.bootstrap(target.plaintext))
-
 
 def _node(target) -> str:
-    with _admin(target) as admin:
+    with super_user(target) as admin:
         return node_id(admin)
 
 
@@ -100,7 +97,7 @@ def _incremental(conn: Connection, resources: list[tuple[int, str, list[tuple[st
 def test_describe_configs_per_resource(target):
     topic, group, prefix = unique("t"), unique("g"), unique("p")
     node = _node(target)
-    with _admin(target) as admin:
+    with super_user(target) as admin:
         create_topic(admin, topic, configs={"cleanup.policy": "compact"})
     resources = [(R_BROKER, node, NO_KEY), (R_TOPIC, topic, ["cleanup.policy"]), (R_LOGGER, node, NO_KEY),
                  (R_TOPIC, "nowhere", None), (R_GROUP, group, None), (R_BROKER, "", NO_KEY),
@@ -134,7 +131,7 @@ def test_describe_configs_per_resource(target):
 def test_describe_configs_implied_and_denied(target):
     prefix = unique("p")
     altered, denied, other = f"{prefix}-altered", f"{prefix}-denied", unique("t")
-    with _admin(target) as admin:
+    with super_user(target) as admin:
         for topic in (altered, denied, other):
             create_topic(admin, topic)
     grant(target, Acl(TOPIC, prefix, DESCRIBE_CONFIGS, pattern=PREFIXED),
@@ -151,7 +148,7 @@ def test_describe_configs_implied_and_denied(target):
 def test_alter_configs_per_resource(target):
     topic, group, prefix = unique("t"), unique("g"), unique("p")
     node = _node(target)
-    with _admin(target) as admin:
+    with super_user(target) as admin:
         create_topic(admin, topic)
     retention = {"retention.ms": "3600000"}
     resources = [(R_TOPIC, topic, retention), (R_BROKER, node, {"log.retention.ms": "3600000"}),
@@ -186,7 +183,7 @@ def test_alter_configs_per_resource(target):
 def test_incremental_alter_configs_per_resource(target):
     topic, group, denied = unique("t"), unique("g"), unique("t")
     node = _node(target)
-    with _admin(target) as admin:
+    with super_user(target) as admin:
         create_topic(admin, topic)
         create_topic(admin, denied)
     retention = [("retention.ms", SET, "3600000")]

@@ -62,6 +62,7 @@ from conformance.acl_brokers import (
     grant,
     login,
     revoke,
+    super_user,
 )
 from conformance.own_brokers import TwoListeners
 from conformance.wire import TRANSIENT, Connection, create_topic, metadata, owned, retry_transient, unique
@@ -78,10 +79,6 @@ _CommitTopic = OffsetCommitRequest.OffsetCommitRequestTopic
 _FetchGroup = OffsetFetchRequest.OffsetFetchRequestGroup
 _DeleteTopic = OffsetDeleteRequest.OffsetDeleteRequestTopic
 
-
-def _super(target: TwoListeners) -> Connection:
-    """A connection on the PLAINTEXT listener, whose ANONYMOUS principal is a super user."""
-    return Connection(target.bootstrap(target.plaintext))
 
 
 # ---- requests --------------------------------------------------------------------------------
@@ -249,7 +246,7 @@ def test_find_coordinator_needs_describe_on_the_key(target, alice, version):
 
 def test_consumer_cycle_with_read_on_group_and_topic(target, alice):
     group, topic = unique("grp"), unique("t")
-    with _super(target) as admin:
+    with super_user(target) as admin:
         create_topic(admin, topic, 2)
     grant(target, Acl(GROUP, group, READ), Acl(TOPIC, topic, READ))
     assert _find(alice, [group], GROUP_KEY, 4) == [(group, NONE, True)]
@@ -273,7 +270,7 @@ def test_consumer_cycle_with_read_on_group_and_topic(target, alice):
 
 def test_group_apis_without_rights(target, alice):
     group, topic, missing = unique("grp"), unique("t"), unique("t")
-    with _super(target) as admin:
+    with super_user(target) as admin:
         create_topic(admin, topic)
         _standalone_group(admin, group, topic)
         joined = _member(admin, group)
@@ -321,7 +318,7 @@ def test_group_apis_without_rights(target, alice):
 def test_offset_commit_checks_group_then_topics(target, alice, version):
     group, refused_group = unique("grp"), unique("grp")
     readable, unreadable, missing_readable, missing = unique("t"), unique("t"), unique("t"), unique("t")
-    with _super(target) as admin:
+    with super_user(target) as admin:
         create_topic(admin, readable, 2)
         create_topic(admin, unreadable)
         ids = {t.name: t.topic_id for t in metadata(admin, [readable, unreadable]).topics}
@@ -344,7 +341,7 @@ def test_offset_commit_checks_group_then_topics(target, alice, version):
     grant(target, Acl(TOPIC, unreadable, READ))
     assert _commit(alice, refused_group, [(readable, [0]), (missing, [0]), (unreadable, [0])], version=version,
                    topic_ids=ids) == [(name(t), [(0, GROUP_AUTHORIZATION_FAILED)]) for t in (readable, missing, unreadable)]
-    with _super(target) as admin:
+    with super_user(target) as admin:
         assert _fetch(admin, [(group, None), (refused_group, None)]) == [
             (group, NONE, [(readable, [(0, 10, NONE), (1, 11, NONE)])]), (refused_group, NONE, [])]
         assert _listed(admin) == {group: "Empty"}
@@ -354,7 +351,7 @@ def test_offset_commit_checks_group_then_topics(target, alice, version):
 def test_offset_fetch_filters_topics_without_describe(target, alice, version):
     group, other = unique("grp"), unique("grp")
     visible, hidden, missing = unique("t"), unique("t"), unique("t")
-    with _super(target) as admin:
+    with super_user(target) as admin:
         create_topic(admin, visible)
         create_topic(admin, hidden)
         for g in (group, other):
@@ -377,7 +374,7 @@ def test_offset_fetch_filters_topics_without_describe(target, alice, version):
 def test_offset_delete_needs_delete_on_group_and_read_on_topics(target, alice):
     group, readonly_group, missing_group = unique("grp"), unique("grp"), unique("grp")
     readable, unreadable, missing = unique("t"), unique("t"), unique("t")
-    with _super(target) as admin:
+    with super_user(target) as admin:
         create_topic(admin, readable)
         create_topic(admin, unreadable)
         for g in (group, readonly_group):
@@ -390,7 +387,7 @@ def test_offset_delete_needs_delete_on_group_and_read_on_topics(target, alice):
         (missing, [(0, TOPIC_AUTHORIZATION_FAILED)])])
     assert _offset_delete(alice, readonly_group, [(readable, [0])]) == (GROUP_AUTHORIZATION_FAILED, [])
     assert _offset_delete(alice, missing_group, [(readable, [0]), (unreadable, [0])]) == (GROUP_ID_NOT_FOUND, [])
-    with _super(target) as admin:
+    with super_user(target) as admin:
         assert _fetch(admin, [(group, None), (readonly_group, None)]) == [
             (group, NONE, [(unreadable, [(0, 10, NONE)])]),
             (readonly_group, NONE, [(readable, [(0, 10, NONE)]), (unreadable, [(0, 10, NONE)])])]
@@ -398,7 +395,7 @@ def test_offset_delete_needs_delete_on_group_and_read_on_topics(target, alice):
 
 def test_deny_wins_over_allow(target, alice):
     group, denied_group, topic = unique("grp"), unique("grp"), unique("t")
-    with _super(target) as admin:
+    with super_user(target) as admin:
         create_topic(admin, topic)
         _standalone_group(admin, group, topic)
     # each DENY on a prefix that is the whole name: one ACL per resource pattern keeps the
@@ -424,7 +421,7 @@ def test_deny_wins_over_allow(target, alice):
 
 def test_prefixed_and_wildcard_group_grants(target, alice):
     prefix, topic = unique("pfx"), unique("t")
-    with _super(target) as admin:
+    with super_user(target) as admin:
         create_topic(admin, topic)
     grant(target, Acl(GROUP, prefix, READ, pattern=PREFIXED), Acl(TOPIC, topic, READ),
           Acl(TOPIC, topic, READ, principal="User:bob", pattern=PREFIXED))
@@ -452,7 +449,7 @@ def test_prefixed_and_wildcard_group_grants(target, alice):
 
 def test_describe_groups_authorized_operations(target, alice):
     refused, read, describe_only, deletable, everything, unknown, hidden = (unique("grp") for _ in range(7))
-    with _super(target) as admin:
+    with super_user(target) as admin:
         topic = unique("t")
         create_topic(admin, topic)
         for g in (refused, read, describe_only, deletable, everything, hidden):
@@ -473,7 +470,7 @@ def test_describe_groups_authorized_operations(target, alice):
 
 def test_list_groups_shows_describable_groups(target, alice):
     described, read, hidden, topic = unique("grp"), unique("grp"), unique("grp"), unique("t")
-    with _super(target) as admin:
+    with super_user(target) as admin:
         create_topic(admin, topic)
         for g in (described, read, hidden):
             _standalone_group(admin, g, topic)
@@ -494,7 +491,7 @@ def test_list_groups_shows_describable_groups(target, alice):
 def test_delete_groups_needs_delete_per_group(target, alice):
     deletable, readable, refused, missing, topic = (unique("grp"), unique("grp"), unique("grp"), unique("grp"),
                                                     unique("t"))
-    with _super(target) as admin:
+    with super_user(target) as admin:
         create_topic(admin, topic)
         for g in (deletable, readable, refused):
             _standalone_group(admin, g, topic)
@@ -502,5 +499,5 @@ def test_delete_groups_needs_delete_per_group(target, alice):
     assert _delete_groups(alice, [refused, deletable, readable, missing, deletable]) == {
         refused: GROUP_AUTHORIZATION_FAILED, deletable: NONE, readable: GROUP_AUTHORIZATION_FAILED,
         missing: GROUP_ID_NOT_FOUND}
-    with _super(target) as admin:
+    with super_user(target) as admin:
         assert _listed(admin) == {readable: "Empty", refused: "Empty"}

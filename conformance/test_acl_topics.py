@@ -52,7 +52,7 @@ from conformance.acl_brokers import (ALTER, ALTER_CONFIGS, CLUSTER, CLUSTER_ACTI
                                      CLUSTER_NAME, CREATE, DELETE, DENY, DESCRIBE, DESCRIBE_CONFIGS, IDEMPOTENT_WRITE,
                                      PREFIXED, READ, TOPIC, TOPIC_AUTHORIZATION_FAILED,
                                      TRANSACTIONAL_ID_AUTHORIZATION_FAILED, WRITE, Acl, acl_pair, grant, login,
-                                     revoke)
+                                     revoke, super_user)
 from conformance.scenarios import batch, fetch, list_offsets, produce
 from conformance.wire import Connection, create_topic, poll, unique
 
@@ -73,20 +73,16 @@ def _ops(*operations: int) -> set[int]:
     return set(operations)
 
 
-def _admin(target) -> Connection:
-    """The PLAINTEXT listener: its ANONYMOUS principal is a super user."""
-    return Connection(f"127.0.0.1:{target.plaintext}")
-
 
 def _topic(target, partitions: int = 1) -> str:
     name = unique("t")
-    with _admin(target) as conn:
+    with super_user(target) as conn:
         create_topic(conn, name, partitions)
     return name
 
 
 def _topic_id(target, name: str) -> uuid.UUID:
-    with _admin(target) as conn:
+    with super_user(target) as conn:
         return _metadata(conn, [name]).topics[0].topic_id
 
 
@@ -144,7 +140,7 @@ def test_produce_by_topic_id(target):
 def test_produce_deny_wins_over_allow(target):
     prefix = unique("p")
     name = f"{prefix}-x"
-    with _admin(target) as conn:
+    with super_user(target) as conn:
         create_topic(conn, name)
     with login(target, "alice") as alice:
         grant(target, Acl(TOPIC, prefix, WRITE, pattern=PREFIXED))
@@ -185,7 +181,7 @@ def _follower_fetch(conn: Connection, name: str) -> Any:
 
 def test_fetch_needs_read_on_the_topic(target):
     name, missing = _topic(target), unique("missing")
-    with _admin(target) as conn:
+    with super_user(target) as conn:
         assert produce(conn, name, batch([b"v"])).error_code == 0
     with login(target, "alice") as alice:
         assert fetch(alice, name, 0).error_code == TOPIC_AUTHORIZATION_FAILED
@@ -493,7 +489,7 @@ def _delete_records(conn: Connection, name: str, offset: int = 1) -> Any:
 
 def test_delete_records_needs_delete(target):
     name, missing = _topic(target), unique("missing")
-    with _admin(target) as conn:
+    with super_user(target) as conn:
         assert produce(conn, name, batch([b"a", b"b"])).error_code == 0
     with login(target, "alice") as alice:
         refused = _delete_records(alice, name)

@@ -59,6 +59,7 @@ from conformance.acl_brokers import (
     grant,
     login,
     revoke,
+    super_user,
 )
 from conformance.scenarios import produce
 from conformance.test_transactions import _find_txn_coordinator, _txn_batch, _wait_complete
@@ -74,10 +75,6 @@ _Txn = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
 _CommitTopic = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
 _CommitPart = _CommitTopic.TxnOffsetCommitRequestPartition
 
-
-def _admin(target) -> Connection:
-    """A connection on the PLAINTEXT listener: User:ANONYMOUS, a super user."""
-    return Connection(target.bootstrap(target.plaintext))
 
 
 def _init(conn: Connection, tid: str | None, version: int = 4):
@@ -134,7 +131,7 @@ def _describe_txn(conn: Connection, tids: list[str]):
 def _prepared(target, tid: str, topics: list[str] = (), group: str | None = None) -> tuple[int, int]:
     """As the super user: the topics exist, the coordinators are loaded, and `tid` has a
     producer id; returns (producer id, epoch)."""
-    with _admin(target) as admin:
+    with super_user(target) as admin:
         for topic in topics:
             create_topic(admin, topic)
         if group is not None:
@@ -149,7 +146,7 @@ def _prepared(target, tid: str, topics: list[str] = (), group: str | None = None
 def test_idempotent_producer_needs_idempotent_write_or_write_on_a_topic(target):
     """The first scenario of the module: neither user has any topic WRITE yet."""
     topic = unique("t")
-    with _admin(target) as admin:
+    with super_user(target) as admin:
         create_topic(admin, topic)
         _find_txn_coordinator(admin, unique("tx"))
     with login(target, "bob") as bob:
@@ -187,7 +184,7 @@ def test_idempotent_producer_needs_idempotent_write_or_write_on_a_topic(target):
 
 def test_init_producer_id_needs_write_on_the_transactional_id(target):
     tid = unique("tx")
-    with _admin(target) as admin:
+    with super_user(target) as admin:
         _find_txn_coordinator(admin, tid)
     with login(target, "alice") as alice:
         assert _init_answer(alice, tid) == (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, -1)
@@ -205,7 +202,7 @@ def test_init_producer_id_needs_write_on_the_transactional_id(target):
 def test_prefixed_grant_and_deny_on_transactional_ids(target):
     prefix = unique("txp")
     inside, other, denied = f"{prefix}-a", unique("tx"), f"{prefix}-denied"
-    with _admin(target) as admin:
+    with super_user(target) as admin:
         for tid in (inside, other, denied):
             _find_txn_coordinator(admin, tid)
     grant(target, Acl(TRANSACTIONAL_ID, prefix, WRITE, pattern=PREFIXED),
@@ -275,7 +272,7 @@ def test_add_partitions_needs_write_on_each_topic(target):
             (allowed, 0): OPERATION_NOT_ATTEMPTED, (allowed, 5): UNKNOWN_TOPIC_OR_PARTITION}
         assert _add_partitions(alice, tid, pid, epoch, {allowed: [0]}) == {(allowed, 0): 0}
         assert _describe_txn(alice, [tid])[0].transaction_state == "Ongoing"
-    with _admin(target) as admin:  # an internal topic is never authorized, not even for a super user
+    with super_user(target) as admin:  # an internal topic is never authorized, not even for a super user
         assert _add_partitions(admin, tid, pid, epoch, {"__consumer_offsets": [0], allowed: [0]}) == {
             ("__consumer_offsets", 0): TOPIC_AUTHORIZATION_FAILED, (allowed, 0): OPERATION_NOT_ATTEMPTED}
 
@@ -347,7 +344,7 @@ def test_write_txn_markers_needs_cluster_action(target):
 def test_describe_producers_needs_read_on_the_topic(target):
     readable, described, tid = unique("t"), unique("t"), unique("tx")
     pid, epoch = _prepared(target, tid, [readable, described])
-    with _admin(target) as admin:
+    with super_user(target) as admin:
         assert _add_partitions(admin, tid, pid, epoch, {readable: [0]}) == {(readable, 0): 0}
         res = produce(admin, readable, _txn_batch(pid, epoch, 0, [b"a"]), transactional_id=tid)
         assert res.error_code == 0
@@ -372,7 +369,7 @@ def test_describe_transactions_needs_describe_and_hides_topics(target):
     shown, hidden, tid, secret = unique("t"), unique("t"), unique("tx"), unique("tx")
     pid, epoch = _prepared(target, tid, [shown, hidden])
     _prepared(target, secret)
-    with _admin(target) as admin:
+    with super_user(target) as admin:
         assert _add_partitions(admin, tid, pid, epoch, {shown: [0], hidden: [0]}) == {(shown, 0): 0, (hidden, 0): 0}
     grant(target, Acl(TRANSACTIONAL_ID, tid, DESCRIBE), Acl(TOPIC, shown, DESCRIBE))
     with login(target, "alice") as alice:

@@ -4,7 +4,7 @@ new partition's state this way until the safety re-read, seconds later)."""
 
 from __future__ import annotations
 
-from wirekafka.broker.replication.zk_metadata import _watch_creation
+from wirekafka.broker.replication.zk_metadata import watch_creation
 
 
 class _Done:
@@ -29,21 +29,21 @@ class _Client:
 
 def test_a_node_still_missing_is_watched_without_a_new_read() -> None:
     client, calls = _Client(set()), []
-    _watch_creation(client, ["/a", "/b"], calls.append)
+    watch_creation(client, ["/a", "/b"], calls.append)
     assert client.watched == ["/a", "/b"]
     assert calls == []
 
 
 def test_a_node_created_meanwhile_asks_for_another_read() -> None:
     client, calls = _Client({"/b"}), []
-    _watch_creation(client, ["/a", "/b", "/c"], calls.append)
+    watch_creation(client, ["/a", "/b", "/c"], calls.append)
     assert client.watched == ["/a", "/b", "/c"]
     assert calls == [None]  # one request, however many nodes appeared
 
 
 def test_nothing_to_watch() -> None:
     client, calls = _Client({"/a"}), []
-    _watch_creation(client, [], calls.append)
+    watch_creation(client, [], calls.append)
     assert client.watched == [] and calls == []
 
 

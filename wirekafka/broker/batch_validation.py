@@ -162,6 +162,17 @@ def request_records_error(version: int, data: bytes | memoryview | None) -> Kafk
     return None
 
 
+def starts_transactional(data: bytes | memoryview | None) -> bool:
+    """Whether a partition's records begin with a whole transactional batch (Kafka's produce
+    authorization looks at the first batch of each partition; a legacy or incomplete one is not
+    transactional)."""
+    if data is None or len(data) < records.HEADER_SIZE or data[records.MAGIC_OFFSET] != 2:
+        return False
+    _, length = records.peek_offset_and_length(data)
+    return (records.LOG_OVERHEAD + length <= len(data)
+            and bool(data[records.ATTRIBUTES_OFFSET + 1] & records.TRANSACTIONAL_MASK))
+
+
 def validate_client_batch(data: bytes | memoryview | None, policy: AppendPolicy, now_ms: int,
                           topic: str = "", partition: int = 0) -> records.BatchHeader:
     """Structural and policy checks on the batch that starts a partition's records (bytes after

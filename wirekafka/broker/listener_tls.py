@@ -31,6 +31,7 @@ from typing import Callable, Mapping
 
 import trio
 
+from wirekafka.broker.replication._jvm_order import java_hash, java_hashmap_order
 from wirekafka.config import TLS_PROTOCOLS, BrokerConfig
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.tls import CertEntry, Lookup, ServerTls, TlsConfigError, client_context, handshake, server_tls
@@ -214,33 +215,15 @@ def java_dn(entry: CertEntry) -> str:
 
 
 def java_sans(sans: tuple[tuple[int, str], ...]) -> str:
-    """SubjectAltNames as Kafka prints them: a Java HashSet of [type, value] lists, in the set's
-    bucket order (its table sized for the names, each name's List.hashCode spread as HashMap
-    spreads it), names sharing a bucket in insertion order."""
-    capacity = _table_size(int(len(sans) / 0.75) + 1)
-    unique = list(dict.fromkeys(sans))
-
-    def bucket(i: int) -> tuple[int, int]:
-        h = _java_list_hash(unique[i])
-        return (h ^ (h >> 16)) & (capacity - 1), i
-    return "[" + ", ".join(f"[{unique[i][0]}, {unique[i][1]}]" for i in sorted(range(len(unique)), key=bucket)) + "]"
-
-
-def _table_size(wanted: int) -> int:
-    """HashMap's table size for an initial capacity: a power of two, at least 16."""
-    size = 16
-    while size < wanted:
-        size *= 2
-    return size
+    """SubjectAltNames as Kafka prints them: a Java HashSet of [type, value] lists made from the
+    names (its table sized for them, as HashSet's copy constructor sizes it), in its order."""
+    ordered = java_hashmap_order(sans, capacity=max(int(len(sans) / 0.75) + 1, 16), hash=_java_list_hash)
+    return "[" + ", ".join(f"[{kind}, {value}]" for kind, value in ordered) + "]"
 
 
 def _java_list_hash(name: tuple[int, str]) -> int:
-    """Java's List.hashCode of [Integer type, String value], as an unsigned 32-bit number."""
-    utf16 = name[1].encode("utf-16-be")
-    text_hash = 0
-    for i in range(0, len(utf16), 2):
-        text_hash = (31 * text_hash + int.from_bytes(utf16[i:i + 2], "big")) & 0xFFFFFFFF
-    return (31 * (31 + name[0]) + text_hash) & 0xFFFFFFFF
+    """Java's List.hashCode of [Integer type, String value]."""
+    return (31 * (31 + name[0]) + java_hash(name[1])) & 0xFFFFFFFF
 
 
 def _dynamic(listener: str, own: Mapping[str, str]) -> tuple[str | None, ...]:

@@ -55,14 +55,15 @@ _PartResp = _TopicResp.PartitionData
 _Aborted = _PartResp.AbortedTransaction
 
 
-def _targets(ctx: RequestContext, request: object, follower: bool) -> list[FetchTarget | None]:
-    """What to read for each requested partition, in request order; None for a partition the
-    client may not fetch (TOPIC_AUTHORIZATION_FAILED). A follower needs CLUSTER_ACTION, asked once;
-    a consumer READ on each topic, asked once per topic. An unknown topic id has no name to
+def _targets(ctx: RequestContext, request: object, follower: bool) -> tuple[list[FetchTarget | None], bool]:
+    """What to read for each requested partition, in request order, and whether any is refused:
+    None for a partition the client may not fetch (TOPIC_AUTHORIZATION_FAILED). A follower needs
+    CLUSTER_ACTION, asked once; a consumer READ on each topic, asked once per topic. An unknown topic id has no name to
     authorize: a consumer gets UNKNOWN_TOPIC_ID for it, as from Kafka."""
     by_id = ctx.version >= 13
     cluster_action = follower and ctx.authorized_cluster(AclOperation.CLUSTER_ACTION)
     targets: list[FetchTarget | None] = []
+    refused = False
     for ft in request.topics:  # type: ignore[attr-defined]
         topic, unknown = ctx.state.metadata.resolve(ft.topic, ft.topic_id, by_id=by_id)
         if follower:
@@ -70,16 +71,17 @@ def _targets(ctx: RequestContext, request: object, follower: bool) -> list[Fetch
         else:
             allowed = (topic is None and by_id) or ctx.authorized(
                 AclOperation.READ, ResourceType.TOPIC, topic.name if topic is not None else ft.topic)
+        if not allowed:
+            targets.extend([None] * len(ft.partitions))
+            refused = True
+            continue
         for fp in ft.partitions:
-            if not allowed:
-                targets.append(None)
-                continue
             known = topic is not None and 0 <= fp.partition < len(topic.partitions)
             part = topic.partitions[fp.partition] if known else None  # type: ignore[union-attr]
             targets.append(FetchTarget(part, fp.fetch_offset, fp.partition_max_bytes, fp.current_leader_epoch,
                                        ErrorCode.NOT_LEADER_OR_FOLLOWER if known else unknown,
                                        getattr(fp, "log_start_offset", -1)))
-    return targets
+    return targets, refused
 
 
 def _refused(partition: int) -> _PartResp:
@@ -106,11 +108,11 @@ async def handle(ctx: RequestContext, request: object) -> FetchResponse | Region
                          Isolation.READ_COMMITTED if read_committed else Isolation.READ_UNCOMMITTED,
                          replica, getattr(request, "rack_id", None) if v >= 11 else None,
                          ctx.listener)
-    targets = _targets(ctx, request, follower)
-    outcomes = iter(await ctx.state.replicas.fetch(params, [t for t in targets if t is not None]))
+    targets, some_refused = _targets(ctx, request, follower)
+    fetched = [t for t in targets if t is not None] if some_refused else targets
+    outcomes = iter(await ctx.state.replicas.fetch(params, fetched))  # type: ignore[arg-type]
     response = RegionResponse(FetchResponse(version=v, throttle_time_ms=0, error_code=ErrorCode.NONE,
                                             session_id=0, responses=[], node_endpoints=[]))
-    answered: list[tuple[object, _PartResp]] = []
     refused: list[tuple[object, _PartResp]] = []  # answered after the others, as Kafka lists them
     requested = iter(targets)
     for ft in request.topics:  # type: ignore[attr-defined]
@@ -119,8 +121,9 @@ async def handle(ctx: RequestContext, request: object) -> FetchResponse | Region
             if target is None:
                 refused.append((ft, _refused(fp.partition)))
             else:
-                answered.append((ft, _partition_answer(response, fp.partition, target, next(outcomes))))
-    _group_by_topic(response.body, answered + refused)
+                _append(response.body, ft, _partition_answer(response, fp.partition, target, next(outcomes)))
+    for ft, part in refused:
+        _append(response.body, ft, part)
     if follower or not (quota.resolver.enabled or ctx.timing_since is not None):
         return response
     return _charged(ctx, response, user, client_id)
@@ -142,16 +145,14 @@ def _partition_answer(response: RegionResponse, index: int, target: FetchTarget,
                      preferred_read_replica=o.preferred_read_replica, records=data)  # type: ignore[attr-defined]
 
 
-def _group_by_topic(body: FetchResponse, answers: list[tuple[object, _PartResp]]) -> None:
-    """The answers as Kafka's FetchResponse lists them: consecutive partitions of one topic under
-    one topic entry."""
-    last = None
-    for ft, part in answers:
-        key = (ft.topic, ft.topic_id)  # type: ignore[attr-defined]
-        if key != last:
-            body.responses.append(_TopicResp(topic=key[0], topic_id=key[1], partitions=[]))
-            last = key
-        body.responses[-1].partitions.append(part)
+def _append(body: FetchResponse, ft: object, part: _PartResp) -> None:
+    """Add a partition's answer as Kafka's FetchResponse lists them: consecutive partitions of one
+    topic under one topic entry."""
+    responses = body.responses
+    topic, topic_id = ft.topic, ft.topic_id  # type: ignore[attr-defined]
+    if not responses or responses[-1].topic != topic or responses[-1].topic_id != topic_id:
+        responses.append(_TopicResp(topic=topic, topic_id=topic_id, partitions=[]))
+    responses[-1].partitions.append(part)
 
 
 def _charged(ctx: RequestContext, response: RegionResponse, user: str, client_id: str) -> FetchResponse | RegionResponse:

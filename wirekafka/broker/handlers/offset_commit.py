@@ -98,6 +98,17 @@ def _sort_out(ctx: RequestContext, request: object, answer: _Answer) -> list[tup
     return valid
 
 
+def commit_error(group_error: ErrorCode, metadata: str | None, max_metadata: int) -> ErrorCode:
+    """A committed offset's error once the coordinator has checked the group (OffsetCommit and
+    TxnOffsetCommit alike): the group's error, else OFFSET_METADATA_TOO_LARGE for metadata over
+    offset.metadata.max.bytes."""
+    if group_error != ErrorCode.NONE:
+        return group_error
+    if metadata is not None and len(metadata.encode()) > max_metadata:
+        return ErrorCode.OFFSET_METADATA_TOO_LARGE
+    return ErrorCode.NONE
+
+
 def _coordinator_answer(ctx: RequestContext, valid: list[tuple[object, Topic, list]], answer: _Answer,
                         group_error: ErrorCode, retention: int) -> tuple[dict[tuple[str, int], gr.OffsetValue], list[_Part]]:
     """Answer the partitions left for the coordinator; return the offsets to write and their
@@ -115,12 +126,8 @@ def _coordinator_answer(ctx: RequestContext, valid: list[tuple[object, Topic, li
         if not merge:
             answer.topics.append(entry)
         for p in partitions:
-            if group_error != ErrorCode.NONE:
-                code = group_error
-            elif p.committed_metadata is not None and len(p.committed_metadata.encode()) > max_metadata:
-                code = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                code = ErrorCode.NONE
+            code = commit_error(group_error, p.committed_metadata, max_metadata)
+            if code == ErrorCode.NONE:
                 accepted[(topic.name, p.partition_index)] = gr.OffsetValue(
                     p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now_ms, expire_ms)
             entry.partitions.append(_Part(partition_index=p.partition_index, error_code=code))

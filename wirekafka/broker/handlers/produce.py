@@ -28,24 +28,13 @@ at those versions closes the connection (protocol/api_versions.py).
 from __future__ import annotations
 
 from wirekafka.broker.authorizer import AclOperation, ResourceType
-from wirekafka.broker.batch_validation import request_records_error
+from wirekafka.broker.batch_validation import request_records_error, starts_transactional
 from wirekafka.broker.context import CloseConnection, RequestContext
 from wirekafka.broker.replica_manager import ProduceEntry
-from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.protocol.produce_response import FastProduceResponse, PartitionAnswer, TopicAnswer
 
 _UNAUTHORIZED_TOPIC = KafkaApiError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-
-
-def _starts_transactional(data: bytes | memoryview | None) -> bool:
-    """Whether a partition's records begin with a whole transactional batch (Kafka looks at the
-    first batch of each partition; a legacy or incomplete one is not transactional)."""
-    if data is None or len(data) < records.HEADER_SIZE or data[records.MAGIC_OFFSET] != 2:
-        return False
-    _, length = records.peek_offset_and_length(data)
-    return (records.LOG_OVERHEAD + length <= len(data)
-            and bool(data[records.ATTRIBUTES_OFFSET + 1] & records.TRANSACTIONAL_MASK))
 
 
 def _transactional_id_refused(ctx: RequestContext, request: object) -> bool:
@@ -54,7 +43,7 @@ def _transactional_id_refused(ctx: RequestContext, request: object) -> bool:
     if ctx.state.authorizer is None:
         return False
     txn_id = request.transactional_id  # type: ignore[attr-defined]
-    if not any(_starts_transactional(pd.records) for td in request.topic_data  # type: ignore[attr-defined]
+    if not any(starts_transactional(pd.records) for td in request.topic_data  # type: ignore[attr-defined]
                for pd in td.partition_data):
         return False
     return txn_id is None or not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id)

@@ -22,6 +22,7 @@ from wirekafka.broker import group_records as gr
 from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.groups import OFFSETS_TOPIC
+from wirekafka.broker.handlers.offset_commit import commit_error
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 _Topic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
@@ -123,12 +124,8 @@ async def _commit(ctx: RequestContext, r: object, valid: list[tuple[str, list]])
     for name, partitions in valid:
         parts = []
         for p in partitions:
-            if error != ErrorCode.NONE:
-                code = error
-            elif p.committed_metadata is not None and len(p.committed_metadata.encode()) > max_metadata:
-                code = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                code = ErrorCode.NONE
+            code = commit_error(error, p.committed_metadata, max_metadata)
+            if code == ErrorCode.NONE:
                 accepted[(name, p.partition_index)] = gr.OffsetValue(
                     p.committed_offset, getattr(p, "committed_leader_epoch", -1), p.committed_metadata or "", now_ms)
             parts.append(_Part(partition_index=p.partition_index, error_code=code))

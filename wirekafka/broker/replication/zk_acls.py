@@ -35,7 +35,6 @@ session (`ChangeFeed`), the one place kazoo's threads meet trio."""
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import time
@@ -48,8 +47,8 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from wirekafka.broker.authorizer import (AccessControlEntry, AclBinding, AclOperation, Authorizer, PatternType,
                                          PermissionType, ResourcePattern, ResourceType)
 from wirekafka.broker.replication._jvm_order import java_hashmap_order
-from wirekafka.broker.replication.zk_layout import ZkDataError
-from wirekafka.broker.replication.zk_metadata import _watch_creation
+from wirekafka.broker.replication.zk_layout import ZkDataError, dump_json, load_json
+from wirekafka.broker.replication.zk_metadata import watch_creation
 from wirekafka.broker.replication.zk_session import ZkSession
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
@@ -142,7 +141,7 @@ def encode_acls(entries: Iterable[AccessControlEntry]) -> bytes:
     """A resource znode's data (Kafka's AclEntry.toJsonCompatibleMap through Jackson)."""
     listed = [_entry_json(e) for e in entries]
     document = {"version": ACL_VERSION, "acls": listed}
-    return _dump({k: document[k] for k in _ACLS_KEYS})
+    return dump_json({k: document[k] for k in _ACLS_KEYS})
 
 
 def _entry_json(entry: AccessControlEntry) -> dict[str, str]:
@@ -157,7 +156,7 @@ def decode_acls(data: bytes | None) -> list[AccessControlEntry]:
     an operation or permission Kafka does not know reads as UNKNOWN (matching nothing)."""
     if not data:
         return []
-    document = _load(data, "resource ACLs")
+    document = load_json(data, "resource ACLs")
     if document.get("version") != ACL_VERSION:
         raise ZkDataError(f"resource ACLs have an unsupported version: {data!r}")
     acls = document.get("acls")
@@ -184,7 +183,7 @@ def encode_change(pattern: ResourcePattern) -> bytes:
     """A notification's data: `TOPIC:name` (literal), Kafka's ExtendedAclChangeEvent (others)."""
     if pattern.pattern_type == PatternType.LITERAL:
         return f"{pattern.resource_type.name}:{pattern.name}".encode()
-    return _dump({"version": CHANGE_EVENT_VERSION, "resourceType": pattern.resource_type.name,
+    return dump_json({"version": CHANGE_EVENT_VERSION, "resourceType": pattern.resource_type.name,
                   "name": pattern.name, "patternType": pattern.pattern_type.name})
 
 
@@ -196,7 +195,7 @@ def decode_change(directory: str, data: bytes | None) -> ResourcePattern:
         if not colon:
             raise ZkDataError(f"expected a string in format ResourceType:ResourceName but got {text}")
         return _pattern(type_name, name, PatternType.LITERAL, text)
-    event = _load(data or b"", "ACL change event")
+    event = load_json(data or b"", "ACL change event")
     version, type_name, name, pattern_name = (event.get(k) for k in ("version", "resourceType", "name",
                                                                      "patternType"))
     if not isinstance(version, int) or version > CHANGE_EVENT_VERSION:
@@ -212,21 +211,6 @@ def _pattern(type_name: str, name: str, pattern_type: PatternType, data: object)
     if resource_type not in RESOURCE_TYPES or pattern_type not in STORED_PATTERN_TYPES:
         raise ZkDataError(f"Failed to convert ACL change event to resource: {data!r}")
     return ResourcePattern(resource_type, name, pattern_type)
-
-
-def _dump(obj: object) -> bytes:
-    """Jackson's default output: compact, non-ASCII as UTF-8."""
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def _load(data: bytes, what: str) -> dict:
-    try:
-        obj = json.loads(data)
-    except (ValueError, TypeError) as exc:
-        raise ZkDataError(f"Failed to parse {what}: {data!r}") from exc
-    if not isinstance(obj, dict):
-        raise ZkDataError(f"{what} is not a JSON object: {data!r}")
-    return obj
 
 
 # ---- the store --------------------------------------------------------------------------------------
@@ -358,7 +342,7 @@ def _list_changes(client, watch: Callable) -> Listing:
         try:
             children = client.get_children(directory, watch=watch)
         except NoNodeError:
-            _watch_creation(client, [directory], watch)
+            watch_creation(client, [directory], watch)
             children = []
         listed[directory] = sorted((s, c) for c in children if (s := change_sequence(c)) is not None)
     return listed

@@ -198,12 +198,12 @@ def _decoder(decode: _Decode) -> _Decode:
     return checked  # type: ignore[return-value]
 
 
-def _dump(obj: Any) -> bytes:
+def dump_json(obj: Any) -> bytes:
     """Jackson's default output: compact, non-ASCII as UTF-8."""
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def _load(data: bytes, what: str) -> dict[str, Any]:
+def load_json(data: bytes, what: str) -> dict[str, Any]:
     try:
         obj = json.loads(data)
     except (ValueError, TypeError) as exc:
@@ -293,13 +293,13 @@ class BrokerRegistration:
         obj["host"] = plaintext.host if plaintext else None
         obj["version"] = self.version
         obj["timestamp"] = str(self.timestamp_ms)
-        return _dump(obj)
+        return dump_json(obj)
 
     @classmethod
     @_decoder
     def decode(cls, broker_id: int, data: bytes) -> BrokerRegistration:
         what = f"ZooKeeper registration for broker {broker_id}"
-        obj = _load(data, what)
+        obj = load_json(data, what)
         version = int(_get(obj, "version", what))
         jmx_port = int(_get(obj, "jmx_port", what))
         if version < 1:
@@ -345,12 +345,12 @@ class TopicAssignment:
         obj["adding_replicas"] = _partitions_json({p: r for p, r in self.adding_replicas.items() if r})
         obj["removing_replicas"] = _partitions_json({p: r for p, r in self.removing_replicas.items() if r})
         obj["version"] = TOPIC_ASSIGNMENT_VERSION
-        return _dump(obj)
+        return dump_json(obj)
 
     @classmethod
     @_decoder
     def decode(cls, data: bytes) -> TopicAssignment:
-        obj = _load(data, "topic assignment")
+        obj = load_json(data, "topic assignment")
         partitions = {int(p): tuple(int(b) for b in replicas) for p, replicas in (obj.get("partitions") or {}).items()}
 
         def in_flight(key: str) -> dict[int, tuple[int, ...]]:
@@ -392,13 +392,13 @@ class PartitionState:
             obj["leader_recovery_state"] = int(self.leader_recovery_state)
         obj["leader_epoch"] = self.leader_epoch
         obj["isr"] = list(self.isr)
-        return _dump(obj)
+        return dump_json(obj)
 
     @classmethod
     @_decoder
     def decode(cls, data: bytes) -> PartitionState:
         what = "partition state"
-        obj = _load(data, what)
+        obj = load_json(data, what)
         recovery = int(obj.get("leader_recovery_state", LeaderRecoveryState.RECOVERED))
         if recovery not in LeaderRecoveryState._value2member_map_:
             raise ZkDataError(f"Value {recovery} is not a valid leader recovery state")
@@ -422,7 +422,7 @@ class ControllerRegistration:
     kraft_controller_epoch: int = NO_KRAFT_CONTROLLER_EPOCH
 
     def encode(self) -> bytes:
-        return _dump({"version": CONTROLLER_VERSION, "brokerid": self.broker_id,
+        return dump_json({"version": CONTROLLER_VERSION, "brokerid": self.broker_id,
                       "timestamp": str(self.timestamp_ms), "kraftControllerEpoch": self.kraft_controller_epoch})
 
     @classmethod
@@ -430,7 +430,7 @@ class ControllerRegistration:
     def decode(cls, data: bytes) -> ControllerRegistration:
         """Version 1 (before Kafka 3.4) has no kraftControllerEpoch; it reads as -1."""
         what = "ZooKeeper registration for controller"
-        obj = _load(data, what)
+        obj = load_json(data, what)
         return cls(int(_get(obj, "brokerid", what)), int(obj.get("timestamp", 0)),
                    int(obj.get("kraftControllerEpoch", NO_KRAFT_CONTROLLER_EPOCH)))
 
@@ -447,12 +447,12 @@ def decode_controller_epoch(data: bytes) -> int:
 # ---- /cluster/id -------------------------------------------------------------------------------
 def encode_cluster_id(cluster_id: str) -> bytes:
     """Kafka writes the version as a string here, unlike everywhere else."""
-    return _dump({"version": "1", "id": cluster_id})
+    return dump_json({"version": "1", "id": cluster_id})
 
 
 @_decoder
 def decode_cluster_id(data: bytes) -> str:
-    return str(_get(_load(data, "cluster id"), "id", "cluster id"))
+    return str(_get(load_json(data, "cluster id"), "id", "cluster id"))
 
 
 # ---- /config/<type>/<name>, /config/changes/config_change_<n> -----------------------------------
@@ -463,7 +463,7 @@ CONFIG_CHANGE_VERSION = 2
 def encode_entity_config(config: Mapping[str, str]) -> bytes:
     """A topic's (or other entity's) config overrides, values as strings. Kafka serialises a
     java.util.Properties filled in `config`'s order, so the keys come out in its hash order."""
-    return _dump({"version": ENTITY_CONFIG_VERSION,
+    return dump_json({"version": ENTITY_CONFIG_VERSION,
                   "config": {k: config[k] for k in java_properties_order(config)}})
 
 
@@ -472,7 +472,7 @@ def decode_entity_config(data: bytes | None) -> dict[str, str]:
     """No data (a bare node) means no overrides, as Kafka reads it."""
     if not data:
         return {}
-    config = _load(data, "entity config").get("config") or {}
+    config = load_json(data, "entity config").get("config") or {}
     if not all(isinstance(v, str) for v in config.values()):
         raise ZkDataError(f"Config values must be strings: {config}")
     return dict(config)
@@ -480,7 +480,7 @@ def decode_entity_config(data: bytes | None) -> dict[str, str]:
 
 def encode_config_change(entity_type: str, entity_name: str) -> bytes:
     """The notification brokers watch for to reload an entity's config (topic: "topics", name)."""
-    return _dump({"version": CONFIG_CHANGE_VERSION, "entity_path": f"{entity_type}/{entity_name}"})
+    return dump_json({"version": CONFIG_CHANGE_VERSION, "entity_path": f"{entity_type}/{entity_name}"})
 
 
 @_decoder
@@ -488,7 +488,7 @@ def decode_config_change(data: bytes) -> tuple[str, str]:
     """(entity type, entity name) from a version 2 notification, or from a version 1 one (which
     older brokers wrote for topics and clients)."""
     what = "config change notification"
-    obj = _load(data, what)
+    obj = load_json(data, what)
     version = _get(obj, "version", what)
     if version == 1:
         return str(_get(obj, "entity_type", what)), str(_get(obj, "entity_name", what))
@@ -505,37 +505,37 @@ def decode_config_change(data: bytes) -> tuple[str, str]:
 # ---- /admin/reassign_partitions, /admin/preferred_replica_election -------------------------------
 def encode_reassignment(reassignment: Mapping[TopicPartition, Sequence[int]]) -> bytes:
     """The legacy (pre-2.4) way to ask the controller to move replicas; it still reads it."""
-    return _dump({"version": 1, "partitions": [
+    return dump_json({"version": 1, "partitions": [
         {"topic": t, "partition": p, "replicas": list(replicas)} for (t, p), replicas in reassignment.items()]})
 
 
 @_decoder
 def decode_reassignment(data: bytes) -> dict[TopicPartition, tuple[int, ...]]:
     what = "partition reassignment"
-    obj = _load(data, what)
+    obj = load_json(data, what)
     return {(str(_get(e, "topic", what)), int(_get(e, "partition", what))):
             tuple(int(b) for b in _get(e, "replicas", what)) for e in _get(obj, "partitions", what)}
 
 
 def encode_preferred_replica_election(partitions: Iterable[TopicPartition]) -> bytes:
-    return _dump({"version": 1, "partitions": _topic_partition_list(partitions)})
+    return dump_json({"version": 1, "partitions": _topic_partition_list(partitions)})
 
 
 @_decoder
 def decode_preferred_replica_election(data: bytes) -> set[TopicPartition]:
-    return _read_topic_partitions(_load(data, "preferred replica election"), "preferred replica election")
+    return _read_topic_partitions(load_json(data, "preferred replica election"), "preferred replica election")
 
 
 # ---- notifications from brokers to the controller ----------------------------------------------
 def encode_isr_change(partitions: Iterable[TopicPartition]) -> bytes:
     """Brokers with an inter-broker protocol before 2.7 announce ISR changes this way; later ones
     send AlterPartition to the controller instead."""
-    return _dump({"version": 1, "partitions": _topic_partition_list(partitions)})
+    return dump_json({"version": 1, "partitions": _topic_partition_list(partitions)})
 
 
 @_decoder
 def decode_isr_change(data: bytes) -> set[TopicPartition]:
-    return _read_topic_partitions(_load(data, "ISR change notification"), "ISR change notification")
+    return _read_topic_partitions(load_json(data, "ISR change notification"), "ISR change notification")
 
 
 _LOG_DIR_FAILURE_EVENT = 1
@@ -543,12 +543,12 @@ _LOG_DIR_FAILURE_EVENT = 1
 
 def encode_log_dir_event(broker_id: int) -> bytes:
     """A broker lost a log directory; the controller re-checks that broker's replicas."""
-    return _dump({"version": 1, "broker": broker_id, "event": _LOG_DIR_FAILURE_EVENT})
+    return dump_json({"version": 1, "broker": broker_id, "event": _LOG_DIR_FAILURE_EVENT})
 
 
 @_decoder
 def decode_log_dir_event(data: bytes) -> int:
-    return int(_get(_load(data, "log dir event notification"), "broker", "log dir event notification"))
+    return int(_get(load_json(data, "log dir event notification"), "broker", "log dir event notification"))
 
 
 # ---- /latest_producer_id_block -----------------------------------------------------------------
@@ -565,14 +565,14 @@ class ProducerIdBlock:
     block_end: int
 
     def encode(self) -> bytes:
-        return _dump({"version": PRODUCER_ID_BLOCK_VERSION, "broker": self.broker_id,
+        return dump_json({"version": PRODUCER_ID_BLOCK_VERSION, "broker": self.broker_id,
                       "block_start": str(self.block_start), "block_end": str(self.block_end)})
 
     @classmethod
     @_decoder
     def decode(cls, data: bytes) -> ProducerIdBlock:
         what = "producer id block"
-        obj = _load(data, what)
+        obj = load_json(data, what)
         return cls(int(_get(obj, "broker", what)), int(_get(obj, "block_start", what)),
                    int(_get(obj, "block_end", what)))
 
@@ -598,14 +598,14 @@ class FeatureState:
                 return {"max_version_level": level, "min_version_level": level}
             return {"max_version_level": level}
 
-        return _dump({"features": {name: levels(level) for name, level in self.features.items()},
+        return dump_json({"features": {name: levels(level) for name, level in self.features.items()},
                       "version": self.version, "status": int(self.status)})
 
     @classmethod
     @_decoder
     def decode(cls, data: bytes) -> FeatureState:
         what = "feature information"
-        obj = _load(data, what)
+        obj = load_json(data, what)
         version = int(_get(obj, "version", what))
         if version not in (1, 2):
             raise ZkDataError(f"Unsupported version: {version} of feature information: {data!r}")

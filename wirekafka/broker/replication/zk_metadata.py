@@ -834,7 +834,7 @@ def _read_snapshot(client, watch: Callable | None, config_entities: tuple[str, .
     brokers = _collect_brokers(registrations)
     controller_data = _value(controller_read)
     if controller_data is None:
-        _watch_creation(client, [zl.CONTROLLER], watch)  # told when a controller is elected
+        watch_creation(client, [zl.CONTROLLER], watch)  # told when a controller is elected
     controller = zl.ControllerRegistration.decode(controller_data[0]).broker_id if controller_data else -1
     epoch_data = _value(epoch_read)
     controller_epoch, epoch_version = ((zl.decode_controller_epoch(epoch_data[0]), epoch_data[1].version)
@@ -861,12 +861,12 @@ def _read_snapshot(client, watch: Callable | None, config_entities: tuple[str, .
             stateless.append(zl.partition_state_path(name, index))  # the controller has yet to elect
             continue
         topics[name].states[index] = (_decode_state(data[0]), data[1].version)
-    _watch_creation(client, stateless, watch)
+    watch_creation(client, stateless, watch)
     legacy = {path: _value(read) for path, read in legacy_reads.items()}
     broker_configs = {e: _value(read) for e, read in broker_config_reads.items()}
     absent = [path for path, data in legacy.items() if data is None]
     absent += [zl.broker_config_path(e) for e, data in broker_configs.items() if data is None]
-    _watch_creation(client, absent, watch)
+    watch_creation(client, absent, watch)
     reassign, elections = legacy[zl.REASSIGN_PARTITIONS], legacy[zl.PREFERRED_REPLICA_ELECTION]
     return ClusterSnapshot(
         brokers, controller, controller_epoch, epoch_version, topics, deleting,
@@ -905,7 +905,7 @@ def _read_brokers(client, watch: Callable | None) -> dict[int, BrokerInfo]:
     return _collect_brokers(_request_brokers(client, watch))
 
 
-def _watch_creation(client, paths: list[str], watch: Callable | None) -> None:
+def watch_creation(client, paths: list[str], watch: Callable | None) -> None:
     """Watch znodes a read found missing, to be told when they are created. A read of a missing
     znode leaves no watch, so one created between that read and this exists() would never be
     told: such a node, found here, asks the caller for another reconcile at once (through the

@@ -74,11 +74,15 @@ def _latest(broker, topic: str) -> int:
 
 
 def _wait_broker_isr(broker, topic: str, size: int, timeout: float = 30, partition: int = 0) -> None:
-    """Until the broker itself (its Metadata answer) has applied an ISR of that size."""
+    """Until the broker itself (its Metadata answer) has applied an ISR of that size (a broker
+    learns of a new topic's partitions asynchronously, as a Kafka broker does from the controller)."""
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    WirekafkaCluster.wait_for(
-        lambda: len(admin.list_topics(topic, timeout=10).topics[topic].partitions[partition].isrs) == size,
-        timeout, f"broker {broker.bootstrap} to apply an ISR of {size}")
+
+    def applied() -> bool:
+        partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
+        return partition in partitions and len(partitions[partition].isrs) == size
+
+    WirekafkaCluster.wait_for(applied, timeout, f"broker {broker.bootstrap} to apply an ISR of {size}")
 
 
 def _consume_all(bootstrap: str, topic: str, expected: int, timeout: float = 60) -> list[bytes]:
@@ -114,6 +118,7 @@ def test_znodes_have_kafka_shapes(cluster: WirekafkaCluster) -> None:
     # every broker answers Metadata for the whole cluster
     leader = cluster.leader("shapes")
     for b in cluster.brokers.values():
+        _wait_broker_isr(b, "shapes", 3)
         md = AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(timeout=10)
         assert sorted(md.brokers) == [1, 2, 3]
         assert md.controller_id == cluster.controller()
@@ -327,7 +332,8 @@ def test_paused_stale_leader_cannot_acknowledge(cluster: WirekafkaCluster) -> No
 
     def leader_seen_by(n: int) -> int:
         admin = AdminClient({"bootstrap.servers": cluster.brokers[n].bootstrap})
-        return admin.list_topics("stale", timeout=10).topics["stale"].partitions[0].leader
+        partitions = admin.list_topics("stale", timeout=10).topics["stale"].partitions
+        return partitions[0].leader if 0 in partitions else -1  # -1 until it learned of the topic
 
     cluster.brokers[old].proc.send_signal(19)  # SIGSTOP
     try:

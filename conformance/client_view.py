@@ -15,9 +15,10 @@ allowed to present themselves differently.
   consumer from ConsumerGroupDescribe to DescribeGroups); which APIs wirekafka lacks is a
   coverage question, not a conformance one. A version wirekafka advertises beyond Kafka's still
   shows as a difference, since the view only narrows Kafka's ranges.
-- Fetch: the session id is 0, so the client keeps sending full fetches. wirekafka declines every
-  fetch session (KIP-227 lets a broker answer 0 = no session created), and an incremental fetch
-  replayed to a broker that never created the session would only test that refusal."""
+- Fetch: the session id is 0 (KIP-227 lets a broker answer 0 = no session created), so the
+  client keeps sending full fetches, each a request of its own that a replay can send in any
+  state. The replay runs wirekafka without session slots to match (replay_session); incremental
+  fetches are compared scenario by scenario instead (conformance/test_fetch_sessions.py)."""
 
 from __future__ import annotations
 

@@ -29,8 +29,12 @@ log = logging.getLogger("conformance.replay_session")
 
 def broker_overrides(recording: Recording) -> dict[str, str]:
     """The recording broker's settings that wirekafka knows (the rest concern what it lacks:
-    transaction and share-group state topics)."""
-    return {k: v for k, v in recording.meta.get("broker_config", {}).items() if k in BROKER_KEYS}
+    transaction and share-group state topics), and no fetch sessions: the recording proxy showed
+    the client a broker that declines them (client_view), so the client's fetches were all full
+    ones asking anew, which a broker without session slots answers as the client saw."""
+    overrides = {k: v for k, v in recording.meta.get("broker_config", {}).items() if k in BROKER_KEYS}
+    overrides["max.incremental.fetch.session.cache.slots"] = "0"
+    return overrides
 
 
 def replay_fresh(recording: Recording, workdir: Path) -> list[Outcome]:

@@ -299,7 +299,6 @@ INERT_KEYS: dict[str, str] = {
     "log.message.downconversion.enable": "fetches from v4 return magic-2 batches, which need no down-conversion",
     "offsets.commit.required.acks": "offset commits are written with acks=all, Kafka's default and its only "
                                     "value since 4.0",
-    "max.incremental.fetch.session.cache.slots": "no fetch sessions are created (full fetches only)",
     "zookeeper.max.in.flight.requests": "ZooKeeper requests in flight are not limited",
     "zookeeper.set.acl": "there is no ZooKeeper without zookeeper.connect (with it, true stops the broker at "
                          "start-up, as Kafka 3.9 does without an authenticated ZooKeeper client)",

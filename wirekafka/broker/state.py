@@ -25,6 +25,7 @@ from wirekafka.broker.acl_store import AclStore, LocalAclStore
 from wirekafka.broker.authorizer import Authorizer, parse_super_users
 from wirekafka.broker.coordinator_runtime import CoordinatorRuntime
 from wirekafka.broker.delayed_deletes import DelayedDeletes
+from wirekafka.broker.fetch_sessions import FetchSessionCache
 from wirekafka.broker.groups import OFFSETS_TOPIC, GroupCoordinator
 from wirekafka.broker.metadata import LocalMetadata, Topic, uuid_to_base64
 from wirekafka.broker.partition import Partition
@@ -86,6 +87,8 @@ class BrokerState:
         if config.zookeeper_mode:
             peer_security = PeerSecurity.of(config)  # shared by every connection to another broker
             self.fetchers = ReplicaFetchers(config, self.quotas, peer_security)
+        # KIP-227 fetch sessions, on the event loop like the rest of the request state
+        self.fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"), self.now_ms)
         self.replicas = ReplicaManager(self.metadata, self.now_ms, self.quotas,
                                        config["replica.selector.class"])  # type: ignore[arg-type]
         runtime = CoordinatorRuntime(self.metadata, self.replicas, config, self.now_ms)

@@ -1,7 +1,9 @@
 """Fetch (key 1), v4-18.
 
-- Topics by name (v4-12) or topic id (v13+); the response answers exactly the partitions asked
-  for, in request order.
+- Topics by name (v4-12) or topic id (v13+). The partitions answered are those of the request
+  (a repeated partition once, in its first place), or, in an incremental fetch, of the session:
+  those read first, in order, then those answered with an error without reading (unknown topic
+  or partition, refused), as Kafka's KafkaApis lists them.
 - Whole batches only, starting with the batch that holds the fetch offset (it may begin before
   it; clients skip the earlier records), never past the high watermark (read_uncommitted) or
   the last stable offset (read_committed, equal to it without transactions).
@@ -19,8 +21,9 @@
   an errored partition reports -1 watermarks and log start, as Kafka does, and aborted
   transactions as Kafka does: an empty list for a partition it does not know, null when the
   read failed.
-- Fetch sessions: every response is a full one with session id 0 (no session created), which
-  clients answer with full fetches; a request naming a session id gets FETCH_SESSION_ID_NOT_FOUND.
+- Fetch sessions (KIP-227, broker/fetch_sessions.py): a full fetch with epoch 0 creates a session
+  when the cache has room; an incremental fetch reads the whole session and answers only the
+  partitions with news; the session errors are Kafka's.
 - read_committed reads stop at the last stable offset and list the aborted transactions in
   what they return (from the segments' transaction indexes).
 - Fetching from followers (KIP-392): a consumer's fetch v11+ (it carries the client's rack) is
@@ -31,19 +34,21 @@
 - Authorization, as Kafka's KafkaApis checks it: a follower's fetch (replica_id >= 0) needs
   CLUSTER_ACTION, else every partition answers TOPIC_AUTHORIZATION_FAILED; a consumer needs READ
   on each topic (asked once per topic), else its partitions answer TOPIC_AUTHORIZATION_FAILED
-  whether the topic exists or not (an unknown topic id stays UNKNOWN_TOPIC_ID). Refused
-  partitions are not read, do not end a long poll, and are listed after the others, as Kafka
-  lists the partitions it did not pass to its replica manager.
-- Not implemented: incremental fetch sessions."""
+  whether the topic exists or not (an unknown topic id stays UNKNOWN_TOPIC_ID). Refused and
+  unknown partitions are not read and do not end a long poll."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 from kafka.protocol.consumer.fetch import FetchResponse
 
 from wirekafka.broker import request_quota
 from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.partition import Isolation
+from wirekafka.broker.fetch_sessions import FINAL_EPOCH, Key, NoSuchShard, SessionPartition
+from wirekafka.broker.metadata import ZERO_UUID
+from wirekafka.broker.partition import Isolation, Partition, ReadResult
 from wirekafka.broker.quota_stats import INT_MAX
 from wirekafka.broker.replica_manager import FetchParams, FetchTarget, fetching_replica
 from wirekafka.protocol import codec
@@ -55,50 +60,118 @@ _PartResp = _TopicResp.PartitionData
 _Aborted = _PartResp.AbortedTransaction
 
 
-def _targets(ctx: RequestContext, request: object, follower: bool) -> tuple[list[FetchTarget | None], bool]:
-    """What to read for each requested partition, in request order, and whether any is refused:
-    None for a partition the client may not fetch (TOPIC_AUTHORIZATION_FAILED). A follower needs
-    CLUSTER_ACTION, asked once; a consumer READ on each topic, asked once per topic. An unknown topic id has no name to
-    authorize: a consumer gets UNKNOWN_TOPIC_ID for it, as from Kafka."""
-    by_id = ctx.version >= 13
-    cluster_action = follower and ctx.authorized_cluster(AclOperation.CLUSTER_ACTION)
-    targets: list[FetchTarget | None] = []
-    refused = False
+@dataclass(slots=True)
+class _Answer:
+    """One partition's answer, before it is shaped into the response (fetch_sessions.Answer)."""
+
+    part: SessionPartition
+    error: int
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    last_stable_offset: int = -1
+    records_size: int = 0
+    preferred_read_replica: int = -1
+    read: ReadResult | None = None
+    aborted_transactions: list[_Aborted] | None = field(default_factory=list)
+
+    def close(self) -> None:
+        if self.read is not None and self.read.region is not None:
+            self.read.region.close()
+
+
+def _wanted(request: object, by_id: bool, metadata: object) -> dict[Key, SessionPartition]:
+    """The request's partitions keyed as Kafka keys them (a repeated partition counts once, in
+    its first place, with its last values); names resolved from topic ids from v13, None for
+    an unknown id."""
+    wanted: dict[Key, SessionPartition] = {}
     for ft in request.topics:  # type: ignore[attr-defined]
-        topic, unknown = ctx.state.metadata.resolve(ft.topic, ft.topic_id, by_id=by_id)
-        if follower:
-            allowed = cluster_action
-        else:
-            allowed = (topic is None and by_id) or ctx.authorized(
-                AclOperation.READ, ResourceType.TOPIC, topic.name if topic is not None else ft.topic)
-        if not allowed:
-            targets.extend([None] * len(ft.partitions))
-            refused = True
-            continue
+        name = _topic_name(metadata, ft.topic_id) if by_id else ft.topic
+        topic_id = ft.topic_id if by_id else ZERO_UUID
         for fp in ft.partitions:
-            known = topic is not None and 0 <= fp.partition < len(topic.partitions)
-            part = topic.partitions[fp.partition] if known else None  # type: ignore[union-attr]
-            targets.append(FetchTarget(part, fp.fetch_offset, fp.partition_max_bytes, fp.current_leader_epoch,
-                                       ErrorCode.NOT_LEADER_OR_FOLLOWER if known else unknown,
-                                       getattr(fp, "log_start_offset", -1)))
-    return targets, refused
+            part = SessionPartition(name, topic_id, fp.partition, fp.fetch_offset, fp.partition_max_bytes,
+                                    getattr(fp, "current_leader_epoch", -1), getattr(fp, "log_start_offset", -1),
+                                    getattr(fp, "last_fetched_epoch", -1))
+            wanted[part.key(by_id)] = part
+    return wanted
 
 
-def _refused(partition: int) -> _PartResp:
-    return _PartResp(partition_index=partition, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, high_watermark=-1,
-                     last_stable_offset=-1, log_start_offset=-1, aborted_transactions=[], preferred_read_replica=-1,
-                     records=b"")
+def _topic_name(metadata: object, topic_id: object) -> str | None:
+    topic, _ = metadata.resolve(None, topic_id, by_id=True)  # type: ignore[attr-defined]
+    return topic.name if topic is not None else None
+
+
+def _forgotten(request: object, by_id: bool) -> list[Key]:
+    return [((ft.topic_id if by_id else ft.topic), p)
+            for ft in getattr(request, "forgotten_topics_data", None) or [] for p in ft.partitions]
+
+
+def _classify(ctx: RequestContext, parts: list[SessionPartition],
+              follower: bool) -> tuple[list[tuple[SessionPartition, Partition]], list[_Answer]]:
+    """The partitions to read and those answered with an error without reading, as Kafka's
+    KafkaApis sorts them: a follower needs CLUSTER_ACTION (asked once); a consumer's unknown topic
+    ids come first, then READ on each topic (asked once per topic); then the topic and partition
+    must exist."""
+    readable: list[tuple[SessionPartition, Partition]] = []
+    erroneous: list[_Answer] = []
+    metadata = ctx.state.metadata
+    if follower:
+        if not ctx.authorized_cluster(AclOperation.CLUSTER_ACTION):
+            return [], [_Answer(p, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in parts]
+        named = parts
+    else:
+        named = []
+        for p in parts:
+            if p.topic is None:
+                erroneous.append(_Answer(p, ErrorCode.UNKNOWN_TOPIC_ID))
+            else:
+                named.append(p)
+    allowed: dict[str, bool] = {}
+    for p in named:
+        if p.topic is None:  # a follower's unknown topic id
+            erroneous.append(_Answer(p, ErrorCode.UNKNOWN_TOPIC_ID))
+            continue
+        if not follower:
+            ok = allowed.get(p.topic)
+            if ok is None:
+                ok = allowed[p.topic] = ctx.authorized(AclOperation.READ, ResourceType.TOPIC, p.topic)
+            if not ok:
+                erroneous.append(_Answer(p, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
+        topic, _ = metadata.resolve(p.topic, None, by_id=False)
+        if topic is None or not 0 <= p.partition < len(topic.partitions):
+            erroneous.append(_Answer(p, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+        else:
+            readable.append((p, topic.partitions[p.partition]))
+    return readable, erroneous
+
+
+def _request_error(request: object, v: int, code: ErrorCode) -> FetchResponse:
+    """Kafka's answer to a fetch that failed as a whole: the error at the top, the request's
+    session id echoed, and, before v13, the error on every partition asked for too."""
+    topics = [] if v >= 13 else [
+        _TopicResp(topic=ft.topic, topic_id=ft.topic_id, partitions=[
+            _PartResp(partition_index=fp.partition, error_code=code, high_watermark=-1, last_stable_offset=-1,
+                      log_start_offset=-1, aborted_transactions=[], preferred_read_replica=-1, records=b"")
+            for fp in ft.partitions])
+        for ft in request.topics]  # type: ignore[attr-defined]
+    return FetchResponse(version=v, throttle_time_ms=0, error_code=code,
+                         session_id=request.session_id, responses=topics, node_endpoints=[])  # type: ignore[attr-defined]
 
 
 async def handle(ctx: RequestContext, request: object) -> FetchResponse | RegionResponse:
     v = ctx.version
-    session_id = getattr(request, "session_id", 0)
-    if session_id != 0:
-        return FetchResponse(version=v, throttle_time_ms=0, error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
-                             session_id=0, responses=[], node_endpoints=[])
     read_committed = getattr(request, "isolation_level", 0) == 1
     replica = fetching_replica(request)
     follower = replica >= 0
+    by_id = v >= 13
+    session_id, epoch = (request.session_id, request.session_epoch) if v >= 7 else (0, FINAL_EPOCH)  # type: ignore[attr-defined]
+    try:
+        context = ctx.state.fetch_sessions.new_context(by_id, session_id, epoch, follower,
+                                                       _wanted(request, by_id, ctx.state.metadata),
+                                                       _forgotten(request, by_id))
+    except NoSuchShard:
+        return _request_error(request, v, ErrorCode.UNKNOWN_SERVER_ERROR)
+    readable, erroneous = _classify(ctx, context.partitions(lambda topic_id: _topic_name(ctx.state.metadata, topic_id)), follower)
     user, client_id = ctx.principal, ctx.client_id
     quota = ctx.state.client_quotas.fetch
     # a consumer gets at most what its byte quota allows in one window; followers have no client quota
@@ -108,57 +181,72 @@ async def handle(ctx: RequestContext, request: object) -> FetchResponse | Region
                          Isolation.READ_COMMITTED if read_committed else Isolation.READ_UNCOMMITTED,
                          replica, getattr(request, "rack_id", None) if v >= 11 else None,
                          ctx.listener)
-    targets, some_refused = _targets(ctx, request, follower)
-    fetched = [t for t in targets if t is not None] if some_refused else targets
-    outcomes = iter(await ctx.state.replicas.fetch(params, fetched))  # type: ignore[arg-type]
-    response = RegionResponse(FetchResponse(version=v, throttle_time_ms=0, error_code=ErrorCode.NONE,
-                                            session_id=0, responses=[], node_endpoints=[]))
-    refused: list[tuple[object, _PartResp]] = []  # answered after the others, as Kafka lists them
-    requested = iter(targets)
-    for ft in request.topics:  # type: ignore[attr-defined]
-        for fp in ft.partitions:
-            target = next(requested)
-            if target is None:
-                refused.append((ft, _refused(fp.partition)))
-            else:
-                _append(response.body, ft, _partition_answer(response, fp.partition, target, next(outcomes)))
-    for ft, part in refused:
-        _append(response.body, ft, part)
-    if follower or not (quota.resolver.enabled or ctx.timing_since is not None):
-        return response
-    return _charged(ctx, response, user, client_id)
+    targets = [FetchTarget(partition, p.fetch_offset, p.max_bytes, p.current_leader_epoch, p.log_start_offset)
+               for p, partition in readable]
+    outcomes = await ctx.state.replicas.fetch(params, targets)
+    answers = [_answered(p, o) for (p, _), o in zip(readable, outcomes)] + erroneous
+    charged = not follower and (quota.resolver.enabled or ctx.timing_since is not None)
+    error, sid, selected = context.answer(answers, commit=not charged)
+    response = _shaped(v, error, sid, selected)
+    if charged:
+        throttle = _charge(ctx, response, user, client_id)
+        if throttle > 0:
+            for a in answers:
+                a.close()
+            error, sid = context.throttled()
+            return FetchResponse(version=v, throttle_time_ms=throttle, error_code=error, session_id=sid,
+                                 responses=[], node_endpoints=[])
+        error, sid, selected = context.answer(answers, commit=True)
+        if (error, sid) != (response.body.error_code, response.body.session_id):
+            response.body.error_code, response.body.session_id, response.frame = error, sid, None
+    kept = {id(a) for a in selected}
+    for a in answers:
+        if id(a) not in kept:
+            a.close()
+    return response
 
 
-def _partition_answer(response: RegionResponse, index: int, target: FetchTarget, o: object) -> _PartResp:
+def _answered(part: SessionPartition, o: object) -> _Answer:
     r = o.read  # type: ignore[attr-defined]
     if r is None:  # Kafka answers -1 watermarks with a partition error
-        return _PartResp(partition_index=index, error_code=o.error, high_watermark=-1,  # type: ignore[attr-defined]
-                         last_stable_offset=-1, log_start_offset=-1,
-                         aborted_transactions=[] if target.partition is None else None,
-                         preferred_read_replica=-1, records=b"")
-    data = response.placeholder(r.region) if r.region is not None else b""
-    return _PartResp(partition_index=index, error_code=ErrorCode.NONE,
-                     high_watermark=r.high_watermark, last_stable_offset=r.last_stable_offset,
-                     log_start_offset=r.log_start_offset,
-                     aborted_transactions=None if r.aborted is None else [
-                         _Aborted(producer_id=a.producer_id, first_offset=a.first_offset) for a in r.aborted],
-                     preferred_read_replica=o.preferred_read_replica, records=data)  # type: ignore[attr-defined]
+        return _Answer(part, o.error, aborted_transactions=None)  # type: ignore[attr-defined]
+    if r.region is not None and r.region.length == 0:
+        r.region.close()
+        r.region = None
+    return _Answer(part, ErrorCode.NONE, r.high_watermark, r.log_start_offset, r.last_stable_offset,
+                   r.region.length if r.region is not None else 0, o.preferred_read_replica, r,  # type: ignore[attr-defined]
+                   None if r.aborted is None else [_Aborted(producer_id=a.producer_id, first_offset=a.first_offset)
+                                                   for a in r.aborted])
 
 
-def _append(body: FetchResponse, ft: object, part: _PartResp) -> None:
+def _shaped(v: int, error: ErrorCode, session_id: int, answers: list[_Answer]) -> RegionResponse:
+    """The response: the answers' partitions, records as file regions."""
+    response = RegionResponse(FetchResponse(version=v, throttle_time_ms=0, error_code=error,
+                                            session_id=session_id, responses=[], node_endpoints=[]))
+    for a in answers:
+        region = a.read.region if a.read is not None else None
+        records = response.placeholder(region) if region is not None else b""
+        _append(response.body, a.part.topic, a.part.topic_id,
+                _PartResp(partition_index=a.part.partition, error_code=a.error, high_watermark=a.high_watermark,
+                          last_stable_offset=a.last_stable_offset, log_start_offset=a.log_start_offset,
+                          aborted_transactions=a.aborted_transactions,
+                          preferred_read_replica=a.preferred_read_replica, records=records))
+    return response
+
+
+def _append(body: FetchResponse, topic: str | None, topic_id: object, part: _PartResp) -> None:
     """Add a partition's answer as Kafka's FetchResponse lists them: consecutive partitions of one
     topic under one topic entry."""
     responses = body.responses
-    topic, topic_id = ft.topic, ft.topic_id  # type: ignore[attr-defined]
     if not responses or responses[-1].topic != topic or responses[-1].topic_id != topic_id:
         responses.append(_TopicResp(topic=topic, topic_id=topic_id, partitions=[]))
     responses[-1].partitions.append(part)
 
 
-def _charged(ctx: RequestContext, response: RegionResponse, user: str, client_id: str) -> FetchResponse | RegionResponse:
-    """Charge a consumer's fetch to its quotas, request time first, then the response's size;
-    a throttled fetch sends nothing (its bytes are taken back) and answers with no topics, as
-    Kafka's throttled fetch response does."""
+def _charge(ctx: RequestContext, response: RegionResponse, user: str, client_id: str) -> int:
+    """Charge a consumer's fetch to its quotas, request time first, then the response's size,
+    and return the throttle time. A throttled fetch's bytes are taken back: it will answer with
+    no topics, as Kafka's throttled fetch response does."""
     quota = ctx.state.client_quotas.fetch
     request_throttle = request_quota.record(ctx)
     # Kafka counts 4 + the body's size; the frame's parts also hold the response header
@@ -167,11 +255,7 @@ def _charged(ctx: RequestContext, response: RegionResponse, user: str, client_id
                                                                   ctx.header.correlation_id, response)) - header
     byte_throttle = quota.record(user, client_id, size)
     throttle = max(request_throttle, byte_throttle)
-    if throttle <= 0:
-        return response
-    quota.unrecord(user, client_id, size)
-    ctx.mute(byte_throttle)
-    for region in response.regions():
-        region.close()  # type: ignore[attr-defined]
-    return FetchResponse(version=ctx.version, throttle_time_ms=throttle, error_code=ErrorCode.NONE, session_id=0,
-                         responses=[], node_endpoints=[])
+    if throttle > 0:
+        quota.unrecord(user, client_id, size)
+        ctx.mute(byte_throttle)
+    return throttle

@@ -2,7 +2,8 @@
 
 One fetcher per leader broker (Kafka's num.replica.fetchers = 1) fetches all the partitions this
 broker follows on that leader in one Fetch (replica_id = this broker, read up to the leader's log
-end). Each response's batches are checked (size, magic, CRC) and appended as they are, offsets
+end), in an incremental fetch session as Kafka's followers do (replication/fetch_session_handler.py):
+a partition the answer leaves out has no news. Each response's batches are checked (size, magic, CRC) and appended as they are, offsets
 and leader epochs unchanged; the follower's high watermark becomes the leader's, capped at its
 own log end. The next fetch offset — the follower's log end — is what tells the leader how far
 this replica is (that is how the ISR and the leader's high watermark move). A replica behind the
@@ -29,6 +30,7 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderE
 
 from wirekafka.broker.metadata import BrokerInfo
 from wirekafka.broker.partition import Partition
+from wirekafka.broker.replication.fetch_session_handler import FetchSessionHandler, PartitionFetch
 from wirekafka.broker.replication.peer_client import PeerClient, PeerSecurity, PeerUnavailable, SetupTimeout
 from wirekafka.broker.replication_quota import ReplicationQuotas
 from wirekafka.config import BrokerConfig
@@ -75,6 +77,7 @@ class LeaderFetcher:
                                  + config.int("replica.fetch.wait.max.ms") / 1000,
                                  receive_buffer=config.int_if_set("replica.socket.receive.buffer.bytes"),
                                  security=security)
+        self.session = FetchSessionHandler()  # one incremental fetch session with the leader
         self._wake = trio.Event()
         self.cancel_scope = trio.CancelScope()
 
@@ -83,6 +86,8 @@ class LeaderFetcher:
         current = self.partitions.get(key)
         if current is None or current.partition is not partition:
             self.partitions[key] = Followed(partition)
+            if current is not None:
+                self.session.restart()
             self._wake.set()
 
     def remove(self, partition: Partition) -> None:
@@ -158,20 +163,32 @@ class LeaderFetcher:
         if not followed:
             await trio.sleep(0.05)
             return
-        by_topic: dict[str, list[Followed]] = {}
-        for f in followed:
-            by_topic.setdefault(f.partition.topic, []).append(f)
         cfg = self.config
+        max_bytes = cfg.int("replica.fetch.max.bytes")
+        nxt = self.session.build({(f.partition.topic, f.partition.index): PartitionFetch(
+            f.partition.log_end_offset, f.partition.log_start_offset, f.partition.leader_epoch, max_bytes)
+            for f in followed})
+        by_topic: dict[str, list[_F.FetchPartition]] = {}
+        for (topic, index), want in nxt.to_send.items():
+            by_topic.setdefault(topic, []).append(_F.FetchPartition(
+                partition=index, current_leader_epoch=want.current_leader_epoch, fetch_offset=want.fetch_offset,
+                last_fetched_epoch=-1, log_start_offset=want.log_start_offset, partition_max_bytes=want.max_bytes))
+        forgotten: dict[str, list[int]] = {}
+        for topic, index in nxt.forgotten:
+            forgotten.setdefault(topic, []).append(index)
         request = FetchRequest(
             version=FETCH_VERSION, replica_id=self.node_id, max_wait_ms=cfg.int("replica.fetch.wait.max.ms"),
             min_bytes=cfg.int("replica.fetch.min.bytes"), max_bytes=cfg.int("replica.fetch.response.max.bytes"),
-            isolation_level=0, session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="",
-            topics=[_F(topic=t, topic_id=None, partitions=[_F.FetchPartition(
-                partition=f.partition.index, current_leader_epoch=f.partition.leader_epoch,
-                fetch_offset=f.partition.log_end_offset, last_fetched_epoch=-1,
-                log_start_offset=f.partition.log_start_offset,
-                partition_max_bytes=cfg.int("replica.fetch.max.bytes")) for f in fs]) for t, fs in by_topic.items()])
-        response = await self.client.send(request)
+            isolation_level=0, session_id=nxt.session_id, session_epoch=nxt.epoch, rack_id="",
+            forgotten_topics_data=[FetchRequest.ForgottenTopic(topic=t, topic_id=None, partitions=ps)
+                                   for t, ps in forgotten.items()],
+            topics=[_F(topic=t, topic_id=None, partitions=ps) for t, ps in by_topic.items()])
+        try:
+            response = await self.client.send(request)
+        except PeerUnavailable:
+            self.session.restart()
+            raise
+        self.session.handle_response(response.error_code, response.session_id)
         if response.error_code != ErrorCode.NONE:
             log.info("fetch from broker %d failed: %s", self.leader.node_id, ErrorCode(response.error_code).name)
             await trio.sleep(0.1)

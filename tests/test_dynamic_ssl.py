@@ -11,7 +11,6 @@ import ipaddress
 import os
 import ssl
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import trio
@@ -24,11 +23,10 @@ from kafka.protocol.admin.configs import DescribeConfigsRequest, IncrementalAlte
 
 from tests.test_admin_handlers import call, reopen
 from wirekafka.broker import dynamic_config as dc
-from wirekafka.broker.handlers import alter_configs
 from wirekafka.broker.listener_tls import incompatibility, java_dn, java_sans
 from wirekafka.broker.state import BrokerState
 from wirekafka.config import build_config
-from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+from wirekafka.protocol.errors import ErrorCode
 from wirekafka.tls import CertEntry
 
 PASSWORD = "store-secret"
@@ -131,11 +129,25 @@ def test_store_keys_need_the_listener_prefix_and_a_broker_id(tmp_path: Path, sto
     state.shutdown()
 
 
-def test_zookeeper_mode_refuses_store_changes() -> None:
-    ctx = SimpleNamespace(state=SimpleNamespace(node_id=1, config=SimpleNamespace(zookeeper_mode=True)))
-    with pytest.raises(KafkaApiError) as caught:
-        trio.run(alter_configs._prepare_tls, ctx, "1", {SSL_PREFIX + "ssl.keystore.location": "/x"})
-    assert caught.value.code == ErrorCode.INVALID_CONFIG and "password.encoder.secret" in caught.value.message
+def test_stored_settings_from_another_writer_are_applied_with_the_checks(tmp_path: Path, stores: Path,
+                                                                          caplog: pytest.LogCaptureFixture) -> None:
+    """A ZooKeeper-mode broker applies its own entity as the watch delivers it (apply_stored):
+    checked as a request's change; one the checks refuse is logged once and changes nothing."""
+    state = _state(tmp_path, stores)
+    dynamic = state.metadata.broker_configs
+    dynamic.replace("1", _keystore(stores, "rotated"))
+    trio.run(dynamic.listener_tls.apply_stored)
+    assert _presented_serial(state) == 2
+    dynamic.replace("1", _keystore(stores, "other-dn"))
+    with caplog.at_level("ERROR", logger="wirekafka.broker.listener_tls"):
+        trio.run(dynamic.listener_tls.apply_stored)
+        trio.run(dynamic.listener_tls.apply_stored)
+    assert _presented_serial(state) == 2
+    assert [r.getMessage() for r in caplog.records] == [
+        "listener SSL: its stored SSL settings were not applied: " + _INVALID.format(
+            "org.apache.kafka.common.config.ConfigException: Keystore DistinguishedName does not match:  "
+            "existing={alias=broker, DN=CN=localhost}, new={alias=broker, DN=CN=other}")]
+    state.shutdown()
 
 
 # ---- Kafka's checks of a new key store ----------------------------------------------------------------

@@ -229,6 +229,14 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     "zookeeper.max.in.flight.requests": (_int, 10),
     "zookeeper.set.acl": (_bool, False),
     "zookeeper.ssl.client.enable": (_bool, False),
+    # how a ZooKeeper-mode broker encodes the dynamic passwords it keeps in /config/brokers/<id>
+    # (broker/password_encoder.py; keyfactory None: Kafka's default, PBKDF2WithHmacSHA512)
+    "password.encoder.secret": (_str, None),
+    "password.encoder.old.secret": (_str, None),
+    "password.encoder.keyfactory.algorithm": (_str, None),
+    "password.encoder.cipher.algorithm": (_str, "AES/CBC/PKCS5Padding"),
+    "password.encoder.key.length": (_int, 128),
+    "password.encoder.iterations": (_int, 4096),
     "broker.rack": (_str, None),
     "replica.lag.time.max.ms": (_int, 30000),
     # KIP-392: the class that picks a consumer's read replica; Kafka's rack-aware one, or none
@@ -315,7 +323,8 @@ class Listener:
 
 # Kafka's PASSWORD-typed keys: DescribeConfigs reports them sensitive, without their values.
 SENSITIVE_KEYS = frozenset({"ssl.keystore.password", "ssl.key.password", "ssl.truststore.password",
-                            "ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.truststore.certificates"})
+                            "ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.truststore.certificates",
+                            "password.encoder.secret", "password.encoder.old.secret"})
 
 # The listener-prefixed keys wirekafka reads: a listener's SASL mechanisms and a mechanism's
 # JAAS configuration (listener.name.sasl_plaintext.plain.sasl.jaas.config).
@@ -692,7 +701,8 @@ AT_LEAST = {"group.max.size": 1, "replication.quota.window.num": 1, "replication
             "controller.quota.window.size.seconds": 1,
             "socket.listen.backlog.size": 1, "fetch.max.bytes": 1024, "max.connections": 0,
             "max.connection.creation.rate": 0, "max.request.partition.size.limit": 1,
-            "max.connections.per.ip": 0, "log.roll.jitter.hours": 0}
+            "max.connections.per.ip": 0, "log.roll.jitter.hours": 0, "password.encoder.key.length": 8,
+            "password.encoder.iterations": 1024}
 
 
 def parse_csv_map(value: str, key: str = "max.connections.per.ip.overrides") -> dict[str, int]:

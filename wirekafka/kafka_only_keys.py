@@ -87,12 +87,6 @@ KEYS: dict[str, tuple[str, str | None]] = {
     "metadata.max.retention.ms": (LONG, '604800000'),
     "metric.reporters": (LIST, ''),
     "num.replica.alter.log.dirs.threads": (INT, None),
-    "password.encoder.cipher.algorithm": (STRING, 'AES/CBC/PKCS5Padding'),
-    "password.encoder.iterations": (INT, '4096'),
-    "password.encoder.key.length": (INT, '128'),
-    "password.encoder.keyfactory.algorithm": (STRING, None),
-    "password.encoder.old.secret": (PASSWORD, None),
-    "password.encoder.secret": (PASSWORD, None),
     "remote.fetch.max.wait.ms": (INT, '500'),
     "remote.log.index.file.cache.total.size.bytes": (LONG, '1073741824'),
     "remote.log.manager.copier.thread.pool.size": (INT, '-1'),
@@ -199,8 +193,6 @@ RULES: tuple[tuple[str, str, str], ...] = (
     (r"log\.message\.format\.version", INERT, "ignored by Kafka itself since 3.0: batches are magic v2"),
     (r"auto\.include\.jmx\.reporter|kafka\.metrics\.reporters|metric\.reporters|telemetry\.max\.bytes", INERT,
      "there is no JVM metrics system to report from"),
-    (r"password\.encoder\..*", INERT, "dynamic passwords are not encoded: the single node keeps a listener's "
-     "dynamic store passwords as Kafka 4's metadata log does, and a ZooKeeper-mode cluster refuses them"),
     (r"sasl\.kerberos\..*", INERT, "GSSAPI is not available (enabling it stops start-up)"),
     (r"sasl\.oauthbearer\..*", INERT,
      "settings of Kafka's secured OAUTHBEARER validator and login (JWKS, token endpoint), plug-ins wirekafka does "

@@ -16,8 +16,8 @@ broker (resource name "<id>") or as a cluster-wide default (resource name ""). w
   (listener.name.<l>.ssl.keystore.location, ...: broker/listener_tls.py checks and applies
   them to new connections). As in Kafka, the same keys without the prefix are refused ("only
   per-listener"), and so is any listener key on the cluster default ("broker id must be
-  specified"). In ZooKeeper mode they are refused: Kafka 3.9 keeps their passwords in
-  /config/brokers/<id> encoded with password.encoder.secret, which wirekafka does not implement.
+  specified"). In ZooKeeper mode their passwords are stored encoded with password.encoder.secret
+  as Kafka 3.9 stores them (broker/replication/zk_broker_passwords.py).
 Other broker keys stay static (refused with Kafka's message for a key that cannot change at
 runtime); that includes keys Kafka can change but wirekafka reads only at start-up (the
 connection limits, producer.id.expiration.ms, a listener's other ssl.* keys), so a change is

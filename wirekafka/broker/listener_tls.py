@@ -79,6 +79,7 @@ class ListenerTls:
         self._static = static
         self._own = own
         self._current: dict[str, ListenerContext] = {}
+        self._refused: dict[str, tuple[str | None, ...]] = {}  # per listener: stored settings apply_stored refused
 
     def listeners(self) -> list[str]:
         """The listeners served over TLS (SSL, SASL_SSL)."""
@@ -123,6 +124,27 @@ class ListenerTls:
             if built.dynamic == _dynamic(built.listener, own):
                 self._current[built.listener] = built
                 log.info("listener %s: new connections get its new SSL stores", built.listener)
+
+    async def apply_stored(self) -> None:
+        """Follow this broker's settings as stored now, changed by any writer of its config (in
+        ZooKeeper mode, Kafka's brokers apply their own entity from its change notification):
+        each built listener whose store settings differ from its context's is rebuilt with
+        Kafka's checks. Settings the checks refuse are logged once and the listener keeps its
+        context, as Kafka logs a dynamic update it cannot apply."""
+        own = dict(self._own())
+        for listener, old in list(self._current.items()):
+            wanted = _dynamic(listener, own)
+            if wanted == old.dynamic or self._refused.get(listener) == wanted:
+                continue
+            try:
+                new = await trio.to_thread.run_sync(self._build_checked, listener, own, old)
+            except KafkaApiError as exc:
+                self._refused[listener] = wanted
+                log.error("listener %s: its stored SSL settings were not applied: %s", listener, exc.message)
+                continue
+            if self._current.get(listener) is old and new.dynamic == _dynamic(listener, self._own()):
+                self._current[listener] = new
+                log.info("listener %s: new connections get its stored SSL stores", listener)
 
     async def reload_modified(self) -> None:
         """Reload the listeners whose store files changed in place (their settings stored again)."""

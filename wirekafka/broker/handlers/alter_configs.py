@@ -20,8 +20,11 @@
   on this broker's own resource: the new stores are loaded and checked as Kafka's SslFactory
   checks them (validate_only too), and once stored, new connections on the listener get them.
   The same keys without the prefix, or on the cluster default, are refused with Kafka's
-  messages; in ZooKeeper mode every change of them is refused (INVALID_CONFIG: wirekafka does
-  not encode passwords with password.encoder.secret as Kafka 3.9 stores them).
+  messages. In ZooKeeper mode the passwords among them are stored in /config/brokers/<id>
+  encoded with password.encoder.secret as Kafka 3.9 encodes them (broker/password_encoder.py);
+  without that secret, a change that would store one is refused as Kafka 3.9 refuses it, after
+  all other checks and only when not validate_only: INVALID_CONFIG "Invalid config value for
+  resource ConfigResource(type=BROKER, name='<id>'): Password encoder secret not configured".
 - Any other resource type: INVALID_REQUEST "Unknown resource type <n>" (as Kafka for the legacy
   API, which has no broker-logger support).
 - Authorization per resource where Kafka's controller checks it, after the checks its broker
@@ -41,6 +44,7 @@ from kafka.protocol.admin.configs import AlterConfigsResponse
 
 from wirekafka.broker import dynamic_config, topic_config
 from wirekafka.broker.listener_tls import ListenerContext, listener_store_key
+from wirekafka.broker.password_encoder import PasswordConfigError
 from wirekafka.broker.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.config_enums import TYPE_LIST
@@ -60,9 +64,6 @@ ConfigChange = Callable[[object, dict[str, str]], dict[str, str]]
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # IncrementalAlterConfigs' operations
 ELR_MIN_ISR_REMOVED = "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."
 ELR_BROKER_MIN_ISR = "Broker-level min.insync.replicas cannot be altered while ELR is enabled."
-ZK_SSL_REFUSED = ("wirekafka does not change SSL stores at runtime in ZooKeeper mode (Kafka 3.9 keeps their "
-                  "passwords in /config/brokers/<id> encoded with password.encoder.secret, which wirekafka does "
-                  "not implement): set them in server.properties and restart the broker")
 # The answer for a resource type other than TOPIC and BROKER.
 OtherType = Callable[[RequestContext, object], None]
 
@@ -158,7 +159,11 @@ async def _apply_broker(ctx: RequestContext, resource: object, change: ConfigCha
         if not name and dynamic_config.MIN_ISR not in new:
             raise KafkaApiError(ErrorCode.INVALID_CONFIG, ELR_MIN_ISR_REMOVED)
     if not validate_only:
-        await ctx.state.metadata.set_broker_configs(entity, new)
+        try:
+            await ctx.state.metadata.set_broker_configs(entity, new)
+        except PasswordConfigError as exc:  # Kafka 3.9's ZkAdminManager wraps its ConfigException so
+            raise KafkaApiError(ErrorCode.INVALID_CONFIG, f"Invalid config value for resource "
+                                f"ConfigResource(type=BROKER, name='{name}'): {exc}") from None
         if entity == str(ctx.state.node_id):
             dynamic.listener_tls.install(tls)
             await dynamic.listener_tls.reload_modified()  # Kafka reloads store files on every per-broker change
@@ -169,8 +174,6 @@ async def _prepare_tls(ctx: RequestContext, entity: str, new: dict[str, str]) ->
     Kafka checks them (raises its refusal); none for the cluster default."""
     if entity != str(ctx.state.node_id):
         return []
-    if ctx.state.config.zookeeper_mode and any(listener_store_key(k) is not None for k in new):
-        raise KafkaApiError(ErrorCode.INVALID_CONFIG, ZK_SSL_REFUSED)
     return await ctx.state.metadata.broker_configs.listener_tls.prepare(new)
 
 

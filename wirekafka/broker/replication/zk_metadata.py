@@ -52,6 +52,8 @@ from wirekafka.broker.replication.controller import (PREFERRED, RECOVERING, Clus
                                                      ReassignmentDone, StateWrite, TopicView, completed_reassignments,
                                                      elect, imbalanced_leaders, plan_legacy_reassignments,
                                                      plan_state_changes, start_reassignment)
+from wirekafka.broker.password_encoder import PasswordConfigError
+from wirekafka.broker.replication.zk_broker_passwords import BrokerPasswords
 from wirekafka.broker.replication.zk_session import ZkSession
 from wirekafka.broker.client_quotas import ClientQuotas, Entity, stored_text
 from wirekafka.broker.scram_credentials import ScramCredentials
@@ -113,6 +115,7 @@ class ZkMetadata(TopicIndex):
         self._shutting_down = False
         self.broker_configs = DynamicBrokerConfigs(self.node_id, self.config)
         self.broker_configs.observe(self.apply_all_configs)
+        self.passwords = BrokerPasswords(config)  # the password configs in /config/brokers, as Kafka encodes them
         self.scram = ScramCredentials()
         self.client_quotas = ClientQuotas()
         # set by the broker: start/stop following a leader (the replica fetchers)
@@ -137,6 +140,9 @@ class ZkMetadata(TopicIndex):
         (created, random in Kafka's base64 form, by the first broker)."""
         if self.config.bool("zookeeper.set.acl"):
             raise StartupError(ZK_ACL_REFUSED)
+        unsupported = BrokerPasswords.unsupported(self.config)
+        if unsupported is not None:
+            raise StartupError(unsupported)
         await self.zk.start()
         await self.zk.call(_create_top_level_paths, self.zk.client)
         return await self.zk.call(_get_or_create_cluster_id, self.zk.client)
@@ -156,6 +162,7 @@ class ZkMetadata(TopicIndex):
         """Load the followers, register this broker and apply the cluster state once, before serving."""
         for follower in self._followers:
             await follower.load()
+        await self._reencode_passwords()
         await self._register()
         await self._reconcile()
 
@@ -209,6 +216,22 @@ class ZkMetadata(TopicIndex):
         self._registered_session = self.zk.session_id()
         log.info("registered broker %d at %s", self.node_id, path)
 
+    async def _reencode_passwords(self) -> None:
+        """Kafka's start-up step for a changed secret: this broker's stored passwords that
+        password.encoder.old.secret decodes are encoded anew with password.encoder.secret."""
+        own = str(self.node_id)
+        try:
+            data, _ = await self.zk.call(self.zk.client.get, zl.broker_config_path(own))
+        except NoNodeError:
+            return
+        try:
+            rewritten = self.passwords.reencoded(_entity_config(zl.broker_config_path(own), data))
+        except PasswordConfigError as exc:  # an old secret without a new one: Kafka's start-up fails too
+            raise StartupError(f"re-encoding {zl.broker_config_path(own)} with password.encoder.secret: {exc}") from None
+        if rewritten is not None:
+            await self.zk.call(_set_entity_config, self.zk.client, zl.BROKER_CONFIG_TYPE, own, rewritten)
+            log.info("re-encoded the dynamic passwords of %s with password.encoder.secret", zl.broker_config_path(own))
+
     async def _elect_for_broker_change(self) -> None:
         """The controller's fast path when the set of live brokers changed (a broker died or came
         back): elect from the last snapshot with the brokers read anew, before the full re-read
@@ -239,7 +262,8 @@ class ZkMetadata(TopicIndex):
     async def _apply(self, snapshot: ClusterSnapshot) -> None:
         """Make the local topics, dynamic broker configs and partition roles match the snapshot."""
         for entity in self._config_entities:
-            self.broker_configs.replace(entity, snapshot.broker_configs.get(entity, {}))
+            self.broker_configs.replace(entity, self.passwords.decoded(entity, snapshot.broker_configs.get(entity, {})))
+        await self.broker_configs.listener_tls.apply_stored()
         self.scram.load(snapshot.users)
         self.client_quotas.replace_all(zl.quota_entities(snapshot.quota_configs))
         for name in [n for n in self._topics if n not in snapshot.topics]:
@@ -765,8 +789,11 @@ class ZkMetadata(TopicIndex):
         self.client_quotas.apply(changes)
 
     async def set_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
-        """/config/brokers/<entity> and its notification; every broker reloads it from its watch."""
-        await self.zk.call(_set_entity_config, self.zk.client, zl.BROKER_CONFIG_TYPE, entity, configs)
+        """/config/brokers/<entity> (its passwords encoded as Kafka 3.9 encodes them: raises
+        PasswordConfigError without password.encoder.secret) and its notification; every broker
+        reloads it from its watch."""
+        stored = self.passwords.persistent(entity, configs)
+        await self.zk.call(_set_entity_config, self.zk.client, zl.BROKER_CONFIG_TYPE, entity, stored)
         self.broker_configs.replace(entity, configs)
 
     async def allocate_producer_id(self) -> int:

@@ -24,7 +24,7 @@ from kafka.protocol.producer.produce import ProduceRequest
 from conformance.scenarios import batch, produce
 from conformance.wire import Connection, create_topic, metadata, poll, unique
 
-THROTTLING_QUOTA_EXCEEDED = 89
+THROTTLING_QUOTA_EXCEEDED, INVALID_FETCH_SESSION_EPOCH = 89, 71
 # whatever log defaults other scenarios leave on the session's brokers, nothing is deleted while
 # these run (a retention pass would move log_start_offset at a moment of each broker's choosing)
 KEEP_EVERYTHING = {"retention.ms": "-1", "retention.bytes": "-1"}
@@ -88,6 +88,25 @@ def test_consumer_fetch_is_capped_then_throttled_empty(target):
         assert (throttled.responses, throttled.error_code, throttled.session_id) == ([], 0, 0)
 
 
+def test_a_throttled_fetch_keeps_its_session(target):
+    client, topic = unique("quota-session"), unique("quota-session-fetch")
+    with Connection(target.bootstrap) as admin:
+        create_topic(admin, topic, configs=KEEP_EVERYTHING)
+        for _ in range(12):
+            assert produce(admin, topic, batch([b"z" * 100_000])).error_code == 0
+    _set_client_quota(target.bootstrap, client, "consumer_byte_rate", 50_000)
+    with Connection(target.bootstrap, client_id=client) as conn:
+        first = conn.call(_fetch_request(topic, 300_000, session=(0, 0)), 12)  # a full fetch opening a session
+        assert first.throttle_time_ms == 0 and first.session_id != 0
+        sid = first.session_id
+        # throttled: no partitions, but the session's id, and the session has moved to its next epoch
+        throttled = conn.call(_fetch_request(topic, 10_000_000, session=(sid, 1)), 12)
+        assert throttled.throttle_time_ms > 0
+        assert (throttled.responses, throttled.error_code, throttled.session_id) == ([], 0, sid)
+        repeated = conn.call(_fetch_request(topic, 10_000_000, session=(sid, 1)), 12)  # read after the mute
+        assert (repeated.error_code, repeated.session_id, repeated.responses) == (INVALID_FETCH_SESSION_EPOCH, 0, [])
+
+
 def test_topic_creation_over_the_mutation_rate(target):
     client = unique("quota-admin")
     _set_client_quota(target.bootstrap, client, "controller_mutation_rate", 1)
@@ -125,9 +144,10 @@ def _produce_request(topic: str, records: bytes):
             ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=records)])])
 
 
-def _fetch_request(topic: str, max_bytes: int):
+def _fetch_request(topic: str, max_bytes: int, session: tuple[int, int] = (0, -1)):
+    """A fetch of partition 0 from offset 0; session is (session id, epoch), none by default."""
     return FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=max_bytes, isolation_level=0,
-                        session_id=0, session_epoch=-1, topics=[FetchRequest.FetchTopic(topic=topic, partitions=[
+                        session_id=session[0], session_epoch=session[1], topics=[FetchRequest.FetchTopic(topic=topic, partitions=[
                             FetchRequest.FetchTopic.FetchPartition(partition=0, current_leader_epoch=-1,
                                                                   fetch_offset=0, last_fetched_epoch=-1,
                                                                   log_start_offset=-1, partition_max_bytes=max_bytes)])],

@@ -4,7 +4,8 @@ Each broker has a PLAINTEXT listener (inter-broker, and Kafka's controller: its 
 User:ANONYMOUS is a super user, as a KRaft broker with an authorizer needs) and a SASL_PLAINTEXT
 listener where users log in with PLAIN: `admin` (a super user), `alice` and `bob` (no rights
 until a scenario grants them). Kafka runs StandardAuthorizer, the authorizer of a Kafka 4 broker;
-wirekafka is given the same `authorizer.class.name` and `super.users`.
+wirekafka is given the same `authorizer.class.name`, `super.users` and
+`allow.everyone.if.no.acl.found` (false, the default).
 
 ACLs live as long as the module's brokers, so every scenario grants on names of its own
 (`conformance.wire.unique`). Kafka applies a created ACL a moment after CreateAcls answers (from
@@ -42,7 +43,8 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 
 def _settings(plaintext: int, sasl: int) -> dict[str, str]:
     return {**sasl_listener_settings(plaintext, sasl, {"PLAIN": JAAS}),
-            "authorizer.class.name": STANDARD_AUTHORIZER, "super.users": "User:admin;User:ANONYMOUS"}
+            "authorizer.class.name": STANDARD_AUTHORIZER, "super.users": "User:admin;User:ANONYMOUS",
+            "allow.everyone.if.no.acl.found": "false"}  # the default, set so DescribeConfigs lists it
 
 
 def acl_pair():

@@ -35,6 +35,7 @@ from conformance.acl_brokers import (
     DESCRIBE_CONFIGS,
     GROUP_AUTHORIZATION_FAILED,
     PREFIXED,
+    STANDARD_AUTHORIZER,
     TOPIC,
     TOPIC_AUTHORIZATION_FAILED,
     Acl,
@@ -126,6 +127,35 @@ def test_describe_configs_per_resource(target):
         assert _describe(bob, resources[:2]) == [(R_BROKER, node, CLUSTER_AUTHORIZATION_FAILED, True, []),
                                                  (R_TOPIC, topic, TOPIC_AUTHORIZATION_FAILED, True, [])]
     revoke(target, cluster)
+
+
+
+def test_describe_configs_lists_the_authorizer_keys_the_broker_was_started_with(target):
+    """The broker's own resource lists every key it was started with, also the ones that are not
+    broker configs: the authorizer's (super.users, allow.everyone.if.no.acl.found) have no type
+    Kafka knows (UNKNOWN), so they are sensitive and shown without a value; a listener's JAAS
+    text is typed as sasl.jaas.config (PASSWORD). All static and read-only. The cluster default
+    lists none of them. (listener.security.protocol.map, a map, is a STRING to Kafka.)"""
+    node = _node(target)
+    keys = ["super.users", "allow.everyone.if.no.acl.found", "listener.name.sasl_plaintext.plain.sasl.jaas.config",
+            "authorizer.class.name", "listener.security.protocol.map"]
+    req = DescribeConfigsRequest(resources=[_Describe(resource_type=R_BROKER, resource_name=name,
+                                                      configuration_keys=keys) for name in (node, "")],
+                                 include_synonyms=True, include_documentation=False)
+    with super_user(target) as admin:
+        own, default = admin.call(req, 4).results
+    listed = {c.name: (c.value, c.read_only, c.config_source, c.is_sensitive, c.config_type,
+                       [(s.name, s.value, s.source) for s in c.synonyms]) for c in own.configs}
+    static, unknown, password = 4, 0, 9
+    hidden = lambda key, kind: (None, True, static, True, kind, [(key, None, static)])  # noqa: E731
+    assert {k: listed.get(k) for k in keys[:3]} == {
+        "super.users": hidden("super.users", unknown),
+        "allow.everyone.if.no.acl.found": hidden("allow.everyone.if.no.acl.found", unknown),
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            hidden("listener.name.sasl_plaintext.plain.sasl.jaas.config", password)}
+    assert listed["authorizer.class.name"][:5] == (STANDARD_AUTHORIZER, True, static, False, 2)
+    assert listed["listener.security.protocol.map"][4] == 2  # a map, but a STRING in Kafka's ConfigDef
+    assert (default.error_code, default.configs) == (0, [])
 
 
 def test_describe_configs_implied_and_denied(target):

@@ -330,6 +330,52 @@ def test_metadata_auto_creation_needs_create(target):
             assert _shown(created) == [(by_cluster, 0, 1)]
 
 
+
+def test_metadata_orders_topics_as_kafka_sets_do(target):
+    """Kafka keeps the requested names in a Scala Set and answers from sets split off it: the
+    existing topics, then the missing ones, then the refused ones, each name once. Up to four
+    names keep the request's order within each part; with more, each part follows its own set's
+    hash order."""
+    prefix = unique("p")
+    found, missing = [f"{prefix}-f{i}" for i in range(3)], [f"{prefix}-m{i}" for i in range(2)]
+    hidden, hidden_missing = [_topic(target) for _ in range(2)], [unique("missing") for _ in range(2)]
+    with super_user(target) as conn:
+        for name in found:
+            create_topic(conn, name)
+    grant(target, Acl(TOPIC, prefix, DESCRIBE, pattern=PREFIXED))
+    with login(target, "alice") as alice:
+        few = [missing[0], hidden[0], found[0]]
+        assert _shown(_metadata(alice, few)) == [
+            (found[0], 0, 1), (missing[0], UNKNOWN_TOPIC_OR_PARTITION, 0), (hidden[0], TOPIC_AUTHORIZATION_FAILED, 0)]
+        many = [hidden_missing[0], missing[1], found[2], hidden[1], missing[0], found[0], hidden[0], found[1],
+                hidden_missing[1], hidden[1], found[2]]
+        answer = _shown(_metadata(alice, many))
+        assert sorted(answer) == sorted([(n, 0, 1) for n in found]
+                                        + [(n, UNKNOWN_TOPIC_OR_PARTITION, 0) for n in missing]
+                                        + [(n, TOPIC_AUTHORIZATION_FAILED, 0) for n in hidden + hidden_missing])
+        assert [code for _, code, _ in answer] == [0] * 3 + [UNKNOWN_TOPIC_OR_PARTITION] * 2 + [
+            TOPIC_AUTHORIZATION_FAILED] * 4
+
+
+def test_metadata_orders_auto_created_topics_as_kafka_does(target):
+    """With auto-creation, the topics Kafka creates come after the existing ones, then those
+    refused creation, then those refused description."""
+    prefix = unique("p")
+    created = [f"{prefix}-new{i}" for i in range(5)]
+    existing, no_create, hidden = f"{prefix}-old", unique("nocreate"), unique("missing")
+    with super_user(target) as conn:
+        create_topic(conn, existing)
+    grant(target, Acl(TOPIC, prefix, DESCRIBE, pattern=PREFIXED), Acl(TOPIC, prefix, CREATE, pattern=PREFIXED),
+          Acl(TOPIC, no_create, DESCRIBE))
+    with login(target, "alice") as alice:
+        answer = _shown(_metadata(alice, [hidden, *created, no_create, existing], auto_create=True))
+        assert answer[0] == (existing, 0, 1)
+        assert sorted(answer[1:6]) == sorted((n, UNKNOWN_TOPIC_OR_PARTITION, 0) for n in created)
+        assert answer[6:] == [(no_create, TOPIC_AUTHORIZATION_FAILED, 0), (hidden, TOPIC_AUTHORIZATION_FAILED, 0)]
+        for name in created:
+            poll(lambda: _metadata(alice, [name]), lambda a: a.topics[0].error_code == 0)
+
+
 def test_all_topics_shows_only_the_describable_ones(target):
     """bob is granted nothing else in this module but inside _granted, so his all-topics answers
     hold this scenario's topic alone."""
@@ -391,6 +437,20 @@ def test_create_topics_needs_create(target):
         for version in (2, 4, 5):
             assert [t.error_code for t in _create(alice, [unique("t")], version).topics] == [
                 TOPIC_AUTHORIZATION_FAILED]
+
+
+
+def test_create_topics_lists_refused_topics_in_kafka_hash_order(target):
+    """Many refused topics and names given twice in one request: Kafka's controller lists the
+    duplicates, then the refused topics, from Java HashSets of the names (the names given twice
+    were in the first set for a while, which grew its table), so not in the request's order."""
+    refused, twice, allowed = [unique("t") for _ in range(10)], [unique("t") for _ in range(3)], unique("t")
+    grant(target, Acl(TOPIC, allowed, CREATE))
+    with login(target, "alice") as alice:
+        answer = _create(alice, [*twice, *refused, *twice, allowed], validate_only=True)
+        assert sorted((t.name, t.error_code) for t in answer.topics) == sorted(
+            [(allowed, 0)] + [(n, 42) for n in twice] + [(n, TOPIC_AUTHORIZATION_FAILED) for n in refused])
+        assert answer.topics[0].name == allowed
 
 
 def test_create_topics_without_describe_configs(target):

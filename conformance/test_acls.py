@@ -38,6 +38,7 @@ from conformance.acl_brokers import (ALL, ALTER, ANY, CLUSTER, CLUSTER_AUTHORIZA
                                      DESCRIBE, GROUP, IDEMPOTENT_WRITE, LITERAL, MATCH, PREFIXED, READ, TOPIC,
                                      TRANSACTIONAL_ID, USER, WRITE, Acl, acl_pair, describe, grant, login,
                                      revoke)
+from conformance import transcript
 from conformance.wire import Connection, poll, unique
 
 own_wirekafka, own_kafka, target = acl_pair()
@@ -250,6 +251,51 @@ def test_any_in_a_creation_fails_the_whole_request(target, bad):
         assert _create(admin, [good, broken, empty_name]) == [(UNKNOWN_SERVER_ERROR, None)] * 3
         assert _create(admin, [Acl(TOPIC, unique("t"), READ, principal=owner)]) == [(0, "")]  # the session goes on
         assert _described(_canonical(describe(admin, principal=owner, name=good.name))) == []
+
+
+
+MAX_RECORDS_PER_USER_OP = 10_000  # Kafka's controller: the records one request may write
+POLICY_VIOLATION = 44
+TOO_LARGE = (POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
+
+
+def _bulk(name: str, count: int) -> list[Acl]:
+    """`count` distinct ACLs on one topic, one principal each (principals of this scenario's own)."""
+    base = unique("bulk")
+    return [Acl(TOPIC, name, READ, principal=f"User:{base}-{i}") for i in range(count)]
+
+
+def test_more_new_acls_than_one_request_may_write(target):
+    """One more new ACL than Kafka's controller writes for one request: none is created, and each
+    creation the broker passes on answers POLICY_VIOLATION — a creation the controller itself
+    would refuse too; one the broker refuses (an empty name) keeps its INVALID_REQUEST."""
+    name = unique("t")
+    acls = _bulk(name, MAX_RECORDS_PER_USER_OP + 1)
+    no_colon = Acl(TOPIC, name, READ, principal="nobody")
+    empty_name = Acl(TOPIC, "", READ, principal=acls[0].principal)
+    with login(target, "admin") as admin:
+        assert _create(admin, [no_colon, empty_name, *acls]) == [
+            TOO_LARGE, (INVALID_REQUEST, "Invalid empty resource name")] + [TOO_LARGE] * len(acls)
+        assert _described(_canonical(describe(admin, TOPIC, name, LITERAL))) == []
+        assert _create(admin, acls[:2]) == [(0, "")] * 2  # the session goes on
+        _settled(admin, acls[:2], resource_type=TOPIC, name=name, pattern=LITERAL)
+
+
+def test_the_bound_counts_only_new_acls(target):
+    """The bound counts the records Kafka would write: an ACL the cluster already has and a
+    creation repeated in the request write none, so a request over the bound in creations but at
+    it in new ACLs creates them all."""
+    name = unique("t")
+    acls = _bulk(name, MAX_RECORDS_PER_USER_OP + 1)
+    with login(target, "admin") as admin:
+        assert _create(admin, acls[:1]) == [(0, "")]
+        _settled(admin, acls[:1], resource_type=TOPIC, name=name, pattern=LITERAL)
+        assert _create(admin, [*acls, acls[1]]) == [(0, "")] * (len(acls) + 1)
+        with transcript.unrecorded():  # the listing and the clean-up: tens of thousands of entries
+            _settled(admin, acls, resource_type=TOPIC, name=name, pattern=LITERAL)
+            assert [len(matched) for _, _, matched in _delete(admin, [_filter(acls[0])])] == [1]
+            everything = _filter(resource_type_filter=TOPIC, resource_name_filter=name, pattern_type_filter=LITERAL)
+            assert [len(matched) for _, _, matched in _delete(admin, [everything])] == [MAX_RECORDS_PER_USER_OP]
 
 
 # ---- DescribeAcls filters ---------------------------------------------------------------------------

@@ -143,3 +143,20 @@ def test_accepted_broker_keys_are_described_as_kafka_describes_them(target):
         result = conn.call(req, 4).results[0]
         assert result.error_code == 0
         assert sorted(c.name for c in result.configs) == sorted(INERT_DESCRIBED)
+
+
+# Broker keys whose Kafka type the Python default does not tell (LONG, CLASS) or whose default
+# Kafka prints as a Java double ("1.7976931348623157E308").
+TYPED_KEYS = {"connections.max.reauth.ms": LONG, "leader.imbalance.check.interval.seconds": LONG,
+              "replica.high.watermark.checkpoint.interval.ms": LONG, "replica.lag.time.max.ms": LONG,
+              "client.quota.callback.class": 8, "principal.builder.class": 8, "log.cleaner.io.max.bytes.per.second": 6}
+
+
+def test_broker_keys_have_kafkas_types_and_formats(target):
+    with Connection(target.bootstrap) as conn:
+        req = DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+            resource_type=BROKER, resource_name=node_id(conn), configuration_keys=list(TYPED_KEYS))],
+            include_synonyms=True, include_documentation=False)
+        configs = {c.name: c for c in conn.call(req, 4).results[0].configs}
+        assert {name: c.config_type for name, c in configs.items()} == TYPED_KEYS
+        assert configs["log.cleaner.io.max.bytes.per.second"].value == "1.7976931348623157E308"

@@ -6,6 +6,7 @@ transaction does to Produce, Fetch and ListOffsets (last stable offset, markers,
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from kafka.protocol.admin.transactions import (
     ListTransactionsRequest,
 )
 from kafka.protocol.consumer.group import OffsetFetchRequest
+from kafka.protocol.producer.produce import ProduceRequest
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.protocol.producer.transaction import (
     AddOffsetsToTxnRequest,
@@ -438,3 +440,44 @@ def test_clients_may_not_write_control_batches(target):
         assert fetch(conn, topic, 0, version=12).high_watermark == 2
         assert _end(conn, tid, pid, epoch, False) == 0
         _wait_complete(conn, tid)
+
+
+def _mixed_produce(topics: list[tuple[str, uuid.UUID | None, list[int]]], transactional_id: str | None,
+                   acks: int = -1) -> ProduceRequest:
+    """A produce request whose first partition holds a transaction's batch and the others plain
+    batches: one transactional batch makes the whole request transactional for Kafka."""
+    first = True
+    topic_data = []
+    for name, topic_id, partitions in topics:
+        data = []
+        for index in partitions:
+            kw = {"producer_id": 1000, "producer_epoch": 0, "base_sequence": 0, "transactional": True} if first else {}
+            data.append(ProduceRequest.TopicProduceData.PartitionProduceData(
+                index=index, records=records.build_batch([(b"k", b"v", NOW)], **kw)))
+            first = False
+        topic_data.append(ProduceRequest.TopicProduceData(name=name, topic_id=topic_id, partition_data=data))
+    return ProduceRequest(transactional_id=transactional_id, acks=acks, timeout_ms=10000, topic_data=topic_data)
+
+
+@pytest.mark.parametrize("version", [3, 9, 13])
+def test_transactional_batch_without_a_transactional_id(target, version):
+    """A transaction's batch in a request without a transactional id: Kafka refuses the whole
+    request before looking at its topics, even with no authorizer, with
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition (its HashMap order: a partition named
+    twice answers once). Nothing is written; with acks=0 the connection is closed."""
+    existing, missing = unique(), unique()
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, existing, partitions=3)
+        if version >= 13:  # by id: fixed ids, so both brokers walk the same hash order
+            topics = [(existing, uuid.UUID(int=0x1234_5678_9ABC_DEF0 << 64 | 7), [2, 0, 1, 0]),
+                      (missing, uuid.UUID(int=0x0FED_CBA9_8765_4321 << 64 | 99), [5, 3])]
+        else:
+            topics = [(existing, None, [2, 0, 1, 0]), (missing, None, [5, 3])]
+        answer = conn.call(_mixed_produce(topics, None), version)
+        assert {p.error_code for t in answer.responses for p in t.partition_responses} == {53}
+        assert sorted(len(t.partition_responses) for t in answer.responses) == [2, 3]
+        assert produce(conn, existing, records.build_batch([(b"k", b"v", NOW)])).base_offset == 0
+    with Connection(target.bootstrap) as conn:
+        conn.send(_mixed_produce(topics, None, acks=0), version, expect_response=False)
+        with pytest.raises(ConnectionError):
+            conn.call(ListTransactionsRequest(state_filters=[], producer_id_filters=[]), 0)

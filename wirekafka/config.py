@@ -363,6 +363,7 @@ class BrokerConfig:
     """Every key as given or defaulted; typed accessors for the ones the broker uses."""
 
     values: Mapping[str, object]
+    # the keys server.properties set: broker keys, the authorizer's, a listener's own settings
     overridden: frozenset[str] = field(default_factory=frozenset)
     # listener name -> the port it was bound to, once bound (with_bound_ports)
     bound_ports: Mapping[str, int] = field(default_factory=dict, hash=False)
@@ -585,6 +586,14 @@ def _check_acl_zookeeper(cfg: BrokerConfig) -> None:
                         "ZooKeeper session", key, cfg.values[key])
 
 
+def _given_keys(props: Mapping[str, str]) -> frozenset[str]:
+    """The keys of `props` the broker keeps, as its values name them: Kafka's DescribeConfigs lists
+    every key a broker was started with (its `originals`), not only the ones it knows."""
+    return frozenset(key.lower() if _LISTENER_KEY.match(key) else key for key in props
+                     if key in BROKER_KEYS or key in AUTHORIZER_KEYS or key.startswith(ACL_ZOOKEEPER_PREFIX)
+                     or _LISTENER_KEY.match(key))
+
+
 def build_config(props: Mapping[str, str]) -> BrokerConfig:
     values: dict[str, object] = {k: d for k, (_, d) in BROKER_KEYS.items()}
     values.update({k: d for k, (_, d) in AUTHORIZER_KEYS.items()})
@@ -623,7 +632,7 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
             raise ConfigError(f"invalid value {raw!r} for {key}: {exc}") from exc
         if key in INERT_KEYS and values[key] != spec[1]:
             log.warning("%s=%s has no effect in wirekafka: %s", key, raw, INERT_KEYS[key])
-    cfg = BrokerConfig(values, frozenset(props) & frozenset(BROKER_KEYS))
+    cfg = BrokerConfig(values, _given_keys(props))
     _check_listeners(cfg)
     if cfg.int("message.max.bytes") <= 0:
         raise ConfigError("message.max.bytes must be > 0")

@@ -23,6 +23,11 @@ wirekafka/broker/authorizer.py):
   ("Invalid resourceType UNKNOWN", ...); a principal without ":" ("Could not parse principal from
   `x` ...") — INVALID_REQUEST each. The rest are created (a duplicate is a success and stays one
   ACL); hosts and operations are not checked further, as Kafka does not. Success carries "".
+  A KRaft controller writes at most 10,000 records for one request: when the creations that pass
+  the broker's checks (the first two above) hold more ACLs new to the cluster than that (one per
+  distinct binding not yet there), Kafka creates none of them and answers each of those creations
+  POLICY_VIOLATION "Unable to perform excessively large batch operation." (ZooKeeper mode's
+  AclAuthorizer has no such bound).
 - DeleteAcls: a filter with an unknown resource or pattern type code gets INVALID_REQUEST "Unknown
   patternFilter.", one with an unknown operation or permission "Unknown entryFilter."; each other
   filter lists the ACLs it matched before any of the request's deletions (two filters matching the
@@ -54,6 +59,8 @@ from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 log = logging.getLogger(__name__)
 
 NO_AUTHORIZER = "No Authorizer is configured."
+MAX_RECORDS_PER_USER_OP = 10_000  # Kafka's QuorumController: records one request may write
+_TOO_LARGE = (ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
 FILTER_FIELDS = ("resource_type_filter", "pattern_type_filter", "operation", "permission_type")
 _Resource = DescribeAclsResponse.DescribeAclsResource
 _Description = DescribeAclsResponse.DescribeAclsResource.AclDescription
@@ -142,10 +149,13 @@ async def handle_create(ctx: RequestContext, request: Any) -> CreateAclsResponse
     results: list[tuple[ErrorCode, str | None]] = []
     by_pattern: dict[ResourcePattern, list[int]] = {}  # the valid creations of each resource
     for i, b in enumerate(bindings):
-        error = _creation_error(b)
+        error = _broker_error(b) or _controller_error(b)
         results.append((ErrorCode.NONE, "") if error is None else (ErrorCode.INVALID_REQUEST, error))
         if error is None:
             by_pattern.setdefault(b.pattern, []).append(i)
+    if not ctx.state.config.zookeeper_mode and _too_many_records(ctx, bindings, by_pattern):
+        return _create_response(ctx, [_TOO_LARGE if _broker_error(b) is None else result
+                                      for b, result in zip(bindings, results)])
     for indexes in by_pattern.values():
         failure = await _change(ctx, [bindings[i] for i in indexes], deleting=False)
         if failure is not None:
@@ -185,14 +195,29 @@ def _binding(c: Any) -> AclBinding | None:
                       AccessControlEntry(c.principal, c.host, operation, permission))
 
 
-def _creation_error(binding: AclBinding) -> str | None:
-    """Why Kafka refuses this creation (its broker's checks, then its controller's
-    validateNewAcl), or None."""
-    p, e = binding.pattern, binding.entry
+def _too_many_records(ctx: RequestContext, bindings: list[AclBinding], by_pattern: dict[ResourcePattern, list[int]]
+                      ) -> bool:
+    """Whether Kafka's controller would need more than MAX_RECORDS_PER_USER_OP records for the
+    valid creations: one per distinct binding the cluster does not have yet."""
+    authorizer = ctx.state.authorizer
+    assert authorizer is not None
+    wanted = {bindings[i] for indexes in by_pattern.values() for i in indexes}
+    return len(wanted - set(authorizer.bindings())) > MAX_RECORDS_PER_USER_OP
+
+
+def _broker_error(binding: AclBinding) -> str | None:
+    """Why Kafka's broker refuses this creation before the controller sees it, or None."""
+    p = binding.pattern
     if p.resource_type == ResourceType.CLUSTER and p.name != CLUSTER_NAME:
         return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
     if not p.name:
         return "Invalid empty resource name"
+    return None
+
+
+def _controller_error(binding: AclBinding) -> str | None:
+    """Why Kafka's controller (validateNewAcl) refuses this creation, or None."""
+    p, e = binding.pattern, binding.entry
     if p.resource_type == ResourceType.UNKNOWN:
         return "Invalid resourceType UNKNOWN"
     if p.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):

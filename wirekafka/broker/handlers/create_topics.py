@@ -12,14 +12,15 @@
   the topics created or refused by validation, as Kafka's controller answers.
 - Authorization, as Kafka's ControllerApis checks it: CREATE on the cluster, or else CREATE on
   each topic; a topic without it is TOPIC_AUTHORIZATION_FAILED "Authorization failed.", listed
-  last. A topic created without DESCRIBE_CONFIGS on it (implied by ALTER_CONFIGS) is answered
+  last. Kafka lists the duplicates and then the refused topics from Java HashSets of names, so
+  in their hash order, not the request's (kafka_name_sets). A topic created without DESCRIBE_CONFIGS on it (implied by ALTER_CONFIGS) is answered
   without its configs, partition count and replication factor, with topic_config_error_code
   TOPIC_AUTHORIZATION_FAILED (v5+)."""
 
 from __future__ import annotations
 
 import uuid
-from collections import Counter
+from typing import Iterable
 
 from kafka.protocol.admin.topics import CreateTopicsResponse
 
@@ -27,6 +28,7 @@ from wirekafka.broker import mutation_quota, topic_config
 from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.client_quota_manager import MutationPermits
 from wirekafka.broker.context import RequestContext
+from wirekafka.broker.replication._jvm_order import java_hashmap_order
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 # Kafka's controller mutation quota fails topics outright (THROTTLING_QUOTA_EXCEEDED) from this version
@@ -48,6 +50,27 @@ def _creatable(ctx: RequestContext, names: list[str]) -> set[str]:
     if ctx.authorized_cluster(AclOperation.CREATE):
         return set(names)
     return ctx.authorized_names(AclOperation.CREATE, ResourceType.TOPIC, names)
+
+
+def kafka_name_sets(requested: Iterable[str]) -> tuple[list[str], list[str]]:
+    """The names given once and the names given more than once, each in the iteration order of
+    the Java HashSet Kafka's ControllerApis.createTopics keeps them in. A repeated name is added
+    to the first set and removed from it again, so that set's table grows with the most names it
+    held at once; within the grown table the remaining names keep their insertion order per bucket."""
+    once: dict[str, None] = {}
+    duplicates: dict[str, None] = {}
+    table = 16
+    for name in requested:
+        if name in duplicates:
+            continue
+        if name in once:
+            del once[name]
+            duplicates[name] = None
+            continue
+        once[name] = None
+        if len(once) > table * 3 // 4:
+            table *= 2
+    return java_hashmap_order(once, capacity=table), java_hashmap_order(duplicates)
 
 
 def _refused(name: str, code: ErrorCode, message: str) -> _Result:
@@ -90,10 +113,9 @@ async def _create(ctx: RequestContext, t: object, validate_only: bool, permits: 
 
 async def handle(ctx: RequestContext, request: object) -> CreateTopicsResponse:
     validate_only = bool(getattr(request, "validate_only", False))
-    counts = Counter(t.name for t in request.topics)  # type: ignore[attr-defined]
-    single = [name for name, n in counts.items() if n == 1]
-    creatable = _creatable(ctx, single)
-    describable = ctx.authorized_names(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, single)
+    names, duplicates = kafka_name_sets(t.name for t in request.topics)  # type: ignore[attr-defined]
+    creatable = _creatable(ctx, names)
+    describable = ctx.authorized_names(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, names)
     results = []
     permits = mutation_quota.permits(ctx, STRICT_QUOTA_FROM)
     for t in request.topics:  # type: ignore[attr-defined]
@@ -103,9 +125,8 @@ async def handle(ctx: RequestContext, request: object) -> CreateTopicsResponse:
             results.append(await _create(ctx, t, validate_only, permits, t.name in describable))
         except KafkaApiError as exc:
             results.append(_refused(t.name, exc.code, exc.message))
-    results += [_refused(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
-                for name, n in counts.items() if n > 1]
+    results += [_refused(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name.") for name in duplicates]
     results += [_refused(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
-                for name in single if name not in creatable]
+                for name in names if name not in creatable]
     return CreateTopicsResponse(version=ctx.version, throttle_time_ms=mutation_quota.throttle(ctx, permits),
                                 topics=results)

@@ -25,6 +25,13 @@
   INVALID_REQUEST with Kafka's generic text for it.
 
 - The dynamic replication throttles are listed once set, type LONG, with the same sources.
+- The keys the broker was started with that are not broker keys of Kafka's are listed too, as
+  Kafka lists every key of its `originals`: the authorizer's (super.users,
+  allow.everyone.if.no.acl.found, ZooKeeper mode's authorizer.zookeeper.*) with Kafka's type
+  UNKNOWN, so sensitive and without a value; a listener's own settings (listener.name.<l>.<key>,
+  listener.name.<l>.<mechanism>.sasl.jaas.config) with their base key's type, sensitive when
+  that is PASSWORD (else their value as given). All read_only, source STATIC_BROKER_CONFIG,
+  their synonyms the key, then the base key's static setting and default.
 - A listener's store keys set on this broker (listener.name.<l>.ssl.keystore.location, ...) are
   listed as Kafka lists them: read_only, the base key's type, passwords and inline keys
   sensitive (no value, here or in a synonym), source DYNAMIC_BROKER_CONFIG, and the synonyms
@@ -45,16 +52,20 @@ neither KIP-848 groups nor client metrics); documentation (always null)."""
 from __future__ import annotations
 
 import logging
+import math
+import re
+from decimal import Decimal
 
 from kafka.protocol.admin.configs import DescribeConfigsResponse
 
+from wirekafka import kafka_only_keys
 from wirekafka.broker import dynamic_config
 from wirekafka.broker.dynamic_config import DynamicBrokerConfigs
 from wirekafka.broker import topic_config as tc
 from wirekafka.broker.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.metadata import MAX_TOPIC_NAME, Topic, topic_name_error
-from wirekafka.broker.config_enums import TYPE_PASSWORD
+from wirekafka.broker.config_enums import TYPE_CLASS, TYPE_PASSWORD, TYPE_UNKNOWN
 from wirekafka.config import BROKER_KEYS, BrokerConfig
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
@@ -80,10 +91,13 @@ _LONG_KEYS = frozenset({
     "log.cleaner.max.compaction.lag.ms", "log.cleaner.backoff.ms", "log.message.timestamp.before.max.ms",
     "log.message.timestamp.after.max.ms", "offsets.retention.check.interval.ms", "queued.max.request.bytes",
     "metrics.sample.window.ms", "connections.max.idle.ms", "socket.connection.setup.timeout.ms",
-    "socket.connection.setup.timeout.max.ms",
+    "socket.connection.setup.timeout.max.ms", "connections.max.reauth.ms", "leader.imbalance.check.interval.seconds",
+    "replica.high.watermark.checkpoint.interval.ms", "replica.lag.time.max.ms",
 })
 _SHORT_KEYS = frozenset({"offsets.topic.replication.factor", "offsets.commit.required.acks"})
 _LIST_KEYS = frozenset({"log.dir"})
+_CLASS_KEYS = frozenset({"client.quota.callback.class", "principal.builder.class"})
+_STRING_KEYS = frozenset({"listener.security.protocol.map"})  # a map, but a STRING in Kafka's ConfigDef
 # Keys without a default: their type follows the parser server.properties values go through.
 _TYPE_OF_PARSER = {"_int": tc.TYPE_INT, "_list": tc.TYPE_LIST, "_bool": tc.TYPE_BOOLEAN}
 # LIST keys whose Kafka default is the empty list, shown as "" (wirekafka's empty tuple means unset)
@@ -98,6 +112,15 @@ _REFUSALS: dict[int, tuple[ErrorCode, str]] = {
     RESOURCE_GROUP: (ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed."),
     RESOURCE_BROKER: _CLUSTER_REFUSAL, RESOURCE_BROKER_LOGGER: _CLUSTER_REFUSAL, RESOURCE_CLIENT_METRICS: _CLUSTER_REFUSAL,
 }
+# kafka_only_keys' type names as DescribeConfigs codes them
+_KAFKA_ONLY_TYPES = {"BOOLEAN": tc.TYPE_BOOLEAN, "STRING": tc.TYPE_STRING, "INT": tc.TYPE_INT,
+                     "SHORT": tc.TYPE_SHORT, "LONG": tc.TYPE_LONG, "DOUBLE": tc.TYPE_DOUBLE,
+                     "LIST": tc.TYPE_LIST, "CLASS": TYPE_CLASS, "PASSWORD": TYPE_PASSWORD}
+# A listener's override: listener.name.<listener>.<key> (Kafka's DynamicBrokerConfig regex)
+_LISTENER_OVERRIDE = re.compile(r"listener\.name\.[^.]*\.(.*)")
+# Keys a listener sets per SASL mechanism (listener.name.<l>.<mechanism>.<key>)
+_MECHANISM_KEYS = ("sasl.jaas.config", "sasl.login.callback.handler.class", "sasl.login.class",
+                   "sasl.server.callback.handler.class", "connections.max.reauth.ms")
 _LOG4J_LEVELS = [(logging.CRITICAL, "FATAL"), (logging.ERROR, "ERROR"), (logging.WARNING, "WARN"),
                  (logging.INFO, "INFO"), (logging.DEBUG, "DEBUG")]
 
@@ -111,7 +134,23 @@ def render(value: object) -> str | None:
         return str(value).lower()
     if isinstance(value, tuple):
         return ",".join(value)
+    if isinstance(value, float):
+        return java_double(value)
     return str(value)
+
+
+def java_double(value: float) -> str:
+    """A double as Java's Double.toString writes it (Kafka's ConfigDef prints DOUBLE values so):
+    plain decimals from 10^-3 to 10^7, else d.dddE<n> ("1.7976931348623157E308")."""
+    if not math.isfinite(value):
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+    if value == 0 or 1e-3 <= abs(value) < 1e7:
+        return repr(value)
+    shortest = Decimal(repr(value))  # Python's repr is the shortest that reads back, as Java's digits
+    _, digits, _ = shortest.as_tuple()
+    significant = "".join(map(str, digits)).rstrip("0") or "0"
+    sign = "-" if value < 0 else ""
+    return f"{sign}{significant[0]}.{significant[1:] or '0'}E{shortest.adjusted()}"
 
 
 def broker_config_type(key: str) -> int:
@@ -120,6 +159,10 @@ def broker_config_type(key: str) -> int:
         return tc.TYPE_LONG
     if key in _SHORT_KEYS:
         return tc.TYPE_SHORT
+    if key in _CLASS_KEYS:
+        return TYPE_CLASS
+    if key in _STRING_KEYS:
+        return tc.TYPE_STRING
     parser, default = BROKER_KEYS[key]
     if default is None:
         return _TYPE_OF_PARSER.get(parser.__name__, tc.TYPE_STRING)
@@ -145,10 +188,21 @@ def kafka_default(key: str) -> str | None:
     return _UNREAD_DEFAULTS.get(key)
 
 
+def listener_base_key(key: str) -> str | None:
+    """The broker key a listener's override stands in for (Kafka's brokerConfigSynonyms):
+    listener.name.<l>.<key> is <key>, a mechanism's listener.name.<l>.<mechanism>.<key> is <key>;
+    None for a key without a listener prefix."""
+    match = _LISTENER_OVERRIDE.fullmatch(key)
+    if match is None:
+        return None
+    base = match.group(1)
+    return next((k for k in _MECHANISM_KEYS if base.endswith(k)), base)
+
+
 def _synonym_chain(key: str) -> tuple[str, ...]:
     """A key and the keys standing in for it: a listener's key falls back to its base key."""
-    found = dynamic_config.listener_store_key(key)
-    return (key, found[1]) if found else tc.synonym_chain(key)
+    base = listener_base_key(key)
+    return (key, base) if base is not None else tc.synonym_chain(key)
 
 
 def broker_synonyms(config: BrokerConfig, dynamic: DynamicBrokerConfigs, key: str) -> list[_Synonym]:
@@ -160,7 +214,7 @@ def broker_synonyms(config: BrokerConfig, dynamic: DynamicBrokerConfigs, key: st
     found += [_Synonym(name=k, value=dynamic.defaults[k], source=tc.SOURCE_DYNAMIC_DEFAULT_BROKER)
               for k in chain if k in dynamic.defaults]
     found += [_Synonym(name=k, value=render(config[k]), source=tc.SOURCE_STATIC_BROKER)
-              for k in chain if k in config.overridden or (k not in BROKER_KEYS and k in config.values)]
+              for k in chain if k in config.overridden]
     found += [_Synonym(name=k, value=d, source=tc.SOURCE_DEFAULT)
               for k in chain if (d := kafka_default(k)) is not None]
     while found and found[0].name != key:
@@ -171,9 +225,12 @@ def broker_synonyms(config: BrokerConfig, dynamic: DynamicBrokerConfigs, key: st
 def _entry(name: str, value: str | None, synonyms: list[_Synonym], with_synonyms: bool, config_type: int,
            read_only: bool) -> _Entry:
     source = synonyms[0].source if synonyms else tc.SOURCE_DEFAULT
-    sensitive = dynamic_config.is_sensitive(name)  # Kafka's PASSWORD keys: never shown, here or in a synonym
+    if dynamic_config.is_sensitive(name):
+        config_type = TYPE_PASSWORD
+    # Kafka's PASSWORD keys, and the keys it cannot type: never shown, here or in a synonym
+    sensitive = config_type in (TYPE_PASSWORD, TYPE_UNKNOWN)
     if sensitive:
-        value, config_type = None, TYPE_PASSWORD
+        value = None
         synonyms = [_Synonym(name=s.name, value=None, source=s.source) for s in synonyms]
     return _Entry(name=name, value=value, read_only=read_only, config_source=source,
                   is_default=source == tc.SOURCE_DEFAULT, is_sensitive=sensitive,
@@ -237,13 +294,27 @@ def _read_only(ctx: RequestContext, key: str) -> bool:
 
 
 def _broker_type(key: str) -> int:
+    """Kafka's type of a broker key: its ConfigDef's, a listener override's base key's, or
+    UNKNOWN for a key it does not know (the authorizer's)."""
     if key in dynamic_config.THROTTLE_KEYS:
         return tc.TYPE_LONG
-    listener_key = dynamic_config.listener_store_key(key)
-    if listener_key is not None:  # Kafka types a listener's key as its base key
-        return broker_config_type(listener_key[1])
+    base = listener_base_key(key)
+    if base is not None:  # Kafka types a listener's key as its base key
+        return _broker_type(base)
     d = dynamic_config.UPDATABLE.get(key)
-    return d.type if d is not None else broker_config_type(key)
+    if d is not None:
+        return d.type
+    if key in BROKER_KEYS:
+        return broker_config_type(key)
+    if key in kafka_only_keys.KEYS:
+        return _KAFKA_ONLY_TYPES[kafka_only_keys.KEYS[key][0]]
+    return TYPE_UNKNOWN
+
+
+def _originals(config: BrokerConfig) -> set[str]:
+    """The keys the broker was started with that wirekafka keeps apart from its broker keys
+    (the authorizer's, a listener's own settings): Kafka lists them with the others."""
+    return {k for k in config.overridden if k not in BROKER_KEYS}
 
 
 def _broker_entries(ctx: RequestContext, name: str, with_synonyms: bool) -> list[_Entry]:
@@ -257,10 +328,12 @@ def _broker_entries(ctx: RequestContext, name: str, with_synonyms: bool) -> list
             out.append(_entry(key, value, synonyms, with_synonyms, _broker_type(key), _read_only(ctx, key)))
         return out
     _check_broker_id(ctx, name, allow_empty=True)
-    for key in sorted(set(BROKER_KEYS) | set(dynamic.own) | set(dynamic.defaults)):
+    originals = _originals(config)
+    for key in sorted(set(BROKER_KEYS) | set(dynamic.own) | set(dynamic.defaults) | originals):
         synonyms = broker_synonyms(config, dynamic, key)
         found = dynamic.lookup(key)
-        value = found[0] if found is not None else render(config[key]) if key in BROKER_KEYS else kafka_default(key)
+        value = (found[0] if found is not None else render(config[key]) if key in BROKER_KEYS or key in originals
+                 else kafka_default(key))
         if value is None and key in _EMPTY_LIST_DEFAULTS:
             value = ""
         out.append(_entry(key, value, synonyms, with_synonyms, _broker_type(key), _read_only(ctx, key)))

@@ -18,6 +18,11 @@
   an all-topics request leaves it out. A describable topic that does not exist is auto-created
   only with CREATE on the cluster or on the topic, else TOPIC_AUTHORIZATION_FAILED. Refused
   topics come after the others: first those refused creation, then those refused description.
+- Topics by name are answered once per name, in Kafka's order: it keeps the names in a Scala
+  immutable Set and splits it into sets (the existing topics, then the missing ones, then those
+  refused creation, then those refused description), so up to four names keep the request's
+  order and more follow the sets' hash order (kafka_set_order); the topics it auto-creates come
+  after the missing ones it cannot create, in the order of a Scala mutable.HashMap.
 - Topic authorized operations (v8+, when asked for) of every topic the client may describe,
   existing or not; cluster authorized operations (v8-10, when asked for): 0 without DESCRIBE on
   the cluster.
@@ -25,16 +30,22 @@
 from __future__ import annotations
 
 import uuid
-from typing import Callable
+from typing import Callable, Iterable
 
 from kafka.protocol.metadata.metadata import MetadataResponse
 
 from wirekafka.broker.authorizer import CLUSTER_NAME, OPERATIONS, AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.metadata import INTERNAL_TOPICS, Topic, topic_name_error
+from wirekafka.broker.replication._jvm_order import scala_hashset_order, scala_mutable_hashmap_order
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 ZERO_UUID = uuid.UUID(int=0)
+# What became of a topic asked for by name, for Kafka's order of the answers: found; missing
+# (no auto-creation); not creatable (an illegal name, a creation under way); being created;
+# refused creation; refused description.
+_FOUND, _MISSING, _UNCREATABLE, _CREATING = "found", "missing", "uncreatable", "creating"
+_REFUSED_CREATION, _REFUSED = "refused creation", "refused"
 
 _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = _Topic.MetadataResponsePartition
@@ -92,33 +103,62 @@ def _error_topic(code: ErrorCode, name: str | None, topic_id: uuid.UUID = ZERO_U
                   authorized_operations=ops)
 
 
+def kafka_set_order(requested: list[str], subset: Iterable[str]) -> list[str]:
+    """`subset` of the requested names in the order Kafka iterates it: its Set of the request's
+    names keeps insertion order up to four names (Set1..Set4, and so do the sets split from it);
+    beyond that it is a HashSet, and every set split from it iterates in its own hash order."""
+    wanted = set(subset)
+    if len(set(requested)) <= 4:
+        return [n for n in dict.fromkeys(requested) if n in wanted]
+    return scala_hashset_order(n for n in dict.fromkeys(requested) if n in wanted)
+
+
+def _by_name_in_kafka_order(requested: list[str], answers: dict[str, tuple[str, _Topic]]) -> list[_Topic]:
+    """The answers to the topics asked for by name, in Kafka's order: the existing topics in the
+    order of the set of every topic it looks up, then the missing ones in their set's order — when
+    auto-creating, those it cannot create (an illegal name, a creation under way) first, then the
+    ones it asks its controller to create, from a Scala mutable.HashMap —, then those refused
+    creation and those refused description, each set in its own order."""
+    of = lambda *kinds: [n for n, (k, _) in answers.items() if k in kinds]  # noqa: E731
+    looked_up = kafka_set_order(requested, of(_FOUND, _MISSING, _UNCREATABLE, _CREATING))
+    missing = kafka_set_order(requested, of(_MISSING, _UNCREATABLE, _CREATING))
+    kind = {n: k for n, (k, _) in answers.items()}
+    names = ([n for n in looked_up if kind[n] == _FOUND] + [n for n in missing if kind[n] != _CREATING]
+             + scala_mutable_hashmap_order(n for n in missing if kind[n] == _CREATING)
+             + kafka_set_order(requested, of(_REFUSED_CREATION)) + kafka_set_order(requested, of(_REFUSED)))
+    return [answers[n][1] for n in names]
+
+
 def _describable(ctx: RequestContext, name: str) -> bool:
     return ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
 
 
 async def _named_topic(ctx: RequestContext, name: str, auto: bool, may_create: Callable[[str], bool],
-                       with_ops: bool, reachable: set[int]) -> _Topic | None:
-    """A describable topic asked for by name; None when auto-creation of it is refused."""
+                       with_ops: bool, reachable: set[int]) -> tuple[str, _Topic]:
+    """A describable topic asked for by name: what became of it (for the order of the answers)
+    and its answer."""
     state = ctx.state
     ops = operations(ctx, ResourceType.TOPIC, name) if with_ops else None
     topic = state.metadata.topic(name)
     if topic is not None:
-        return topic_metadata(ctx, topic, with_ops, reachable)
+        return _FOUND, topic_metadata(ctx, topic, with_ops, reachable)
     if not auto:
-        return _error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, ops=ops)
+        return _MISSING, _error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, ops=ops)
     if not may_create(name):
-        return None
+        return _REFUSED_CREATION, _error_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name,
+                                               is_internal=name in INTERNAL_TOPICS)
     if name in INTERNAL_TOPICS:
-        return _error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, ops=ops)
+        return _CREATING, _error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, ops=ops)
     if topic_name_error(name):
-        return _error_topic(ErrorCode.INVALID_TOPIC_EXCEPTION, name, ops=ops)
-    if not state.metadata.being_created(name):  # another request may be creating it now
-        try:
-            await state.metadata.create_topic(name, state.config.int("num.partitions"), wait=False)
-        except KafkaApiError as exc:  # in a cluster another broker may be creating it
-            if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
-                raise
-    return _error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, ops=ops)
+        return _UNCREATABLE, _error_topic(ErrorCode.INVALID_TOPIC_EXCEPTION, name, ops=ops)
+    if state.metadata.being_created(name):  # another request is creating it now
+        return _UNCREATABLE, _error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, ops=ops)
+    try:
+        await state.metadata.create_topic(name, state.config.int("num.partitions"), wait=False)
+    except KafkaApiError as exc:  # in a cluster another broker may be creating it
+        if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+            raise
+    return _CREATING, _error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, ops=ops)
 
 
 def _creation_check(ctx: RequestContext) -> Callable[[str], bool]:
@@ -141,7 +181,6 @@ async def handle(ctx: RequestContext, request: object) -> MetadataResponse:
     brokers = state.metadata.brokers(ctx.listener)
     reachable = {b.node_id for b in brokers}
     topics: list[_Topic] = []
-    refused_creation: list[_Topic] = []
     refused: list[_Topic] = []
     if requested is None or (v == 0 and not requested):
         topics = [topic_metadata(ctx, t, with_ops, reachable) for t in state.metadata.all_topics()
@@ -149,6 +188,7 @@ async def handle(ctx: RequestContext, request: object) -> MetadataResponse:
     else:
         auto = state.config.bool("auto.create.topics.enable") and (v < 4 or request.allow_auto_topic_creation)  # type: ignore[attr-defined]
         may_create = _creation_check(ctx)
+        by_name: dict[str, tuple[str, _Topic]] = {}
         for req_topic in requested:
             name = req_topic.name
             if name is None:
@@ -161,15 +201,13 @@ async def handle(ctx: RequestContext, request: object) -> MetadataResponse:
                 else:  # a topic id is not secret; its name is
                     refused.append(_error_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, found.topic_id))
                 continue
-            if not _describable(ctx, name):
-                refused.append(_error_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name))
+            if name in by_name:  # Kafka answers a name once
                 continue
-            answer = await _named_topic(ctx, name, auto, may_create, with_ops, reachable)
-            if answer is None:
-                refused_creation.append(_error_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name,
-                                                     is_internal=name in INTERNAL_TOPICS))
-            else:
-                topics.append(answer)
+            if not _describable(ctx, name):
+                by_name[name] = (_REFUSED, _error_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name))
+                continue
+            by_name[name] = await _named_topic(ctx, name, auto, may_create, with_ops, reachable)
+        topics += _by_name_in_kafka_order([t.name for t in requested if t.name is not None], by_name)
     include_cluster_ops = 8 <= v <= 10 and bool(getattr(request, "include_cluster_authorized_operations", False))
     return MetadataResponse(
         version=v,
@@ -178,7 +216,7 @@ async def handle(ctx: RequestContext, request: object) -> MetadataResponse:
                  for b in brokers],
         cluster_id=state.cluster_id,
         controller_id=state.metadata.controller_id(),
-        topics=topics + refused_creation + refused,
+        topics=topics + refused,
         authorized_operations=cluster_operations(ctx) if include_cluster_ops else None,
         error_code=ErrorCode.NONE,
     )

@@ -18,19 +18,23 @@ at those versions closes the connection (protocol/api_versions.py).
   (INVALID_TOPIC_EXCEPTION otherwise).
 - acks=0 gets no response; if any partition failed the connection is closed, as Kafka does.
 - Batches are stored as received: no recompression to the topic's compression.type.
-- Authorization, as Kafka's KafkaApis checks it: with an authorizer, a request holding a
-  transaction's batch needs WRITE on its transactional id (none given counts as refused), else
-  every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED (acks=0: the connection closes).
+- Authorization, as Kafka's KafkaApis checks it: a request holding a transaction's batch needs
+  a transactional id (with or without an authorizer) and, with an authorizer, WRITE on it. Else
+  Kafka answers the whole request with its error response: TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+  on every partition, in the order of its HashMap of partitions (acks=0: the connection closes).
   Then WRITE on each topic, asked once per topic and before its existence: a topic without it
   answers TOPIC_AUTHORIZATION_FAILED whether it exists or not (an unknown topic id stays
   UNKNOWN_TOPIC_ID: there is no name to authorize)."""
 
 from __future__ import annotations
 
+import uuid
+
 from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.batch_validation import request_records_error, starts_transactional
 from wirekafka.broker.context import CloseConnection, RequestContext
 from wirekafka.broker.replica_manager import ProduceEntry
+from wirekafka.broker.replication._jvm_order import java_hash, java_hashmap_order
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.protocol.produce_response import FastProduceResponse, PartitionAnswer, TopicAnswer
 
@@ -38,22 +42,38 @@ _UNAUTHORIZED_TOPIC = KafkaApiError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
 
 def _transactional_id_refused(ctx: RequestContext, request: object) -> bool:
-    """Kafka's first check: a request holding a transaction's batch needs WRITE on its
-    transactional id. Only with an authorizer: without one the request goes on as before."""
-    if ctx.state.authorizer is None:
-        return False
-    txn_id = request.transactional_id  # type: ignore[attr-defined]
+    """Kafka's first check: a request holding a transaction's batch needs a transactional id,
+    and WRITE on it (always granted without an authorizer; a missing id is refused even then)."""
     if not any(starts_transactional(pd.records) for td in request.topic_data  # type: ignore[attr-defined]
                for pd in td.partition_data):
         return False
+    txn_id = request.transactional_id  # type: ignore[attr-defined]
     return txn_id is None or not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id)
 
 
 def _refused(request: object, code: ErrorCode) -> FastProduceResponse:
-    """Kafka's error answer to the whole request: every partition gets the error (no message)."""
-    return FastProduceResponse([TopicAnswer(td.name, td.topic_id, [
-        PartitionAnswer(pd.index, code, -1, -1, -1) for pd in td.partition_data])
-        for td in request.topic_data], throttle_time_ms=0)  # type: ignore[attr-defined]
+    """Kafka's error answer to the whole request (ProduceRequest.getErrorResponse): every
+    partition gets the error, without a message. Kafka walks a HashMap of the request's
+    partitions (a partition named twice answers once), opening a topic entry at its first
+    partition met."""
+    parts = [(td.name, td.topic_id, pd.index) for td in request.topic_data  # type: ignore[attr-defined]
+             for pd in td.partition_data]
+    topics: dict[tuple[str, uuid.UUID | None], TopicAnswer] = {}
+    for name, topic_id, index in java_hashmap_order(parts, hash=_topic_id_partition_hash):
+        answer = topics.setdefault((name, topic_id), TopicAnswer(name, topic_id, []))
+        answer.partitions.append(PartitionAnswer(index, code, -1, -1, -1))
+    return FastProduceResponse(list(topics.values()), throttle_time_ms=0)
+
+
+def _topic_id_partition_hash(part: tuple[str, uuid.UUID | None, int]) -> int:
+    """hashCode() of Kafka's TopicIdPartition(topic id, partition, name): a request by name has
+    the zero id."""
+    name, topic_id, index = part
+    bits = topic_id.int if topic_id is not None else 0
+    folded = (bits >> 64) ^ (bits & 0xFFFFFFFFFFFFFFFF)
+    id_hash = ((folded >> 32) ^ folded) & 0xFFFFFFFF
+    partition_hash = 31 * (31 + index) + java_hash(name)
+    return (31 * (31 + id_hash) + partition_hash) & 0xFFFFFFFF
 
 
 async def handle(ctx: RequestContext, request: object) -> FastProduceResponse | None:

@@ -80,8 +80,19 @@ def scala_immutable_order(keys: Iterable[K]) -> list[K]:
     distinct = list(dict.fromkeys(keys))
     if len(distinct) <= 4:
         return distinct
+    return scala_hashset_order(distinct)
+
+
+def scala_hashset_order(keys: Iterable[K]) -> list[K]:
+    """Iteration order of a Scala 2.13 immutable `HashSet` (a CHAMP trie) of `keys`, whatever its
+    size: what a `HashSet`'s own `partition`, `filter`, `diff` and `map` build, down to one entry.
+    A node's own entries come in the order of their 5-bit hash fragment, then its sub-nodes in the
+    same order."""
+    distinct = list(dict.fromkeys(keys))
 
     def walk(group: list[K], shift: int) -> list[K]:
+        if shift > 30:  # the same hash: one collision node, in the order its keys were added
+            return group
         by_fragment: dict[int, list[K]] = {}
         for k in group:
             by_fragment.setdefault((_improve(_hash(k)) >> shift) & 31, []).append(k)

@@ -25,7 +25,7 @@ from wirekafka.broker import dispatch, topic_config
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.partition import AppendOrigin
 from wirekafka.broker.state import BrokerState
-from wirekafka.config import BROKER_KEYS, ConfigError, build_config
+from wirekafka.config import BROKER_KEYS, KAFKA3_ONLY_KEYS, ConfigError, build_config
 from wirekafka.protocol import api_versions, codec, records
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.protocol.response_parts import RegionResponse
@@ -343,12 +343,21 @@ def test_describe_configs_filters_and_errors(tmp_path: Path, version: int) -> No
         "This most likely occurs because of a request being malformed by the client library")
 
 
+def test_a_dropped_key_set_at_start_is_listed(tmp_path: Path) -> None:
+    """Kafka lists every key a broker was started with, so a 3.x key set in server.properties
+    is listed on the single node too."""
+    state = make_state(tmp_path, **{"shutdown.timeout.ms": "5000"})
+    names = {c.name for c in _describe(state, 4, BROKER, "1").configs}
+    assert "shutdown.timeout.ms" in names and "zookeeper.connect" not in names
+
+
 @pytest.mark.parametrize("version", versions(32))
 def test_describe_broker_configs(tmp_path: Path, version: int) -> None:
     state = make_state(tmp_path, **{"message.max.bytes": "2000000", "log.cleanup.policy": "compact,delete"})
     result = _describe(state, version, BROKER, "1")
     entries = {c.name: c for c in result.configs}
-    assert sorted(entries) == sorted(BROKER_KEYS)
+    # a single node leaves out the keys Kafka 4 dropped (ZooKeeper's and other 3.x leftovers)
+    assert sorted(entries) == sorted(set(BROKER_KEYS) - KAFKA3_ONLY_KEYS)
     mmb = entries["message.max.bytes"]
     assert (mmb.value, mmb.config_source, mmb.read_only) == ("2000000", STATIC, False)  # dynamic in Kafka 4
     assert entries["log.dirs"].read_only and entries["log.retention.hours"].read_only

@@ -278,6 +278,18 @@ AUTHORIZER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     "super.users": (_str, ""),
     "allow.everyone.if.no.acl.found": (_bool, False),
 }
+# BROKER_KEYS that Kafka 4 no longer has: ZooKeeper mode's own (the ZooKeeper client, the
+# password encoder, broker id generation, controlled shutdown retries) and other 3.x leftovers.
+# Kafka 4.3.1's DescribeConfigs does not list them, so a single node lists them only when set.
+KAFKA3_ONLY_KEYS = frozenset({
+    "zookeeper.connect", "zookeeper.connection.timeout.ms", "zookeeper.session.timeout.ms",
+    "zookeeper.max.in.flight.requests", "zookeeper.set.acl", "zookeeper.ssl.client.enable",
+    "password.encoder.secret", "password.encoder.old.secret", "password.encoder.keyfactory.algorithm",
+    "password.encoder.cipher.algorithm", "password.encoder.key.length", "password.encoder.iterations",
+    "broker.id.generation.enable", "reserved.broker.max.id", "controlled.shutdown.max.retries",
+    "controlled.shutdown.retry.backoff.ms", "leader.imbalance.per.broker.percentage",
+    "log.message.downconversion.enable", "offsets.commit.required.acks",
+    "producer.id.expiration.check.interval.ms", "shutdown.timeout.ms"})
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ZK_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 ACL_ZOOKEEPER_PREFIX = "authorizer.zookeeper."  # AclAuthorizer's own ZooKeeper client keys

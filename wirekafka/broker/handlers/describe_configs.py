@@ -66,7 +66,7 @@ from wirekafka.broker.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.metadata import MAX_TOPIC_NAME, Topic, topic_name_error
 from wirekafka.broker.config_enums import TYPE_CLASS, TYPE_PASSWORD, TYPE_UNKNOWN
-from wirekafka.config import BROKER_KEYS, BrokerConfig
+from wirekafka.config import BROKER_KEYS, KAFKA3_ONLY_KEYS, BrokerConfig
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER = 2, 4, 8
@@ -329,7 +329,9 @@ def _broker_entries(ctx: RequestContext, name: str, with_synonyms: bool) -> list
         return out
     _check_broker_id(ctx, name, allow_empty=True)
     originals = _originals(config)
-    for key in sorted(set(BROKER_KEYS) | set(dynamic.own) | set(dynamic.defaults) | originals):
+    known = set(BROKER_KEYS) if config.zookeeper_mode else {
+        k for k in BROKER_KEYS if k not in KAFKA3_ONLY_KEYS or k in config.overridden}
+    for key in sorted(known | set(dynamic.own) | set(dynamic.defaults) | originals):
         synonyms = broker_synonyms(config, dynamic, key)
         found = dynamic.lookup(key)
         value = (found[0] if found is not None else render(config[key]) if key in BROKER_KEYS or key in originals

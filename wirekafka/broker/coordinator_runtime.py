@@ -83,7 +83,7 @@ class CoordinatorRuntime:
             batch = records.build_batch(entries_ts, producer_id=producer[0], producer_epoch=producer[1],
                                         transactional=True)
         if compression:  # always, as Kafka writes it (kafka-python leaves out a codec that gains nothing)
-            batch = batch_filter.recompress(batch, records.parse_header(batch), compression, None)
+            batch = batch_filter.compress(batch, records.parse_header(batch), compression)
         return self.replicas.append_coordinator_records(partition, batch)
 
     async def write_and_wait(self, partition: Partition, entries: list[Entry], timeout_ms: int,

@@ -207,6 +207,17 @@ def recompress(batch: bytes | memoryview, header: BatchHeader, codec: int, level
     return rebuild(header, section, list(iter_records(section)), None, codec, level)
 
 
+def compress(batch: bytes | memoryview, header: BatchHeader, codec: int, level: int | None = None) -> bytes:
+    """An uncompressed batch with its records section compressed as it is: what recompress
+    gives for such a batch, without decoding and re-encoding every record (the coordinators
+    build their batches uncompressed, then compress them as Kafka writes them)."""
+    if header.compression:
+        raise ValueError("compress takes an uncompressed batch")
+    attributes = (header.attributes & ~records.COMPRESSION_MASK) | codec
+    return _assemble(header, attributes, header.base_timestamp, header.max_timestamp, header.records_count,
+                     _compress(codec, bytes(batch[HEADER_SIZE:header.size]), level))
+
+
 def empty_batch(header: BatchHeader) -> bytes:
     """Kafka's writeEmptyHeader: the batch kept for its offsets and producer metadata alone; no
     base timestamp (-1), the original max timestamp."""

@@ -65,7 +65,7 @@ class ProduceOutcome:
 
 @dataclass(slots=True)
 class FetchTarget:
-    partition: Partition
+    partition: Partition | None  # None: a partition of a known topic this broker holds no replica of
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int = -1
@@ -282,7 +282,7 @@ class ReplicaManager:
                     self._count_throttled(targets, outcomes)
                 return outcomes
             _close_regions(outcomes)
-            await _wait_for_data([t.partition for t in targets], deadline)
+            await _wait_for_data([t.partition for t in targets if t.partition is not None], deadline)
 
     async def _read_all(self, params: FetchParams, targets: list[FetchTarget]) -> tuple[list[FetchOutcome], int, bool]:
         """Every target's read, the bytes read, and whether to answer at once without waiting
@@ -294,7 +294,7 @@ class ReplicaManager:
         brokers = None  # the live brokers, read once if a consumer is to be sent to one
         for t in targets:
             p = t.partition
-            if not p.online:
+            if p is None or not p.online:
                 outcomes.append(FetchOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER))
                 answer_now = True
                 continue
@@ -343,7 +343,7 @@ class ReplicaManager:
         """Count the replicated bytes of throttled partitions against the leader quota, whoever
         fetched them (in-sync replicas' too, as Kafka counts them)."""
         for t, o in zip(targets, outcomes):
-            if o.read is not None and o.read.size \
+            if o.read is not None and o.read.size and t.partition is not None \
                     and self.quotas.leader_throttled(t.partition.topic, t.partition.index):
                 self.quotas.leader.record(o.read.size)
 

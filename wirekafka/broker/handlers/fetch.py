@@ -35,7 +35,9 @@
   CLUSTER_ACTION, else every partition answers TOPIC_AUTHORIZATION_FAILED; a consumer needs READ
   on each topic (asked once per topic), else its partitions answer TOPIC_AUTHORIZATION_FAILED
   whether the topic exists or not (an unknown topic id stays UNKNOWN_TOPIC_ID). Refused and
-  unknown partitions are not read and do not end a long poll."""
+  unknown partitions are not read and do not end a long poll.
+- From v16 a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries the leader
+  this broker knows, and the response that leader's endpoint (KIP-951, broker/leader_hints.py)."""
 
 from __future__ import annotations
 
@@ -47,6 +49,7 @@ from wirekafka.broker import request_quota
 from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.fetch_sessions import FINAL_EPOCH, Key, NoSuchShard, SessionPartition
+from wirekafka.broker.leader_hints import leader_hint
 from wirekafka.broker.metadata import ZERO_UUID
 from wirekafka.broker.partition import Isolation, Partition, ReadResult
 from wirekafka.broker.quota_stats import INT_MAX
@@ -58,6 +61,7 @@ from wirekafka.protocol.response_parts import RegionResponse, part_size
 _TopicResp = FetchResponse.FetchableTopicResponse
 _PartResp = _TopicResp.PartitionData
 _Aborted = _PartResp.AbortedTransaction
+LEADER_HINTS_FROM = 16  # KIP-951: the current leader and its endpoint in Fetch v16+
 
 
 @dataclass(slots=True)
@@ -106,12 +110,12 @@ def _forgotten(request: object, by_id: bool) -> list[Key]:
 
 
 def _classify(ctx: RequestContext, parts: list[SessionPartition],
-              follower: bool) -> tuple[list[tuple[SessionPartition, Partition]], list[_Answer]]:
+              follower: bool) -> tuple[list[tuple[SessionPartition, Partition | None]], list[_Answer]]:
     """The partitions to read and those answered with an error without reading, as Kafka's
     KafkaApis sorts them: a follower needs CLUSTER_ACTION (asked once); a consumer's unknown topic
     ids come first, then READ on each topic (asked once per topic); then the topic and partition
     must exist."""
-    readable: list[tuple[SessionPartition, Partition]] = []
+    readable: list[tuple[SessionPartition, Partition | None]] = []  # None: no replica here
     erroneous: list[_Answer] = []
     metadata = ctx.state.metadata
     if follower:
@@ -188,6 +192,8 @@ async def handle(ctx: RequestContext, request: object) -> FetchResponse | Region
     charged = not follower and (quota.resolver.enabled or ctx.timing_since is not None)
     error, sid, selected = context.answer(answers, commit=not charged)
     response = _shaped(v, error, sid, selected)
+    if v >= LEADER_HINTS_FROM:
+        _add_leader_hints(ctx, response.body)
     if charged:
         throttle = _charge(ctx, response, user, client_id)
         if throttle > 0:
@@ -232,6 +238,24 @@ def _shaped(v: int, error: ErrorCode, session_id: int, answers: list[_Answer]) -
                           aborted_transactions=a.aborted_transactions,
                           preferred_read_replica=a.preferred_read_replica, records=records))
     return response
+
+
+def _add_leader_hints(ctx: RequestContext, body: FetchResponse) -> None:
+    """KIP-951: a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries the
+    leader this broker knows, and the response lists that leader's endpoint."""
+    metadata = ctx.state.metadata
+    nodes: dict[int, object] = {}
+    for t in body.responses:
+        for part in t.partitions:
+            if part.error_code not in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
+                continue
+            topic, _ = metadata.resolve(t.topic, t.topic_id, by_id=False) if t.topic else (None, None)
+            hint = leader_hint(metadata, topic, part.partition_index, ctx.listener)
+            part.current_leader = _PartResp.LeaderIdAndEpoch(leader_id=hint.leader_id, leader_epoch=hint.leader_epoch)
+            if hint.node is not None:
+                nodes[hint.node.node_id] = hint.node
+    body.node_endpoints = [FetchResponse.NodeEndpoint(node_id=n.node_id, host=n.host, port=n.port, rack=n.rack)
+                           for _, n in sorted(nodes.items())]  # type: ignore[attr-defined]
 
 
 def _append(body: FetchResponse, topic: str | None, topic_id: object, part: _PartResp) -> None:

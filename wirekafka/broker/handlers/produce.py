@@ -17,6 +17,9 @@ at those versions closes the connection (protocol/api_versions.py).
   NOT_ENOUGH_REPLICAS. Internal topics only take writes from Kafka's admin client id
   (INVALID_TOPIC_EXCEPTION otherwise).
 - acks=0 gets no response; if any partition failed the connection is closed, as Kafka does.
+- From v10 a partition answered NOT_LEADER_OR_FOLLOWER carries the leader this broker knows and
+  the response that leader's endpoint (KIP-951, broker/leader_hints.py); such an answer is encoded
+  by the schema codec, every other by the fast encoder.
 - Batches are stored as received: no recompression to the topic's compression.type.
 - Authorization, as Kafka's KafkaApis checks it: a request holding a transaction's batch needs
   a transactional id (with or without an authorizer) and, with an authorizer, WRITE on it. Else
@@ -30,15 +33,20 @@ from __future__ import annotations
 
 import uuid
 
+from kafka.protocol.producer.produce import ProduceResponse
+
 from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.batch_validation import request_records_error, starts_transactional
 from wirekafka.broker.context import CloseConnection, RequestContext
+from wirekafka.broker.leader_hints import leader_hint
+from wirekafka.broker.metadata import BrokerInfo
 from wirekafka.broker.replica_manager import ProduceEntry
 from wirekafka.broker.replication._jvm_order import java_hash, java_hashmap_order
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.protocol.produce_response import FastProduceResponse, PartitionAnswer, TopicAnswer
 
 _UNAUTHORIZED_TOPIC = KafkaApiError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+LEADER_HINTS_FROM = 10  # KIP-951: the current leader and its endpoint in Produce v10+
 
 
 def _transactional_id_refused(ctx: RequestContext, request: object) -> bool:
@@ -128,4 +136,35 @@ async def handle(ctx: RequestContext, request: object) -> FastProduceResponse | 
         if failed:
             raise CloseConnection("acks=0 produce failed")
         return None  # no response: the mute is all a throttled acks=0 producer gets
+    if failed and v >= LEADER_HINTS_FROM and any(p.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+                                                 for t in topics for p in t.partitions):
+        return _with_leader_hints(ctx, topics, throttle)
     return FastProduceResponse(topics, throttle_time_ms=throttle)
+
+
+def _with_leader_hints(ctx: RequestContext, topics: list[TopicAnswer], throttle: int) -> ProduceResponse:
+    """The answer through the schema codec, with the current leader of each partition answered
+    NOT_LEADER_OR_FOLLOWER and those leaders' endpoints (KIP-951), as Kafka's KafkaApis adds them."""
+    T = ProduceResponse.TopicProduceResponse
+    P = T.PartitionProduceResponse
+    metadata = ctx.state.metadata
+    nodes: dict[int, BrokerInfo] = {}
+    responses = []
+    for t in topics:
+        topic, _ = metadata.resolve(t.name, t.topic_id, by_id=ctx.version >= 13)
+        parts = []
+        for a in t.partitions:
+            part = P(index=a.index, error_code=a.error_code, base_offset=a.base_offset,
+                     log_append_time_ms=a.log_append_time_ms, log_start_offset=a.log_start_offset,
+                     record_errors=[P.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+                                    for i, m in a.record_errors], error_message=a.error_message)
+            if a.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                hint = leader_hint(metadata, topic, a.index, ctx.listener)
+                part.current_leader = P.LeaderIdAndEpoch(leader_id=hint.leader_id, leader_epoch=hint.leader_epoch)
+                if hint.node is not None:
+                    nodes[hint.node.node_id] = hint.node
+            parts.append(part)
+        responses.append(T(name=t.name, topic_id=t.topic_id, partition_responses=parts))
+    return ProduceResponse(version=ctx.version, responses=responses, throttle_time_ms=throttle, node_endpoints=[
+        ProduceResponse.NodeEndpoint(node_id=n.node_id, host=n.host, port=n.port, rack=n.rack)
+        for _, n in sorted(nodes.items())])

@@ -11,6 +11,7 @@ gives each test item the broker of its parametrized side, as conftest's `target`
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -60,11 +61,13 @@ class TwoListeners:
         return f"127.0.0.1:{port}"
 
 
-def own_two_listener_pair(second: str, settings: Callable[[int, int], dict[str, str]]
-                          ) -> tuple[Callable, Callable, Callable]:
+def own_two_listener_pair(second: str, settings: Callable[[int, int], dict[str, str]],
+                          kafka_opts: Callable[[], str] = lambda: "") -> tuple[Callable, Callable, Callable]:
     """Like own_broker_pair, for brokers with a PLAINTEXT listener and a `second` one (named by
     its listener name): settings(plaintext port, second port) gives the other keys both need
-    (advertised.listeners, the protocol map, ...); Kafka also keeps its CONTROLLER listener."""
+    (advertised.listeners, the protocol map, ...); Kafka also keeps its CONTROLLER listener.
+    kafka_opts() gives JVM system properties as KAFKA_OPTS would: Kafka's JVM gets them as options,
+    wirekafka the KAFKA_OPTS variable it reads them from."""
 
     @pytest.fixture(scope="module")
     def own_wirekafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoListeners]:
@@ -72,7 +75,7 @@ def own_two_listener_pair(second: str, settings: Callable[[int, int], dict[str, 
         overrides = {**realkafka().DEFAULT_BROKER_CONFIG, **settings(plaintext, other),
                      "listeners": f"PLAINTEXT://127.0.0.1:{plaintext},{second}://127.0.0.1:{other}"}
         data = tmp_path_factory.mktemp("conformance-listeners") / "data"
-        proc = BrokerProcess(data, overrides, port=plaintext).start()
+        proc = BrokerProcess(data, overrides, port=plaintext, env={"KAFKA_OPTS": kafka_opts()}).start()
         yield TwoListeners("wirekafka", plaintext, other)
         proc.stop()
 
@@ -82,7 +85,8 @@ def own_two_listener_pair(second: str, settings: Callable[[int, int], dict[str, 
         overrides = {**settings(plaintext, other),
                      "listeners": f"PLAINTEXT://127.0.0.1:{plaintext},CONTROLLER://127.0.0.1:{controller},"
                                   f"{second}://127.0.0.1:{other}"}
-        kafka = realkafka().RealKafka(overrides=overrides, port=plaintext, controller_port=controller).start()
+        kafka = realkafka().RealKafka(overrides=overrides, port=plaintext, controller_port=controller,
+                                      jvm_opts=shlex.split(kafka_opts())).start()
         yield TwoListeners("kafka", plaintext, other)
         kafka.stop()
 

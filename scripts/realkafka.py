@@ -520,7 +520,7 @@ class RealKafka(JvmProcess):
                  controller_port: int | None = None, version: str | None = None,
                  zookeeper_connect: str | None = None, broker_id: int = 1,
                  heap: str = "512m", start_timeout: float = 90.0, keep_workdir: bool = False,
-                 die_with_parent: bool = False) -> None:
+                 die_with_parent: bool = False, jvm_opts: Sequence[str] = ()) -> None:
         super().__init__(workdir, keep_workdir=keep_workdir, die_with_parent=die_with_parent)
         self.zookeeper_connect = zookeeper_connect
         self.broker_id = broker_id
@@ -532,6 +532,7 @@ class RealKafka(JvmProcess):
         self.port = port
         self.controller_port: int | None = controller_port
         self.heap = heap
+        self.jvm_opts = tuple(jvm_opts)  # more JVM options (what KAFKA_OPTS gives Kafka's scripts)
         self.start_timeout = start_timeout
         self.cluster_id: str | None = None
 
@@ -618,7 +619,7 @@ class RealKafka(JvmProcess):
                 self._format()
         log.debug("storage ready in %.1fs", time.monotonic() - t0)
 
-        proc = self._launch([_java(), f"-Xmx{self.heap}", *BROKER_JVM_OPTS, logging_opt,
+        proc = self._launch([_java(), f"-Xmx{self.heap}", *BROKER_JVM_OPTS, *self.jvm_opts, logging_opt,
                              f"-Dkafka.logs.dir={wd / 'logs'}",
                              "-cp", str(libs / "*"), "kafka.Kafka", str(self.config_path)])
         log.info("started Kafka %s pid %d on %s (%s), log %s", self.version, proc.pid,

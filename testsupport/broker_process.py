@@ -43,7 +43,7 @@ def api_versions_ok(host: str, port: int, timeout: float = 1.0) -> bool:
 
 class BrokerProcess:
     def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None, port: int | None = None,
-                 log_path: Path | None = None) -> None:
+                 log_path: Path | None = None, env: dict[str, str] | None = None) -> None:
         self.data_dir = Path(data_dir)
         self._port_picked = port is None  # ours to change if it turns out to be taken
         self.port = port or free_port()
@@ -51,6 +51,7 @@ class BrokerProcess:
         self.log_path = log_path or self.data_dir.parent / f"wirekafka-{self.port}.log"
         self.proc: subprocess.Popen | None = None
         self._started = False
+        self.env = dict(env or {})  # added to the broker's environment (KAFKA_OPTS, say)
 
     @property
     def bootstrap(self) -> str:
@@ -83,7 +84,7 @@ class BrokerProcess:
             args += ["--override", f"{k}={v}"]
         self._log = open(self.log_path, "ab")
         log_start = self._log.tell()  # the log is appended to across restarts: read only this run's part
-        env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        env = dict(os.environ, **self.env, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO, env=env)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
-from wirekafka import jaas, kafka_only_keys, tls
+from wirekafka import jaas, kafka_only_keys, oauth_validator, tls
 from wirekafka.principal import SslPrincipalMapper
 from wirekafka.protocol import sasl_oauthbearer as oauth
 
@@ -339,10 +339,12 @@ SENSITIVE_KEYS = frozenset({"ssl.keystore.password", "ssl.key.password", "ssl.tr
                             "password.encoder.secret", "password.encoder.old.secret"})
 
 # The listener-prefixed keys wirekafka reads: a listener's SASL mechanisms and a mechanism's
-# JAAS configuration (listener.name.sasl_plaintext.plain.sasl.jaas.config).
+# JAAS configuration (listener.name.sasl_plaintext.plain.sasl.jaas.config), the secured OAUTHBEARER
+# validator and its settings (oauth_validator.py).
 _LISTENER_KEY = re.compile(r"^listener\.name\.[^.]+\.(sasl\.enabled\.mechanisms|sasl\.server\.max\.receive\.size|"
                            r"max\.connection\.creation\.rate|"
                            r"[^.]+\.sasl\.jaas\.config|"
+                           r"oauthbearer\.sasl\.server\.callback\.handler\.class|(?:oauthbearer\.)?sasl\.oauthbearer\.[a-z.]+|"
                            r"[^.]+\.connections\.max\.reauth\.ms|ssl\.[a-z.]+)$", re.IGNORECASE)
 # A mechanism's JVM plug-ins on a listener (a secured OAUTHBEARER validator, say): refused, since
 # ignoring one would authenticate with the built-in behaviour the operator replaced.
@@ -483,6 +485,21 @@ class BrokerConfig:
         own = self._own(listener, f"{mechanism.lower()}.connections.max.reauth.ms")
         return int(own) if own is not None else self.int("connections.max.reauth.ms")
 
+    def oauth_validator(self, listener: str) -> oauth_validator.ValidatorConfig | None:
+        """The listener's secured OAUTHBEARER validator when its server callback handler is Kafka's
+        OAuthBearerValidatorCallbackHandler (None: the unsecured default); each sasl.oauthbearer.*
+        setting the mechanism's own (listener.name.<l>.oauthbearer.<key>), else the listener's,
+        else the broker's. Raises oauth_validator.ValidatorConfigError as Kafka's handler refuses."""
+        if not self._own(listener, "oauthbearer.sasl.server.callback.handler.class"):
+            return None
+
+        def setting(key: str) -> str | None:
+            found = self._own(listener, f"oauthbearer.{key}")
+            found = self._own(listener, key) if found is None else found
+            return found if found is not None else self.values.get(key)  # type: ignore[return-value]
+
+        return oauth_validator.configure(setting)
+
     def jaas_config(self, listener: str, mechanism: str) -> str | None:
         """The listener's JAAS login module text for a mechanism (listener.name.<l>.<mechanism>.sasl.jaas.config)."""
         return self._own(listener, f"{mechanism.lower()}.sasl.jaas.config")
@@ -620,9 +637,10 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
             values[key] = raw.strip()  # AclAuthorizer's own ZooKeeper client settings (_check_authorizer)
             continue
         spec = BROKER_KEYS.get(key)
-        if _LISTENER_PLUGIN_KEY.match(key) and raw.strip():
+        if _LISTENER_PLUGIN_KEY.match(key) and raw.strip() and not _is_oauth_validator_handler(key, raw):
             raise ConfigError(f"{key}={raw} is not available in wirekafka: it loads JVM classes (wirekafka serves "
-                              f"OAUTHBEARER with Kafka's default, unsecured validator and login only)")
+                              f"OAUTHBEARER with Kafka's unsecured validator and login, or its secured validator "
+                              f"{oauth_validator.HANDLER_CLASS})")
         if spec is None and _LISTENER_KEY.match(key):
             broker_spec = BROKER_KEYS.get(key.split(".", 3)[3].lower())
             try:  # a key the broker also has is checked against its type
@@ -631,6 +649,14 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
             except ValueError as exc:
                 raise ConfigError(f"invalid value {raw!r} for {key}: {exc}") from exc
             values[key.lower()] = raw  # a listener's own SASL setting (listener.name.<l>.<...>)
+            continue
+        if key in oauth_validator.KEYS:  # read by a listener's secured OAUTHBEARER validator
+            try:
+                if key in kafka_only_keys.KEYS:
+                    kafka_only_keys.parse(key, raw)  # Kafka's type
+            except ValueError as exc:
+                raise ConfigError(f"Invalid value {raw} for configuration {key}: {exc}") from None
+            values[key] = raw.strip()
             continue
         if spec is None and key in kafka_only_keys.KEYS:
             _accept_kafka_only(key, raw)
@@ -850,7 +876,7 @@ def _check_listeners(cfg: BrokerConfig) -> None:
 
 def _check_sasl_listener(cfg: BrokerConfig, listener: str) -> None:
     """A SASL listener needs mechanisms among those wirekafka serves (PLAIN, SCRAM-SHA-256,
-    SCRAM-SHA-512, OAUTHBEARER with Kafka's unsecured tokens); each needs its JAAS login module,
+    SCRAM-SHA-512, OAUTHBEARER with Kafka's unsecured or secured validator); each needs its JAAS login module,
     given as the listener's sasl.jaas.config for that mechanism (there is no JVM, so no JAAS
     file). An OAUTHBEARER module with options logs in at start-up, as Kafka's broker does: options
     that make no token stop it."""
@@ -879,6 +905,16 @@ def _check_sasl_listener(cfg: BrokerConfig, listener: str) -> None:
                 oauth.login_token(module.options, time.time())
             except oauth.LoginError as exc:
                 raise ConfigError(f"{OAUTH_LOGIN_FAILED} ({listener.lower()}: {exc})") from None
+            try:
+                cfg.oauth_validator(listener)
+            except (oauth_validator.ValidatorConfigError, ValueError) as exc:
+                raise ConfigError(str(exc)) from None
+
+
+def _is_oauth_validator_handler(key: str, value: str) -> bool:
+    """Kafka's secured OAUTHBEARER validator, the one server callback handler wirekafka has."""
+    return (key.lower().endswith(".oauthbearer.sasl.server.callback.handler.class")
+            and value.strip() == oauth_validator.HANDLER_CLASS)
 
 
 def _check_distinct_ports(listeners: tuple[Listener, ...], spec: str) -> None:

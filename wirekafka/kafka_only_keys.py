@@ -194,9 +194,10 @@ RULES: tuple[tuple[str, str, str], ...] = (
     (r"auto\.include\.jmx\.reporter|kafka\.metrics\.reporters|metric\.reporters|telemetry\.max\.bytes", INERT,
      "there is no JVM metrics system to report from"),
     (r"sasl\.kerberos\..*", INERT, "GSSAPI is not available (enabling it stops start-up)"),
+    # the secured validator's settings (oauth_validator.KEYS) take effect: build_config reads them first
     (r"sasl\.oauthbearer\..*", INERT,
-     "settings of Kafka's secured OAUTHBEARER validator and login (JWKS, token endpoint), plug-ins wirekafka does "
-     "not load: it validates and makes unsecured tokens, as Kafka does by default"),
+     "a setting of Kafka's secured OAUTHBEARER login (its token endpoint): a wirekafka broker logs in with "
+     "unsecured tokens, as Kafka does by default"),
     (r"sasl\.login\..*", INERT,
      "the login's refresh and retry timing: a wirekafka broker makes a fresh token for each inter-broker connection"),
     (r"sasl\.jaas\.config", INERT,

@@ -2,9 +2,11 @@
 configured: Kafka's default validator of *unsecured* JSON Web Tokens (alg "none", no signature),
 and Kafka's unsecured login token, which a broker sends on its own OAUTHBEARER connections.
 
-Why unsecured only: a Kafka broker without `listener.name.<l>.oauthbearer.sasl.server.callback.
-handler.class` validates nothing but the token's shape, its lifetime and its scope; a secured
-validator is a JVM plug-in (a JWKS endpoint), which a wirekafka broker refuses (config.py).
+A Kafka broker without `listener.name.<l>.oauthbearer.sasl.server.callback.handler.class`
+validates nothing but the token's shape, its lifetime and its scope; with Kafka's secured handler
+(KIP-768) the exchange is the same and the token is checked by a TokenValidator instead
+(jwt_validation.py: signature against a JWKS, times, audience, issuer), whose refusals are all
+answered {"status":"invalid_token"}.
 
 The exchange (OAuthBearerSaslServer): the client's first message `n,[a=authzid],^Aauth=Bearer
 <token>^A[key=value^A...]^A`. A valid token authenticates its principal claim at once (empty
@@ -31,7 +33,7 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 log = logging.getLogger(__name__)
 
@@ -296,12 +298,29 @@ def validate(token: str, options: ValidatorOptions, now_ms: int) -> UnsecuredJws
     return jws
 
 
-class OAuthBearerServer:
-    """One connection's OAUTHBEARER exchange (OAuthBearerSaslServer)."""
+class Authenticated(Protocol):
+    """What a validated token gives the exchange."""
 
-    def __init__(self, options: ValidatorOptions, clock: Callable[[], float] = time.time) -> None:
+    @property
+    def principal(self) -> str: ...
+
+    @property
+    def expires_ms(self) -> int: ...
+
+
+# a secured validator: (token, now in epoch ms) -> the token's principal and expiry, or a challenge
+TokenValidator = Callable[[str, int], "Authenticated | Challenge"]
+
+
+class OAuthBearerServer:
+    """One connection's OAUTHBEARER exchange (OAuthBearerSaslServer), with the unsecured validator
+    and its options, or a secured one."""
+
+    def __init__(self, options: ValidatorOptions, clock: Callable[[], float] = time.time,
+                 validator: TokenValidator | None = None) -> None:
         self.options = options
         self.clock = clock
+        self.validator = validator
         self._challenge: str | None = None
         self.principal: str | None = None
         self.expires_ms: int | None = None  # the token's expiry (epoch ms) once authenticated
@@ -317,7 +336,9 @@ class OAuthBearerServer:
             raise Refused(self._challenge)
         self._challenge = None
         first = parse_first_message(data)
-        outcome = validate(first.token, self.options, int(self.clock() * 1000))
+        now_ms = int(self.clock() * 1000)
+        outcome: Authenticated | Challenge = (validate(first.token, self.options, now_ms) if self.validator is None
+                                              else self.validator(first.token, now_ms))
         if isinstance(outcome, Challenge):
             self._challenge = outcome.json()
             return self._challenge.encode()

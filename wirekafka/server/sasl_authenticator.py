@@ -43,6 +43,7 @@ from wirekafka.protocol.sasl_plain import MECHANISM as PLAIN
 from wirekafka.protocol.sasl_plain import PlainAuthenticationError, authenticate, users_of
 from wirekafka.protocol.sasl_scram import MECHANISMS as SCRAM_MECHANISMS
 from wirekafka.protocol.sasl_scram import CredentialLookup, GenericFailure, ScramCredential, ScramFailure, ScramServer
+from wirekafka.server.oauth_secured import SecuredValidator
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,9 @@ class SaslSettings:
     reauth_ms: Mapping[str, int] = field(default_factory=dict)
     scram: CredentialLookup = _no_scram_credentials
     oauth: oauth.ValidatorOptions = oauth.ValidatorOptions()
+    # Kafka's secured OAUTHBEARER validator, when the listener configures it (its JWKS is kept
+    # current by its source's run task, started with the broker)
+    secured: SecuredValidator | None = None
 
     @classmethod
     def of_listener(cls, config: BrokerConfig, listener: str,
@@ -99,11 +103,14 @@ class SaslSettings:
         users = {}
         if PLAIN in mechanisms:
             users = users_of(jaas.single_module(config.jaas_config(listener, PLAIN) or "").options)
-        validator = oauth.ValidatorOptions()
+        validator, secured = oauth.ValidatorOptions(), None
         if oauth.MECHANISM in mechanisms:
             validator = oauth.ValidatorOptions.of(jaas.single_module(config.jaas_config(listener, oauth.MECHANISM)
                                                                      or "").options)
-        return cls(mechanisms, users, {m: config.reauth_ms(listener, m) for m in mechanisms}, scram, validator)
+            secured_config = config.oauth_validator(listener)
+            secured = SecuredValidator(secured_config) if secured_config is not None else None
+        return cls(mechanisms, users, {m: config.reauth_ms(listener, m) for m in mechanisms}, scram, validator,
+                   secured)
 
     def authenticator(self, peer: str) -> "SaslServerAuthenticator":
         return SaslServerAuthenticator(self, peer)
@@ -180,7 +187,8 @@ class SaslServerAuthenticator:
                                 codec.encode_response(key, version, header.correlation_id, answer))
         self.mechanism = mechanism
         self._scram = ScramServer(mechanism, self.settings.scram) if mechanism in SCRAM_MECHANISMS else None
-        self._oauth = oauth.OAuthBearerServer(self.settings.oauth) if mechanism == oauth.MECHANISM else None
+        self._oauth = (oauth.OAuthBearerServer(self.settings.oauth, validator=self.settings.secured)
+                       if mechanism == oauth.MECHANISM else None)
         if self._previous is not None and mechanism != self._previous[0]:
             self.state = _State.REAUTH_BAD_MECHANISM
         else:

@@ -47,6 +47,14 @@ async def run_broker(config: BrokerConfig) -> None:
     await trio.to_thread.run_sync(codec.warm_up)
     shutdown = Shutdown()
     try:
+        tls = state.metadata.broker_configs.listener_tls
+        securities = {listener.name: ListenerSecurity.of(config, listener.name, state.metadata.scram.get, tls)
+                      for listener, _ in bound}
+        # a secured OAUTHBEARER validator's JWKS, read or fetched before serving (StartupError if not)
+        jwks_sources = [s.sasl.secured.source for s in securities.values()
+                        if s.sasl is not None and s.sasl.secured is not None]
+        for source in jwks_sources:
+            await source.load()
         async with trio.open_nursery() as background:
             await background.start(retention_task, state)
             await background.start(flush_task, state)
@@ -60,8 +68,9 @@ async def run_broker(config: BrokerConfig) -> None:
             else:
                 background.start_soon(state.load_coordinators)
             quotas = ConnectionQuotas(state.metadata.broker_configs, state.metadata.client_quotas)
-            tls = state.metadata.broker_configs.listener_tls
             await tls.start()  # the stores as set now, the dynamic ones included
+            for source in jwks_sources:
+                background.start_soon(source.run)
             async with trio.open_nursery() as connections:
                 accepting: list[trio.CancelScope] = []  # one per accept loop: a scope has one `with`
 
@@ -71,7 +80,7 @@ async def run_broker(config: BrokerConfig) -> None:
                         await _accept(server, name, security, quotas, connections, state, shutdown)
 
                 for listener, servers in bound:
-                    security = ListenerSecurity.of(config, listener.name, state.metadata.scram.get, tls)
+                    security = securities[listener.name]
                     for server in servers:
                         accepting.append(trio.CancelScope())
                         connections.start_soon(accept_loop, server, listener.name, security, accepting[-1])

@@ -130,7 +130,10 @@ def test_every_codec_round_trips_byte_identical(broker, topic_name, codec):
     for partition in range(3):
         batches = log_batches(broker.data_dir, topic_name, partition)
         assert len(batches) > 1
-        assert {b.attributes & 7 for b in batches} == {CODEC_ATTRIBUTE[codec]}
+        # stored with the codec they came with: aiokafka sends a batch the codec would not shrink
+        # uncompressed (which batches those are depends on how records fell into batches)
+        codecs = {b.attributes & 7 for b in batches}
+        assert CODEC_ATTRIBUTE[codec] in codecs and codecs <= {CODEC_ATTRIBUTE[codec], 0}
     assert_same_records(read_aiokafka(broker.bootstrap, topic_name, counts(recs)), recs)
     # Another client reads what aiokafka wrote.
     assert_same_records(read_confluent(broker.bootstrap, topic_name, counts(recs)), recs)

@@ -248,11 +248,17 @@ def test_described_and_kept_across_a_restart(tmp_path: Path, stores: Path) -> No
         (keys[1], None, 2), ("ssl.keystore.password", None, 4)]
     assert [(s.name, s.value, s.source) for s in entries[keys[2]].synonyms] == [
         (keys[2], "PKCS12", 2), ("ssl.keystore.type", "PKCS12", 4), ("ssl.keystore.type", "JKS", 5)]
-    again = reopen(state)
-    trio.run(again.metadata.broker_configs.listener_tls.start)
+    again = _restarted(state)
     assert again.metadata.broker_configs.own[keys[0]] == str(stores / "rotated.p12")
     assert _presented_serial(again) == 2
     again.shutdown()
+
+
+def _restarted(state: BrokerState) -> BrokerState:
+    """The broker started again on the same log dir, its listener's TLS set up as at start-up."""
+    again = reopen(state)
+    trio.run(again.metadata.broker_configs.listener_tls.start)
+    return again
 
 
 def test_settings_that_no_longer_load_fall_back_to_the_static_stores(tmp_path: Path, stores: Path) -> None:
@@ -261,8 +267,7 @@ def test_settings_that_no_longer_load_fall_back_to_the_static_stores(tmp_path: P
     gone.write_bytes((stores / "rotated.p12").read_bytes())
     assert _alter(state, {SSL_PREFIX + "ssl.keystore.location": str(gone)}) == (0, None)
     gone.unlink()
-    again = reopen(state)
-    trio.run(again.metadata.broker_configs.listener_tls.start)
+    again = _restarted(state)
     assert _presented_serial(again) == 1
     again.shutdown()
 

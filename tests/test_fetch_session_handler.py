@@ -3,24 +3,16 @@ and failures move the session; and a follower and a leader cache talking to each
 
 from __future__ import annotations
 
+import functools
 import random
-from dataclasses import dataclass
 
-from wirekafka.broker.fetch_sessions import FetchSessionCache, SessionPartition
+from wirekafka.broker.fetch_sessions import Answer, FetchSessionCache, SessionPartition
 from wirekafka.broker.replication.fetch_session_handler import FetchSessionHandler, PartitionFetch
 from wirekafka.protocol.errors import ErrorCode
 
 
-@dataclass
-class _Quiet:
-    """An answer with no news."""
-
-    part: SessionPartition
-    error: int = 0
-    high_watermark: int = 0
-    log_start_offset: int = 0
-    records_size: int = 0
-    preferred_read_replica: int = -1
+# an answer with no news
+_Quiet = functools.partial(Answer, error=0, high_watermark=0, log_start_offset=0)
 
 
 def _at(offset: int, epoch: int = 0) -> PartitionFetch:

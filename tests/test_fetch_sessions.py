@@ -5,28 +5,22 @@ these cover what one broker's configuration and clock decide."""
 
 from __future__ import annotations
 
+import functools
 import random
 import uuid
-from dataclasses import dataclass
 
 import pytest
 
 from wirekafka.broker.fetch_sessions import (
-    CACHE_SHARDS, EVICTION_MS, FINAL_EPOCH, INT_MAX, SESSION_ID_RANGE, FetchContext, FetchSessionCache,
+    Answer, CACHE_SHARDS, EVICTION_MS, FINAL_EPOCH, INT_MAX, SESSION_ID_RANGE, FetchContext, FetchSessionCache,
     FullFetchContext, IncrementalFetchContext, NoSuchShard, SessionErrorContext, SessionPartition, next_epoch)
 from wirekafka.protocol.errors import ErrorCode
 
 TOPIC_ID = uuid.UUID(int=7)
 
 
-@dataclass
-class Ans:
-    part: SessionPartition
-    error: int = 0
-    high_watermark: int = 0
-    log_start_offset: int = 0
-    records_size: int = 0
-    preferred_read_replica: int = -1
+# an answer with nothing to report but watermarks at 0
+Ans = functools.partial(Answer, error=0, high_watermark=0, log_start_offset=0)
 
 
 class Clock:

@@ -36,7 +36,7 @@ import logging
 import random
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable, Hashable, Protocol, Sequence
+from typing import Callable, Hashable, Sequence
 
 from wirekafka.protocol.errors import ErrorCode
 
@@ -103,15 +103,17 @@ class SessionPartition:
         return news
 
 
-class Answer(Protocol):
-    """What the session needs to know of one partition's answer."""
+@dataclass(slots=True)
+class Answer:
+    """One partition's answer, as far as the session needs to know it (the Fetch handler adds
+    what it shapes the response from)."""
 
     part: SessionPartition
     error: int
-    high_watermark: int
-    log_start_offset: int
-    records_size: int
-    preferred_read_replica: int
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    records_size: int = 0
+    preferred_read_replica: int = -1
 
 
 @dataclass(eq=False)

@@ -48,9 +48,9 @@ from kafka.protocol.consumer.fetch import FetchResponse
 from wirekafka.broker import request_quota
 from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.fetch_sessions import FINAL_EPOCH, Key, NoSuchShard, SessionPartition
+from wirekafka.broker.fetch_sessions import FINAL_EPOCH, Answer, Key, NoSuchShard, SessionPartition
 from wirekafka.broker.leader_hints import leader_hint
-from wirekafka.broker.metadata import ZERO_UUID
+from wirekafka.broker.metadata import ZERO_UUID, BrokerInfo
 from wirekafka.broker.partition import Isolation, Partition, ReadResult
 from wirekafka.broker.quota_stats import INT_MAX
 from wirekafka.broker.replica_manager import FetchParams, FetchTarget, fetching_replica
@@ -62,19 +62,15 @@ _TopicResp = FetchResponse.FetchableTopicResponse
 _PartResp = _TopicResp.PartitionData
 _Aborted = _PartResp.AbortedTransaction
 LEADER_HINTS_FROM = 16  # KIP-951: the current leader and its endpoint in Fetch v16+
+_HINTED = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 
 
 @dataclass(slots=True)
-class _Answer:
-    """One partition's answer, before it is shaped into the response (fetch_sessions.Answer)."""
+class _Answer(Answer):
+    """One partition's answer, with what the response is shaped from besides what the session
+    needs."""
 
-    part: SessionPartition
-    error: int
-    high_watermark: int = -1
-    log_start_offset: int = -1
     last_stable_offset: int = -1
-    records_size: int = 0
-    preferred_read_replica: int = -1
     read: ReadResult | None = None
     aborted_transactions: list[_Aborted] | None = field(default_factory=list)
 
@@ -130,6 +126,7 @@ def _classify(ctx: RequestContext, parts: list[SessionPartition],
             else:
                 named.append(p)
     allowed: dict[str, bool] = {}
+    topics: dict[str, object] = {}  # each topic looked up once, as its READ is asked once
     for p in named:
         if p.topic is None:  # a follower's unknown topic id
             erroneous.append(_Answer(p, ErrorCode.UNKNOWN_TOPIC_ID))
@@ -141,11 +138,13 @@ def _classify(ctx: RequestContext, parts: list[SessionPartition],
             if not ok:
                 erroneous.append(_Answer(p, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
-        topic, _ = metadata.resolve(p.topic, None, by_id=False)
-        if topic is None or not 0 <= p.partition < len(topic.partitions):
+        topic = topics.get(p.topic)
+        if topic is None and p.topic not in topics:
+            topic = topics[p.topic] = metadata.resolve(p.topic, None, by_id=False)[0]
+        if topic is None or not 0 <= p.partition < len(topic.partitions):  # type: ignore[attr-defined]
             erroneous.append(_Answer(p, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
         else:
-            readable.append((p, topic.partitions[p.partition]))
+            readable.append((p, topic.partitions[p.partition]))  # type: ignore[attr-defined]
     return readable, erroneous
 
 
@@ -191,9 +190,7 @@ async def handle(ctx: RequestContext, request: object) -> FetchResponse | Region
     answers = [_answered(p, o) for (p, _), o in zip(readable, outcomes)] + erroneous
     charged = not follower and (quota.resolver.enabled or ctx.timing_since is not None)
     error, sid, selected = context.answer(answers, commit=not charged)
-    response = _shaped(v, error, sid, selected)
-    if v >= LEADER_HINTS_FROM:
-        _add_leader_hints(ctx, response.body)
+    response = _shaped(ctx, error, sid, selected)
     if charged:
         throttle = _charge(ctx, response, user, client_id)
         if throttle > 0:
@@ -219,43 +216,38 @@ def _answered(part: SessionPartition, o: object) -> _Answer:
     if r.region is not None and r.region.length == 0:
         r.region.close()
         r.region = None
-    return _Answer(part, ErrorCode.NONE, r.high_watermark, r.log_start_offset, r.last_stable_offset,
-                   r.region.length if r.region is not None else 0, o.preferred_read_replica, r,  # type: ignore[attr-defined]
+    return _Answer(part, ErrorCode.NONE, r.high_watermark, r.log_start_offset,
+                   r.region.length if r.region is not None else 0, o.preferred_read_replica,  # type: ignore[attr-defined]
+                   r.last_stable_offset, r,
                    None if r.aborted is None else [_Aborted(producer_id=a.producer_id, first_offset=a.first_offset)
                                                    for a in r.aborted])
 
 
-def _shaped(v: int, error: ErrorCode, session_id: int, answers: list[_Answer]) -> RegionResponse:
-    """The response: the answers' partitions, records as file regions."""
-    response = RegionResponse(FetchResponse(version=v, throttle_time_ms=0, error_code=error,
-                                            session_id=session_id, responses=[], node_endpoints=[]))
+def _shaped(ctx: RequestContext, error: ErrorCode, session_id: int, answers: list[_Answer]) -> RegionResponse:
+    """The response: the answers' partitions, records as file regions. From v16 a partition
+    answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries the leader this broker knows,
+    and the response lists that leader's endpoint (KIP-951)."""
+    v = ctx.version
+    body = FetchResponse(version=v, throttle_time_ms=0, error_code=error, session_id=session_id, responses=[],
+                         node_endpoints=[])
+    response = RegionResponse(body)
+    nodes: dict[int, BrokerInfo] = {}
     for a in answers:
         region = a.read.region if a.read is not None else None
-        records = response.placeholder(region) if region is not None else b""
-        _append(response.body, a.part.topic, a.part.topic_id,
-                _PartResp(partition_index=a.part.partition, error_code=a.error, high_watermark=a.high_watermark,
-                          last_stable_offset=a.last_stable_offset, log_start_offset=a.log_start_offset,
-                          aborted_transactions=a.aborted_transactions,
-                          preferred_read_replica=a.preferred_read_replica, records=records))
-    return response
-
-
-def _add_leader_hints(ctx: RequestContext, body: FetchResponse) -> None:
-    """KIP-951: a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries the
-    leader this broker knows, and the response lists that leader's endpoint."""
-    metadata = ctx.state.metadata
-    nodes: dict[int, object] = {}
-    for t in body.responses:
-        for part in t.partitions:
-            if part.error_code not in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
-                continue
-            topic, _ = metadata.resolve(t.topic, t.topic_id, by_id=False) if t.topic else (None, None)
-            hint = leader_hint(metadata, topic, part.partition_index, ctx.listener)
+        part = _PartResp(partition_index=a.part.partition, error_code=a.error, high_watermark=a.high_watermark,
+                         last_stable_offset=a.last_stable_offset, log_start_offset=a.log_start_offset,
+                         aborted_transactions=a.aborted_transactions, preferred_read_replica=a.preferred_read_replica,
+                         records=response.placeholder(region) if region is not None else b"")
+        if a.error in _HINTED and v >= LEADER_HINTS_FROM:
+            topic, _ = ctx.state.metadata.resolve(a.part.topic, None, by_id=False)
+            hint = leader_hint(ctx.state.metadata, topic, a.part.partition, ctx.listener)
             part.current_leader = _PartResp.LeaderIdAndEpoch(leader_id=hint.leader_id, leader_epoch=hint.leader_epoch)
             if hint.node is not None:
                 nodes[hint.node.node_id] = hint.node
+        _append(body, a.part.topic, a.part.topic_id, part)
     body.node_endpoints = [FetchResponse.NodeEndpoint(node_id=n.node_id, host=n.host, port=n.port, rack=n.rack)
-                           for _, n in sorted(nodes.items())]  # type: ignore[attr-defined]
+                           for _, n in sorted(nodes.items())]
+    return response
 
 
 def _append(body: FetchResponse, topic: str | None, topic_id: object, part: _PartResp) -> None:

@@ -25,6 +25,7 @@ from client_support import raw_call
 from testsupport.broker_process import BrokerProcess, free_port
 from testsupport.cluster import WirekafkaCluster
 from testsupport.follower_fetch import check_follower_fetch, rack_overrides
+from testsupport.alter_partition import check_alter_partition
 from testsupport.leader_hints import check_leader_hints
 from testsupport.legacy_admin import check_legacy_admin_znodes
 from testsupport.dynamic_log_config import check_dynamic_default
@@ -476,6 +477,12 @@ def test_wrong_broker_answers_name_the_leader(cluster: WirekafkaCluster) -> None
     """KIP-951: Produce v10+ and Fetch v16+ answered NOT_LEADER_OR_FOLLOWER name the current
     leader and its endpoint (the same check passes on Kafka 3.9.1, test_zookeeper_launcher.py)."""
     print(check_leader_hints(cluster.zk, cluster.bootstrap, {n: b.bootstrap for n, b in cluster.brokers.items()}))
+
+
+def test_controller_answers_alter_partition(cluster: WirekafkaCluster) -> None:
+    """Leaders propose ISR changes to the controller with AlterPartition; its answers and the state it
+    records are Kafka 3.9's (the same check passes on Kafka 3.9.1, test_zookeeper_launcher.py)."""
+    print(check_alter_partition(cluster.zk, cluster.bootstrap, {n: b.bootstrap for n, b in cluster.brokers.items()}))
 
 
 def test_consumers_fetch_from_the_replica_in_their_rack(tmp_path: Path, zookeeper: str) -> None:

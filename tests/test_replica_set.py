@@ -98,3 +98,52 @@ def test_replica_set_tracks_new_replicas_of_a_reassignment() -> None:
     assert sorted(rs.followers) == [2, 3]
     rs.set_replicas((1, 3))
     assert sorted(rs.followers) == [3]
+
+
+def test_a_proposed_expansion_holds_the_high_watermark_for_the_member_it_adds(tmp_path: Path) -> None:
+    """Kafka's maximal ISR: while the controller has not answered an expansion, the high watermark
+    already waits for the new member, so once recorded it has everything below the high watermark."""
+    clock = Clock()
+    p = leader(tmp_path, clock, isr=(1, 2))
+    append(p, 4)
+    p.record_follower_fetch(2, 4)
+    p.record_follower_fetch(3, 4)
+    assert p.high_watermark == 4 and p.isr_expansion() == frozenset({3})
+    p.propose_isr(frozenset({1, 2, 3}))
+    append(p, 3)
+    p.record_follower_fetch(2, 7)
+    p.record_follower_fetch(3, 5)
+    assert p.high_watermark == 5  # not 7: broker 3 counts while proposed
+    assert p.replica_set.isr == frozenset({1, 2})
+    p.settle_isr(frozenset({1, 2, 3}))
+    assert p.replica_set.isr == frozenset({1, 2, 3}) and p.replica_set.pending_isr is None
+    p.record_follower_fetch(3, 7)
+    assert p.high_watermark == 7
+
+
+def test_a_refused_proposal_leaves_the_isr_and_frees_the_high_watermark(tmp_path: Path) -> None:
+    clock = Clock()
+    p = leader(tmp_path, clock, isr=(1, 2, 3))
+    append(p, 6)
+    p.record_follower_fetch(2, 6)
+    p.record_follower_fetch(3, 2)
+    assert p.high_watermark == 2
+    p.propose_isr(frozenset({1, 2}))  # a shrink: broker 3 still counts until recorded
+    p.record_follower_fetch(2, 6)
+    assert p.high_watermark == 2
+    p.settle_isr(None)
+    assert p.replica_set.isr == frozenset({1, 2, 3}) and p.high_watermark == 2
+    p.propose_isr(frozenset({1, 2}))
+    p.settle_isr(frozenset({1, 2}))
+    assert p.high_watermark == 6
+
+
+def test_a_new_leadership_drops_a_proposal_in_flight(tmp_path: Path) -> None:
+    clock = Clock()
+    p = leader(tmp_path, clock, isr=(1, 2))
+    p.propose_isr(frozenset({1, 2, 3}))
+    p.make_follower(4, 2, (1, 2, 3), frozenset({1, 2}))
+    assert p.replica_set.pending_isr is None
+    p.propose_isr(frozenset({1}))
+    p.make_leader(5, (1, 2, 3), frozenset({1, 2}))
+    assert p.replica_set.pending_isr is None and p.replica_set.maximal_isr == frozenset({1, 2})

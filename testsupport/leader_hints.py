@@ -62,7 +62,7 @@ def check_leader_hints(client, bootstrap: str, addresses: dict[int, str], topic:
     assert leader == 1
     host, port = addresses[1].rsplit(":", 1)
     endpoint = (1, host, int(port))
-    topic_id = _topic_id(client, topic)
+    topic_id = zk_topic_id(client, topic)
 
     def leader_known_everywhere() -> bool:
         """Until brokers 2 and 3 have learned of the topic (no hint with UNKNOWN_TOPIC_OR_PARTITION)."""
@@ -88,7 +88,7 @@ def check_leader_hints(client, bootstrap: str, addresses: dict[int, str], topic:
     return f"leader {leader} epoch {epoch}: produce v10 and fetch v16 point at {endpoint}"
 
 
-def _topic_id(client, topic: str) -> uuid.UUID:
+def zk_topic_id(client, topic: str) -> uuid.UUID:
     """The topic id from /brokers/topics/<topic> (Kafka's URL-safe base64 of the UUID)."""
     raw = json.loads(client.get(f"/brokers/topics/{topic}")[0])["topic_id"]
     return uuid.UUID(bytes=base64.urlsafe_b64decode(raw + "=="))

@@ -17,6 +17,7 @@ from wirekafka.broker.handlers import (
     add_partitions_to_txn,
     acls,
     alter_configs,
+    alter_partition,
     client_quotas,
     api_versions,
     create_partitions,
@@ -57,7 +58,9 @@ from wirekafka.broker.handlers import (
     txn_offset_commit,
     write_txn_markers,
 )
+from wirekafka.protocol import api_versions as protocol_versions
 from wirekafka.protocol.api_versions import SUPPORTED, response_class
+from wirekafka.protocol.inter_broker import AlterPartitionRequest
 from wirekafka.protocol.response_parts import RegionResponse
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
@@ -119,6 +122,12 @@ HANDLERS: dict[int, Handler] = {
 
 def register(api_key: int, handler: Handler) -> None:
     HANDLERS[api_key] = handler
+
+
+def enable_zk_broker_apis() -> None:
+    """Serve what a ZooKeeper-mode broker serves beyond the single node (api_versions.enable_zk_broker_apis)."""
+    protocol_versions.enable_zk_broker_apis()
+    register(AlterPartitionRequest.API_KEY, alter_partition.handle)
 
 
 async def dispatch(ctx: RequestContext, body: Any) -> Any:

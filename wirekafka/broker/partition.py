@@ -235,6 +235,19 @@ class Partition:
         self.replica_set.set_isr(isr)
         self._maybe_advance_high_watermark()
 
+    def propose_isr(self, isr: frozenset[int]) -> None:
+        """A new in-sync set was sent to the controller: until it answers, the high watermark
+        waits for the members of both sets (ReplicaSet.maximal_isr)."""
+        self.replica_set.pending_isr = isr
+
+    def settle_isr(self, isr: frozenset[int] | None) -> None:
+        """The controller answered the proposal: the in-sync set it recorded, or None when it
+        refused (the recorded set stays)."""
+        self.replica_set.pending_isr = None
+        if isr is not None:
+            self.replica_set.set_isr(isr)
+        self._maybe_advance_high_watermark()
+
     def record_follower_fetch(self, replica_id: int, fetch_offset: int, log_start_offset: int = -1) -> bool:
         """A follower's fetch from fetch_offset: its progress, and the high watermark it allows.
         False when replica_id does not follow this partition here."""

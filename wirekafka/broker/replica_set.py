@@ -5,9 +5,11 @@ from its remote-replica states: the smallest log end offset among the in-sync re
 watermark's candidate), which followers fell out of sync (no fetch reaching the leader's log end
 for replica.lag.time.max.ms) and which out-of-sync follower caught up (its fetch offset reached
 the high watermark and the current leader epoch's start). The in-sync set itself changes only
-when the change is recorded in the cluster metadata (`set_isr`): until then a shrink keeps
-counting the old members for the high watermark, which can only make it wait, never advance
-wrongly, as Kafka's "maximal ISR" does.
+when the controller has recorded the change (`set_isr`). While a change is proposed and not yet
+answered (`pending_isr`), the high watermark counts the old and the proposed members alike (Kafka's
+"maximal ISR"): a shrink still waits for the member it drops, and an expansion already waits for
+the member it adds, so a replica the controller puts in the ISR has everything below the high
+watermark. Either way the high watermark can only wait, never advance wrongly.
 
 A single node is a ReplicaSet of one: its own leader and whole in-sync set."""
 
@@ -34,6 +36,7 @@ class ReplicaSet:
     isr: frozenset[int]
     leader: int
     followers: dict[int, FollowerProgress]
+    pending_isr: frozenset[int] | None = None  # proposed to the controller, not yet answered
 
     @classmethod
     def single(cls, node_id: int) -> "ReplicaSet":
@@ -49,6 +52,7 @@ class ReplicaSet:
         self.leader = self.local_id
         self.replicas = replicas
         self.isr = isr
+        self.pending_isr = None
         self.followers = {r: FollowerProgress(last_caught_up_ms=now_ms if r in isr else 0)
                           for r in replicas if r != self.local_id}
 
@@ -56,10 +60,16 @@ class ReplicaSet:
         self.leader = leader
         self.replicas = replicas
         self.isr = isr
+        self.pending_isr = None
         self.followers = {}
 
     def set_isr(self, isr: frozenset[int]) -> None:
         self.isr = isr
+
+    @property
+    def maximal_isr(self) -> frozenset[int]:
+        """The members the high watermark waits for: the ISR, and a proposed one's too."""
+        return self.isr if self.pending_isr is None else self.isr | self.pending_isr
 
     def set_replicas(self, replicas: tuple[int, ...]) -> None:
         """The assignment changed (a reassignment): track new followers, forget departed ones."""
@@ -93,7 +103,7 @@ class ReplicaSet:
         """The smallest log end offset over the in-sync replicas; None while one of them has not
         fetched yet (its log end is unknown)."""
         low = leader_end
-        for r in self.isr:
+        for r in self.maximal_isr:
             if r == self.local_id:
                 continue
             progress = self.followers.get(r)

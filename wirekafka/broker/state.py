@@ -78,14 +78,14 @@ class BrokerState:
         self.fetchers: ReplicaFetchers | None = None
         self._cluster_tasks: trio.Nursery | None = None
         if config.zookeeper_mode:
-            self.metadata = ZkMetadata(config, self._open_partition, ZkMetadata.session_for(config))
+            peer_security = PeerSecurity.of(config)  # shared by every connection to another broker
+            self.metadata = ZkMetadata(config, self._open_partition, ZkMetadata.session_for(config), peer_security)
             self.metadata.on_roles = self._on_roles
         else:
             self.metadata = LocalMetadata(self.log_dir, config, self._open_partition)
         self.quotas = ReplicationQuotas(self.metadata, config)
         self.client_quotas = ClientQuotaManagers(self.metadata.client_quotas, config)
         if config.zookeeper_mode:
-            peer_security = PeerSecurity.of(config)  # shared by every connection to another broker
             self.fetchers = ReplicaFetchers(config, self.quotas, peer_security)
         # KIP-227 fetch sessions, on the event loop like the rest of the request state
         self.fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"), self.now_ms)

@@ -61,6 +61,8 @@ from kafka.protocol.admin.groups import (
     ListGroupsResponse,
 )
 from kafka.protocol.api_message import ApiMessage
+
+from wirekafka.protocol.inter_broker import AlterPartitionRequest, AlterPartitionResponse
 from kafka.protocol.consumer.group import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -204,6 +206,13 @@ def register(request_class: type[ApiMessage], response_class: type[ApiMessage]) 
 
 for _req, _resp in _PAIRS:
     register(_req, _resp)
+
+
+def enable_zk_broker_apis() -> None:
+    """A ZooKeeper-mode broker also serves, and advertises, the inter-broker API its peers send
+    it, as Kafka 3.9's ZooKeeper-mode brokers do: AlterPartition, to the controller. Called once at
+    start-up in that mode; the single node keeps Kafka 4's KRaft-broker list."""
+    register(AlterPartitionRequest, AlterPartitionResponse)
 
 
 def is_served(api_key: int, api_version: int) -> bool:

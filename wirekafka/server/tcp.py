@@ -13,7 +13,7 @@ import signal
 
 import trio
 
-from wirekafka.broker.dispatch import check_table
+from wirekafka.broker.dispatch import check_table, enable_zk_broker_apis
 from wirekafka.broker.replication.broker_id import resolve_broker_id
 from wirekafka.broker.state import BrokerState
 from wirekafka.config import BrokerConfig
@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 
 
 async def run_broker(config: BrokerConfig) -> None:
+    if config.zookeeper_mode:
+        enable_zk_broker_apis()
     check_table()
     config = await resolve_broker_id(config)  # ZooKeeper mode without broker.id: stored or generated
     # Bound before the broker registers, as Kafka's socket server is: a listener on port 0 gets a

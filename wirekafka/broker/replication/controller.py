@@ -32,6 +32,7 @@ from typing import Callable
 import uuid
 
 from wirekafka.broker.metadata import BrokerInfo
+from wirekafka.protocol.errors import ErrorCode
 
 RECOVERED, RECOVERING = 0, 1
 
@@ -270,3 +271,63 @@ def imbalanced_leaders(snapshot: ClusterSnapshot, controller_epoch: int, percent
                 if e.write is not None:
                     writes.append(e.write)
     return writes
+
+
+@dataclass(frozen=True)
+class IsrProposal:
+    """One partition of an AlterPartition request: the state its leader asks the controller to
+    record. partition_epoch is the version of the state znode the leader last saw."""
+
+    leader: int  # the requesting broker
+    leader_epoch: int
+    isr: tuple[int, ...]
+    leader_recovery_state: int
+    partition_epoch: int
+
+
+def judge_isr_proposal(current: LeaderAndIsr, version: int, proposal: IsrProposal, live: set[int],
+                       request_version: int) -> ErrorCode | None:
+    """Kafka 3.9's ZooKeeper controller on one partition of an AlterPartition, against the state
+    znode as it is (`current` at `version`): None to record the proposal; NONE when the partition
+    already is in the proposed state (answered with its current state, whatever partition epoch was
+    sent, so a retried request is idempotent); else the error, checked in Kafka's order. Epochs
+    above the controller's mean it is not the controller any more (NOT_CONTROLLER, the leader looks
+    for the new one); an ISR naming a broker that is not alive is INELIGIBLE_REPLICA (KIP-841),
+    OPERATION_NOT_ATTEMPTED before v2. Like Kafka's ZooKeeper controller it takes the requester as
+    the leader without checking that it leads: the leader epoch is the fence."""
+    if proposal.partition_epoch > version or proposal.leader_epoch > current.leader_epoch:
+        return ErrorCode.NOT_CONTROLLER
+    if proposal.leader_epoch < current.leader_epoch:
+        return ErrorCode.FENCED_LEADER_EPOCH
+    if (proposal.leader, proposal.leader_epoch, proposal.isr, proposal.leader_recovery_state) == (
+            current.leader, current.leader_epoch, tuple(current.isr), current.leader_recovery_state):
+        return ErrorCode.NONE
+    if proposal.partition_epoch < version:
+        return ErrorCode.INVALID_UPDATE_VERSION
+    if proposal.leader_recovery_state == RECOVERING and len(proposal.isr) > 1:
+        return ErrorCode.INVALID_REQUEST
+    if current.leader_recovery_state == RECOVERED and proposal.leader_recovery_state == RECOVERING:
+        return ErrorCode.INVALID_REQUEST
+    if set(proposal.isr) - live:
+        return ErrorCode.INELIGIBLE_REPLICA if request_version > 1 else ErrorCode.OPERATION_NOT_ATTEMPTED
+    return None
+
+
+@dataclass
+class IsrAnswer:
+    """One partition of an AlterPartition and the controller's answer: an error, or the state
+    recorded (or found already recorded) with its znode version."""
+
+    index: int
+    proposal: IsrProposal
+    error: ErrorCode = ErrorCode.NONE
+    state: LeaderAndIsr | None = None
+    partition_epoch: int = -1
+
+
+@dataclass
+class AlterTopic:
+    """One topic of an AlterPartition: by name (v0-1) or topic id (v2+), as the request gave it."""
+
+    name_or_id: str | uuid.UUID
+    partitions: list[IsrAnswer]

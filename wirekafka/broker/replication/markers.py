@@ -10,8 +10,8 @@ import logging
 
 from kafka.protocol.producer.transaction import WriteTxnMarkersRequest
 
-from wirekafka.broker.metadata import ClusterMetadata
-from wirekafka.broker.replication.peer_client import PeerClient, PeerSecurity, PeerUnavailable, SetupTimeout
+from wirekafka.broker.metadata import BrokerInfo, ClusterMetadata
+from wirekafka.broker.replication.peer_client import PeerPool, PeerSecurity, PeerUnavailable
 from wirekafka.config import BrokerConfig
 from wirekafka.protocol.errors import ErrorCode
 
@@ -25,21 +25,11 @@ _T = _M.WritableTxnMarkerTopic
 class RemoteMarkers:
     def __init__(self, metadata: ClusterMetadata, config: BrokerConfig, security: PeerSecurity) -> None:
         self.metadata = metadata
-        self.config = config
-        self.security = security
-        self._clients: dict[int, PeerClient] = {}
+        self._peers = PeerPool(self._broker, config, "txn-markers", security)
 
-    def _client(self, node: int) -> PeerClient | None:
-        broker = next((b for b in self.metadata.brokers(self.config.inter_broker_listener) if b.node_id == node), None)
-        if broker is None:
-            return None
-        client = self._clients.get(node)
-        if client is None or (client.host, client.port) != (broker.host, broker.port):
-            timeout = self.config.int("request.timeout.ms") / 1000
-            client = PeerClient(broker.host, broker.port, f"broker-{self.config.node_id}-txn-markers",
-                                SetupTimeout.of(self.config), timeout, security=self.security)
-            self._clients[node] = client
-        return client
+    def _broker(self, node: int) -> BrokerInfo | None:
+        listener = self._peers.config.inter_broker_listener
+        return next((b for b in self.metadata.brokers(listener) if b.node_id == node), None)
 
     async def write(self, tp: tuple[str, int], producer_id: int, producer_epoch: int, coordinator_epoch: int,
                     commit: bool) -> ErrorCode:
@@ -47,7 +37,7 @@ class RemoteMarkers:
         if topic is None or not 0 <= tp[1] < len(topic.partitions):
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         leader = self.metadata.partition_view(topic, tp[1]).leader
-        client = self._client(leader) if leader >= 0 else None
+        client = self._peers.client(leader) if leader >= 0 else None
         if client is None:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         request = WriteTxnMarkersRequest(version=MARKERS_VERSION, markers=[_M(

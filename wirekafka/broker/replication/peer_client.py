@@ -44,6 +44,7 @@ import ssl
 import struct
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
 
 import trio
 from kafka.protocol.api_header import ResponseHeader
@@ -57,6 +58,9 @@ from wirekafka.protocol.sasl_plain import MECHANISM as PLAIN
 from wirekafka.protocol.sasl_plain import client_message
 from wirekafka.protocol.sasl_scram import ScramClient, ScramFailure
 from wirekafka.streams import receive_into
+
+if TYPE_CHECKING:
+    from wirekafka.broker.metadata import BrokerInfo
 
 _SIZE = struct.Struct(">i")
 DEFAULT_MAX_RESPONSE_BYTES = 128 * 1024 * 1024
@@ -348,3 +352,30 @@ class PeerClient:
         except Exception as exc:  # the generated decoder raises assorted errors on bad bytes
             raise PeerProtocolError(f"{self!r}: cannot decode {response_class.__name__} "
                                     f"v{version} ({len(body)} bytes): {exc!r}") from exc
+
+
+class PeerPool:
+    """One kept PeerClient per peer broker, for requests a broker sends its peers on its own
+    account (transaction markers to leaders, AlterPartition to the controller): `lookup` finds a
+    live broker's inter-broker endpoint by id, and a client is replaced when that endpoint moved
+    (the broker restarted on another port)."""
+
+    def __init__(self, lookup: Callable[[int], BrokerInfo | None], config: BrokerConfig, purpose: str,
+                 security: PeerSecurity) -> None:
+        self.lookup = lookup
+        self.config = config
+        self.client_id = f"broker-{config.node_id}-{purpose}"
+        self.security = security
+        self._clients: dict[int, PeerClient] = {}
+
+    def client(self, node: int) -> PeerClient | None:
+        """The client for broker `node`; None when it is not a live broker on the inter-broker listener."""
+        broker = self.lookup(node)
+        if broker is None:
+            return None
+        client = self._clients.get(node)
+        if client is None or (client.host, client.port) != (broker.host, broker.port):
+            client = PeerClient(broker.host, broker.port, self.client_id, SetupTimeout.of(self.config),
+                                self.config.int("request.timeout.ms") / 1000, security=self.security)
+            self._clients[node] = client
+        return client

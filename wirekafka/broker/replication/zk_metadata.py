@@ -12,14 +12,15 @@ beside the metadata (the ACLs, zk_acls.py) is a `ZkFollower`: loaded by `start` 
 serves, then run beside the reconcile loop, on watches of its own.
 
 Who writes what:
-- every broker: its ephemeral /brokers/ids/N registration (again after a session expiry), and,
-  as leader of a partition, the ISR in the partition's state znode (shrink when a follower lags
-  past replica.lag.time.max.ms, expand when it caught up), with a conditional write on the
-  znode's version, so a leader that was replaced cannot overwrite its successor's state (Kafka
-  before AlterPartition did the same);
+- every broker: its ephemeral /brokers/ids/N registration (again after a session expiry; the
+  znode's czxid is the broker epoch);
 - the controller (whoever holds the ephemeral /controller, /controller_epoch bumped atomically
   with taking it): new partitions' states, leader elections, dead replicas out of the ISR, topic
-  deletion, preferred leader election — see controller.py for the decisions;
+  deletion, preferred leader election — see controller.py for the decisions — and the ISR
+  changes leaders propose with AlterPartition (a shrink when a follower lags past
+  replica.lag.time.max.ms, an expansion when it caught up; alter_partition_client.py), each
+  checked against the state znode's version (the partition epoch) and the leader epoch, so a
+  leader that was replaced cannot overwrite its successor's state;
 - any broker serving an admin request: new topics' /config/topics and /brokers/topics znodes
   (the controller then brings their partitions online), /admin/delete_topics markers, config
   changes, producer id blocks in /latest_producer_id_block.
@@ -48,9 +49,12 @@ from wirekafka.broker.metadata import (BrokerInfo, OpenPartition, PartitionView,
 from wirekafka.broker.partition import Partition
 from wirekafka.broker.replication import assignment as assigner
 from wirekafka.broker.replication import zk_layout as zl
-from wirekafka.broker.replication.controller import (PREFERRED, RECOVERING, ClusterSnapshot, Election, LeaderAndIsr,
-                                                     ReassignmentDone, StateWrite, TopicView, completed_reassignments,
-                                                     elect, imbalanced_leaders, plan_legacy_reassignments,
+from wirekafka.broker.replication.alter_partition_client import IsrChange, IsrOutcome, IsrProposer
+from wirekafka.broker.replication.peer_client import PeerPool, PeerSecurity
+from wirekafka.broker.replication.controller import (PREFERRED, RECOVERING, AlterTopic, ClusterSnapshot, Election,
+                                                     IsrAnswer, LeaderAndIsr, ReassignmentDone, StateWrite, TopicView,
+                                                     completed_reassignments, elect, imbalanced_leaders,
+                                                     judge_isr_proposal, plan_legacy_reassignments,
                                                      plan_state_changes, start_reassignment)
 from wirekafka.broker.password_encoder import PasswordConfigError
 from wirekafka.broker.replication.zk_broker_passwords import BrokerPasswords
@@ -62,6 +66,10 @@ from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.protocol.sasl_scram import MECHANISMS, ScramCredential
 
 log = logging.getLogger(__name__)
+
+# AlterPartition answers that mean this broker's view of the partition is out of date
+_STALE_VIEW = (ErrorCode.INVALID_UPDATE_VERSION, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+               ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.NEW_LEADER_ELECTED, ErrorCode.STALE_BROKER_EPOCH)
 
 PRODUCER_ID_BLOCK = 1000
 SAFETY_RECONCILE_S = 5.0  # re-read even without a watch firing (a watch lost with a session)
@@ -98,10 +106,15 @@ class RoleChange:
 
 
 class ZkMetadata(TopicIndex):
-    def __init__(self, config: BrokerConfig, open_partition: OpenPartition, session: ZkSession) -> None:
+    def __init__(self, config: BrokerConfig, open_partition: OpenPartition, session: ZkSession,
+                 peer_security: PeerSecurity) -> None:
         self.config = config
         self.node_id = config.node_id
         self.zk = session
+        self._broker_epoch = -1  # the czxid of this broker's registration
+        self._isr_proposer = IsrProposer(PeerPool(lambda node: self._peer(self._snapshot, node), config,
+                                                  "alter-partition", peer_security),
+                                         lambda: self._snapshot.controller)
         self._open_partition = open_partition
         self._topics: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
@@ -205,14 +218,15 @@ class ZkMetadata(TopicIndex):
         while True:
             try:
                 await self.zk.call(self.zk.client.create, path, data, ephemeral=True, makepath=True)
-                break
             except NodeExistsError:
-                stat = await self.zk.call(self.zk.client.exists, path)
-                if stat is not None and stat.ephemeralOwner == self.zk.session_id():
-                    break
-                if trio.current_time() > deadline:
-                    raise StartupError(f"broker id {self.node_id} is registered by another live broker") from None
-                await trio.sleep(0.25)
+                pass
+            stat = await self.zk.call(self.zk.client.exists, path)
+            if stat is not None and stat.ephemeralOwner == self.zk.session_id():
+                break
+            if trio.current_time() > deadline:
+                raise StartupError(f"broker id {self.node_id} is registered by another live broker") from None
+            await trio.sleep(0.25)
+        self._broker_epoch = stat.czxid  # Kafka's broker epoch, named in AlterPartition
         self._registered_session = self.zk.session_id()
         log.info("registered broker %d at %s", self.node_id, path)
 
@@ -531,10 +545,10 @@ class ZkMetadata(TopicIndex):
         if not writes:
             return set()
         writes = sorted(writes, key=lambda w: not _moves_leader(w, snapshot))  # what clients wait for first
-        errors = await self.zk.call(_write_states, self.zk.client, writes, snapshot.controller_epoch_version)
+        results = await self.zk.call(_write_states, self.zk.client, writes, snapshot.controller_epoch_version)
         failed = set()
-        for w, error in zip(writes, errors):
-            if error is None:
+        for w, error in zip(writes, results):
+            if not isinstance(error, Exception):
                 log.info("controller: %s-%d leader %d epoch %d ISR %s", w.topic, w.partition, w.state.leader,
                          w.state.leader_epoch, list(w.state.isr))
             elif isinstance(error, (BadVersionError, NodeExistsError, NoNodeError)):
@@ -616,47 +630,146 @@ class ZkMetadata(TopicIndex):
         current = snapshot.topics[w.topic].states.get(w.partition)
         return current is not None and (current[0].leader == self.node_id or self.node_id in current[0].isr)
 
+    # ---- AlterPartition (controller) ------------------------------------------------------------
+    async def alter_partitions(self, broker_id: int, broker_epoch: int, topics: list[AlterTopic],
+                               request_version: int) -> tuple[ErrorCode, list[AlterTopic]]:
+        """Kafka 3.9's ZooKeeper controller answering AlterPartition: the leader `broker_id` asks to
+        record new ISRs. Refused as a whole with NOT_CONTROLLER on any other broker and with
+        STALE_BROKER_EPOCH unless broker_epoch is the czxid of the requester's live registration.
+        Each partition is judged against its state znode as read now (judge_isr_proposal); the
+        accepted ones are written in one round of the controller's fenced conditional writes, with
+        this controller's epoch, and answered with the state written and its new znode version
+        (the partition epoch), or INVALID_UPDATE_VERSION when the znode moved meanwhile. The
+        answer keeps the request's topics (`name_or_id` as given) and partitions in order; a topic
+        id no topic has gets UNKNOWN_TOPIC_ID on each partition, a partition without a state
+        UNKNOWN_TOPIC_OR_PARTITION. Every broker learns the new states from its watches."""
+        snapshot = self._snapshot
+        if snapshot.controller != self.node_id or not self.zk.connected:
+            return ErrorCode.NOT_CONTROLLER, []
+        by_id = {view.topic_id: name for name, view in snapshot.topics.items()}
+        names = [t.name_or_id if isinstance(t.name_or_id, str) else by_id.get(t.name_or_id) for t in topics]
+        paths = [zl.partition_state_path(name, a.index) for name, t in zip(names, topics) if name is not None
+                 for a in t.partitions]
+        registered, live, states = await self.zk.call(_read_for_alter_partition, self.zk.client, broker_id, paths)
+        if registered is None or registered != broker_epoch:
+            log.info("controller: ignoring AlterPartition from broker %d with stale broker epoch %d (registered: %s)",
+                     broker_id, broker_epoch, registered)
+            return ErrorCode.STALE_BROKER_EPOCH, []
+        current = iter(states)
+        writes: list[tuple[IsrAnswer, StateWrite]] = []
+        for name, t in zip(names, topics):
+            for a in t.partitions:
+                if name is None:
+                    a.error = ErrorCode.UNKNOWN_TOPIC_ID
+                    continue
+                read = next(current)
+                if read is None:
+                    a.error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                state, version = read
+                verdict = judge_isr_proposal(state, version, a.proposal, live, request_version)
+                if verdict == ErrorCode.NONE:
+                    a.state, a.partition_epoch = state, version
+                elif verdict is not None:
+                    a.error = verdict
+                else:
+                    p = a.proposal
+                    new = LeaderAndIsr(p.leader, p.leader_epoch, p.isr, snapshot.controller_epoch,
+                                       p.leader_recovery_state)
+                    writes.append((a, StateWrite(name, a.index, new, version)))
+        results = await self.zk.call(_write_states, self.zk.client, [w for _, w in writes],
+                                     snapshot.controller_epoch_version) if writes else []
+        for (a, w), result in zip(writes, results):
+            if isinstance(result, int):
+                a.state, a.partition_epoch = w.state, result
+                log.info("controller: %s-%d ISR %s (from broker %d, partition epoch %d)", w.topic, w.partition,
+                         list(w.state.isr), broker_id, result)
+            elif isinstance(result, ControllerMovedError):
+                return ErrorCode.UNKNOWN_SERVER_ERROR, []  # Kafka's answer when its controller moved meanwhile
+            elif isinstance(result, BadVersionError):
+                a.error = ErrorCode.INVALID_UPDATE_VERSION
+            else:
+                log.warning("controller: %s-%d ISR update failed: %r", w.topic, w.partition, result)
+                a.error = ErrorCode.UNKNOWN_SERVER_ERROR
+        return ErrorCode.NONE, topics
+
     # ---- ISR maintenance (leader) -------------------------------------------------------------
     async def _isr_loop(self) -> None:
+        """Every 100 ms, each led partition whose ISR should shrink (a follower lagging past
+        replica.lag.time.max.ms) or expand (a follower caught up), or that leads after an
+        unclean election, is proposed to the controller; a partition with a proposal in flight
+        waits for its answer (Kafka's one in-flight AlterPartition per partition)."""
         lag_ms = self.config.int("replica.lag.time.max.ms")
         while True:
             await trio.sleep(0.1)
             if not self.zk.connected:
                 continue
+            changes = []
             for topic in list(self._topics.values()):
                 for p in topic.local_partitions():
-                    if not p.is_leader:
+                    if not p.is_leader or p.replica_set.pending_isr is not None:
                         continue
                     isr = p.replica_set.isr
                     new = (isr - p.isr_shrink(lag_ms)) | p.isr_expansion()
                     if new != isr or self._recovering(p):
-                        await self._write_isr(p, new)
+                        change = self._isr_change(p, new)
+                        if change is not None:
+                            changes.append(change)
+            if changes:
+                await self._propose_isrs(changes)
 
     def _recovering(self, p: Partition) -> bool:
-        """Led after an unclean election (leader_recovery_state RECOVERING): the leader marks it
-        RECOVERED with its next state write, as Kafka's leader does once it leads."""
+        """Led after an unclean election (leader_recovery_state RECOVERING): the leader proposes
+        RECOVERED with its next ISR, as Kafka's leader does once it leads."""
         view = self._snapshot.topics.get(p.topic)
         current = view.states.get(p.index) if view is not None else None
         return current is not None and current[0].leader_recovery_state == RECOVERING
 
-    async def _write_isr(self, p: Partition, isr: frozenset[int]) -> None:
-        """The leader's state write: the ISR, and leader_recovery_state back to RECOVERED."""
+    def _isr_change(self, p: Partition, isr: frozenset[int]) -> IsrChange | None:
+        """The proposal for p (ISR in assignment order), against the state this broker last read;
+        None while that state does not name this broker as leader in p's epoch."""
         view = self._snapshot.topics.get(p.topic)
         current = view.states.get(p.index) if view is not None else None
         if current is None or current[0].leader != self.node_id or current[0].leader_epoch != p.leader_epoch:
-            return
-        state, version = current
+            return None
         ordered = tuple(r for r in p.replica_set.replicas if r in isr) + tuple(sorted(isr - set(p.replica_set.replicas)))
-        new = LeaderAndIsr(state.leader, state.leader_epoch, ordered, state.controller_epoch)
+        return IsrChange(p, view.topic_id, p.leader_epoch, ordered, current[1])
+
+    async def _propose_isrs(self, changes: list[IsrChange]) -> None:
+        """Send the proposals and apply the answers: a recorded ISR becomes the partition's (with
+        the state and partition epoch the controller answered); any refusal leaves the ISR as it
+        was, and one that says this broker's view is stale re-reads the cluster first."""
+        for c in changes:
+            c.partition.propose_isr(frozenset(c.isr))
+        outcomes: dict | ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
         try:
-            stat = await self.zk.call(self.zk.client.set, zl.partition_state_path(p.topic, p.index),
-                                      _encode_state(new), version=version)
-        except (BadVersionError, NoNodeError):
-            self.zk.mark_changed()  # the controller wrote meanwhile: re-read before deciding again
+            outcomes = await self._isr_proposer.propose(self._broker_epoch, changes)
+        finally:
+            for c in changes:
+                outcome = outcomes.get((c.topic_id, c.partition.index)) if isinstance(outcomes, dict) else None
+                self._settle_isr(c, outcome if outcome is not None else IsrOutcome(outcomes))  # type: ignore[arg-type]
+
+    def _settle_isr(self, c: IsrChange, outcome: IsrOutcome) -> None:
+        p = c.partition
+        if outcome.error != ErrorCode.NONE:
+            p.settle_isr(None)
+            level = logging.DEBUG if outcome.error in (ErrorCode.NOT_CONTROLLER, ErrorCode.INELIGIBLE_REPLICA) else logging.INFO
+            log.log(level, "%s-%d: ISR %s not recorded: %s", p.topic, p.index, list(c.isr), outcome.error.name)
+            if outcome.error in _STALE_VIEW:
+                self.zk.mark_changed()
             return
-        log.info("%s-%d: ISR %s -> %s", p.topic, p.index, sorted(state.isr), list(ordered))
-        view.states[p.index] = (new, stat.version)
-        p.set_isr(frozenset(ordered))
+        if not p.is_leader or p.leader_epoch != outcome.leader_epoch or outcome.leader != self.node_id:
+            p.settle_isr(None)  # leadership moved while the proposal was out: the new state rules
+            return
+        view = self._snapshot.topics.get(p.topic)
+        previous = view.states.get(p.index) if view is not None else None
+        if view is not None and (previous is None or previous[1] < outcome.partition_epoch):
+            view.states[p.index] = (LeaderAndIsr(outcome.leader, outcome.leader_epoch, outcome.isr,
+                                                 self._snapshot.controller_epoch, outcome.leader_recovery_state),
+                                    outcome.partition_epoch)
+        if previous is not None and tuple(previous[0].isr) != outcome.isr:
+            log.info("%s-%d: ISR %s -> %s", p.topic, p.index, list(previous[0].isr), list(outcome.isr))
+        p.settle_isr(frozenset(outcome.isr))
 
     # ---- look-ups (ClusterMetadata) ---------------------------------------------------------------
     def brokers(self, listener: str) -> list[BrokerInfo]:
@@ -909,6 +1022,20 @@ def _read_snapshot(client, watch: Callable | None, config_entities: tuple[str, .
                        if (data := _value(read)) is not None})
 
 
+def _read_for_alter_partition(client, broker_id: int, paths: list[str]
+                              ) -> tuple[int | None, set[int], list[tuple[LeaderAndIsr, int] | None]]:
+    """What the controller checks an AlterPartition against, read together: the requester's
+    broker epoch (its registration's czxid, None when not registered), the live broker ids, and
+    each state znode (state and version, None when absent)."""
+    registration = client.exists_async(zl.broker_path(broker_id))
+    children = client.get_children_async(zl.BROKER_IDS)
+    reads = [client.get_async(path) for path in paths]
+    stat = registration.get()
+    states = [(_decode_state(data[0]), data[1].version) if (data := _value(read)) is not None else None
+              for read in reads]
+    return (stat.czxid if stat is not None else None), {int(c) for c in children.get()}, states
+
+
 def _request_brokers(client, watch: Callable | None) -> dict[int, object]:
     """The live brokers' registrations, requested together (async reads, by broker id)."""
     children = client.get_children(zl.BROKER_IDS, watch=watch)
@@ -1025,12 +1152,17 @@ def _claim_controller(client, broker_id: int) -> int:
         # the epoch moved under us without a controller: read again
 
 
-def _write_states(client, writes: list[StateWrite], controller_epoch_version: int) -> list[Exception | None]:
+class ControllerMovedError(BadVersionError):
+    """A controller write's check of /controller_epoch failed: another broker is the controller."""
+
+
+def _write_states(client, writes: list[StateWrite], controller_epoch_version: int) -> list[Exception | int]:
     """Controller partition state writes, each fenced by the controller epoch's znode version
     (a controller that was replaced fails the check instead of overwriting its successor) and
     by the state znode's version. Every transaction is sent before any answer is awaited, the
     writes in the order given (ZooKeeper applies one session's requests in order); one result per
-    write, in order: None, or the error that rolled it back."""
+    write, in order: the state znode's new version (its partition epoch), or the error that rolled
+    it back (ControllerMovedError when it was the controller epoch's check)."""
     _ensure_parents([zl.partition_state_path(w.topic, w.partition) for w in writes if w.version is None], client)
     pending = []
     for w in writes:
@@ -1042,14 +1174,20 @@ def _write_states(client, writes: list[StateWrite], controller_epoch_version: in
         else:
             tx.set_data(path, _encode_state(w.state), version=w.version)
         pending.append(tx.commit_async())
-    results: list[Exception | None] = []
-    for request in pending:
+    results: list[Exception | int] = []
+    for w, request in zip(writes, pending):
         try:
             outcome = request.get()
         except Exception as e:  # the connection failed under the request  # noqa: BLE001
             results.append(e)
             continue
-        results.append(_first_error(outcome))
+        error = _first_error(outcome)
+        if isinstance(outcome[0], BadVersionError):
+            results.append(ControllerMovedError())
+        elif error is not None:
+            results.append(error)
+        else:  # a created znode is at version 0; set_data answers the new stat
+            results.append(0 if w.version is None else outcome[1].version)
     return results
 
 

@@ -405,7 +405,7 @@ def test_a_feed_of_its_own_beside_the_metadata() -> None:
         session._token = trio.lowlevel.current_trio_token()
         acls = session.feed()
         acls.watcher(SimpleNamespace(path=za.LITERAL_CHANGES))
-        session.watcher(SimpleNamespace(path="/brokers/ids"))
+        session.cache.watch(SimpleNamespace(path="/brokers/ids"))
         await trio.sleep(0)  # the watchers post to the loop, as from kazoo's thread
         assert await acls.wait(1) == {za.LITERAL_CHANGES}
         assert await session.wait_changed(1) == {"/brokers/ids"}

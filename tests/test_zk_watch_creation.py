@@ -58,8 +58,8 @@ def test_the_session_reports_which_watches_fired() -> None:
     async def main() -> None:
         session = ZkSession("127.0.0.1:1", 1000, 1000)  # never started: only the bookkeeping is used
         session._token = trio.lowlevel.current_trio_token()
-        session.watcher(SimpleNamespace(path="/brokers/ids"))
-        session.watcher(SimpleNamespace(path="/brokers/ids/3"))
+        session.cache.watch(SimpleNamespace(path="/brokers/ids"))
+        session.cache.watch(SimpleNamespace(path="/brokers/ids/3"))
         await trio.sleep(0)  # the watcher posts to the loop, as from kazoo's thread
         assert await session.wait_changed(1) == {"/brokers/ids", "/brokers/ids/3"}
         session.mark_changed()

@@ -2,12 +2,13 @@
 layout), behind the same `ClusterMetadata` interface as the single node's LocalMetadata.
 
 How a broker learns of changes: ZooKeeper watches. Every read sets a watch; any notification
-(or a session change) makes the reconcile loop re-read the whole cluster state — brokers,
+(or a session change) makes the reconcile loop read the whole cluster state — brokers,
 controller, topics, assignments, configs, partition states — in a worker thread, and apply it
 on the event loop: topics appear (this broker's replicas are opened) or go (their files are
 deleted), and each local partition becomes leader or follower as its state znode says, its
-fetcher following the leader. Reading everything each time is simple and cannot miss a change;
-a cluster of thousands of partitions would want per-path caches. Other state kept in ZooKeeper
+fetcher following the leader. The reads go through a per-path cache (zk_cache.py): only znodes
+whose watch fired are asked of ZooKeeper again, so one ISR change costs one read, not one per
+partition; a session change or a re-read asked for without a path reads everything. Other state kept in ZooKeeper
 beside the metadata (the ACLs, zk_acls.py) is a `ZkFollower`: loaded by `start` before the broker
 serves, then run beside the reconcile loop, on watches of its own.
 
@@ -191,6 +192,8 @@ class ZkMetadata(TopicIndex):
                 nursery.start_soon(self._rebalance_loop)
             while True:
                 changed = await self.zk.wait_changed(SAFETY_RECONCILE_S)
+                if None in changed:  # a re-read asked for without naming what changed: read it all
+                    self.zk.cache.clear()
                 try:
                     if self.zk.connected and self.zk.session_id() != self._registered_session:
                         await self._register()
@@ -263,7 +266,7 @@ class ZkMetadata(TopicIndex):
 
     # ---- reading the cluster -----------------------------------------------------------------
     async def _reconcile(self) -> None:
-        snapshot = await self.zk.call(_read_snapshot, self.zk.client, self.zk.watcher, self._config_entities)
+        snapshot = await self.zk.call(_read_snapshot, self.zk.cache, self.zk.cache.watch, self._config_entities)
         await self._apply(snapshot)
         self._snapshot = snapshot  # Metadata answers only what this broker has applied
         if snapshot.controller == -1:

@@ -3,8 +3,8 @@
 kazoo runs its own threads: its blocking calls run here in trio worker threads (`call`), and
 everything kazoo calls back — one-shot watches set by reads, and session state changes — only
 marks a `ChangeFeed` on the loop through the trio token (`run_sync_soon`, safe from any thread;
-`_post` is the one place). The metadata's feed (`watcher`, `wait_changed`) wakes the reconcile
-loop; another consumer (the ACL store's change notifications) gets a feed of its own (`feed()`),
+`_post` is the one place). The metadata's feed (the watch of its reads through `cache`,
+`wait_changed`) wakes the reconcile loop; another consumer (the ACL store's change notifications) gets a feed of its own (`feed()`),
 so its watches neither wake the metadata's full re-read nor are consumed by it. A session change
 marks every feed. A consumer never reacts to a single watch: it re-reads what it follows, so a
 missed or coalesced notification cannot leave it wrong.
@@ -22,6 +22,8 @@ from typing import Any, Callable
 
 import trio
 from kazoo.client import KazooClient, KazooState
+
+from wirekafka.broker.replication.zk_cache import ZnodeCache
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,8 @@ class ZkSession:
         self._token: trio.lowlevel.TrioToken | None = None
         self._metadata_feed = ChangeFeed(self)
         self._feeds = [self._metadata_feed]
+        # the metadata's watched reads, kept until their watch fires (zk_cache.py)
+        self.cache = ZnodeCache(self.client, self._metadata_feed.watcher)
         self.connected = False
         self._closing = False
 
@@ -72,10 +76,6 @@ class ZkSession:
         the thread finishes on its own, its result dropped."""
         return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), abandon_on_cancel=True)
 
-    def watcher(self, event: object = None) -> None:
-        """The watch every metadata read sets (kazoo thread): the cluster state changed at event.path."""
-        self._metadata_feed.watcher(event)
-
     def feed(self) -> ChangeFeed:
         """A feed of its own for another consumer of watches (see ChangeFeed)."""
         feed = ChangeFeed(self)
@@ -83,7 +83,9 @@ class ZkSession:
         return feed
 
     def _on_state(self, state: str) -> None:
-        """kazoo's session listener (kazoo thread; it must not block)."""
+        """kazoo's session listener (kazoo thread; it must not block). Cached reads go at once:
+        their watches may not survive what happened to the session."""
+        self.cache.clear()
         self._post(functools.partial(self._state_changed, state))
 
     def _post(self, fn: Callable[[], None]) -> None:

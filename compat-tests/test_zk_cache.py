@@ -1,0 +1,113 @@
+"""The metadata's per-path read cache (replication/zk_cache.py) on a real ZooKeeper: after each
+kind of change a cluster sees (a partition state written, a topic added, a broker gone, a topic
+config changed) the snapshot read through the cache equals a fresh read of everything, and it
+asks ZooKeeper only for what changed (plus the few missing znodes, whose reads set no watch)."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import pytest
+from kazoo.client import KazooClient
+
+from wirekafka.broker.replication import zk_layout as zl
+from wirekafka.broker.replication.controller import LeaderAndIsr
+from wirekafka.broker.replication.zk_cache import ZnodeCache
+from wirekafka.broker.replication.zk_metadata import (_create_top_level_paths, _create_topic_znodes, _encode_state,
+                                                      _read_snapshot)
+
+pytestmark = pytest.mark.zookeeper
+PARTITIONS = 200
+
+
+class _Heard:
+    """The watch events the cache passed on, to wait for one."""
+
+    def __init__(self) -> None:
+        self.paths: list[str | None] = []
+        self._cond = threading.Condition()
+
+    def __call__(self, event) -> None:
+        with self._cond:
+            self.paths.append(getattr(event, "path", None))
+            self._cond.notify_all()
+
+    def wait_for(self, path: str, timeout_s: float = 10) -> None:
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while path not in self.paths:
+                assert self._cond.wait(max(0.0, deadline - time.monotonic())), f"no watch event on {path}"
+            self.paths.clear()
+
+
+def _register(client: KazooClient, broker_id: int) -> None:
+    client.create(zl.broker_path(broker_id), zl.BrokerRegistration(
+        broker_id, (zl.Endpoint("PLAINTEXT", "127.0.0.1", 9000 + broker_id, "PLAINTEXT"),)).encode(),
+        ephemeral=True, makepath=True)
+
+
+def _add_topic(client: KazooClient, name: str, partitions: int) -> None:
+    _create_topic_znodes(client, name, uuid.uuid4(), {p: [1, 2] for p in range(partitions)}, {})
+    for p in range(partitions):
+        client.create(zl.partition_state_path(name, p), _encode_state(LeaderAndIsr(1, 0, (1, 2), 1)), makepath=True)
+
+
+def test_cached_reads_equal_fresh_reads_and_ask_only_for_changes(zookeeper: str, tmp_path) -> None:
+    chroot = f"/zk-cache-{tmp_path.name}"
+    plain = KazooClient(hosts=zookeeper)
+    plain.start(timeout=15)
+    plain.ensure_path(chroot)
+    plain.stop()
+    plain.close()
+    client = KazooClient(hosts=zookeeper + chroot)
+    client.start(timeout=15)
+    try:
+        _create_top_level_paths(client)
+        for broker_id in (1, 2):
+            _register(client, broker_id)
+        _add_topic(client, "big", PARTITIONS)
+        heard = _Heard()
+        cache = ZnodeCache(client, heard)
+
+        def read_both() -> int:
+            """Reads sent by a snapshot read through the cache, which must equal a fresh one."""
+            before = cache.reads
+            cached = _read_snapshot(cache, cache.watch, ("1",))
+            assert cached == _read_snapshot(client, None, ("1",))
+            return cache.reads - before
+
+        first = read_both()
+        assert first > PARTITIONS
+        idle = read_both()  # nothing changed: only the znodes found missing are asked again
+        assert idle < 10, idle
+        started = time.perf_counter()
+        _read_snapshot(client, None, ("1",))
+        fresh_s = time.perf_counter() - started
+        started = time.perf_counter()
+        _read_snapshot(cache, cache.watch, ("1",))
+        print(f"{PARTITIONS} partitions: {first} reads and {fresh_s * 1000:.1f} ms for a fresh snapshot; "
+              f"{idle} reads and {(time.perf_counter() - started) * 1000:.1f} ms through the cache")
+
+        client.set(zl.partition_state_path("big", 7), _encode_state(LeaderAndIsr(1, 0, (1,), 1)))
+        heard.wait_for(zl.partition_state_path("big", 7))
+        assert read_both() == idle + 1
+
+        _add_topic(client, "small", 3)
+        heard.wait_for(zl.TOPICS)
+        assert read_both() == idle + 1 + 2 + 3  # the listing, the new topic's two znodes, its states
+
+        client.set(zl.topic_config_path("small"), zl.encode_entity_config({"retention.ms": "1000"}))
+        heard.wait_for(zl.topic_config_path("small"))
+        assert read_both() == idle + 1
+
+        client.delete(zl.broker_path(2))
+        heard.wait_for(zl.BROKER_IDS)
+        assert read_both() == idle + 1
+
+        cache.clear()
+        assert read_both() >= first
+    finally:
+        client.stop()
+        client.close()

@@ -8,6 +8,7 @@ module). Failover waits for ZooKeeper to expire a killed broker's session
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -33,6 +34,7 @@ from testsupport.throttled_reassignment import check_throttled_reassignment
 from testsupport.client_quotas import check_client_quotas
 from testsupport.scram_users import check_scram_users
 from testsupport.tls_material import make as make_tls_material
+from testsupport.oauth_provider import OAuthProvider
 from testsupport.two_listeners import check_two_listeners, listener_overrides
 from testsupport.znodes import check_kafka39_znodes
 from wirekafka.broker.groups import partition_for
@@ -507,6 +509,36 @@ def test_two_listeners_replicate_on_the_inter_broker_one(tmp_path: Path, zookeep
                           broker_overrides={n: listener_overrides(*p, protocol, tls, mechanism)
                                             for n, p in ports.items()}) as c:
         print(check_two_listeners(c.zk, ports, protocol=protocol, tls=tls, mechanism=mechanism))
+
+
+def test_brokers_log_in_to_each_other_with_tokens_from_an_oauth_provider(tmp_path: Path, zookeeper: str) -> None:
+    """Kafka's secured OAUTHBEARER login and validator on the inter-broker listener: each broker
+    gets its token from the provider's token endpoint and checks the others' against its JWKS;
+    replication works over it (the same check runs on Kafka 3.9.1, test_zookeeper_launcher.py)."""
+    ports = {n: (free_port(), free_port()) for n in (1, 2, 3)}
+    with OAuthProvider(tmp_path / "oauth", {"broker": "broker-secret", "admin": "admin-secret"}) as provider, \
+            WirekafkaCluster(tmp_path, zookeeper, ports={n: p[0] for n, p in ports.items()},
+                             broker_overrides={n: listener_overrides(*p, "SASL_PLAINTEXT", None, "OAUTHBEARER", provider)
+                                               for n, p in ports.items()},
+                             env={"KAFKA_OPTS": provider.allowed_urls_option}) as c:
+        print(check_two_listeners(c.zk, ports, protocol="SASL_PLAINTEXT", mechanism="OAUTHBEARER", provider=provider))
+
+
+def test_a_broker_whose_oauth_login_gets_no_token_does_not_start(tmp_path: Path, zookeeper: str) -> None:
+    """Kafka's broker logs in at start-up: a token endpoint refusing its client stops it."""
+    ports = (free_port(), free_port())
+    with OAuthProvider(tmp_path / "oauth", {"broker": "another-secret"}) as provider:
+        settings = {**listener_overrides(*ports, "SASL_PLAINTEXT", None, "OAUTHBEARER", provider),
+                    "broker.id": "1", "zookeeper.connect": f"{zookeeper}/wk-refused-{tmp_path.name}",
+                    "log.dirs": str(tmp_path / "data"), "sasl.login.retry.backoff.max.ms": "500"}
+        args = [sys.executable, "-m", "wirekafka", "serve"]
+        for key, value in settings.items():
+            args += ["--override", f"{key}={value}"]
+        run = subprocess.run(args, capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "KAFKA_OPTS": provider.allowed_urls_option})
+    assert run.returncode == 1, run.stderr
+    assert "fatal error during startup: listener REPLICATION: the OAUTHBEARER login failed: " in run.stderr, run.stderr
+    assert "invalid_client" in run.stderr, run.stderr
 
 
 def test_scram_credentials_in_zookeeper(cluster: WirekafkaCluster) -> None:

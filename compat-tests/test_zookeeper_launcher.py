@@ -60,6 +60,7 @@ from testsupport.throttled_reassignment import check_throttled_reassignment  # n
 from testsupport.client_quotas import check_client_quotas  # noqa: E402
 from testsupport.scram_users import check_scram_users  # noqa: E402
 from testsupport.tls_material import make as make_tls_material  # noqa: E402
+from testsupport.oauth_provider import OAuthProvider  # noqa: E402
 from testsupport.two_listeners import check_two_listeners, listener_overrides  # noqa: E402
 from testsupport.znodes import check_kafka39_znodes  # noqa: E402
 
@@ -363,6 +364,19 @@ def test_kafka39_two_listeners_replicate_on_the_inter_broker_one(tmp_path, proto
             as (brokers, client):
         print(f"Kafka {brokers[0].version}: "
               f"{check_two_listeners(client, ports, protocol=protocol, tls=tls, mechanism=mechanism)}")
+
+
+def test_kafka39_brokers_log_in_to_each_other_with_tokens_from_an_oauth_provider(tmp_path):
+    """Kafka 3.9.1's secured OAUTHBEARER login and validator on the inter-broker listener: the
+    check wirekafka's cluster passes too (compat-tests/test_cluster.py)."""
+    ports = {n: tuple(realkafka.free_ports(2)) for n in (1, 2, 3)}
+    with OAuthProvider(tmp_path / "oauth", {"broker": "broker-secret", "admin": "admin-secret"}) as provider, \
+            _kafka39_cluster(tmp_path, ports={n: p[0] for n, p in ports.items()},
+                             broker_overrides={n: listener_overrides(*p, "SASL_PLAINTEXT", None, "OAUTHBEARER", provider)
+                                               for n, p in ports.items()},
+                             jvm_opts=[provider.allowed_urls_option]) as (brokers, client):
+        print(f"Kafka {brokers[0].version}: " + check_two_listeners(
+            client, ports, protocol="SASL_PLAINTEXT", mechanism="OAUTHBEARER", provider=provider))
 
 
 def test_kafka39_scram_credentials_in_zookeeper(tmp_path):

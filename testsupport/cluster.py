@@ -42,9 +42,10 @@ def zookeeper_module():
 class WirekafkaCluster:
     def __init__(self, workdir: Path, zk_connect: str, size: int = 3, overrides: dict[str, str] | None = None,
                  broker_overrides: dict[int, dict[str, str]] | None = None,
-                 ports: dict[int, int] | None = None) -> None:
+                 ports: dict[int, int] | None = None, env: dict[str, str] | None = None) -> None:
         """`overrides` apply to every broker, `broker_overrides[n]` to broker n alone (its rack);
-        `ports[n]`, when given, is broker n's client port (else one is picked)."""
+        `ports[n]`, when given, is broker n's client port (else one is picked); `env` is added to
+        every broker's environment (KAFKA_OPTS, say)."""
         self.workdir = Path(workdir)
         self.chroot = "/wk-" + self.workdir.name
         self.zk_connect = zk_connect
@@ -66,7 +67,7 @@ class WirekafkaCluster:
             own = (broker_overrides or {}).get(node, {})
             self.brokers[node] = BrokerProcess(data / "logs", {**base, **own, "broker.id": str(node)},
                                                port=(ports or {}).get(node),
-                                               log_path=self.workdir / f"broker-{node}.log")
+                                               log_path=self.workdir / f"broker-{node}.log", env=env)
         self.zk = KazooClient(hosts=zk_connect + self.chroot)
 
     # ---- lifecycle -------------------------------------------------------------------------------

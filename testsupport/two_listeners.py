@@ -20,6 +20,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from testsupport.cluster import wait_for
+from testsupport.oauth_provider import OAuthProvider
 from testsupport.tls_material import TlsMaterial
 
 # The REPLICATION listener's users when it runs SASL: brokers log in as "broker", clients as "admin".
@@ -32,15 +33,23 @@ SASL_CLIENT = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
 OAUTH_JAAS = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
               'unsecuredLoginStringClaim_sub="broker" unsecuredLoginListClaim_scope=",kafka" '
               'unsecuredValidatorRequiredScope="kafka";')
+# Kafka's secured login and validator: brokers get tokens for client "broker" from the provider's
+# token endpoint (testsupport/oauth_provider.py) and check tokens against its JWKS.
+SECURED_JAAS = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
+                'clientId="broker" clientSecret="broker-secret" scope="kafka";')
+SECURED_LOGIN = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
+SECURED_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
 OAUTH_CLIENT = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
                 "enable.sasl.oauthbearer.unsecure.jwt": "true", "sasl.oauthbearer.config": "principal=admin scope=kafka"}
 
 
 def listener_overrides(client_port: int, replication_port: int, protocol: str = "PLAINTEXT",
-                       tls: TlsMaterial | None = None, mechanism: str | None = None) -> dict[str, str]:
+                       tls: TlsMaterial | None = None, mechanism: str | None = None,
+                       provider: OAuthProvider | None = None) -> dict[str, str]:
     """One broker's settings: CLIENT on client_port, REPLICATION (protocol; SASL with mechanism,
     PLAIN or OAUTHBEARER) on replication_port; an SSL or SASL_SSL one uses tls's stores (given as
-    that listener's own settings)."""
+    that listener's own settings). OAUTHBEARER with a provider is Kafka's secured login and
+    validator: brokers get their tokens from its token endpoint and check tokens with its JWKS."""
     mechanism = mechanism or "PLAIN"
     listeners = f"CLIENT://127.0.0.1:{client_port},REPLICATION://127.0.0.1:{replication_port}"
     settings = {"listeners": listeners, "advertised.listeners": listeners,
@@ -50,15 +59,28 @@ def listener_overrides(client_port: int, replication_port: int, protocol: str = 
         settings.update({"sasl.enabled.mechanisms": mechanism, "sasl.mechanism.inter.broker.protocol": mechanism,
                          f"listener.name.replication.{mechanism.lower()}.sasl.jaas.config":
                              OAUTH_JAAS if mechanism == "OAUTHBEARER" else JAAS})
+    if provider is not None:
+        settings.update({
+            "listener.name.replication.oauthbearer.sasl.jaas.config": SECURED_JAAS,
+            "listener.name.replication.oauthbearer.sasl.login.callback.handler.class": SECURED_LOGIN,
+            "listener.name.replication.oauthbearer.sasl.server.callback.handler.class": SECURED_VALIDATOR,
+            "sasl.oauthbearer.token.endpoint.url": provider.token_url,
+            "sasl.oauthbearer.jwks.endpoint.url": provider.jwks_url,
+            "sasl.oauthbearer.expected.audience": "kafka"})
     if protocol.endswith("SSL"):
         assert tls is not None, "an SSL listener needs key and trust stores"
         settings.update(tls.broker_settings(prefix="listener.name.replication."))
     return settings
 
 
-def client_settings(protocol: str, tls: TlsMaterial | None, mechanism: str | None = None) -> dict[str, str]:
+def client_settings(protocol: str, tls: TlsMaterial | None, mechanism: str | None = None,
+                    provider: OAuthProvider | None = None) -> dict[str, str]:
     """librdkafka's settings for the REPLICATION listener."""
     settings = dict(OAUTH_CLIENT if mechanism == "OAUTHBEARER" else SASL_CLIENT) if protocol.startswith("SASL_") else {}
+    if provider is not None:
+        settings = {"security.protocol": protocol, "sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.method": "oidc",
+                    "sasl.oauthbearer.client.id": "admin", "sasl.oauthbearer.client.secret": "admin-secret",
+                    "sasl.oauthbearer.token.endpoint.url": provider.token_url, "sasl.oauthbearer.scope": "kafka"}
     if protocol.endswith("SSL"):
         assert tls is not None
         settings.update(tls.librdkafka_settings())
@@ -86,9 +108,10 @@ def _metadata_ports(port: int, client: dict[str, str]) -> dict[int, int]:
 
 def check_two_listeners(client, ports: dict[int, tuple[int, int]], topic: str = "two-listeners",
                         protocol: str = "PLAINTEXT", tls: TlsMaterial | None = None,
-                        mechanism: str | None = None) -> str:
+                        mechanism: str | None = None, provider: OAuthProvider | None = None) -> str:
     """`client`: kazoo on the cluster's chroot; `ports`: broker id -> (CLIENT port, REPLICATION
-    port); `protocol`: the REPLICATION listener's. Returns a summary."""
+    port); `protocol`: the REPLICATION listener's. With a provider, every broker has logged in
+    with a token from its endpoint. Returns a summary."""
     for broker_id, (client_port, replication_port) in ports.items():
         raw = client.get(f"/brokers/ids/{broker_id}")[0].decode()
         reg = json.loads(raw)
@@ -96,7 +119,7 @@ def check_two_listeners(client, ports: dict[int, tuple[int, int]], topic: str = 
                                     f"REPLICATION://127.0.0.1:{replication_port}"], raw
         assert reg["listener_security_protocol_map"] == {"CLIENT": "PLAINTEXT", "REPLICATION": protocol}, raw
         assert (reg["host"], reg["port"]) == ("127.0.0.1", client_port), raw
-    for index, settings in ((0, {}), (1, client_settings(protocol, tls, mechanism))):
+    for index, settings in ((0, {}), (1, client_settings(protocol, tls, mechanism, provider))):
         for broker_id, pair in ports.items():
             seen = wait_for(lambda: (lambda m: m if len(m) == len(ports) else None)(
                                 _metadata_ports(pair[index], settings)),
@@ -120,5 +143,7 @@ def check_two_listeners(client, ports: dict[int, tuple[int, int]], topic: str = 
     replication_port = ports[leader][1]
     followers = wait_for(lambda: _established_to(replication_port) or None, 30,
                          f"followers connected to broker {leader}'s REPLICATION listener")
+    if provider is not None:
+        assert provider.issued.count("broker") >= len(ports), provider.issued
     return (f"registrations list CLIENT and REPLICATION ({protocol}{' ' + mechanism if mechanism else ''}); Metadata on each listener names its ports; "
             f"10 acks=all records acknowledged; {followers} connections on the leader's REPLICATION port")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
-from wirekafka import jaas, kafka_only_keys, oauth_validator, tls
+from wirekafka import jaas, kafka_only_keys, oauth_login, oauth_validator, tls
 from wirekafka.principal import SslPrincipalMapper
 from wirekafka.protocol import sasl_oauthbearer as oauth
 
@@ -340,11 +340,12 @@ SENSITIVE_KEYS = frozenset({"ssl.keystore.password", "ssl.key.password", "ssl.tr
 
 # The listener-prefixed keys wirekafka reads: a listener's SASL mechanisms and a mechanism's
 # JAAS configuration (listener.name.sasl_plaintext.plain.sasl.jaas.config), the secured OAUTHBEARER
-# validator and its settings (oauth_validator.py).
+# validator and login and their settings (oauth_validator.py, oauth_login.py).
 _LISTENER_KEY = re.compile(r"^listener\.name\.[^.]+\.(sasl\.enabled\.mechanisms|sasl\.server\.max\.receive\.size|"
                            r"max\.connection\.creation\.rate|"
                            r"[^.]+\.sasl\.jaas\.config|"
-                           r"oauthbearer\.sasl\.server\.callback\.handler\.class|(?:oauthbearer\.)?sasl\.oauthbearer\.[a-z.]+|"
+                           r"oauthbearer\.sasl\.(?:server|login)\.callback\.handler\.class|"
+                           r"(?:oauthbearer\.)?sasl\.(?:oauthbearer|login)\.[a-z.]+|"
                            r"[^.]+\.connections\.max\.reauth\.ms|ssl\.[a-z.]+)$", re.IGNORECASE)
 # A mechanism's JVM plug-ins on a listener (a secured OAUTHBEARER validator, say): refused, since
 # ignoring one would authenticate with the built-in behaviour the operator replaced.
@@ -492,13 +493,25 @@ class BrokerConfig:
         else the broker's. Raises oauth_validator.ValidatorConfigError as Kafka's handler refuses."""
         if not self._own(listener, "oauthbearer.sasl.server.callback.handler.class"):
             return None
+        return oauth_validator.configure(functools.partial(self._oauth_setting, listener))
 
-        def setting(key: str) -> str | None:
-            found = self._own(listener, f"oauthbearer.{key}")
-            found = self._own(listener, key) if found is None else found
-            return found if found is not None else self.values.get(key)  # type: ignore[return-value]
+    def oauth_login(self, listener: str) -> oauth_login.LoginConfig | None:
+        """The listener's secured OAUTHBEARER login when its login callback handler is Kafka's
+        OAuthBearerLoginCallbackHandler (None: the unsecured default), with the options of the
+        listener's OAUTHBEARER login module; settings read as for the validator. Raises
+        oauth_login.LoginConfigError as Kafka's handler refuses."""
+        if (self._own(listener, "oauthbearer.sasl.login.callback.handler.class") or "").strip() \
+                not in oauth_login.HANDLER_CLASSES:
+            return None
+        options = dict(jaas.single_module(self.jaas_config(listener, "OAUTHBEARER") or "").options)
+        return oauth_login.configure(functools.partial(self._oauth_setting, listener), options)
 
-        return oauth_validator.configure(setting)
+    def _oauth_setting(self, listener: str, key: str) -> str | None:
+        """A sasl.oauthbearer.* or sasl.login.* setting as a listener's OAUTHBEARER sees it: the
+        mechanism's own (listener.name.<l>.oauthbearer.<key>), else the listener's, else the broker's."""
+        found = self._own(listener, f"oauthbearer.{key}")
+        found = self._own(listener, key) if found is None else found
+        return found if found is not None else self.values.get(key)  # type: ignore[return-value]
 
     def jaas_config(self, listener: str, mechanism: str) -> str | None:
         """The listener's JAAS login module text for a mechanism (listener.name.<l>.<mechanism>.sasl.jaas.config)."""
@@ -637,10 +650,10 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
             values[key] = raw.strip()  # AclAuthorizer's own ZooKeeper client settings (_check_authorizer)
             continue
         spec = BROKER_KEYS.get(key)
-        if _LISTENER_PLUGIN_KEY.match(key) and raw.strip() and not _is_oauth_validator_handler(key, raw):
+        if _LISTENER_PLUGIN_KEY.match(key) and raw.strip() and not _is_oauth_handler(key, raw):
             raise ConfigError(f"{key}={raw} is not available in wirekafka: it loads JVM classes (wirekafka serves "
                               f"OAUTHBEARER with Kafka's unsecured validator and login, or its secured validator "
-                              f"{oauth_validator.HANDLER_CLASS})")
+                              f"{oauth_validator.HANDLER_CLASS} and login {oauth_login.HANDLER_CLASSES[0]})")
         if spec is None and _LISTENER_KEY.match(key):
             broker_spec = BROKER_KEYS.get(key.split(".", 3)[3].lower())
             try:  # a key the broker also has is checked against its type
@@ -650,7 +663,7 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
                 raise ConfigError(f"invalid value {raw!r} for {key}: {exc}") from exc
             values[key.lower()] = raw  # a listener's own SASL setting (listener.name.<l>.<...>)
             continue
-        if key in oauth_validator.KEYS:  # read by a listener's secured OAUTHBEARER validator
+        if key in oauth_validator.KEYS or key in oauth_login.KEYS:  # read by the secured OAUTHBEARER validator, login
             try:
                 if key in kafka_only_keys.KEYS:
                     kafka_only_keys.parse(key, raw)  # Kafka's type
@@ -902,19 +915,25 @@ def _check_sasl_listener(cfg: BrokerConfig, listener: str) -> None:
             raise ConfigError(str(exc)) from None
         if mechanism == oauth.MECHANISM:
             try:
-                oauth.login_token(module.options, time.time())
+                if cfg.oauth_login(listener) is None:
+                    oauth.login_token(module.options, time.time())
             except oauth.LoginError as exc:
                 raise ConfigError(f"{OAUTH_LOGIN_FAILED} ({listener.lower()}: {exc})") from None
+            except oauth_login.LoginConfigError as exc:
+                raise ConfigError(str(exc)) from None
             try:
                 cfg.oauth_validator(listener)
             except (oauth_validator.ValidatorConfigError, ValueError) as exc:
                 raise ConfigError(str(exc)) from None
 
 
-def _is_oauth_validator_handler(key: str, value: str) -> bool:
-    """Kafka's secured OAUTHBEARER validator, the one server callback handler wirekafka has."""
-    return (key.lower().endswith(".oauthbearer.sasl.server.callback.handler.class")
-            and value.strip() == oauth_validator.HANDLER_CLASS)
+def _is_oauth_handler(key: str, value: str) -> bool:
+    """Kafka's secured OAUTHBEARER validator and login, the callback handlers wirekafka has."""
+    key = key.lower()
+    return ((key.endswith(".oauthbearer.sasl.server.callback.handler.class")
+             and value.strip() == oauth_validator.HANDLER_CLASS)
+            or (key.endswith(".oauthbearer.sasl.login.callback.handler.class")
+                and value.strip() in oauth_login.HANDLER_CLASSES))
 
 
 def _check_distinct_ports(listeners: tuple[Listener, ...], spec: str) -> None:

@@ -194,12 +194,13 @@ RULES: tuple[tuple[str, str, str], ...] = (
     (r"auto\.include\.jmx\.reporter|kafka\.metrics\.reporters|metric\.reporters|telemetry\.max\.bytes", INERT,
      "there is no JVM metrics system to report from"),
     (r"sasl\.kerberos\..*", INERT, "GSSAPI is not available (enabling it stops start-up)"),
-    # the secured validator's settings (oauth_validator.KEYS) take effect: build_config reads them first
+    # the secured validator's and login's settings (oauth_validator.KEYS, oauth_login.KEYS) take
+    # effect: build_config reads them first; these are the ones neither reads
     (r"sasl\.oauthbearer\..*", INERT,
-     "a setting of Kafka's secured OAUTHBEARER login (its token endpoint): a wirekafka broker logs in with "
-     "unsecured tokens, as Kafka does by default"),
+     "not read by Kafka's secured OAUTHBEARER validator or login, the OAUTHBEARER plug-ins wirekafka has"),
     (r"sasl\.login\..*", INERT,
-     "the login's refresh and retry timing: a wirekafka broker makes a fresh token for each inter-broker connection"),
+     "a broker's login callback handler is set per listener and mechanism "
+     "(listener.name.<listener>.oauthbearer.sasl.login.callback.handler.class)"),
     (r"sasl\.jaas\.config", INERT,
      "a broker reads its JAAS text from listener.name.<listener>.<mechanism>.sasl.jaas.config"),
     (r"ssl\.provider|ssl\.secure\.random\.implementation|zookeeper\.clientCnxnSocket", INERT,

@@ -119,7 +119,7 @@ class UnsecuredJws:
     claims: dict[str, Any] = field(compare=False)
 
 
-def _decode_part(part: str) -> dict[str, Any]:
+def decode_part(part: str) -> dict[str, Any]:
     """A header or claims part: base64url (unpadded or padded) JSON; a value that is not a JSON
     object is an empty map, as Kafka's toMap reads it."""
     if not _BASE64URL.fullmatch(part) or len(part) % 4 == 1:
@@ -189,7 +189,7 @@ def parse_unsecured_jws(token: str, principal_claim: str, scope_claim: str) -> U
     parts = token.split(".")
     if len(parts) != 3:
         raise IllegalToken("Unsecured JWS compact serializations must have 3 dot-separated Base64URL-encoded values")
-    header, claims = _decode_part(parts[0]), _decode_part(parts[1])
+    header, claims = decode_part(parts[0]), decode_part(parts[1])
     if "alg" not in header:  # Kafka's NullPointerException: not an invalid token, a dropped connection
         raise Dropped("JWS header must have an Algorithm value")
     if str(header["alg"]) != "none":

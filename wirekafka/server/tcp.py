@@ -16,7 +16,9 @@ import trio
 from wirekafka.broker.dispatch import check_table, enable_zk_broker_apis
 from wirekafka.broker.replication.broker_id import resolve_broker_id
 from wirekafka.broker.state import BrokerState
-from wirekafka.config import BrokerConfig
+from wirekafka.config import SASL_PROTOCOLS, BrokerConfig, StartupError
+from wirekafka.oauth_login import LoginFailed, SecuredLogin
+from wirekafka.protocol import sasl_oauthbearer as oauth
 from wirekafka.protocol import codec
 from wirekafka.server.background import flush_task, producer_expiration_task, retention_task
 from wirekafka.server.connection import Shutdown, serve_connection
@@ -24,6 +26,21 @@ from wirekafka.server.connection_quotas import ConnectionQuotas, hold_then_close
 from wirekafka.server.listener_security import ListenerSecurity
 
 log = logging.getLogger(__name__)
+
+
+async def _log_in(config: BrokerConfig) -> None:
+    """Kafka's broker logs in on each listener that enables OAUTHBEARER when it starts: with the
+    secured login, a token endpoint that gives no usable token stops the start-up."""
+    for listener in config.listeners:
+        if (config.security_protocol(listener.name) not in SASL_PROTOCOLS
+                or oauth.MECHANISM not in config.sasl_mechanisms(listener.name)):
+            continue
+        login = config.oauth_login(listener.name)
+        if login is not None:
+            try:
+                await SecuredLogin(login).token()
+            except LoginFailed as exc:
+                raise StartupError(f"listener {listener.name}: the OAUTHBEARER login failed: {exc}") from None
 
 
 async def run_broker(config: BrokerConfig) -> None:
@@ -40,6 +57,7 @@ async def run_broker(config: BrokerConfig) -> None:
                                                       backlog=config.int_if_set("socket.listen.backlog.size")))
              for listener in config.listeners]
     config = config.with_bound_ports({listener.name: _bound_port(servers) for listener, servers in bound})
+    await _log_in(config)
     state = BrokerState(config)
     await state.deletes.adopt_leftovers(state.log_dir)  # before anything of this run is deleted
     if config.zookeeper_mode:

@@ -53,6 +53,7 @@ from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from wirekafka.config import BrokerConfig
+from wirekafka.oauth_login import LoginFailed, SecuredLogin
 from wirekafka.protocol import sasl_oauthbearer as oauth
 from wirekafka.protocol.sasl_plain import MECHANISM as PLAIN
 from wirekafka.protocol.sasl_plain import client_message
@@ -69,17 +70,25 @@ _API_VERSIONS_KEY = ApiVersionsResponse.API_KEY
 
 @dataclass(frozen=True)
 class PeerSasl:
-    """The inter-broker SASL login: the mechanism and its JAAS login module's options."""
+    """The inter-broker SASL login: the mechanism and its JAAS login module's options; for
+    OAUTHBEARER with Kafka's secured login, where its token comes from (oauth_login.py)."""
 
     mechanism: str
     options: dict[str, str] = field(default_factory=dict)
+    secured: SecuredLogin | None = None
 
     @property
     def username(self) -> str:
         return self.options.get("username", "")
 
-    def first_token(self) -> tuple[bytes, ScramClient | None]:
+    async def first_token(self) -> tuple[bytes, ScramClient | None]:
         """The first SaslAuthenticate bytes, and the SCRAM exchange they begin (if SCRAM)."""
+        if self.mechanism == oauth.MECHANISM and self.secured is not None:
+            try:
+                token = await self.secured.token()
+            except LoginFailed as exc:
+                raise PeerUnavailable(f"the OAuth login got no token: {exc}") from None
+            return oauth.first_message(token, oauth.login_extensions(self.options)), None
         if self.mechanism == oauth.MECHANISM:
             token = oauth.login_token(self.options, time.time())
             if token is None:
@@ -103,7 +112,9 @@ class PeerSecurity:
     @classmethod
     def of(cls, config: BrokerConfig) -> "PeerSecurity":
         login = config.inter_broker_sasl()
-        return cls(PeerSasl(*login) if login is not None else None,
+        secured = config.oauth_login(config.inter_broker_listener) if login and login[0] == oauth.MECHANISM else None
+        return cls(PeerSasl(*login, secured=SecuredLogin(secured) if secured is not None else None)
+                   if login is not None else None,
                    config.tls_context(config.inter_broker_listener, server=False))
 
 
@@ -250,7 +261,7 @@ class PeerClient:
         if handshake.error_code:  # type: ignore[union-attr]
             raise PeerUnavailable(f"{self!r}: SASL mechanism {mechanism} refused (error {handshake.error_code}); "  # type: ignore[union-attr]
                                   f"the peer enables {handshake.mechanisms}")  # type: ignore[union-attr]
-        token, scram = login.first_token()
+        token, scram = await login.first_token()
         while True:
             answer = await self._exchange(stream, SaslAuthenticateRequest(version=2, auth_bytes=token))
             if answer.error_code:  # type: ignore[union-attr]

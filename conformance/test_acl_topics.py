@@ -357,6 +357,27 @@ def test_metadata_orders_topics_as_kafka_sets_do(target):
             TOPIC_AUTHORIZATION_FAILED] * 4
 
 
+def test_metadata_by_topic_id_lists_unknown_shown_then_refused(target):
+    """By topic id, Kafka answers the unknown ids, then the topics the principal may describe,
+    then those it may not (their id, no name), whatever the request's order."""
+    prefix = unique("p")
+    shown = f"{prefix}-shown"
+    hidden = [_topic(target) for _ in range(2)]
+    with super_user(target) as conn:
+        create_topic(conn, shown)
+    grant(target, Acl(TOPIC, shown, DESCRIBE))
+    ids = {n: _topic_id(target, n) for n in [shown, *hidden]}
+    unknown = uuid.uuid5(uuid.NAMESPACE_URL, unique("noid"))
+    request = [ids[hidden[1]], ids[shown], unknown, ids[hidden[0]]]
+    with login(target, "alice") as alice:
+        answer = alice.call(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=None, topic_id=i)
+                                                    for i in request], allow_auto_topic_creation=False,
+                                            include_topic_authorized_operations=False), 12)
+    assert [(t.topic_id, t.name, t.error_code) for t in answer.topics] == [
+        (unknown, None, UNKNOWN_TOPIC_ID), (ids[shown], shown, 0), (ids[hidden[1]], None, TOPIC_AUTHORIZATION_FAILED),
+        (ids[hidden[0]], None, TOPIC_AUTHORIZATION_FAILED)]
+
+
 def test_metadata_orders_auto_created_topics_as_kafka_does(target):
     """With auto-creation, the topics Kafka creates come after the existing ones, then those
     refused creation, then those refused description."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from kafka.protocol.admin.configs import DescribeConfigsRequest
 from kafka.protocol.admin.topics import (
@@ -83,6 +85,77 @@ def test_metadata_existing_topic(target, version):
         assert t.topic_id is not None and t.topic_id.int != 0
     if version >= 2:
         assert resp.cluster_id and resp.controller_id == resp.brokers[0].node_id
+
+
+def _by_ids(conn, ids, version, names=()):
+    topics = [MetadataRequest.MetadataRequestTopic(name=None, topic_id=i) for i in ids]
+    topics += [MetadataRequest.MetadataRequestTopic(name=n) for n in names]
+    req = MetadataRequest(topics=topics, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    return conn.call(req, version)
+
+
+def _unknown_ids(count: int) -> list[uuid.UUID]:
+    """Ids no topic has, the same on both brokers (their hash order decides Kafka's answer)."""
+    return [uuid.uuid5(uuid.NAMESPACE_URL, unique("noid")) for _ in range(count)]
+
+
+def _answered(resp) -> list[tuple]:
+    return [(t.error_code, t.name, len(t.partitions)) for t in resp.topics]
+
+
+@pytest.mark.parametrize("version", [12, 13])
+def test_metadata_by_topic_ids_answers_unknown_ids_first(target, version):
+    """Kafka answers ids once each, the unknown ones first: up to four ids in the request's order."""
+    names = [unique() for _ in range(2)]
+    with Connection(target.bootstrap) as conn:
+        for name in names:
+            create_topic(conn, name, 2)
+        known = [t.topic_id for t in metadata(conn, names).topics]
+        x, y = _unknown_ids(2)
+        resp = _by_ids(conn, [known[1], x, known[0], x, y, known[1]], version)
+    assert _answered(resp) == [(100, None, 0), (100, None, 0), (0, names[1], 2), (0, names[0], 2)]
+    assert [t.topic_id for t in resp.topics] == [x, y, known[1], known[0]]
+
+
+@pytest.mark.parametrize("version", [12, 13])
+def test_metadata_by_many_topic_ids_follows_kafkas_hash_order(target, version):
+    """More than four ids: Kafka's sets of ids and of names iterate in hash order."""
+    names = [unique() for _ in range(6)]
+    with Connection(target.bootstrap) as conn:
+        for name in names:
+            create_topic(conn, name)
+        known = [t.topic_id for t in metadata(conn, names).topics]
+        unknown = _unknown_ids(3)
+        resp = _by_ids(conn, [unknown[2], *known, unknown[0], known[3], unknown[1]], version)
+    assert sorted(t.name for t in resp.topics[3:]) == sorted(names)
+    assert {t.topic_id for t in resp.topics[:3]} == set(unknown) and all(t.error_code == 100 for t in resp.topics[:3])
+
+
+def test_metadata_by_topic_ids_ignores_names_in_the_same_request(target):
+    names = [unique() for _ in range(2)]
+    with Connection(target.bootstrap) as conn:
+        for name in names:
+            create_topic(conn, name)
+        first = metadata(conn, names[:1]).topics[0].topic_id
+        resp = _by_ids(conn, [first], 12, names=names[1:])
+    assert _answered(resp) == [(0, names[0], 1)]
+
+
+@pytest.mark.parametrize("version", [10, 11])
+def test_metadata_topic_ids_before_v12_are_an_invalid_request(target, version):
+    name = unique()
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, name)
+        known = metadata(conn, [name]).topics[0].topic_id
+        resp = _by_ids(conn, [known], version, names=[name])
+        nameless = _by_ids(conn, [], version, names=[name]).topics
+        resp_null = conn.call(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=None)],
+                                              allow_auto_topic_creation=False,
+                                              include_topic_authorized_operations=False), version)
+    assert [(t.error_code, t.name) for t in resp.topics] == [(42, ""), (42, name)]
+    assert (resp.brokers, resp.controller_id) == ([], -1)
+    assert [t.error_code for t in nameless] == [0]
+    assert [(t.error_code, t.name) for t in resp_null.topics] == [(42, "")]
 
 
 @pytest.mark.parametrize("version", [4, 9, 12])

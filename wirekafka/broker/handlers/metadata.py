@@ -5,8 +5,10 @@
   offline replicas as the cluster metadata records them (one node: itself for all of these). A
   partition without a leader answers LEADER_NOT_AVAILABLE, as Kafka does; one whose leader lacks
   the listener answers leader -1 and LISTENER_NOT_FOUND (v6+; LEADER_NOT_AVAILABLE before).
-- Topics by name (all versions) or by topic id (v10+); null topics (v1+) or an empty list at v0
-  means every topic.
+- Topics by name (all versions) or by topic id (v12+); null topics (v1+) or an empty list at v0
+  means every topic. A topic id or a topic without a name before v12 is Kafka's
+  InvalidRequestException: every topic answered INVALID_REQUEST. By id, the answers come in
+  Kafka's order (_by_id_in_kafka_order): unknown ids, topics, refused ones.
 - Auto-creation of unknown, validly named, non-internal topics when auto.create.topics.enable
   is set and the request allows it (v4+), with num.partitions partitions. The request that
   creates a topic is answered as Kafka answers it, UNKNOWN_TOPIC_OR_PARTITION without partitions
@@ -181,25 +183,23 @@ async def handle(ctx: RequestContext, request: object) -> MetadataResponse:
     brokers = state.metadata.brokers(ctx.listener)
     reachable = {b.node_id for b in brokers}
     topics: list[_Topic] = []
-    refused: list[_Topic] = []
     if requested is None or (v == 0 and not requested):
         topics = [topic_metadata(ctx, t, with_ops, reachable) for t in state.metadata.all_topics()
                   if _describable(ctx, t.name)]
     else:
+        if v < 12 and any(t.name is None or (getattr(t, "topic_id", None) or ZERO_UUID) != ZERO_UUID
+                          for t in requested):
+            return _invalid_request(v, requested)
+        ids = [getattr(t, "topic_id", None) or ZERO_UUID for t in requested]
+        if any(i != ZERO_UUID for i in ids):
+            return _response(ctx, request, brokers, _by_id_in_kafka_order(ctx, ids, with_ops, reachable))
         auto = state.config.bool("auto.create.topics.enable") and (v < 4 or request.allow_auto_topic_creation)  # type: ignore[attr-defined]
         may_create = _creation_check(ctx)
         by_name: dict[str, tuple[str, _Topic]] = {}
         for req_topic in requested:
             name = req_topic.name
-            if name is None:
-                tid = req_topic.topic_id
-                found = state.metadata.topic_by_id(tid) if tid else None
-                if found is None:
-                    topics.append(_error_topic(ErrorCode.UNKNOWN_TOPIC_ID, None, tid or ZERO_UUID))
-                elif _describable(ctx, found.name):
-                    topics.append(topic_metadata(ctx, found, with_ops, reachable))
-                else:  # a topic id is not secret; its name is
-                    refused.append(_error_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, found.topic_id))
+            if name is None:  # v12+, with neither a name nor an id
+                topics.append(_error_topic(ErrorCode.UNKNOWN_TOPIC_ID, None, ZERO_UUID))
                 continue
             if name in by_name:  # Kafka answers a name once
                 continue
@@ -208,15 +208,55 @@ async def handle(ctx: RequestContext, request: object) -> MetadataResponse:
                 continue
             by_name[name] = await _named_topic(ctx, name, auto, may_create, with_ops, reachable)
         topics += _by_name_in_kafka_order([t.name for t in requested if t.name is not None], by_name)
+    return _response(ctx, request, brokers, topics)
+
+
+def _response(ctx: RequestContext, request: object, brokers: list, topics: list[_Topic]) -> MetadataResponse:
+    v = ctx.version
     include_cluster_ops = 8 <= v <= 10 and bool(getattr(request, "include_cluster_authorized_operations", False))
     return MetadataResponse(
         version=v,
         throttle_time_ms=0,
         brokers=[MetadataResponse.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
                  for b in brokers],
-        cluster_id=state.cluster_id,
-        controller_id=state.metadata.controller_id(),
-        topics=topics + refused,
+        cluster_id=ctx.state.cluster_id,
+        controller_id=ctx.state.metadata.controller_id(),
+        topics=topics,
         authorized_operations=cluster_operations(ctx) if include_cluster_ops else None,
         error_code=ErrorCode.NONE,
     )
+
+
+def _by_id_in_kafka_order(ctx: RequestContext, ids: list[uuid.UUID], with_ops: bool,
+                          reachable: set[int]) -> list[_Topic]:
+    """Kafka's answer when topics are asked for by id (v12+; names in the same request are then
+    ignored): UNKNOWN_TOPIC_ID for the ids no topic has, then the topics, then those the principal
+    may not describe (TOPIC_AUTHORIZATION_FAILED, with the id and no name), each id answered once.
+    Kafka keeps the request's ids in a Scala Set (the zero id of a named topic among them until it
+    filters it out): up to four keep the request's order, more a HashSet's hash order (by
+    Uuid.hashCode), and the names it finds for them are a Set built from that one (a HashSet
+    again when the ids were). Its answers to the unknown and the refused ids hash alike (only the
+    null name counts), so they stay in their sets' order."""
+    state = ctx.state
+    distinct = list(dict.fromkeys(ids))
+    hashed = len(distinct) > 4
+    in_order: Callable[[list], list] = scala_hashset_order if hashed else list
+    id_order = in_order([i for i in distinct if i != ZERO_UUID])
+    found = {i: state.metadata.topic_by_id(i) for i in id_order}
+    unknown = [_error_topic(ErrorCode.UNKNOWN_TOPIC_ID, None, i) for i in id_order if found[i] is None]
+    by_name = {t.name: t for t in (found[i] for i in id_order) if t is not None}
+    names = in_order(list(by_name))
+    shown = [topic_metadata(ctx, by_name[n], with_ops, reachable) for n in names if _describable(ctx, n)]
+    refused = [_error_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, by_name[n].topic_id)
+               for n in names if not _describable(ctx, n)]
+    return unknown + shown + refused
+
+
+def _invalid_request(version: int, requested: list) -> MetadataResponse:
+    """Kafka's answer to topic ids (or a topic without a name) before v12, its
+    InvalidRequestException as Metadata's error response: every requested topic with
+    INVALID_REQUEST, named as asked ("" for none), no brokers."""
+    return MetadataResponse(version=version, throttle_time_ms=0, brokers=[], cluster_id=None, controller_id=-1,
+                            topics=[_error_topic(ErrorCode.INVALID_REQUEST, t.name if t.name is not None else "",
+                                                 getattr(t, "topic_id", None) or ZERO_UUID) for t in requested],
+                            error_code=ErrorCode.NONE)

@@ -5,11 +5,12 @@ collections, so what it writes comes out in hash order, not in the order things 
 reader does not care, but a byte-for-byte comparison with a real broker's znodes and error messages
 does; these functions reproduce that order for the collections Kafka uses there (Scala 2.13's
 `mutable.HashMap` and immutable `Map`/`Set`, and `java.util.Properties`, which since Java 9 keeps its
-entries in a `ConcurrentHashMap`). Keys are `str` (Java's `String.hashCode`) or `int` (an `Int`
-hashes to itself)."""
+entries in a `ConcurrentHashMap`). Keys are `str` (Java's `String.hashCode`), `int` (an `Int`
+hashes to itself) or `uuid.UUID` (Kafka's `Uuid.hashCode`)."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Callable, Hashable, Iterable, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -26,6 +27,9 @@ def _hash(key: object) -> int:
         return h
     if isinstance(key, int):
         return key & _MASK
+    if isinstance(key, uuid.UUID):  # Kafka's Uuid.hashCode: the two halves of (msb ^ lsb) xor-ed
+        xor = (key.int >> 64) ^ (key.int & 0xFFFFFFFFFFFFFFFF)
+        return ((xor >> 32) ^ xor) & _MASK
     raise TypeError(f"no JVM hash for {type(key).__name__}")
 
 

@@ -244,3 +244,31 @@ def test_incremental_alter_configs_clears_replication_throttles(target, version)
         static = IncrementalAlterConfigsRequest(validate_only=False, resources=[R(resource_type=4, resource_name=node,
             configs=[C(name="log.dirs", config_operation=0, value="/elsewhere")])])
         assert conn.call(static, version).responses[0].error_code != 0
+
+
+def test_delete_records_answers_are_grouped_in_kafkas_hash_order(target):
+    """One answer per partition, grouped by topic in the order of Kafka's hash maps: the
+    partitions it acted on and those it refused (no such partition, no such topic) together; when
+    it acted on none, the refusals in its immutable maps' order."""
+    T = DeleteRecordsRequest.DeleteRecordsTopic
+    P = T.DeleteRecordsPartition
+    a, b = unique(), unique()
+    missing = [unique("miss") for _ in range(2)]
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, a, 2)
+        create_topic(conn, b, 6)
+        answers = [conn.call(DeleteRecordsRequest(timeout_ms=5000, topics=topics), 2) for topics in (
+            [T(name=missing[0], partitions=[P(partition_index=0, offset=0)]),
+             T(name=a, partitions=[P(partition_index=1, offset=0), P(partition_index=7, offset=0),
+                                   P(partition_index=0, offset=5)])],
+            [T(name=b, partitions=[P(partition_index=i, offset=0) for i in range(6)]),
+             T(name=a, partitions=[P(partition_index=i, offset=0) for i in (4, 2, 7)])],
+            [T(name=missing[0], partitions=[P(partition_index=0, offset=0), P(partition_index=3, offset=0)]),
+             T(name=a, partitions=[P(partition_index=9, offset=0), P(partition_index=8, offset=0)]),
+             T(name=missing[1], partitions=[P(partition_index=2, offset=0)])],
+            [T(name=missing[0], partitions=[P(partition_index=0, offset=0)]),
+             T(name=a, partitions=[P(partition_index=9, offset=0)])])]
+    codes = [{t.name: {p.partition_index: p.error_code for p in t.partitions} for t in r.topics} for r in answers]
+    assert codes[0] == {missing[0]: {0: 3}, a: {1: 0, 7: 3, 0: 1}}
+    assert codes[1] == {b: {i: 0 for i in range(6)}, a: {4: 3, 2: 3, 7: 3}}
+    assert codes[2] == {missing[0]: {0: 3, 3: 3}, a: {9: 3, 8: 3}, missing[1]: {2: 3}}

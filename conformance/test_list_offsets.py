@@ -4,6 +4,7 @@ inside a batch and across batches, before the first and after the last record)."
 from __future__ import annotations
 
 import pytest
+from kafka.protocol.consumer.offsets import ListOffsetsRequest
 
 from conformance.scenarios import batch, list_offsets, produce
 from conformance.wire import Connection, create_topic, unique
@@ -74,3 +75,27 @@ def test_unknown_partition(target):
         name = unique()
         create_topic(conn, name)
         assert list_offsets(conn, name, -1, partition=3).error_code == 3
+
+
+def test_answers_are_grouped_by_topic_in_kafkas_hash_order(target):
+    """Kafka keeps one answer per partition in a hash map and groups it by topic: a topic named
+    twice is answered once (its partition named twice gets INVALID_REQUEST), an unknown topic among
+    them, topics and partitions in the order of its hash maps."""
+    T = ListOffsetsRequest.ListOffsetsTopic
+    P = T.ListOffsetsPartition
+    a, b, missing = unique(), unique(), unique("miss")
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, a, 2)
+        create_topic(conn, b, 6)
+        mixed = conn.call(ListOffsetsRequest(replica_id=-1, isolation_level=0, timeout_ms=1000, topics=[
+            T(name=a, partitions=[P(partition_index=1, current_leader_epoch=-1, timestamp=-1),
+                                  P(partition_index=0, current_leader_epoch=-1, timestamp=-2),
+                                  P(partition_index=5, current_leader_epoch=-1, timestamp=-1)]),
+            T(name=missing, partitions=[P(partition_index=0, current_leader_epoch=-1, timestamp=-1)]),
+            T(name=a, partitions=[P(partition_index=1, current_leader_epoch=-1, timestamp=-2)])]), 8)
+        many = conn.call(ListOffsetsRequest(replica_id=-1, isolation_level=0, timeout_ms=1000, topics=[
+            T(name=b, partitions=[P(partition_index=i, current_leader_epoch=-1, timestamp=-1) for i in range(6)]),
+            T(name=a, partitions=[P(partition_index=i, current_leader_epoch=-1, timestamp=-2) for i in (1, 0)])]), 9)
+    answered = {t.name: {p.partition_index: p.error_code for p in t.partitions} for t in mixed.topics}
+    assert len(mixed.topics) == 2 and answered == {a: {1: 42, 0: 0, 5: 3}, missing: {0: 3}}
+    assert sorted(p.partition_index for t in many.topics if t.name == b for p in t.partitions) == list(range(6))

@@ -11,7 +11,9 @@
   for an offset below -1 or above the high watermark (low_watermark -1 with any error).
 - Authorization: DELETE on each topic, asked once per topic; a topic without it answers
   TOPIC_AUTHORIZATION_FAILED (low_watermark -1) at each partition, whether it exists or not.
-- No purgatory: with one replica the low watermark is final when the answer is sent."""
+- No purgatory: with one replica the low watermark is final when the answer is sent.
+- One answer per partition (the last offset asked for it counts), grouped by topic, in the order
+  of Kafka's hash maps (kafka_grouped; kafka_immutable_grouped when no partition could be acted on)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from kafka.protocol.admin.topics import DeleteRecordsResponse
 from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.partition import Partition
+from wirekafka.broker.replication._jvm_order import TopicPartitionKey, kafka_grouped, kafka_immutable_grouped
 from wirekafka.broker.state import BrokerState
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
@@ -46,26 +49,45 @@ async def _delete_before(state: BrokerState, topic: str, index: int, requested: 
     return partition, True
 
 
+def _exists(state: BrokerState, topic: str, index: int) -> bool:
+    """Kafka's metadataCache.contains: the partition exists in the cluster (led here or not)."""
+    t = state.metadata.topic(topic)
+    return t is not None and 0 <= index < len(t.partitions)
+
+
 async def handle(ctx: RequestContext, request: object) -> DeleteRecordsResponse:
     state = ctx.state
-    topics = []
-    moved = False
+    allowed: dict[str, bool] = {}
+    refused: dict[TopicPartitionKey, _Part] = {}  # not authorized, or no such partition
+    offsets: dict[TopicPartitionKey, int] = {}  # the last offset asked for each partition, as Kafka keeps it
     for t in request.topics:  # type: ignore[attr-defined]
-        parts = []
-        allowed = ctx.authorized(AclOperation.DELETE, ResourceType.TOPIC, t.name)
+        if t.name not in allowed:
+            allowed[t.name] = ctx.authorized(AclOperation.DELETE, ResourceType.TOPIC, t.name)
         for p in t.partitions:
-            if not allowed:
-                parts.append(_Part(partition_index=p.partition_index, low_watermark=-1,
-                                   error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
-                continue
-            try:
-                partition, changed = await _delete_before(state, t.name, p.partition_index, p.offset)
-                moved |= changed
-                parts.append(_Part(partition_index=p.partition_index, low_watermark=partition.log_start_offset,
-                                   error_code=ErrorCode.NONE))
-            except KafkaApiError as exc:
-                parts.append(_Part(partition_index=p.partition_index, low_watermark=-1, error_code=exc.code))
-        topics.append(_Topic(name=t.name, partitions=parts))
+            key = TopicPartitionKey(t.name, p.partition_index)
+            if not allowed[t.name]:
+                refused[key] = _Part(partition_index=p.partition_index, low_watermark=-1,
+                                     error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            elif not _exists(state, t.name, p.partition_index):
+                refused[key] = _Part(partition_index=p.partition_index, low_watermark=-1,
+                                     error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            else:
+                offsets[key] = p.offset
+    results: dict[TopicPartitionKey, _Part] = {}
+    moved = False
+    for key, offset in offsets.items():
+        try:
+            partition, changed = await _delete_before(state, key.topic, key.partition, offset)
+            moved |= changed
+            results[key] = _Part(partition_index=key.partition, low_watermark=partition.log_start_offset,
+                                 error_code=ErrorCode.NONE)
+        except KafkaApiError as exc:
+            results[key] = _Part(partition_index=key.partition, low_watermark=-1, error_code=exc.code)
     if moved:
         await state.checkpoint()
-    return DeleteRecordsResponse(version=ctx.version, throttle_time_ms=0, topics=topics)
+    if results:
+        grouped = kafka_grouped({**results, **refused})
+    else:  # Kafka merges the refusals into an empty immutable Map: its order, not a mutable one's
+        grouped = kafka_immutable_grouped(refused)
+    return DeleteRecordsResponse(version=ctx.version, throttle_time_ms=0,
+                                 topics=[_Topic(name=name, partitions=parts) for name, parts in grouped])

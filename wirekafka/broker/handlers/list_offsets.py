@@ -15,7 +15,10 @@
   (a client maps answers back by partition, so duplicates could not be told apart).
 - Authorization: DESCRIBE on each topic (implied by READ, WRITE, DELETE and ALTER), asked once
   per topic; a topic without it answers TOPIC_AUTHORIZATION_FAILED at each of its partitions,
-  whether it exists or not, after the authorized topics as Kafka lists them."""
+  whether it exists or not, after the authorized topics as Kafka lists them.
+- Order, as Kafka's ReplicaManager answers: one entry per partition, grouped by topic (a topic
+  named twice is answered once), topics and partitions in the order of its hash maps
+  (kafka_grouped); the refused topics follow in the request's order, as given."""
 
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from kafka.protocol.consumer.offsets import ListOffsetsResponse
 from wirekafka.broker.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.partition import Partition
+from wirekafka.broker.replication._jvm_order import TopicPartitionKey, kafka_grouped
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
@@ -79,14 +83,17 @@ def handle(ctx: RequestContext, request: object) -> ListOffsetsResponse:
     read_committed = getattr(request, "isolation_level", 0) == 1
     mentions = Counter((rt.name, rp.partition_index) for rt in request.topics  # type: ignore[attr-defined]
                        for rp in rt.partitions)
-    topics, refused = [], []
+    allowed: dict[str, bool] = {}
+    answers: dict[TopicPartitionKey, _PartResp] = {}  # Kafka's statusByPartition: one per partition
+    refused = []
     for rt in request.topics:  # type: ignore[attr-defined]
-        if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, rt.name):
+        if rt.name not in allowed:
+            allowed[rt.name] = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, rt.name)
+        if not allowed[rt.name]:
             refused.append(_TopicResp(name=rt.name, partitions=[_PartResp(
                 partition_index=rp.partition_index, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, timestamp=-1,
                 offset=-1, leader_epoch=-1) for rp in rt.partitions]))
             continue
-        parts = []
         for rp in rt.partitions:
             try:
                 if mentions[(rt.name, rp.partition_index)] > 1:
@@ -94,10 +101,12 @@ def handle(ctx: RequestContext, request: object) -> ListOffsetsResponse:
                 partition = state.metadata.partition(rt.name, rp.partition_index)
                 partition.check_leader_epoch(rp.current_leader_epoch)
                 ts, offset, epoch = lookup(partition, rp.timestamp, read_committed)
-                parts.append(_PartResp(partition_index=rp.partition_index, error_code=ErrorCode.NONE,
-                                       timestamp=ts, offset=offset, leader_epoch=epoch))
+                answer = _PartResp(partition_index=rp.partition_index, error_code=ErrorCode.NONE,
+                                   timestamp=ts, offset=offset, leader_epoch=epoch)
             except KafkaApiError as exc:
-                parts.append(_PartResp(partition_index=rp.partition_index, error_code=exc.code,
-                                       timestamp=-1, offset=-1, leader_epoch=-1))
-        topics.append(_TopicResp(name=rt.name, partitions=parts))
-    return ListOffsetsResponse(version=ctx.version, throttle_time_ms=0, topics=topics + refused)
+                answer = _PartResp(partition_index=rp.partition_index, error_code=exc.code,
+                                   timestamp=-1, offset=-1, leader_epoch=-1)
+            answers[TopicPartitionKey(rt.name, rp.partition_index)] = answer
+    return ListOffsetsResponse(version=ctx.version, throttle_time_ms=0,
+                               topics=[_TopicResp(name=name, partitions=parts)
+                                       for name, parts in kafka_grouped(answers)] + refused)

@@ -243,12 +243,15 @@ def _by_id_in_kafka_order(ctx: RequestContext, ids: list[uuid.UUID], with_ops: b
     in_order: Callable[[list], list] = scala_hashset_order if hashed else list
     id_order = in_order([i for i in distinct if i != ZERO_UUID])
     found = {i: state.metadata.topic_by_id(i) for i in id_order}
-    unknown = [_error_topic(ErrorCode.UNKNOWN_TOPIC_ID, None, i) for i in id_order if found[i] is None]
+    # a HashSet split or filtered is a HashSet of what it keeps: its own hash order, not the whole's
+    unknown = [_error_topic(ErrorCode.UNKNOWN_TOPIC_ID, None, i) for i in in_order([i for i in id_order
+                                                                                    if found[i] is None])]
     by_name = {t.name: t for t in (found[i] for i in id_order) if t is not None}
     names = in_order(list(by_name))
-    shown = [topic_metadata(ctx, by_name[n], with_ops, reachable) for n in names if _describable(ctx, n)]
+    shown = [topic_metadata(ctx, by_name[n], with_ops, reachable)
+             for n in in_order([n for n in names if _describable(ctx, n)])]
     refused = [_error_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, by_name[n].topic_id)
-               for n in names if not _describable(ctx, n)]
+               for n in in_order([n for n in names if not _describable(ctx, n)])]
     return unknown + shown + refused
 
 

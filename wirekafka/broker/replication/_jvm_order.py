@@ -6,20 +6,30 @@ reader does not care, but a byte-for-byte comparison with a real broker's znodes
 does; these functions reproduce that order for the collections Kafka uses there (Scala 2.13's
 `mutable.HashMap` and immutable `Map`/`Set`, and `java.util.Properties`, which since Java 9 keeps its
 entries in a `ConcurrentHashMap`). Keys are `str` (Java's `String.hashCode`), `int` (an `Int`
-hashes to itself) or `uuid.UUID` (Kafka's `Uuid.hashCode`)."""
+hashes to itself), `uuid.UUID` (Kafka's `Uuid.hashCode`) or TopicPartitionKey."""
 
 from __future__ import annotations
 
 import uuid
-from typing import Callable, Hashable, Iterable, TypeVar
+from typing import Callable, Hashable, Iterable, NamedTuple, TypeVar
 
 K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 _MASK = 0xFFFFFFFF
 
 
+class TopicPartitionKey(NamedTuple):
+    """A key that hashes as Kafka's TopicPartition: 31 * (31 + partition) + the topic's hash."""
+
+    topic: str
+    partition: int
+
+
 def _hash(key: object) -> int:
     """The JVM hash (`##`) of a key, as an unsigned 32-bit value."""
+    if isinstance(key, TopicPartitionKey):
+        return (31 * (31 + key.partition) + _hash(key.topic)) & _MASK
     if isinstance(key, str):
         h = 0
         for unit in _utf16_units(key):
@@ -179,3 +189,28 @@ def java_hashmap_order(keys: Iterable[K], capacity: int = 16, hash: Callable[[K]
 def java_hash(key: object) -> int:
     """`hashCode()` of a Java String or Integer, or 0 for null, as an unsigned 32-bit value."""
     return 0 if key is None else _hash(key)
+
+
+def kafka_grouped(answers: dict[TopicPartitionKey, V]) -> list[tuple[str, list[V]]]:
+    """Per-partition answers as Kafka's ReplicaManager and KafkaApis group them into topics: a
+    `groupBy(topic)` of a map keyed by TopicPartition, whose result is an immutable HashMap (topics
+    in its hash order, even for one or two) of maps built entry by entry (each topic's partitions
+    in a `mutable.HashMap`'s order, however it was filled)."""
+    by_topic: dict[str, list[TopicPartitionKey]] = {}
+    for key in answers:
+        by_topic.setdefault(key.topic, []).append(key)
+    return [(topic, [answers[k] for k in scala_mutable_hashmap_order(by_topic[topic])])
+            for topic in scala_hashset_order(by_topic)]
+
+
+def kafka_immutable_grouped(answers: dict[TopicPartitionKey, V]) -> list[tuple[str, list[V]]]:
+    """kafka_grouped for answers Kafka collected in an immutable Map (in `answers`' order): up to
+    four entries keep that order, and so does each topic's map built from it; with more it is a
+    HashMap, whose groupBy builds each topic's partitions into a HashMap of their own (its hash
+    order: a CHAMP trie's order depends on all its keys, so not the whole map's order)."""
+    hashed = len(answers) > 4
+    by_topic: dict[str, list[TopicPartitionKey]] = {}
+    for key in answers:
+        by_topic.setdefault(key.topic, []).append(key)
+    return [(topic, [answers[k] for k in (scala_hashset_order(by_topic[topic]) if hashed else by_topic[topic])])
+            for topic in scala_hashset_order(by_topic)]

@@ -11,8 +11,7 @@
   current one for LATEST, the epoch cache's for the log start offset for EARLIEST, the found
   batch's partition leader epoch for a record found by timestamp, -1 when nothing is found.
 - Errors: UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH; a partition
-  named more than once in one request is INVALID_REQUEST at each mention, as Kafka answers
-  (a client maps answers back by partition, so duplicates could not be told apart).
+  named more than once in one request is answered once, INVALID_REQUEST, as Kafka answers.
 - Authorization: DESCRIBE on each topic (implied by READ, WRITE, DELETE and ALTER), asked once
   per topic; a topic without it answers TOPIC_AUTHORIZATION_FAILED at each of its partitions,
   whether it exists or not, after the authorized topics as Kafka lists them.

@@ -38,7 +38,7 @@ from typing import Any, Callable, Mapping
 
 import trio
 
-from wirekafka.oauth_validator import ALLOWED_URLS_PROPERTY, system_property
+from wirekafka.oauth_validator import ALLOWED_URLS_PROPERTY, checked_url, system_property
 from wirekafka.protocol.sasl_oauthbearer import IllegalToken, decode_part
 
 log = logging.getLogger(__name__)
@@ -110,21 +110,16 @@ def configure(setting: Callable[[str], str | None], options: Mapping[str, str],
     url = value(TOKEN_URL)
     if not url:
         raise LoginConfigError(f"The OAuth configuration option {TOKEN_URL} is required")
-    scheme = urllib.parse.urlsplit(url).scheme.lower()
-    if scheme not in ("http", "https", "file"):
-        raise LoginConfigError(f"The OAuth configuration option {TOKEN_URL} contains a URL ({url}) that contains an "
-                               f'invalid protocol ({scheme}); only "http", "https", and "file" protocol are supported')
-    allowed = system_property(ALLOWED_URLS_PROPERTY, environ)
-    if allowed is not None and url not in {entry.strip() for entry in allowed.split(",")}:
-        raise LoginConfigError(f"{url} is not allowed. Update system property '{ALLOWED_URLS_PROPERTY}' to allow {url}")
-    path = None
+
+    def check_allowed(candidate: str) -> None:  # Kafka 3.9.1: any URL unless the property lists some
+        allowed = system_property(ALLOWED_URLS_PROPERTY, environ)
+        if allowed is not None and candidate not in {entry.strip() for entry in allowed.split(",")}:
+            raise LoginConfigError(f"{candidate} is not allowed. Update system property '{ALLOWED_URLS_PROPERTY}' "
+                                   f"to allow {candidate}")
+
+    url, path = checked_url(TOKEN_URL, url, check_allowed, LoginConfigError)
     client_id = client_secret = ""
-    if scheme == "file":
-        path = Path(urllib.parse.urlsplit(url).path).absolute()
-        if not path.is_file():
-            raise LoginConfigError(f"The OAuth configuration option {TOKEN_URL} contains a file ({path}) that "
-                                   f"doesn't exist")
-    else:
+    if path is None:
         client_id, client_secret = _required(options, "clientId"), _required(options, "clientSecret")
     try:
         timeouts = [int(value(k)) / 1000 if value(k) else _DEFAULT_TIMEOUT_S

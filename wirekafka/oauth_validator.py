@@ -84,34 +84,33 @@ def _check_url_allowed(url: str, environ: Mapping[str, str] | None) -> None:
             f"Update the system property '{ALLOWED_URLS_PROPERTY}' to allow the URL to be accessed.")
 
 
-def _checked_url(raw: str, environ: Mapping[str, str] | None) -> tuple[str, Path | None]:
-    """ConfigurationUtils.validateUrl (and validateFileUrl for file: URLs)."""
+def checked_url(key: str, raw: str, check_allowed: Callable[[str], None],
+                error: type[ValueError] = ValidatorConfigError) -> tuple[str, Path | None]:
+    """Kafka's ConfigurationUtils.validateUrl (and validateFileUrl for file: URLs) of the URL
+    setting `key`, shared by the validator's JWKS URL and the login's token endpoint:
+    check_allowed applies the allowed-URLs rule of the Kafka line the caller follows; the other
+    refusals raise `error`."""
     url = raw.strip()
     scheme, colon, _ = url.partition(":")
     if not colon or not scheme or not scheme[0].isalpha():
-        raise ValidatorConfigError(f"The OAuth configuration option {JWKS_URL} contains a URL ({url}) that is "
-                                   f"malformed: no protocol: {url}")
+        raise error(f"The OAuth configuration option {key} contains a URL ({url}) that is malformed: no protocol: {url}")
     protocol = scheme.lower()
     if protocol not in _JAVA_PROTOCOLS:
-        raise ValidatorConfigError(f"The OAuth configuration option {JWKS_URL} contains a URL ({url}) that is "
-                                   f"malformed: unknown protocol: {protocol}")
+        raise error(f"The OAuth configuration option {key} contains a URL ({url}) that is "
+                    f"malformed: unknown protocol: {protocol}")
     if protocol not in ("http", "https", "file"):
-        raise ValidatorConfigError(f"The OAuth configuration option {JWKS_URL} contains a URL ({url}) that contains "
-                                   f'an invalid protocol ({protocol}); only "http", "https", and "file" protocol '
-                                   f"are supported")
-    _check_url_allowed(url, environ)
+        raise error(f"The OAuth configuration option {key} contains a URL ({url}) that contains "
+                    f'an invalid protocol ({protocol}); only "http", "https", and "file" protocol are supported')
+    check_allowed(url)
     if protocol != "file":
         return url, None
     path = Path(urllib.parse.urlsplit(url).path or "").absolute()
     if not path.exists():
-        raise ValidatorConfigError(f"The OAuth configuration option {JWKS_URL} contains a file ({path}) that "
-                                   f"doesn't exist")
+        raise error(f"The OAuth configuration option {key} contains a file ({path}) that doesn't exist")
     if not os.access(path, os.R_OK):
-        raise ValidatorConfigError(f"The OAuth configuration option {JWKS_URL} contains a file ({path}) that "
-                                   f"doesn't have read permission")
+        raise error(f"The OAuth configuration option {key} contains a file ({path}) that doesn't have read permission")
     if path.is_dir():
-        raise ValidatorConfigError(f"The OAuth configuration option {JWKS_URL} references a directory ({path}), "
-                                   f"not a file")
+        raise error(f"The OAuth configuration option {key} references a directory ({path}), not a file")
     return url, path
 
 
@@ -133,7 +132,7 @@ def configure(setting: Callable[[str], str | None], environ: Mapping[str, str] |
             f'can be verified, but it was not set. Set "{JWKS_URL}" to the OAuth/OIDC provider\'s JWKS endpoint '
             f'URL for this listener, or configure a signature-verifying "{JWT_VALIDATOR_CLASS}".')
     try:
-        url, path = _checked_url(url, environ)
+        url, path = checked_url(JWKS_URL, url, lambda u: _check_url_allowed(u, environ))
         refresh_ms = int(value("sasl.oauthbearer.jwks.endpoint.refresh.ms"))
         if refresh_ms < 0:
             raise ValidatorConfigError("The OAuth configuration option sasl.oauthbearer.jwks.endpoint.refresh.ms "

@@ -77,8 +77,10 @@ class BrokerState:
         self.metadata: LocalMetadata | ZkMetadata
         self.fetchers: ReplicaFetchers | None = None
         self._cluster_tasks: trio.Nursery | None = None
+        # how this broker connects to the others, shared by every such connection (ZooKeeper mode)
+        self.peer_security: PeerSecurity | None = None
         if config.zookeeper_mode:
-            peer_security = PeerSecurity.of(config)  # shared by every connection to another broker
+            self.peer_security = peer_security = PeerSecurity.of(config)
             self.metadata = ZkMetadata(config, self._open_partition, ZkMetadata.session_for(config), peer_security)
             self.metadata.on_roles = self._on_roles
         else:

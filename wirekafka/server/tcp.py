@@ -28,17 +28,24 @@ from wirekafka.server.listener_security import ListenerSecurity
 log = logging.getLogger(__name__)
 
 
-async def _log_in(config: BrokerConfig) -> None:
+async def _log_in(config: BrokerConfig, state: BrokerState) -> None:
     """Kafka's broker logs in on each listener that enables OAUTHBEARER when it starts: with the
-    secured login, a token endpoint that gives no usable token stops the start-up."""
+    secured login, a token endpoint that gives no usable token stops the start-up. On the
+    inter-broker listener the login is the one its connections to other brokers then use, so the
+    token fetched here is theirs."""
+    peer_sasl = state.peer_security.sasl if state.peer_security is not None else None
     for listener in config.listeners:
         if (config.security_protocol(listener.name) not in SASL_PROTOCOLS
                 or oauth.MECHANISM not in config.sasl_mechanisms(listener.name)):
             continue
         login = config.oauth_login(listener.name)
         if login is not None:
+            if listener.name == config.inter_broker_listener and peer_sasl is not None and peer_sasl.secured:
+                secured = peer_sasl.secured
+            else:
+                secured = SecuredLogin(login)
             try:
-                await SecuredLogin(login).token()
+                await secured.token()
             except LoginFailed as exc:
                 raise StartupError(f"listener {listener.name}: the OAUTHBEARER login failed: {exc}") from None
 
@@ -57,8 +64,8 @@ async def run_broker(config: BrokerConfig) -> None:
                                                       backlog=config.int_if_set("socket.listen.backlog.size")))
              for listener in config.listeners]
     config = config.with_bound_ports({listener.name: _bound_port(servers) for listener, servers in bound})
-    await _log_in(config)
     state = BrokerState(config)
+    await _log_in(config, state)
     await state.deletes.adopt_leftovers(state.log_dir)  # before anything of this run is deleted
     if config.zookeeper_mode:
         await state.join_cluster()

@@ -196,11 +196,16 @@ def kafka_grouped(answers: dict[TopicPartitionKey, V]) -> list[tuple[str, list[V
     `groupBy(topic)` of a map keyed by TopicPartition, whose result is an immutable HashMap (topics
     in its hash order, even for one or two) of maps built entry by entry (each topic's partitions
     in a `mutable.HashMap`'s order, however it was filled)."""
-    by_topic: dict[str, list[TopicPartitionKey]] = {}
-    for key in answers:
-        by_topic.setdefault(key.topic, []).append(key)
+    by_topic = _keys_by_topic(answers)
     return [(topic, [answers[k] for k in scala_mutable_hashmap_order(by_topic[topic])])
             for topic in scala_hashset_order(by_topic)]
+
+
+def _keys_by_topic(keys: Iterable[TopicPartitionKey]) -> dict[str, list[TopicPartitionKey]]:
+    by_topic: dict[str, list[TopicPartitionKey]] = {}
+    for key in keys:
+        by_topic.setdefault(key.topic, []).append(key)
+    return by_topic
 
 
 def kafka_immutable_grouped(answers: dict[TopicPartitionKey, V]) -> list[tuple[str, list[V]]]:
@@ -209,8 +214,6 @@ def kafka_immutable_grouped(answers: dict[TopicPartitionKey, V]) -> list[tuple[s
     HashMap, whose groupBy builds each topic's partitions into a HashMap of their own (its hash
     order: a CHAMP trie's order depends on all its keys, so not the whole map's order)."""
     hashed = len(answers) > 4
-    by_topic: dict[str, list[TopicPartitionKey]] = {}
-    for key in answers:
-        by_topic.setdefault(key.topic, []).append(key)
+    by_topic = _keys_by_topic(answers)
     return [(topic, [answers[k] for k in (scala_hashset_order(by_topic[topic]) if hashed else by_topic[topic])])
             for topic in scala_hashset_order(by_topic)]

@@ -27,6 +27,7 @@ from testsupport.broker_process import BrokerProcess, free_port
 from testsupport.cluster import WirekafkaCluster
 from testsupport.follower_fetch import check_follower_fetch, rack_overrides
 from testsupport.alter_partition import check_alter_partition
+from testsupport.controlled_shutdown import check_controlled_shutdown
 from testsupport.leader_hints import check_leader_hints
 from testsupport.legacy_admin import check_legacy_admin_znodes
 from testsupport.dynamic_log_config import check_dynamic_default
@@ -485,6 +486,14 @@ def test_controller_answers_alter_partition(cluster: WirekafkaCluster) -> None:
     """Leaders propose ISR changes to the controller with AlterPartition; its answers and the state it
     records are Kafka 3.9's (the same check passes on Kafka 3.9.1, test_zookeeper_launcher.py)."""
     print(check_alter_partition(cluster.zk, cluster.bootstrap, {n: b.bootstrap for n, b in cluster.brokers.items()}))
+
+
+def test_controller_answers_controlled_shutdown(tmp_path: Path, zookeeper: str) -> None:
+    """A stopping broker's ControlledShutdown: the controller's answers and the states it writes are
+    Kafka 3.9's (the same check passes on Kafka 3.9.1, test_zookeeper_launcher.py). A cluster of
+    its own: the check leaves two brokers shutting down in the controller's eyes."""
+    with WirekafkaCluster(tmp_path, zookeeper) as c:
+        print(check_controlled_shutdown(c.zk, c.bootstrap, {n: b.bootstrap for n, b in c.brokers.items()}))
 
 
 def test_consumers_fetch_from_the_replica_in_their_rack(tmp_path: Path, zookeeper: str) -> None:

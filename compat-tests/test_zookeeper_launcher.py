@@ -54,6 +54,7 @@ from testsupport.cluster import wait_for  # noqa: E402
 from testsupport.dynamic_log_config import check_dynamic_default  # noqa: E402
 from testsupport.follower_fetch import check_follower_fetch, rack_overrides  # noqa: E402
 from testsupport.alter_partition import check_alter_partition  # noqa: E402
+from testsupport.controlled_shutdown import check_controlled_shutdown  # noqa: E402
 from testsupport.leader_hints import check_leader_hints  # noqa: E402
 from testsupport.legacy_admin import check_legacy_admin_znodes  # noqa: E402
 from testsupport.throttled_reassignment import check_throttled_reassignment  # noqa: E402
@@ -339,6 +340,15 @@ def test_kafka39_controller_answers_alter_partition(tmp_path):
     with _kafka39_cluster(tmp_path) as (brokers, client):
         summary = check_alter_partition(client, ",".join(b.bootstrap for b in brokers),
                                         {b.broker_id: b.bootstrap for b in brokers})
+        print(f"Kafka {brokers[0].version}: {summary}")
+
+
+def test_kafka39_controller_answers_controlled_shutdown(tmp_path):
+    """ControlledShutdown on Kafka 3.9.1's ZooKeeper controller: the check wirekafka's cluster passes
+    too (compat-tests/test_cluster.py)."""
+    with _kafka39_cluster(tmp_path) as (brokers, client):
+        summary = check_controlled_shutdown(client, ",".join(b.bootstrap for b in brokers),
+                                            {b.broker_id: b.bootstrap for b in brokers})
         print(f"Kafka {brokers[0].version}: {summary}")
 
 

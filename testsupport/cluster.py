@@ -59,6 +59,9 @@ class WirekafkaCluster:
             "transaction.state.log.num.partitions": "5",
             "group.initial.rebalance.delay.ms": "0",
             "replica.lag.time.max.ms": "4000",
+            # the last broker to stop has nowhere to move its leaderships: it asks the controller
+            # controlled.shutdown.max.retries times; 1 s apart instead of Kafka's 5 s keeps teardowns short
+            "controlled.shutdown.retry.backoff.ms": "1000",
         }
         base.update(overrides or {})
         self.brokers: dict[int, BrokerProcess] = {}

@@ -18,6 +18,7 @@ from wirekafka.broker.handlers import (
     acls,
     alter_configs,
     alter_partition,
+    controlled_shutdown,
     client_quotas,
     api_versions,
     create_partitions,
@@ -60,7 +61,7 @@ from wirekafka.broker.handlers import (
 )
 from wirekafka.protocol import api_versions as protocol_versions
 from wirekafka.protocol.api_versions import SUPPORTED, response_class
-from wirekafka.protocol.inter_broker import AlterPartitionRequest
+from wirekafka.protocol.inter_broker import AlterPartitionRequest, ControlledShutdownRequest
 from wirekafka.protocol.response_parts import RegionResponse
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
@@ -128,6 +129,7 @@ def enable_zk_broker_apis() -> None:
     """Serve what a ZooKeeper-mode broker serves beyond the single node (api_versions.enable_zk_broker_apis)."""
     protocol_versions.enable_zk_broker_apis()
     register(AlterPartitionRequest.API_KEY, alter_partition.handle)
+    register(ControlledShutdownRequest.API_KEY, controlled_shutdown.handle)
 
 
 async def dispatch(ctx: RequestContext, body: Any) -> Any:

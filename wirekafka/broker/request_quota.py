@@ -22,7 +22,7 @@ import trio
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.replica_manager import fetching_replica
 
-PRODUCE, FETCH, WRITE_TXN_MARKERS, ALTER_PARTITION = 0, 1, 27, 56
+PRODUCE, FETCH, CONTROLLED_SHUTDOWN, WRITE_TXN_MARKERS, ALTER_PARTITION = 0, 1, 7, 27, 56
 NANOS_TO_PERCENT = 100 / 1e9  # Kafka's ClientRequestQuotaManager: a second of work is 100 (%)
 
 
@@ -80,7 +80,7 @@ TIMER = TaskTimer()
 
 
 def exempt(api_key: int, body: Any) -> bool:
-    if api_key in (WRITE_TXN_MARKERS, ALTER_PARTITION):  # inter-broker requests Kafka exempts
+    if api_key in (CONTROLLED_SHUTDOWN, WRITE_TXN_MARKERS, ALTER_PARTITION):  # inter-broker requests Kafka exempts
         return True
     if api_key == PRODUCE:
         return getattr(body, "acks", 1) == 0

@@ -209,14 +209,18 @@ class BrokerState:
             task_status.started()
 
     async def controlled_shutdown(self) -> None:
-        """Hand this broker's leaderships over before stopping (Kafka's controlled shutdown,
-        bounded like Kafka's by controlled.shutdown.max.retries x retry.backoff)."""
+        """Hand this broker's leaderships over before stopping (Kafka's controlled shutdown:
+        controlled.shutdown.max.retries requests to the controller, retry.backoff between them),
+        within shutdown.timeout.ms."""
         assert isinstance(self.metadata, ZkMetadata)
         cfg = self.config
-        budget = max(cfg.int("controlled.shutdown.max.retries"), 1) * cfg.int("controlled.shutdown.retry.backoff.ms")
-        log.info("controlled shutdown: moving leaderships away")
-        if await self.metadata.controlled_shutdown(min(budget, cfg.int("shutdown.timeout.ms")) / 1000):
-            log.info("controlled shutdown: done")
+        log.info("controlled shutdown: asking the controller to move leaderships away")
+        with trio.move_on_after(cfg.int("shutdown.timeout.ms") / 1000) as scope:
+            if await self.metadata.controlled_shutdown(cfg.int("controlled.shutdown.max.retries"),
+                                                       cfg.int("controlled.shutdown.retry.backoff.ms") / 1000):
+                log.info("controlled shutdown: done")
+        if scope.cancelled_caught:
+            log.warning("controlled shutdown: not done within shutdown.timeout.ms; stopping anyway")
 
     async def leave_cluster(self) -> None:
         """Close the ZooKeeper session at the end of a shutdown: the registration goes at once."""

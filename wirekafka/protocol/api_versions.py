@@ -62,7 +62,8 @@ from kafka.protocol.admin.groups import (
 )
 from kafka.protocol.api_message import ApiMessage
 
-from wirekafka.protocol.inter_broker import AlterPartitionRequest, AlterPartitionResponse
+from wirekafka.protocol.inter_broker import (AlterPartitionRequest, AlterPartitionResponse, ControlledShutdownRequest,
+                                             ControlledShutdownResponse)
 from kafka.protocol.consumer.group import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -210,9 +211,11 @@ for _req, _resp in _PAIRS:
 
 def enable_zk_broker_apis() -> None:
     """A ZooKeeper-mode broker also serves, and advertises, the inter-broker API its peers send
-    it, as Kafka 3.9's ZooKeeper-mode brokers do: AlterPartition, to the controller. Called once at
-    start-up in that mode; the single node keeps Kafka 4's KRaft-broker list."""
+    it, as Kafka 3.9's ZooKeeper-mode brokers do: AlterPartition and ControlledShutdown, to the
+    controller. Called once at start-up in that mode; the single node keeps Kafka 4's KRaft-broker
+    list."""
     register(AlterPartitionRequest, AlterPartitionResponse)
+    register(ControlledShutdownRequest, ControlledShutdownResponse)
 
 
 def is_served(api_key: int, api_version: int) -> bool:
@@ -227,6 +230,13 @@ def request_class(api_key: int) -> type[ApiMessage]:
 
 def response_class(api_key: int) -> type[ApiMessage]:
     return RESPONSE_CLASSES[api_key]
+
+
+def request_header_has_client_id(api_key: int, api_version: int) -> bool:
+    """False only for ControlledShutdown v0, whose request header (v0) is key, version and
+    correlation id alone, as Kafka still reads it where that API is served."""
+    return not (api_key == ControlledShutdownRequest.API_KEY and api_version == 0
+                and api_key in REQUEST_CLASSES)
 
 
 def request_header_is_flexible(api_key: int, api_version: int) -> bool:

@@ -74,12 +74,17 @@ def _skip_tagged_fields(buf: bytes | memoryview, pos: int) -> int:
 
 
 def parse_header(frame: bytes) -> RequestHeader:
-    """Parse request header v1 (or v2 for flexible versions): key, version, correlation, client id.
+    """Parse request header v1 (or v2 for flexible versions): key, version, correlation, client id;
+    or v0 (no client id) for the one request that still uses it, ControlledShutdown v0.
 
     Raises ProtocolError for a header that is too short or malformed."""
-    if len(frame) < 10:
+    if len(frame) < 8:
         raise ProtocolError(f"request of {len(frame)} bytes is shorter than a request header")
     api_key, api_version, correlation_id = _HEADER.unpack_from(frame, 0)
+    if not api_versions.request_header_has_client_id(api_key, api_version):
+        return RequestHeader(api_key, api_version, correlation_id, None, 8)
+    if len(frame) < 10:
+        raise ProtocolError(f"request of {len(frame)} bytes is shorter than a request header")
     (client_len,) = _INT16.unpack_from(frame, 8)
     pos = 10
     client_id: str | None = None

@@ -14,3 +14,11 @@ class AlterPartitionRequest(ApiMessage, load_json=schemas):
 
 class AlterPartitionResponse(ApiMessage, load_json=schemas):
     pass
+
+
+class ControlledShutdownRequest(ApiMessage, load_json=schemas):
+    pass
+
+
+class ControlledShutdownResponse(ApiMessage, load_json=schemas):
+    pass

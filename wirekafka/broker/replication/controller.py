@@ -78,6 +78,18 @@ class ClusterSnapshot:
     # every quota entity's config znode by its path under /config ("users/<u>", "clients/<c>",
     # "users/<u>/clients/<c>", "ips/<ip>"; names sanitized as stored)
     quota_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    # each live broker's epoch: the czxid of its /brokers/ids registration
+    broker_epochs: dict[int, int] = field(default_factory=dict)
+    # live brokers the controller is shutting down (ControlledShutdown): not ZooKeeper's, the
+    # controller's own memory, as in Kafka, laid over each read (ZkMetadata)
+    shutting_down: frozenset[int] = frozenset()
+
+    @property
+    def eligible(self) -> set[int]:
+        """The brokers a replica may lead or join an ISR on: live and not shutting down (Kafka's
+        isReplicaOnline). A shutting-down broker still counts as alive: it keeps what it leads
+        until a controlled shutdown moves it, and stays in the ISRs it is not removed from."""
+        return set(self.brokers) - self.shutting_down
 
 
 @dataclass(frozen=True)
@@ -93,7 +105,7 @@ class StateWrite:
 def plan_state_changes(snapshot: ClusterSnapshot, controller_epoch: int,
                        unclean_allowed: Callable[[str], bool]) -> list[StateWrite]:
     """Every partition state the controller should write now."""
-    live = set(snapshot.brokers)
+    live, eligible = set(snapshot.brokers), snapshot.eligible
     writes: list[StateWrite] = []
     for name, topic in snapshot.topics.items():
         if name in snapshot.deleting:
@@ -101,28 +113,31 @@ def plan_state_changes(snapshot: ClusterSnapshot, controller_epoch: int,
         for index, replicas in sorted(topic.assignment.items()):
             current = topic.states.get(index)
             if current is None:
-                online = tuple(r for r in replicas if r in live)
+                online = tuple(r for r in replicas if r in eligible)
                 if online:
                     writes.append(StateWrite(name, index, LeaderAndIsr(online[0], 0, online, controller_epoch), None))
                 continue
             state, version = current
-            new = _next_state(state, replicas, live, controller_epoch, unclean_allowed(name))
+            new = _next_state(state, replicas, live, eligible, controller_epoch, unclean_allowed(name))
             if new is not None:
                 writes.append(StateWrite(name, index, new, version))
     return writes
 
 
-def _next_state(state: LeaderAndIsr, replicas: tuple[int, ...], live: set[int], controller_epoch: int,
-                unclean: bool) -> LeaderAndIsr | None:
-    live_isr = tuple(r for r in state.isr if r in live)
+def _next_state(state: LeaderAndIsr, replicas: tuple[int, ...], live: set[int], eligible: set[int],
+                controller_epoch: int, unclean: bool) -> LeaderAndIsr | None:
+    """A live leader only loses its dead followers; a new leader, and its ISR, come from the
+    eligible brokers (live, not shutting down)."""
     if state.leader in live:
+        live_isr = tuple(r for r in state.isr if r in live)
         if live_isr == state.isr:
             return None
         return replace(state, leader_epoch=state.leader_epoch + 1, isr=live_isr, controller_epoch=controller_epoch)
-    in_order = tuple(r for r in replicas if r in live_isr)
+    eligible_isr = tuple(r for r in state.isr if r in eligible)
+    in_order = tuple(r for r in replicas if r in eligible_isr)
     if in_order:
-        return LeaderAndIsr(in_order[0], state.leader_epoch + 1, live_isr, controller_epoch)
-    alive = tuple(r for r in replicas if r in live)
+        return LeaderAndIsr(in_order[0], state.leader_epoch + 1, eligible_isr, controller_epoch)
+    alive = tuple(r for r in replicas if r in eligible)
     if unclean and alive:
         return LeaderAndIsr(alive[0], state.leader_epoch + 1, (alive[0],), controller_epoch, RECOVERING)
     if state.leader == -1:
@@ -153,7 +168,7 @@ def elect(snapshot: ClusterSnapshot, controller_epoch: int, topic: str, index: i
         return Election(None, "UNKNOWN_TOPIC_OR_PARTITION", "The partition does not exist.")
     state, version = current
     replicas = view.assignment[index]
-    live = set(snapshot.brokers)
+    live = snapshot.eligible  # a leader that is shutting down counts as gone, as in Kafka
     if election_type == PREFERRED:
         preferred = replicas[0]
         if state.leader == preferred:
@@ -166,11 +181,52 @@ def elect(snapshot: ClusterSnapshot, controller_epoch: int, topic: str, index: i
                         f"{topic}-{index} under strategy PreferredReplicaPartitionLeaderElectionStrategy")
     if state.leader in live:
         return Election(None, "ELECTION_NOT_NEEDED", "Leader election not needed for topic partition.")
-    new = _next_state(state, replicas, live, controller_epoch, unclean=True)
+    new = _next_state(state, replicas, live, live, controller_epoch, unclean=True)
     if new is None or new.leader == -1:
         return Election(None, "ELIGIBLE_LEADERS_NOT_AVAILABLE", f"Failed to elect leader for partition "
                         f"{topic}-{index} under strategy OfflinePartitionLeaderElectionStrategy(true)")
     return Election(StateWrite(topic, index, new, version), "NONE")
+
+
+def plan_controlled_shutdown(snapshot: ClusterSnapshot, controller_epoch: int, broker: int) -> list[StateWrite]:
+    """Kafka 3.9's controller on a ControlledShutdown of `broker` (already in
+    snapshot.shutting_down), for each partition with more than one replica on it that has a state
+    and whose topic is not being deleted: one it leads moves to the first replica in assignment
+    order that is in the ISR and eligible, with every shutting-down broker out of the ISR
+    (ControlledShutdownPartitionLeaderElectionStrategy), and stays where it is when there is none;
+    one it follows loses it from the ISR unless it is the ISR's only member (the replica going
+    offline). Each write bumps the leader epoch and keeps the recovery state."""
+    eligible = snapshot.eligible
+    writes = []
+    for name, view in snapshot.topics.items():
+        if name in snapshot.deleting:
+            continue
+        for index, replicas in sorted(view.assignment.items()):
+            current = view.states.get(index)
+            if broker not in replicas or len(replicas) < 2 or current is None:
+                continue
+            state, version = current
+            if state.leader == broker:
+                leader = next((r for r in replicas if r in state.isr and r in eligible), None)
+                if leader is None:
+                    continue
+                isr = tuple(r for r in state.isr if r not in snapshot.shutting_down)
+            elif broker in state.isr:
+                leader, isr = state.leader, state.isr if len(state.isr) == 1 else tuple(
+                    r for r in state.isr if r != broker)
+            else:
+                continue
+            writes.append(StateWrite(name, index, replace(state, leader=leader, leader_epoch=state.leader_epoch + 1,
+                                                          isr=isr, controller_epoch=controller_epoch), version))
+    return writes
+
+
+def led_partitions(snapshot: ClusterSnapshot, broker: int) -> list[tuple[str, int]]:
+    """The partitions `broker` leads that a controlled shutdown should move: more than one replica,
+    topic not being deleted (Kafka's partitionLeadersOnBroker)."""
+    return [(name, index) for name, view in snapshot.topics.items() if name not in snapshot.deleting
+            for index, replicas in sorted(view.assignment.items())
+            if len(replicas) > 1 and index in view.states and view.states[index][0].leader == broker]
 
 
 @dataclass(frozen=True)
@@ -230,7 +286,7 @@ def plan_legacy_reassignments(snapshot: ClusterSnapshot) -> LegacyReassignmentPl
 
 def completed_reassignments(snapshot: ClusterSnapshot, controller_epoch: int) -> list[ReassignmentDone]:
     """Reassignments whose target replicas have all joined the ISR: KIP-455's last step."""
-    live = set(snapshot.brokers)
+    live = snapshot.eligible
     done = []
     for name, view in snapshot.topics.items():
         for index in sorted(set(view.adding) | set(view.removing)):
@@ -262,7 +318,7 @@ def imbalanced_leaders(snapshot: ClusterSnapshot, controller_epoch: int, percent
                 preferred_of.setdefault(replicas[0], []).append((name, index))
     writes = []
     for broker, partitions in preferred_of.items():
-        if broker not in snapshot.brokers:
+        if broker not in snapshot.eligible:
             continue
         led_elsewhere = [(t, p) for t, p in partitions if snapshot.topics[t].states[p][0].leader != broker]
         if len(led_elsewhere) * 100 > percentage * len(partitions):

@@ -17,7 +17,8 @@ Who writes what:
   znode's czxid is the broker epoch);
 - the controller (whoever holds the ephemeral /controller, /controller_epoch bumped atomically
   with taking it): new partitions' states, leader elections, dead replicas out of the ISR, topic
-  deletion, preferred leader election — see controller.py for the decisions — and the ISR
+  deletion, preferred leader election, the moves a broker's ControlledShutdown asks for — see
+  controller.py for the decisions — and the ISR
   changes leaders propose with AlterPartition (a shrink when a follower lags past
   replica.lag.time.max.ms, an expansion when it caught up; alter_partition_client.py), each
   checked against the state znode's version (the partition epoch) and the leader epoch, so a
@@ -52,11 +53,14 @@ from wirekafka.broker.replication import assignment as assigner
 from wirekafka.broker.replication import zk_layout as zl
 from wirekafka.broker.replication.alter_partition_client import IsrChange, IsrOutcome, IsrProposer
 from wirekafka.broker.replication.peer_client import PeerPool, PeerSecurity
+from wirekafka.broker.replication._jvm_order import TopicPartitionKey, scala_mutable_hashmap_order
 from wirekafka.broker.replication.controller import (PREFERRED, RECOVERING, AlterTopic, ClusterSnapshot, Election,
                                                      IsrAnswer, LeaderAndIsr, ReassignmentDone, StateWrite, TopicView,
                                                      completed_reassignments, elect, imbalanced_leaders,
-                                                     judge_isr_proposal, plan_legacy_reassignments,
-                                                     plan_state_changes, start_reassignment)
+                                                     judge_isr_proposal, led_partitions, plan_controlled_shutdown,
+                                                     plan_legacy_reassignments, plan_state_changes,
+                                                     start_reassignment)
+from wirekafka.broker.replication.shutdown_client import ask_controller
 from wirekafka.broker.password_encoder import PasswordConfigError
 from wirekafka.broker.replication.zk_broker_passwords import BrokerPasswords
 from wirekafka.broker.replication.zk_session import ZkSession
@@ -73,6 +77,7 @@ _STALE_VIEW = (ErrorCode.INVALID_UPDATE_VERSION, ErrorCode.FENCED_LEADER_EPOCH, 
                ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.NEW_LEADER_ELECTED, ErrorCode.STALE_BROKER_EPOCH)
 
 PRODUCER_ID_BLOCK = 1000
+_SHUTDOWN_WRITE_ROUNDS = 3  # a controlled shutdown's writes, re-planned after a lost race
 SAFETY_RECONCILE_S = 5.0  # re-read even without a watch firing (a watch lost with a session)
 # Kafka 3.9 refuses to start with zookeeper.set.acl=true unless its ZooKeeper client authenticates
 # (TLS with a keystore, or SASL from a JAAS file): znodes only this broker may change would
@@ -113,9 +118,10 @@ class ZkMetadata(TopicIndex):
         self.node_id = config.node_id
         self.zk = session
         self._broker_epoch = -1  # the czxid of this broker's registration
-        self._isr_proposer = IsrProposer(PeerPool(lambda node: self._peer(self._snapshot, node), config,
-                                                  "alter-partition", peer_security),
-                                         lambda: self._snapshot.controller)
+        # requests to the controller: AlterPartition (leaders) and ControlledShutdown
+        self._controller_peers = PeerPool(lambda node: self._peer(self._snapshot, node), config, "controller",
+                                          peer_security)
+        self._isr_proposer = IsrProposer(self._controller_peers, lambda: self._snapshot.controller)
         self._open_partition = open_partition
         self._topics: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
@@ -126,7 +132,10 @@ class ZkMetadata(TopicIndex):
         self._reconciled = trio.Event()
         self._next_producer_id = 0
         self._producer_id_ceiling = 0
-        self._shutting_down = False
+        self._shutting_down = False  # this broker is stopping
+        # as the controller: the brokers in controlled shutdown, with the broker epoch they asked in
+        self._brokers_shutting_down: dict[int, int] = {}
+        self._shutdown_lock = trio.Lock()
         self.broker_configs = DynamicBrokerConfigs(self.node_id, self.config)
         self.broker_configs.observe(self.apply_all_configs)
         self.passwords = BrokerPasswords(config)  # the password configs in /config/brokers, as Kafka encodes them
@@ -256,17 +265,18 @@ class ZkMetadata(TopicIndex):
         cached state. Every write is conditional on the state versions of that snapshot, so a
         state that moved meanwhile (a leader's ISR change, say) is left to the full reconcile
         that follows."""
-        brokers = await self.zk.call(_read_brokers, self.zk.client, None)
+        brokers, epochs = await self.zk.call(_read_brokers, self.zk.client, None)
         if brokers.keys() == self._snapshot.brokers.keys():
             return
-        snapshot = dataclasses.replace(self._snapshot, brokers=brokers)
+        snapshot = self._as_controller(dataclasses.replace(self._snapshot, brokers=brokers, broker_epochs=epochs))
         log.info("controller: live brokers now %s", sorted(brokers))
         await self._write_states(plan_state_changes(snapshot, snapshot.controller_epoch,
                                                     self._unclean_allowed(snapshot)), snapshot)
 
     # ---- reading the cluster -----------------------------------------------------------------
     async def _reconcile(self) -> None:
-        snapshot = await self.zk.call(_read_snapshot, self.zk.cache, self.zk.cache.watch, self._config_entities)
+        snapshot = self._as_controller(await self.zk.call(_read_snapshot, self.zk.cache, self.zk.cache.watch,
+                                                          self._config_entities))
         await self._apply(snapshot)
         self._snapshot = snapshot  # Metadata answers only what this broker has applied
         if snapshot.controller == -1:
@@ -569,7 +579,7 @@ class ZkMetadata(TopicIndex):
         controller's conditional writes (fenced by the controller epoch and each state's version),
         then waited for until this broker has applied them. All partitions (None) answers only
         those where an election was needed, as Kafka does."""
-        snapshot = await self.zk.call(_read_snapshot, self.zk.client, None)
+        snapshot = self._as_controller(await self.zk.call(_read_snapshot, self.zk.client, None))
         wanted = partitions if partitions is not None else [
             (t, p) for t, view in snapshot.topics.items() for p in sorted(view.assignment)]
         results: dict[tuple[str, int], Election] = {
@@ -605,33 +615,75 @@ class ZkMetadata(TopicIndex):
                 await self._write_states(writes, snapshot)
 
     # ---- controlled shutdown ----------------------------------------------------------------------
-    async def controlled_shutdown(self, timeout_s: float) -> bool:
-        """Move this broker's leaderships to other in-sync replicas and leave the ISRs before
-        shutting down (Kafka's controlled shutdown), so clients fail over without waiting for the
-        session to expire. Kafka asks the controller over ControlledShutdown; here the broker
-        writes the controller's decisions itself, fenced by the controller epoch and each state
-        znode's version like any controller write. True when nothing is left to move."""
-        self._shutting_down = True  # no more fetching: a caught-up follower would rejoin the ISRs
+    async def controlled_shutdown(self, retries: int, backoff_s: float) -> bool:
+        """Kafka's controlled shutdown, before this broker stops: it stops fetching (a caught-up
+        follower would otherwise rejoin ISRs) and asks the controller with ControlledShutdown to
+        move its leaderships away, up to `retries` times with `backoff_s` between, until the
+        controller answers that it leads nothing more. True when it did."""
+        self._shutting_down = True
         self.on_roles(RoleChange(stop_fetching=list(self.iter_partitions())))
-        with trio.move_on_after(timeout_s):
-            while True:
-                snapshot = await self.zk.call(_read_snapshot, self.zk.client, None)
-                without_me = ClusterSnapshot({b: i for b, i in snapshot.brokers.items() if b != self.node_id},
-                                             snapshot.controller, snapshot.controller_epoch,
-                                             snapshot.controller_epoch_version, snapshot.topics, snapshot.deleting)
-                writes = [w for w in plan_state_changes(without_me, snapshot.controller_epoch,
-                                                        lambda _name: False)
-                          if self._involves_me(snapshot, w) and w.state.leader != -1]
-                if not writes:
-                    return True
-                await self._write_states(writes, snapshot)
-                await trio.sleep(0.05)
-        log.warning("controlled shutdown did not move every leadership within %.0fs", timeout_s)
+        for attempt in range(retries):
+            answer = await ask_controller(self._controller_peers, lambda: self._snapshot.controller,
+                                          self._broker_epoch)
+            if answer is not None and answer.done:
+                return True
+            if answer is not None:
+                log.info("controlled shutdown: the controller answered %s with %d partitions still led here",
+                         answer.error.name, len(answer.remaining))
+            if attempt + 1 < retries:
+                await trio.sleep(backoff_s)
+                log.info("retrying controlled shutdown (%d retries left)", retries - attempt - 1)
+        log.warning("controlled shutdown failed: stopping with leaderships still here")
         return False
 
-    def _involves_me(self, snapshot: ClusterSnapshot, w: StateWrite) -> bool:
-        current = snapshot.topics[w.topic].states.get(w.partition)
-        return current is not None and (current[0].leader == self.node_id or self.node_id in current[0].isr)
+    def _as_controller(self, snapshot: ClusterSnapshot) -> ClusterSnapshot:
+        """The snapshot with the brokers this controller is shutting down laid over it. A broker
+        leaves that set when its registration goes or changes (it stopped, or restarted), and the
+        whole set is forgotten when this broker is not the controller (Kafka's controller keeps
+        it in memory and a new controller starts without it)."""
+        if snapshot.controller != self.node_id:
+            self._brokers_shutting_down.clear()
+        for broker, epoch in list(self._brokers_shutting_down.items()):
+            if snapshot.broker_epochs.get(broker) != epoch:
+                del self._brokers_shutting_down[broker]
+        return dataclasses.replace(snapshot, shutting_down=frozenset(self._brokers_shutting_down))
+
+    async def shut_down_broker(self, broker_id: int, broker_epoch: int) -> tuple[ErrorCode, list[tuple[str, int]]]:
+        """Kafka 3.9's ZooKeeper controller answering ControlledShutdown: STALE_CONTROLLER_EPOCH on
+        any other broker (Kafka's ControllerMovedException); with a broker epoch, UNKNOWN_SERVER_ERROR for a broker that is not
+        registered (Kafka's lookup fails) and STALE_BROKER_EPOCH for an epoch below the
+        registration's; BROKER_NOT_AVAILABLE for an unregistered broker otherwise. Then the broker
+        is shutting down until its registration goes: it is not elected anywhere nor let into an
+        ISR, its leaderships move (plan_controlled_shutdown) and it leaves the ISRs it follows,
+        in the controller's fenced writes, retried on a lost race. The answer lists what it still
+        leads, in the order of Kafka's hash map of partition leaderships."""
+        if self._snapshot.controller != self.node_id or not self.zk.connected:
+            return ErrorCode.STALE_CONTROLLER_EPOCH, []
+        async with self._shutdown_lock:
+            snapshot = await self.zk.call(_read_snapshot, self.zk.client, None)
+            if snapshot.controller != self.node_id:
+                return ErrorCode.STALE_CONTROLLER_EPOCH, []
+            registered = snapshot.broker_epochs.get(broker_id)
+            if broker_epoch != -1 and registered is None:
+                return ErrorCode.UNKNOWN_SERVER_ERROR, []
+            if broker_epoch != -1 and broker_epoch < registered:  # type: ignore[operator]
+                log.info("controller: ignoring ControlledShutdown of broker %d with stale broker epoch %d "
+                         "(registered: %d)", broker_id, broker_epoch, registered)
+                return ErrorCode.STALE_BROKER_EPOCH, []
+            if registered is None:
+                return ErrorCode.BROKER_NOT_AVAILABLE, []
+            log.info("controller: shutting down broker %d", broker_id)
+            self._brokers_shutting_down[broker_id] = registered
+            for _ in range(_SHUTDOWN_WRITE_ROUNDS):
+                view = self._as_controller(snapshot)
+                failed = await self._write_states(plan_controlled_shutdown(view, view.controller_epoch, broker_id),
+                                                  view)
+                snapshot = await self.zk.call(_read_snapshot, self.zk.client, None)
+                if not failed:
+                    break
+            self.zk.mark_changed()  # the next reconcile lays the new shutting-down set over its read
+            remaining = [TopicPartitionKey(t, p) for t, p in led_partitions(self._as_controller(snapshot), broker_id)]
+            return ErrorCode.NONE, [(k.topic, k.partition) for k in scala_mutable_hashmap_order(remaining)]
 
     # ---- AlterPartition (controller) ------------------------------------------------------------
     async def alter_partitions(self, broker_id: int, broker_epoch: int, topics: list[AlterTopic],
@@ -654,6 +706,7 @@ class ZkMetadata(TopicIndex):
         paths = [zl.partition_state_path(name, a.index) for name, t in zip(names, topics) if name is not None
                  for a in t.partitions]
         registered, live, states = await self.zk.call(_read_for_alter_partition, self.zk.client, broker_id, paths)
+        live -= self._brokers_shutting_down.keys()  # no ISR may take a broker that is shutting down
         if registered is None or registered != broker_epoch:
             log.info("controller: ignoring AlterPartition from broker %d with stale broker epoch %d (registered: %s)",
                      broker_id, broker_epoch, registered)
@@ -974,7 +1027,7 @@ def _read_snapshot(client, watch: Callable | None, config_entities: tuple[str, .
     user_reads = {u: client.get_async(f"{zl.USERS_CONFIG}/{u}", watch=watch) for u in users}
     quota_reads = _read_quota_configs(client, watch, user_reads)
 
-    brokers = _collect_brokers(registrations)
+    brokers, broker_epochs = _collect_brokers(registrations)
     controller_data = _value(controller_read)
     if controller_data is None:
         watch_creation(client, [zl.CONTROLLER], watch)  # told when a controller is elected
@@ -1022,7 +1075,8 @@ def _read_snapshot(client, watch: Callable | None, config_entities: tuple[str, .
         users={zl.desanitize(u): _entity_config(f"{zl.USERS_CONFIG}/{u}", data[0]) for u, read in user_reads.items()
                if (data := _value(read)) is not None},
         quota_configs={path: _entity_config(f"{zl.CONFIG}/{path}", data[0]) for path, read in quota_reads.items()
-                       if (data := _value(read)) is not None})
+                       if (data := _value(read)) is not None},
+        broker_epochs=broker_epochs)
 
 
 def _read_for_alter_partition(client, broker_id: int, paths: list[str]
@@ -1045,8 +1099,10 @@ def _request_brokers(client, watch: Callable | None) -> dict[int, object]:
     return {int(c): client.get_async(zl.broker_path(int(c)), watch=watch) for c in children}
 
 
-def _collect_brokers(registrations: dict[int, object]) -> dict[int, BrokerInfo]:
+def _collect_brokers(registrations: dict[int, object]) -> tuple[dict[int, BrokerInfo], dict[int, int]]:
+    """The live brokers and their broker epochs (their registrations' czxids), by id."""
     brokers: dict[int, BrokerInfo] = {}
+    epochs: dict[int, int] = {}
     for broker_id, read in registrations.items():
         data = _value(read)
         if data is not None:
@@ -1054,11 +1110,12 @@ def _collect_brokers(registrations: dict[int, object]) -> dict[int, BrokerInfo]:
             endpoints = {e.listener: (e.host or "127.0.0.1", e.port) for e in reg.endpoints}
             first = reg.endpoints[0]
             brokers[broker_id] = BrokerInfo(broker_id, first.host or "127.0.0.1", first.port, reg.rack, endpoints)
-    return brokers
+            epochs[broker_id] = data[1].czxid
+    return brokers, epochs
 
 
-def _read_brokers(client, watch: Callable | None) -> dict[int, BrokerInfo]:
-    """The live brokers, by id."""
+def _read_brokers(client, watch: Callable | None) -> tuple[dict[int, BrokerInfo], dict[int, int]]:
+    """The live brokers and their broker epochs, by id."""
     return _collect_brokers(_request_brokers(client, watch))
 
 

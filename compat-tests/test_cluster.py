@@ -375,6 +375,56 @@ def test_controlled_shutdown_moves_leadership_first(cluster: WirekafkaCluster) -
     assert node not in cluster.registered()
 
 
+def test_rolling_restart_under_an_idempotent_producer_is_invisible_to_it(cluster: WirekafkaCluster) -> None:
+    """Each broker in turn stopped with SIGTERM and started again while an idempotent acks=all
+    producer writes: the controller moved every leadership before the broker exited, so the
+    producer sees no error, and every acknowledged record is there once."""
+    _create(cluster, "rolling", partitions=6, config={"min.insync.replicas": "2"})
+    acked: list[bytes] = []
+    errors: list[object] = []
+    stop = threading.Event()
+
+    def produce() -> None:
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "acks": "all",
+                             "linger.ms": 5})
+        sent = 0
+        while not stop.is_set() and sent < 200_000:
+            producer.produce("rolling", str(sent).encode(),
+                             callback=lambda err, msg: errors.append(err) if err else acked.append(msg.value()))
+            sent += 1
+            producer.poll(0)
+            if sent % 100 == 0:
+                time.sleep(0.01)
+        producer.flush(60)
+
+    writer = threading.Thread(target=produce)
+    writer.start()
+    try:
+        for node in (1, 2, 3):
+            time.sleep(1)
+            led = [p for p in range(6) if cluster.leader("rolling", p) == node]
+            assert cluster.brokers[node].stop() == 0
+            assert [p for p in led if cluster.partition_state("rolling", p)["leader"] == node] == []
+            cluster.brokers[node].start()
+            for p in range(6):
+                cluster.wait_isr("rolling", p, 3, timeout=60)
+    finally:
+        stop.set()
+        writer.join(90)
+    assert errors == [] and acked
+    got: list[bytes] = []
+    reader = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "rolling-reader",
+                       "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    reader.assign([TopicPartition("rolling", p, 0) for p in range(6)])
+    deadline = time.monotonic() + 60
+    while len(got) < len(acked) and time.monotonic() < deadline:
+        m = reader.poll(0.5)
+        if m is not None and not m.error():
+            got.append(m.value())
+    reader.close()
+    assert len(got) == len(set(got)) == len(acked) and set(got) == set(acked)
+
+
 def test_delete_and_grow_topics(cluster: WirekafkaCluster) -> None:
     _create(cluster, "doomed", partitions=2)
     _create(cluster, "growing", partitions=1)

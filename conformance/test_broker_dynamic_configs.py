@@ -20,7 +20,7 @@ from conformance.wire import Connection, poll
 LEADER, FOLLOWER = "leader.replication.throttled.rate", "follower.replication.throttled.rate"
 ALTER_DIRS = "replica.alter.log.dirs.io.max.bytes.per.second"
 THROTTLES = [LEADER, FOLLOWER, ALTER_DIRS]
-LONG = 5
+SHORT, LONG = 4, 5
 INVALID_CONFIG, INVALID_REQUEST = 40, 42
 
 
@@ -150,6 +150,7 @@ def test_accepted_broker_keys_are_described_as_kafka_describes_them(target):
 # Kafka prints as a Java double ("1.7976931348623157E308").
 TYPED_KEYS = {"connections.max.reauth.ms": LONG, "leader.imbalance.check.interval.seconds": LONG,
               "replica.high.watermark.checkpoint.interval.ms": LONG, "replica.lag.time.max.ms": LONG,
+              "offsets.topic.replication.factor": SHORT, "transaction.state.log.replication.factor": SHORT,
               "client.quota.callback.class": 8, "principal.builder.class": 8, "log.cleaner.io.max.bytes.per.second": 6}
 
 

@@ -39,7 +39,14 @@ def test_handlers_do_not_touch_storage() -> None:
     for path in (PKG / "broker" / "handlers").glob("*.py"):
         for name in _imports(path):
             assert not name.startswith("wirekafka.storage"), f"{path}: imports {name}"
-        assert ".log." not in path.read_text() or path.name == "__init__.py", f"{path}: reaches into a log"
+        assert not _reaches_into_a_log(path) or path.name == "__init__.py", f"{path}: reaches into a log"
+
+
+def _reaches_into_a_log(path: Path) -> bool:
+    """Whether the code uses an attribute of something's `log` (`partition.log.append`, say);
+    a config key such as "transaction.state.log.replication.factor" in a string does not count."""
+    return any(isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr == "log"
+               for node in ast.walk(ast.parse(path.read_text())))
 
 
 @pytest.mark.parametrize("module", ["groups", "coordinator_runtime", "replica_manager", "partition", "metadata"])

@@ -94,7 +94,8 @@ _LONG_KEYS = frozenset({
     "socket.connection.setup.timeout.max.ms", "connections.max.reauth.ms", "leader.imbalance.check.interval.seconds",
     "replica.high.watermark.checkpoint.interval.ms", "replica.lag.time.max.ms",
 })
-_SHORT_KEYS = frozenset({"offsets.topic.replication.factor", "offsets.commit.required.acks"})
+_SHORT_KEYS = frozenset({"offsets.topic.replication.factor", "offsets.commit.required.acks",
+                         "transaction.state.log.replication.factor"})
 _LIST_KEYS = frozenset({"log.dir"})
 _CLASS_KEYS = frozenset({"client.quota.callback.class", "principal.builder.class"})
 _STRING_KEYS = frozenset({"listener.security.protocol.map"})  # a map, but a STRING in Kafka's ConfigDef

@@ -16,6 +16,14 @@
 #                      only zkServer.sh/zkCli.sh, /etc/zookeeper, a system user and a dependency
 #                      on default-jre (the desktop JRE with its X11 and sound libraries), none of
 #                      which is used; it starts no service either way (that is "zookeeperd").
+#   krb5-kdc, krb5-admin-server, krb5-user  MIT Kerberos' KDC (krb5kdc, kdb5_util), its local
+#                      admin tool (kadmin.local, which Debian 12 ships with kadmind) and client
+#                      tools (kinit, klist): testsupport/kdc.py runs a throw-away realm for the
+#                      GSSAPI tests. The packages' own services are not used (the realm lives in
+#                      a temporary directory with its own kdc.conf/krb5.conf). The broker itself
+#                      only needs libgssapi-krb5-2, which is already part of the base system.
+#   libsasl2-modules-gssapi-mit  Cyrus SASL's GSSAPI plugin, which Debian's kcat (librdkafka with
+#                      libsasl2) needs for sasl.mechanisms=GSSAPI.
 #
 # Each tool is checked with `command -v` (a jar with `test -f`) first; `apt-get update` runs at
 # most once, and only if a package has to be installed and apt has no candidate for it yet.
@@ -89,9 +97,26 @@ ensure_file() {
     echo "install_system_deps: installed $pkg -> $file"
 }
 
+# ensure_package PACKAGE: install PACKAGE unless dpkg has it installed (for a plugin library,
+# whose path depends on the architecture).
+ensure_package() {
+    local pkg=$1
+    if dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+        echo "install_system_deps: $pkg already installed, skipping"
+        return 0
+    fi
+    echo "install_system_deps: installing $pkg"
+    apt_install "$pkg"
+    echo "install_system_deps: installed $pkg"
+}
+
 ensure kcat kcat
 ensure strace strace
 ensure java openjdk-17-jre-headless
 ensure mvn maven
 ensure_file /usr/share/java/zookeeper.jar libzookeeper-java
+ensure_file /usr/sbin/krb5kdc krb5-kdc
+ensure_file /usr/sbin/kadmin.local krb5-admin-server
+ensure kinit krb5-user
+ensure_package libsasl2-modules-gssapi-mit
 echo "install_system_deps: done"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what wirekafka and its tests need, idempotently and cached:
 #   - a venv in .venv with the package (editable) and its test extras;
-#   - with --all: Debian packages (kcat, ZooKeeper's jars), Apache Kafka's jars (4.x: reference
+#   - with --all: Debian packages (kcat, ZooKeeper's jars, MIT Kerberos' KDC and kcat's GSSAPI
+#     plug-in for the GSSAPI tests), Apache Kafka's jars (4.x: reference
 #     broker and Java CLI tools; 3.9: the ZooKeeper-mode reference cluster), Apache ZooKeeper's
 #     server jars, PySpark and the Spark Kafka connector jars.
 # Usage: scripts/setup.sh [--all]

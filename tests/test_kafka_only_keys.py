@@ -41,11 +41,12 @@ def test_values_of_the_wrong_type_stop_startup(key: str, value: str) -> None:
 
 def test_other_values_are_logged_as_having_no_effect(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="wirekafka.config"):
-        build_config({"sasl.kerberos.service.name": "kafka", "inter.broker.protocol.version": "3.9",
+        build_config({"sasl.kerberos.kinit.cmd": "/opt/kinit", "inter.broker.protocol.version": "3.9",
                       "log.message.format.version": "3.0-IV1", "controller.quorum.voters": ""})
     assert [r.getMessage() for r in caplog.records] == [
-        "sasl.kerberos.service.name=kafka has no effect in wirekafka: GSSAPI is not available "
-        "(enabling it stops start-up)"]
+        "sasl.kerberos.kinit.cmd=/opt/kinit has no effect in wirekafka: GSSAPI listeners accept tickets with the "
+        "keys of their keytab; the broker asks the KDC for a ticket only once, at start-up, to check those keys, "
+        "so there is no ticket to renew"]
 
 
 @pytest.mark.parametrize("key,value,message", [

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
-from wirekafka import jaas, kafka_only_keys, oauth_login, oauth_validator, tls
+from wirekafka import jaas, kafka_only_keys, kerberos_login, oauth_login, oauth_validator, tls
 from wirekafka.principal import SslPrincipalMapper
 from wirekafka.protocol import sasl_oauthbearer as oauth
 
@@ -89,6 +89,9 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     "sasl.server.max.receive.size": (_int, 524288),
     "sasl.enabled.mechanisms": (_list, ("GSSAPI",)),
     "sasl.mechanism.inter.broker.protocol": (_str, "GSSAPI"),
+    # GSSAPI (wirekafka/kerberos_login.py); each may also be given per listener (listener.name.<l>.<key>)
+    "sasl.kerberos.service.name": (_str, None),
+    "sasl.kerberos.principal.to.local.rules": (_list, ("DEFAULT",)),
     "connections.max.reauth.ms": (_int, 0),
     # TLS (wirekafka/tls.py); each may also be given per listener (listener.name.<l>.<key>)
     "ssl.protocol": (_str, "TLSv1.3"),
@@ -340,19 +343,21 @@ SENSITIVE_KEYS = frozenset({"ssl.keystore.password", "ssl.key.password", "ssl.tr
 
 # The listener-prefixed keys wirekafka reads: a listener's SASL mechanisms and a mechanism's
 # JAAS configuration (listener.name.sasl_plaintext.plain.sasl.jaas.config), the secured OAUTHBEARER
-# validator and login and their settings (oauth_validator.py, oauth_login.py).
+# validator and login and their settings (oauth_validator.py, oauth_login.py), GSSAPI's service
+# name and principal.to.local rules.
 _LISTENER_KEY = re.compile(r"^listener\.name\.[^.]+\.(sasl\.enabled\.mechanisms|sasl\.server\.max\.receive\.size|"
                            r"max\.connection\.creation\.rate|"
                            r"[^.]+\.sasl\.jaas\.config|"
                            r"oauthbearer\.sasl\.(?:server|login)\.callback\.handler\.class|"
                            r"(?:oauthbearer\.)?sasl\.(?:oauthbearer|login)\.[a-z.]+|"
-                           r"[^.]+\.connections\.max\.reauth\.ms|ssl\.[a-z.]+)$", re.IGNORECASE)
+                           r"[^.]+\.connections\.max\.reauth\.ms|ssl\.[a-z.]+|"
+                           r"sasl\.kerberos\.(?:service\.name|principal\.to\.local\.rules))$", re.IGNORECASE)
 # A mechanism's JVM plug-ins on a listener (a secured OAUTHBEARER validator, say): refused, since
 # ignoring one would authenticate with the built-in behaviour the operator replaced.
 _LISTENER_PLUGIN_KEY = re.compile(r"^listener\.name\.[^.]+\.[^.]+\.sasl\.(?:(?:server|login|client)\.callback\.handler"
                                   r"|login)\.class$", re.IGNORECASE)
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")  # authenticated with SASL
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
 TLS_PROTOCOLS = ("SSL", "SASL_SSL")  # served over TLS
 SERVED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 OAUTH_LOGIN_FAILED = ("javax.security.auth.login.LoginException: An internal error occurred while retrieving token "
@@ -512,6 +517,18 @@ class BrokerConfig:
         found = self._own(listener, f"oauthbearer.{key}")
         found = self._own(listener, key) if found is None else found
         return found if found is not None else self.values.get(key)  # type: ignore[return-value]
+
+    def kerberos_login(self, listener: str) -> kerberos_login.KerberosLogin:
+        """The listener's GSSAPI identity: its GSSAPI JAAS module (Krb5LoginModule with a keytab)
+        and sasl.kerberos.service.name and sasl.kerberos.principal.to.local.rules as the listener
+        sees them. Raises kerberos_login.KerberosLoginError as Kafka's broker refuses to start."""
+        module = jaas.single_module(self.jaas_config(listener, "GSSAPI") or "")
+        own_rules = self._own(listener, "sasl.kerberos.principal.to.local.rules")
+        rules = _list(own_rules) if own_rules is not None else self.values["sasl.kerberos.principal.to.local.rules"]
+        service = self._own(listener, "sasl.kerberos.service.name")
+        service = service.strip() if service is not None else self.values["sasl.kerberos.service.name"]
+        return kerberos_login.configure(module.name, dict(module.options), service or None,
+                                        rules)  # type: ignore[arg-type]
 
     def jaas_config(self, listener: str, mechanism: str) -> str | None:
         """The listener's JAAS login module text for a mechanism (listener.name.<l>.<mechanism>.sasl.jaas.config)."""
@@ -885,14 +902,20 @@ def _check_listeners(cfg: BrokerConfig) -> None:
                                                not in cfg.sasl_mechanisms(inter)):
         raise ConfigError("sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms when "
                           "SASL is used for inter-broker communication")
+    if (cfg.zookeeper_mode and protocols[inter] in SASL_PROTOCOLS
+            and cfg["sasl.mechanism.inter.broker.protocol"] == "GSSAPI"):
+        # a broker serves GSSAPI with its keys, but logs in to others with PLAIN, SCRAM or OAUTHBEARER only
+        raise ConfigError("sasl.mechanism.inter.broker.protocol=GSSAPI is not available in wirekafka: brokers do not "
+                          "log in to each other with Kerberos (use PLAIN, SCRAM-SHA-256/512 or OAUTHBEARER)")
 
 
 def _check_sasl_listener(cfg: BrokerConfig, listener: str) -> None:
     """A SASL listener needs mechanisms among those wirekafka serves (PLAIN, SCRAM-SHA-256,
-    SCRAM-SHA-512, OAUTHBEARER with Kafka's unsecured or secured validator); each needs its JAAS login module,
-    given as the listener's sasl.jaas.config for that mechanism (there is no JVM, so no JAAS
-    file). An OAUTHBEARER module with options logs in at start-up, as Kafka's broker does: options
-    that make no token stop it."""
+    SCRAM-SHA-512, OAUTHBEARER with Kafka's unsecured or secured validator, GSSAPI); each needs its
+    JAAS login module, given as the listener's sasl.jaas.config for that mechanism (there is no
+    JVM, so no JAAS file). An OAUTHBEARER module with options logs in at start-up, as Kafka's broker does: options
+    that make no token stop it. GSSAPI needs its service name and the keys of its principal
+    (kerberos_login.py)."""
     mechanisms = cfg.sasl_mechanisms(listener)
     if not mechanisms:
         raise ConfigError("No SASL mechanisms are enabled")
@@ -913,6 +936,13 @@ def _check_sasl_listener(cfg: BrokerConfig, listener: str) -> None:
             module = jaas.single_module(text)
         except jaas.JaasError as exc:
             raise ConfigError(str(exc)) from None
+        if mechanism == "GSSAPI":
+            try:
+                login = cfg.kerberos_login(listener)
+                if login.initiator:
+                    kerberos_login.log_in(login)
+            except kerberos_login.KerberosLoginError as exc:
+                raise ConfigError(str(exc)) from None
         if mechanism == oauth.MECHANISM:
             try:
                 if cfg.oauth_login(listener) is None:

@@ -114,8 +114,6 @@ KEYS: dict[str, tuple[str, str | None]] = {
     "sasl.jaas.config": (PASSWORD, None),
     "sasl.kerberos.kinit.cmd": (STRING, '/usr/bin/kinit'),
     "sasl.kerberos.min.time.before.relogin": (LONG, '60000'),
-    "sasl.kerberos.principal.to.local.rules": (LIST, 'DEFAULT'),
-    "sasl.kerberos.service.name": (STRING, None),
     "sasl.kerberos.ticket.renew.jitter": (DOUBLE, '0.05'),
     "sasl.kerberos.ticket.renew.window.factor": (DOUBLE, '0.8'),
     "sasl.login.callback.handler.class": (CLASS, None),
@@ -193,7 +191,10 @@ RULES: tuple[tuple[str, str, str], ...] = (
     (r"log\.message\.format\.version", INERT, "ignored by Kafka itself since 3.0: batches are magic v2"),
     (r"auto\.include\.jmx\.reporter|kafka\.metrics\.reporters|metric\.reporters|telemetry\.max\.bytes", INERT,
      "there is no JVM metrics system to report from"),
-    (r"sasl\.kerberos\..*", INERT, "GSSAPI is not available (enabling it stops start-up)"),
+    # sasl.kerberos.service.name and sasl.kerberos.principal.to.local.rules take effect (config.BROKER_KEYS)
+    (r"sasl\.kerberos\..*", INERT,
+     "GSSAPI listeners accept tickets with the keys of their keytab; the broker asks the KDC for a ticket only "
+     "once, at start-up, to check those keys, so there is no ticket to renew"),
     # the secured validator's and login's settings (oauth_validator.KEYS, oauth_login.KEYS) take
     # effect: build_config reads them first; these are the ones neither reads
     (r"sasl\.oauthbearer\..*", INERT,

@@ -17,6 +17,13 @@ authenticate step Kafka answers it with ILLEGAL_SASL_STATE first (here for APIs 
 has a top-level error code; others fail without an answer). A failed connection is closed after
 connection.failed.authentication.delay.ms, its answer (if any) sent then, as Kafka delays it.
 
+GSSAPI (Kerberos, RFC 4752) runs its tokens through protocol/sasl_gssapi.py over MIT's acceptor
+(gssapi_ctypes.py) with the listener's keytab (kerberos_login.py); the principal is the client's
+Kerberos name shortened by sasl.kerberos.principal.to.local.rules. A first frame that is not a
+Kafka request fails the connection even with GSSAPI enabled: Kafka 3 took it as the GSSAPI token of
+a client without SaslHandshake (Kafka 0.9's), Kafka 4 does not. A Kerberos error Kafka deems
+transient (clock skew, replay) closes the connection unanswered, as Kafka's I/O failure does.
+
 Re-authentication (KIP-368), when connections.max.reauth.ms is set: SaslAuthenticate tells the
 client its session lifetime; a SaslHandshake on an authenticated connection starts the exchange
 again (at most once a second; the same mechanism, and the same user, or the connection fails),
@@ -33,10 +40,13 @@ from typing import Mapping
 
 from kafka.protocol.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
 
-from wirekafka import jaas
+from wirekafka import gssapi_ctypes, jaas
 from wirekafka.broker.replication._jvm_order import java_hashmap_order
 from wirekafka.config import SASL_PROTOCOLS, BrokerConfig
+from wirekafka.kerberos_login import KerberosLogin
+from wirekafka.principal import NoMatchingRule
 from wirekafka.protocol import api_versions, codec
+from wirekafka.protocol import sasl_gssapi as gssapi
 from wirekafka.protocol import sasl_oauthbearer as oauth
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.protocol.sasl_plain import MECHANISM as PLAIN
@@ -60,6 +70,9 @@ class _State(Enum):
     REAUTH_BAD_MECHANISM = 7  # it named another mechanism than its first: the next token fails
 
 MIN_REAUTH_INTERVAL_S = 1.0  # Kafka re-authenticates a connection at most once a second
+# Kerberos errors Kafka's server treats as transient (KerberosError: client not yet valid, ticket
+# not yet valid, replay): the connection closes without an answer and the client retries
+TRANSIENT_KERBEROS_ERRORS = (21, 33, 34)
 
 
 @dataclass(frozen=True)
@@ -78,8 +91,9 @@ def _no_scram_credentials(_user: str, _mechanism: str) -> ScramCredential | None
 
 @dataclass(frozen=True)
 class SaslSettings:
-    """A SASL listener's mechanisms, its PLAIN users and OAUTHBEARER validator options (from their
-    JAAS login modules) and where the SCRAM credentials are (the cluster metadata's store)."""
+    """A SASL listener's mechanisms, its PLAIN users, OAUTHBEARER validator options and GSSAPI
+    keytab login (from their JAAS login modules) and where the SCRAM credentials are (the cluster
+    metadata's store)."""
 
     mechanisms: tuple[str, ...]
     users: dict[str, str]
@@ -90,6 +104,7 @@ class SaslSettings:
     # Kafka's secured OAUTHBEARER validator, when the listener configures it (its JWKS is kept
     # current by its source's run task, started with the broker)
     secured: SecuredValidator | None = None
+    kerberos: KerberosLogin | None = None  # the listener's keytab and principal, with GSSAPI
 
     @classmethod
     def of_listener(cls, config: BrokerConfig, listener: str,
@@ -109,8 +124,9 @@ class SaslSettings:
                                                                      or "").options)
             secured_config = config.oauth_validator(listener)
             secured = SecuredValidator(secured_config) if secured_config is not None else None
+        kerberos = config.kerberos_login(listener) if gssapi.MECHANISM in mechanisms else None
         return cls(mechanisms, users, {m: config.reauth_ms(listener, m) for m in mechanisms}, scram, validator,
-                   secured)
+                   secured, kerberos)
 
     def authenticator(self, peer: str) -> "SaslServerAuthenticator":
         return SaslServerAuthenticator(self, peer)
@@ -125,6 +141,7 @@ class SaslServerAuthenticator:
         self.mechanism: str | None = None
         self._scram: ScramServer | None = None
         self._oauth: oauth.OAuthBearerServer | None = None
+        self._gssapi: gssapi.GssapiServer | None = None
         self.expires_at: float | None = None  # time.monotonic() when the session ends, if it does
         self._previous: tuple[str, str] | None = None  # (mechanism, principal) while re-authenticating
         self._reauth_started = 0.0
@@ -132,6 +149,12 @@ class SaslServerAuthenticator:
     @property
     def complete(self) -> bool:
         return self.state is _State.COMPLETE
+
+    @property
+    def reads_files(self) -> bool:
+        """Whether the next step may read files: GSSAPI's acceptor reads the keytab and the replay
+        cache, so the connection runs such a step in a worker thread, off the event loop."""
+        return self.mechanism == gssapi.MECHANISM and self.state in (_State.AUTHENTICATE, _State.RAW_TOKEN)
 
     def expired(self) -> bool:
         return self.expires_at is not None and time.monotonic() > self.expires_at
@@ -157,8 +180,10 @@ class SaslServerAuthenticator:
                                 f"re-authentication of mechanism '{previous}'")
         try:
             header = codec.parse_header(frame)
-        except codec.ProtocolError as exc:  # not a Kafka request: a GSSAPI token, which is not enabled
-            return self._failed(f"first packet is not a SASL handshake ({exc}); GSSAPI is not enabled")
+        except codec.ProtocolError as exc:
+            # not a Kafka request, e.g. a GSSAPI token from a client that skips SaslHandshake (Kafka
+            # 0.9's): Kafka 4 no longer takes it as GSSAPI, whatever the mechanisms, and closes
+            return self._failed(f"first packet is not a SASL handshake ({exc})")
         key, version = header.api_key, header.api_version
         if self.state is _State.AUTHENTICATE:
             if key != SASL_AUTHENTICATE:
@@ -185,10 +210,7 @@ class SaslServerAuthenticator:
                                            mechanisms=enabled)
             return self._failed(f"Unsupported SASL mechanism {mechanism}",
                                 codec.encode_response(key, version, header.correlation_id, answer))
-        self.mechanism = mechanism
-        self._scram = ScramServer(mechanism, self.settings.scram) if mechanism in SCRAM_MECHANISMS else None
-        self._oauth = (oauth.OAuthBearerServer(self.settings.oauth, validator=self.settings.secured)
-                       if mechanism == oauth.MECHANISM else None)
+        self._start(mechanism)
         if self._previous is not None and mechanism != self._previous[0]:
             self.state = _State.REAUTH_BAD_MECHANISM
         else:
@@ -196,11 +218,50 @@ class SaslServerAuthenticator:
         answer = SaslHandshakeResponse(version=version, error_code=ErrorCode.NONE, mechanisms=enabled)
         return Step(reply=codec.encode_response(key, version, header.correlation_id, answer))
 
-    def _evaluate(self, token: bytes) -> tuple[bytes, str | None]:
-        """The mechanism's answer to a token, and the user once authenticated (None while a SCRAM
-        or OAUTHBEARER exchange goes on). Raises _Refused with what the client is told, or
-        oauth.Dropped."""
+    def _start(self, mechanism: str) -> None:
+        """Begin an exchange with mechanism (its server state is made here; GSSAPI's acceptor at
+        its first token)."""
+        self.mechanism = mechanism
+        self._scram = ScramServer(mechanism, self.settings.scram) if mechanism in SCRAM_MECHANISMS else None
+        self._oauth = (oauth.OAuthBearerServer(self.settings.oauth, validator=self.settings.secured)
+                       if mechanism == oauth.MECHANISM else None)
+        self._gssapi = None
+
+    def _evaluate_gssapi(self, token: bytes) -> tuple[bytes | None, str | None]:
+        """GSSAPI's answer (None: nothing to send) and the short name once authenticated.
+        Raises gssapi.GssapiFailure or gssapi_ctypes.GssError for a token that fails, _Dropped
+        for Kafka's transient Kerberos errors and a principal no rule names."""
+        kerberos = self.settings.kerberos
+        assert kerberos is not None  # of_listener makes it whenever GSSAPI is enabled
+        if self._gssapi is None:
+            self._gssapi = gssapi.GssapiServer(gssapi_ctypes.AcceptorContext(kerberos.acceptor()))
         try:
+            answer = self._gssapi.evaluate(token)
+        except (gssapi_ctypes.GssError, gssapi.GssapiFailure) as exc:
+            self._gssapi = None  # frees the context and credentials
+            if isinstance(exc, gssapi_ctypes.GssError) and exc.kerberos_error in TRANSIENT_KERBEROS_ERRORS:
+                raise _Dropped(str(exc)) from None
+            raise
+        if not self._gssapi.complete:
+            return answer, None
+        authenticated, asked = self._gssapi.authenticated or "", self._gssapi.authorization_id
+        self._gssapi = None
+        if asked not in (None, authenticated):  # Kafka's callback allows it and keeps the authenticated name
+            log.info("%s authenticated as %s with authorization id %s: its principal is %s's", self.peer,
+                     authenticated, asked, authenticated)
+        try:
+            return answer, kerberos.short_namer.short_name(authenticated)
+        except (NoMatchingRule, ValueError) as exc:  # Kafka fails building the principal: the connection closes
+            raise _Dropped(f"Failed to set name for '{authenticated}' based on Kerberos authentication rules. "
+                           f"({exc})") from None
+
+    def _evaluate(self, token: bytes) -> tuple[bytes | None, str | None]:
+        """The mechanism's answer to a token (None: nothing is sent back), and the user once
+        authenticated (None while a SCRAM, OAUTHBEARER or GSSAPI exchange goes on). Raises
+        _Refused with what the client is told, oauth.Dropped or _Dropped."""
+        try:
+            if self.mechanism == gssapi.MECHANISM:
+                return self._evaluate_gssapi(token)
             if self._oauth is not None:
                 answer = self._oauth.evaluate(token)
                 return answer, self._oauth.principal
@@ -208,7 +269,8 @@ class SaslServerAuthenticator:
                 return b"", authenticate(token, self.settings.users)
             answer = self._scram.evaluate(token)
             return answer, self._scram.principal if self._scram.complete else None
-        except (GenericFailure, oauth.MalformedFirstMessage) as exc:  # Kafka does not say why
+        except (GenericFailure, oauth.MalformedFirstMessage, gssapi.GssapiFailure,
+                gssapi_ctypes.GssError) as exc:  # Kafka does not say why
             stage = "re-authentication" if self._previous is not None else "authentication"
             raise _Refused(f"Authentication failed during {stage} due to invalid credentials with SASL mechanism "
                            f"{self.mechanism}", str(exc)) from None
@@ -230,7 +292,7 @@ class SaslServerAuthenticator:
         try:
             try:
                 answer_bytes, principal = self._evaluate(bytes(token))
-            except oauth.Dropped as exc:
+            except (oauth.Dropped, _Dropped) as exc:
                 log.warning("unexpected error authenticating %s with SASL/%s (%s); closing connection",
                             self.peer, self.mechanism, exc)
                 return Step(drop=True)
@@ -252,16 +314,20 @@ class SaslServerAuthenticator:
             bounded = lifetime_ms > 0 or self._oauth is not None  # a token's expiry always ends its session
             self.expires_at = time.monotonic() + lifetime_ms / 1000 if bounded else None
             log.debug("%s authenticated as %s with SASL/%s", self.peer, self.principal, self.mechanism)
-        if header is None:
-            return Step(reply=struct.pack(">i", len(answer_bytes)) + answer_bytes)
+        if header is None:  # a bare token: no frame when the mechanism has nothing to say (GSSAPI's last step)
+            return Step(reply=None if answer_bytes is None else struct.pack(">i", len(answer_bytes)) + answer_bytes)
         # Kafka's success answer leaves the message at its schema default, "" (not null)
         answer = SaslAuthenticateResponse(version=header.api_version, error_code=ErrorCode.NONE, error_message="",
-                                          auth_bytes=answer_bytes, session_lifetime_ms=lifetime_ms)
+                                          auth_bytes=answer_bytes or b"", session_lifetime_ms=lifetime_ms)
         return Step(reply=codec.encode_response(SASL_AUTHENTICATE, header.api_version, header.correlation_id, answer))
 
     def _failed(self, reason: str, reply: bytes | None = None) -> Step:
         log.info("failed authentication with %s (%s)", self.peer, reason)
         return Step(reply=reply, fail=True)
+
+
+class _Dropped(Exception):
+    """Kafka's server fails unexpectedly on this token: the connection closes without an answer."""
 
 
 class _Refused(Exception):

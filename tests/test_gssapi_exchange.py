@@ -24,6 +24,8 @@ from testsupport import kdc as kdc_support
 from wirekafka import gssapi_ctypes
 from wirekafka.config import ConfigError, build_config
 from wirekafka.protocol.errors import ErrorCode
+from tests.sasl_frames import answer as _answer
+from tests.sasl_frames import frame as _frame
 from wirekafka.server.sasl_authenticator import SaslServerAuthenticator, SaslSettings
 
 pytestmark = pytest.mark.skipif(not (kdc_support.available() and gssapi_ctypes.available()),
@@ -66,19 +68,6 @@ def _client(kdc: kdc_support.Kdc, user: str = "alice", service: str = SERVICE) -
         kdc.keytab(user)
     credential = gssapi_ctypes.Credential.initiator(f"{user}@{kdc.realm}", str(keytab), f"MEMORY:c{next(_ccaches)}")
     return gssapi_ctypes.InitiatorContext(credential, f"{service}@{kdc.realm}")
-
-
-def _frame(request, version: int, cid: int = 1) -> bytes:
-    request.API_VERSION = version
-    request.with_header(correlation_id=cid, client_id="t")
-    return bytes(request.encode(header=True))
-
-
-def _answer(reply: bytes, response_class, version: int):
-    (size,) = struct.unpack_from(">i", reply)
-    assert size == len(reply) - 4
-    flexible = response_class.flexible_version_q(version)
-    return response_class.decode(reply[4 + 4 + (1 if flexible else 0):], version=version)
 
 
 def _sasl_client(ctx: gssapi_ctypes.InitiatorContext, send: Callable[[bytes], bytes | None],

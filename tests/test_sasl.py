@@ -4,8 +4,6 @@ conformance/test_sasl.py)."""
 
 from __future__ import annotations
 
-import struct
-
 import pytest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
@@ -19,6 +17,8 @@ from kafka.protocol.sasl import (
 from wirekafka import jaas
 from wirekafka.protocol import sasl_plain
 from wirekafka.protocol.errors import ErrorCode
+from tests.sasl_frames import answer as _answer
+from tests.sasl_frames import frame as _frame
 from wirekafka.server.sasl_authenticator import SaslSettings, Step
 
 EMPTY_FRAME = b"\x00\x00\x00\x00"
@@ -74,19 +74,6 @@ def test_plain_accepts_the_users_of_the_login_module() -> None:
     assert users == {"alice": "alice-secret"}
     assert sasl_plain.authenticate(sasl_plain.client_message("alice", "alice-secret"), users) == "alice"
     assert sasl_plain.authenticate(b"alice\x00alice\x00alice-secret", users) == "alice"
-
-
-def _frame(request, version: int, cid: int = 1) -> bytes:
-    request.API_VERSION = version
-    request.with_header(correlation_id=cid, client_id="t")
-    return bytes(request.encode(header=True))
-
-
-def _answer(reply: bytes, response_class, version: int):
-    (size,) = struct.unpack_from(">i", reply)
-    assert size == len(reply) - 4
-    flexible = response_class.flexible_version_q(version)
-    return response_class.decode(reply[4 + 4 + (1 if flexible else 0):], version=version)
 
 
 SETTINGS = SaslSettings(("PLAIN",), USERS)

@@ -13,6 +13,8 @@ from kafka.protocol.sasl import SaslAuthenticateRequest, SaslAuthenticateRespons
 from wirekafka.protocol import sasl_scram
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.protocol.sasl_scram import GenericFailure, ScramClient, ScramCredential, ScramFailure, ScramServer
+from tests.sasl_frames import answer
+from tests.sasl_frames import frame as _frame
 from wirekafka.server.sasl_authenticator import SaslSettings
 
 # RFC 7677 section 3
@@ -78,14 +80,8 @@ def test_a_wrong_password_or_nonce_is_refused_without_detail() -> None:
         server.evaluate(b"c=biws,r=" + client.nonce.encode() + b"forged,p=AAAA")
 
 
-def _frame(request, version: int) -> bytes:
-    request.API_VERSION = version
-    request.with_header(correlation_id=1, client_id="t")
-    return bytes(request.encode(header=True))
-
-
 def _answer(reply: bytes, version: int = 2):
-    return SaslAuthenticateResponse.decode(reply[4 + 4 + 1:], version=version)
+    return answer(reply, SaslAuthenticateResponse, version)
 
 
 def test_a_scram_login_through_the_authenticator() -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from wirekafka.principal import NoMatchingRule, _python_replacement
+from wirekafka.principal import NoMatchingRule, python_replacement
 
 # Kafka's syntax of one rule (KerberosShortNamer): DEFAULT, or RULE:[n:format] with an optional
 # (match), s/from/to/ with an optional g, and an optional /L or /U
@@ -72,7 +72,7 @@ class KerberosRule:
                 result = base
                 if self.substitute is not None:
                     pattern, to, every = self.substitute
-                    result = pattern.sub(_python_replacement(to, pattern.groups), base, count=0 if every else 1)
+                    result = pattern.sub(python_replacement(to, pattern.groups), base, count=0 if every else 1)
         if result is not None and re.search("[/@]", result):
             raise NoMatchingRule(f"Non-simple name {result} after auth_to_local rule {self.text}")
         if result is not None and self.case:

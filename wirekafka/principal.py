@@ -53,12 +53,12 @@ class SslPrincipalMapper:
                 return distinguished_name
             pattern, replacement, case = rule
             if pattern.fullmatch(distinguished_name):
-                result = pattern.sub(_python_replacement(replacement, pattern.groups), distinguished_name)
+                result = pattern.sub(python_replacement(replacement, pattern.groups), distinguished_name)
                 return result.lower() if case == "L" else result.upper() if case == "U" else result
         raise NoMatchingRule(f"No rules apply to {distinguished_name}")
 
 
-def _python_replacement(java: str, groups: int) -> str:
+def python_replacement(java: str, groups: int) -> str:
     """A Java Matcher replacement as a Python re one: `$n` a group (a first digit beyond the
     groups is literal text, as Kafka escapes it; further digits count while they name a group),
     a backslash quotes the next character."""

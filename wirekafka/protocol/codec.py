@@ -81,7 +81,7 @@ def parse_header(frame: bytes) -> RequestHeader:
     if len(frame) < 8:
         raise ProtocolError(f"request of {len(frame)} bytes is shorter than a request header")
     api_key, api_version, correlation_id = _HEADER.unpack_from(frame, 0)
-    if not api_versions.request_header_has_client_id(api_key, api_version):
+    if api_version == 0 and not api_versions.request_header_has_client_id(api_key, api_version):
         return RequestHeader(api_key, api_version, correlation_id, None, 8)
     if len(frame) < 10:
         raise ProtocolError(f"request of {len(frame)} bytes is shorter than a request header")

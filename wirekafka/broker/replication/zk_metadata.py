@@ -682,8 +682,8 @@ class ZkMetadata(TopicIndex):
                 if not failed:
                     break
             self.zk.mark_changed()  # the next reconcile lays the new shutting-down set over its read
-            remaining = [TopicPartitionKey(t, p) for t, p in led_partitions(self._as_controller(snapshot), broker_id)]
-            return ErrorCode.NONE, [(k.topic, k.partition) for k in scala_mutable_hashmap_order(remaining)]
+            led = led_partitions(self._as_controller(snapshot), broker_id)
+            return ErrorCode.NONE, scala_mutable_hashmap_order(TopicPartitionKey(t, p) for t, p in led)
 
     # ---- AlterPartition (controller) ------------------------------------------------------------
     async def alter_partitions(self, broker_id: int, broker_epoch: int, topics: list[AlterTopic],

@@ -361,17 +361,39 @@ def test_kafka39_consumers_fetch_from_the_replica_in_their_rack(tmp_path):
         print(f"Kafka {brokers[0].version}: {summary}")
 
 
+@contextlib.contextmanager
+def _kafka39_two_listener_cluster(tmp_path, overrides_for, attempts: int = 3, **start_args):
+    """_kafka39_cluster whose brokers each listen on two ports picked here, with
+    overrides_for(client_port, replication_port) as each broker's settings; yields (brokers,
+    kazoo, ports by broker). A port picked free can be taken by another process before the JVM
+    binds it, and a broker cannot move ports its settings name: the cluster is then started
+    again, on new ports, up to `attempts` times."""
+    for attempt in range(1, attempts + 1):
+        ports = {n: tuple(realkafka.free_ports(2)) for n in (1, 2, 3)}
+        stack = contextlib.ExitStack()
+        try:
+            brokers, client = stack.enter_context(_kafka39_cluster(
+                tmp_path / f"attempt-{attempt}", ports={n: p[0] for n, p in ports.items()},
+                broker_overrides={n: overrides_for(*p) for n, p in ports.items()}, **start_args))
+        except RuntimeError as exc:
+            if "found its port taken" not in str(exc) or attempt == attempts:
+                raise
+            continue
+        with stack:
+            yield brokers, client, ports
+        return
+
+
 @pytest.mark.parametrize("protocol, mechanism", [("PLAINTEXT", None), ("SASL_PLAINTEXT", "PLAIN"),
                                                  ("SASL_PLAINTEXT", "OAUTHBEARER"), ("SSL", None),
                                                  ("SASL_SSL", "PLAIN")])
 def test_kafka39_two_listeners_replicate_on_the_inter_broker_one(tmp_path, protocol, mechanism):
     """CLIENT and REPLICATION listeners, REPLICATION the inter-broker one, on Kafka 3.9.1: the
     check wirekafka's cluster passes too (compat-tests/test_cluster.py)."""
-    ports = {n: tuple(realkafka.free_ports(2)) for n in (1, 2, 3)}
     tls = make_tls_material(tmp_path / "tls") if protocol.endswith("SSL") else None
-    with _kafka39_cluster(tmp_path, ports={n: p[0] for n, p in ports.items()},
-                          broker_overrides={n: listener_overrides(*p, protocol, tls, mechanism) for n, p in ports.items()}) \
-            as (brokers, client):
+    with _kafka39_two_listener_cluster(
+            tmp_path, lambda client_port, replication_port: listener_overrides(
+                client_port, replication_port, protocol, tls, mechanism)) as (brokers, client, ports):
         print(f"Kafka {brokers[0].version}: "
               f"{check_two_listeners(client, ports, protocol=protocol, tls=tls, mechanism=mechanism)}")
 
@@ -379,12 +401,11 @@ def test_kafka39_two_listeners_replicate_on_the_inter_broker_one(tmp_path, proto
 def test_kafka39_brokers_log_in_to_each_other_with_tokens_from_an_oauth_provider(tmp_path):
     """Kafka 3.9.1's secured OAUTHBEARER login and validator on the inter-broker listener: the
     check wirekafka's cluster passes too (compat-tests/test_cluster.py)."""
-    ports = {n: tuple(realkafka.free_ports(2)) for n in (1, 2, 3)}
     with OAuthProvider(tmp_path / "oauth", {"broker": "broker-secret", "admin": "admin-secret"}) as provider, \
-            _kafka39_cluster(tmp_path, ports={n: p[0] for n, p in ports.items()},
-                             broker_overrides={n: listener_overrides(*p, "SASL_PLAINTEXT", None, "OAUTHBEARER", provider)
-                                               for n, p in ports.items()},
-                             jvm_opts=[provider.allowed_urls_option]) as (brokers, client):
+            _kafka39_two_listener_cluster(
+                tmp_path, lambda client_port, replication_port: listener_overrides(
+                    client_port, replication_port, "SASL_PLAINTEXT", None, "OAUTHBEARER", provider),
+                jvm_opts=[provider.allowed_urls_option]) as (brokers, client, ports):
         print(f"Kafka {brokers[0].version}: " + check_two_listeners(
             client, ports, protocol="SASL_PLAINTEXT", mechanism="OAUTHBEARER", provider=provider))
 

@@ -9,7 +9,7 @@ common part lives here (Python stdlib only; nothing here is part of the broker):
   and the POM's hash makes a second call instant; a ``flock`` serialises concurrent callers; a
   fresh directory replaces the old one, so stale jars never mix), with ``<cache>/m2`` as Maven's
   local repository for both;
-* :func:`free_ports` and :func:`pdeathsig` (PR_SET_PDEATHSIG between fork and exec);
+* :func:`pdeathsig` (PR_SET_PDEATHSIG between fork and exec; ports come from ``port_pool.py``);
 * :class:`JvmProcess`, the base class of ``RealKafka`` and ``ZooKeeperServer``: the work
   directory, the JVM's start (log file, new session, retries on fresh ports after a bind
   failure, waiting until the subclass says it is ready), stop() (SIGTERM, wait, SIGKILL), kill()
@@ -31,7 +31,6 @@ import logging
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -132,21 +131,6 @@ def resolve_with_maven(pom: Path, home: Path, version: str, *, version_property:
 # --------------------------------------------------------------------------------------------
 # Processes
 # --------------------------------------------------------------------------------------------
-
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """``count`` distinct free TCP ports on ``host`` (all bound at once so they differ; someone
-    else may take one before the JVM binds it)."""
-    socks = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind((host, 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
 
 def pdeathsig() -> None:
     """Ask Linux to SIGKILL this process when the thread that forked it dies (PR_SET_PDEATHSIG).

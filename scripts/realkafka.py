@@ -160,8 +160,9 @@ POM_KAFKA3 = REPO / "scripts" / "maven" / "kafka39" / "pom.xml"
 # load it by path with importlib.
 if str(REPO / "scripts") not in sys.path:
     sys.path.append(str(REPO / "scripts"))
-from jvm_process import (  # noqa: E402  (cache_dir and free_ports are part of this module's API)
-    JvmProcess, cache_dir, executable, free_ports, parse_settings, resolve_with_maven, serve)
+from jvm_process import (  # noqa: E402  (cache_dir is part of this module's API)
+    JvmProcess, cache_dir, executable, parse_settings, resolve_with_maven, serve)
+from port_pool import free_ports  # noqa: E402  (part of this module's API too)
 
 #: Apache Kafka version resolved from Maven Central (newest 4.x there when written).
 KAFKA_VERSION = os.environ.get("WIREKAFKA_KAFKA_VERSION", "4.3.1")

@@ -94,7 +94,8 @@ POM = REPO / "scripts" / "maven" / "zookeeper" / "pom.xml"
 if str(REPO / "scripts") not in sys.path:
     sys.path.append(str(REPO / "scripts"))
 from jvm_process import (  # noqa: E402
-    JvmProcess, cache_dir, executable, free_ports, parse_settings, resolve_with_maven, serve)
+    JvmProcess, cache_dir, executable, parse_settings, resolve_with_maven, serve)
+from port_pool import free_ports  # noqa: E402
 
 #: ZooKeeper resolved from Maven Central: the version Kafka 3.9.x depends on.
 ZOOKEEPER_VERSION = os.environ.get("WIREKAFKA_ZOOKEEPER_VERSION", "3.8.4")

@@ -20,6 +20,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from testsupport.broker_process import free_port
+
 log = logging.getLogger(__name__)
 
 REALM = "WIREKAFKA.TEST"
@@ -30,12 +32,6 @@ KRB5KDC, KDB5_UTIL, KADMIN_LOCAL = SBIN / "krb5kdc", SBIN / "kdb5_util", SBIN / 
 def available() -> bool:
     """Whether MIT's KDC and admin tools are installed (scripts/install_system_deps.sh)."""
     return all(p.exists() for p in (KRB5KDC, KDB5_UTIL, KADMIN_LOCAL))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Kdc:
@@ -110,7 +106,7 @@ class Kdc:
     def start(self, timeout: float = 30.0) -> "Kdc":
         """Create the realm's database (once) and start krb5kdc; wait until it takes connections."""
         if not self.port:
-            self.port = _free_port()
+            self.port = free_port()
         self._write_config()
         if not (self.directory / "db" / "principal").exists():
             # a random master password: the stash file (-s) is all the KDC needs

@@ -47,7 +47,7 @@ from conformance.acl_brokers import (
 )
 from conformance.broker_configs import node_id
 from conformance.test_scram import _upsert
-from conformance.wire import Connection, create_topic, poll, unique
+from conformance.wire import Connection, create_topic, settled, unique
 
 own_wirekafka, own_kafka, target = acl_pair()
 
@@ -74,12 +74,6 @@ def _describe(conn: Connection, resources: list[tuple[int, str, list[str] | None
                                  include_documentation=False)
     return [(r.resource_type, r.resource_name, r.error_code, bool(r.error_message), [(c.name, c.value) for c in r.configs])
             for r in conn.call(req, 4).results]
-
-
-def _describe_applied(conn: Connection, resources: list[tuple[int, str, list[str] | None]], expected: list) -> list:
-    """`_describe` once the answer is `expected`, or after 10 s: real Kafka applies an accepted
-    alter through its metadata log, so a describe sent at once may still show the old value."""
-    return poll(lambda: _describe(conn, resources), lambda got: got == expected, timeout=10.0)
 
 
 def _legacy(conn: Connection, resources: list[tuple[int, str, dict[str, str]]], validate_only: bool = False) -> list:
@@ -207,7 +201,7 @@ def test_alter_configs_per_resource(target):
             (R_TOPIC, f"{prefix}-x", UNKNOWN_TOPIC_OR_PARTITION, True), (R_BROKER, "", CLUSTER_AUTHORIZATION_FAILED, True)]
         assert _legacy(alice, [(R_TOPIC, topic, retention)]) == [(R_TOPIC, topic, 0, False)]
         applied = [(R_TOPIC, topic, 0, False, [("retention.ms", "3600000")])]
-        assert _describe_applied(alice, [(R_TOPIC, topic, ["retention.ms"])], applied) == applied
+        assert settled(lambda: _describe(alice, [(R_TOPIC, topic, ["retention.ms"])]), applied) == applied
     cluster = Acl(CLUSTER, CLUSTER_NAME, ALTER_CONFIGS)
     grant(target, cluster)
     with login(target, "alice") as alice:
@@ -245,7 +239,7 @@ def test_incremental_alter_configs_per_resource(target):
             (R_TOPIC, denied, TOPIC_AUTHORIZATION_FAILED, True), (R_TOPIC, topic, 0, False),
             (R_TOPIC, "nowhere", UNKNOWN_TOPIC_OR_PARTITION, True)]
         applied = [(R_TOPIC, topic, 0, False, [("retention.ms", "3600000")])]
-        assert _describe_applied(alice, [(R_TOPIC, topic, ["retention.ms"])], applied) == applied
+        assert settled(lambda: _describe(alice, [(R_TOPIC, topic, ["retention.ms"])]), applied) == applied
     revoke(target, Acl(TOPIC, "*", ALTER_CONFIGS))
 
 

@@ -15,7 +15,7 @@ from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetDeleteReque
 from kafka.protocol.consumer.offsets import OffsetForLeaderEpochRequest
 
 from conformance.scenarios import batch, fetch, list_offsets, produce
-from conformance.wire import Connection, create_topic, ensure_group_coordinator, poll, retry_transient, unique
+from conformance.wire import Connection, create_topic, ensure_group_coordinator, retry_transient, settled, unique
 
 
 def _delete_records(conn, topic, offset, version, partition=0):
@@ -123,10 +123,9 @@ def _describe_once(conn, topic, key):
     return c.value, c.config_source
 
 
-def _settled(conn, topic, key, expected, timeout=10.0):
-    """Real Kafka applies config changes through its metadata log, so a describe right after an
-    alter may still show the old value for a moment; wait (bounded) for the expected one."""
-    return poll(lambda: _describe_once(conn, topic, key)[: len(expected)], lambda got: got == expected, timeout)
+def _settled(conn, topic, key, expected):
+    """The first len(expected) fields of the topic's key as described, once they read as expected."""
+    return settled(lambda: _describe_once(conn, topic, key)[: len(expected)], expected)
 
 
 @pytest.mark.parametrize("version", range(0, 2))

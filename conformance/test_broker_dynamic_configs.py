@@ -15,7 +15,7 @@ from kafka.protocol.admin.configs import DescribeConfigsRequest
 from conformance.broker_configs import (APPEND, BROKER, DELETE, DYNAMIC_BROKER, DYNAMIC_DEFAULT, SET, SUBTRACT,
                                         described, incremental, legacy, node_id, restored)
 from conformance import transcript
-from conformance.wire import Connection, poll
+from conformance.wire import Connection, poll, settled
 
 LEADER, FOLLOWER = "leader.replication.throttled.rate", "follower.replication.throttled.rate"
 ALTER_DIRS = "replica.alter.log.dirs.io.max.bytes.per.second"
@@ -29,37 +29,31 @@ def _described(conn: Connection, name: str, version: int = 4) -> dict[str, tuple
     return described(conn, BROKER, name, THROTTLES, version)
 
 
-def _settled(conn: Connection, name: str, expected: dict[str, tuple]) -> dict[str, tuple]:
-    """The described throttles once they read as expected (Kafka 4 applies a change a moment
-    after acknowledging it), or as they are after 10 s."""
-    return poll(lambda: _described(conn, name), lambda found: found == expected, timeout=10)
-
-
 @pytest.mark.parametrize("version", range(0, 2))
 def test_throttles_are_set_described_and_deleted(target, version):
     with Connection(target.bootstrap) as conn, restored(conn, THROTTLES) as node:
-        assert _settled(conn, node, {}) == {}  # unset throttles are not listed
+        assert settled(lambda: _described(conn, node), {}) == {}  # unset throttles are not listed
         assert incremental(conn, node, [(LEADER, SET, "1000000"), (FOLLOWER, SET, "2000000")], version) == (0, None)
         expected = {
             LEADER: ("1000000", False, DYNAMIC_BROKER, [(LEADER, "1000000", DYNAMIC_BROKER)], LONG),
             FOLLOWER: ("2000000", False, DYNAMIC_BROKER, [(FOLLOWER, "2000000", DYNAMIC_BROKER)], LONG)}
-        assert _settled(conn, node, expected) == expected
+        assert settled(lambda: _described(conn, node), expected) == expected
         assert incremental(conn, "", [(LEADER, SET, "3000000")], version) == (0, None)
         expected = {LEADER: ("3000000", False, DYNAMIC_DEFAULT, [(LEADER, "3000000", DYNAMIC_DEFAULT)], LONG)}
-        assert _settled(conn, "", expected) == expected
+        assert settled(lambda: _described(conn, ""), expected) == expected
         expected = {
             LEADER: ("1000000", False, DYNAMIC_BROKER,
                      [(LEADER, "1000000", DYNAMIC_BROKER), (LEADER, "3000000", DYNAMIC_DEFAULT)], LONG),
             FOLLOWER: ("2000000", False, DYNAMIC_BROKER, [(FOLLOWER, "2000000", DYNAMIC_BROKER)], LONG)}
-        assert _settled(conn, node, expected) == expected
+        assert settled(lambda: _described(conn, node), expected) == expected
         assert incremental(conn, node, [(LEADER, DELETE, None)], version) == (0, None)
         expected = {
             LEADER: ("3000000", False, DYNAMIC_DEFAULT, [(LEADER, "3000000", DYNAMIC_DEFAULT)], LONG),
             FOLLOWER: ("2000000", False, DYNAMIC_BROKER, [(FOLLOWER, "2000000", DYNAMIC_BROKER)], LONG)}
-        assert _settled(conn, node, expected) == expected
+        assert settled(lambda: _described(conn, node), expected) == expected
         assert incremental(conn, node, [(ALTER_DIRS, SET, "0")], version) == (0, None)
         expected[ALTER_DIRS] = ("0", False, DYNAMIC_BROKER, [(ALTER_DIRS, "0", DYNAMIC_BROKER)], LONG)
-        assert _settled(conn, node, expected) == expected
+        assert settled(lambda: _described(conn, node), expected) == expected
 
 
 @pytest.mark.parametrize("value, message", [
@@ -73,7 +67,7 @@ def test_invalid_throttle_values(target, value, message):
     with Connection(target.bootstrap) as conn, restored(conn, THROTTLES) as node:
         assert incremental(conn, node, [(LEADER, SET, value)]) == (INVALID_REQUEST, message)
         assert incremental(conn, "", [(LEADER, SET, value)]) == (INVALID_REQUEST, message)
-        assert _settled(conn, node, {}) == {}
+        assert settled(lambda: _described(conn, node), {}) == {}
 
 
 def test_throttle_request_errors(target):
@@ -103,11 +97,11 @@ def test_legacy_alter_configs_replaces_the_brokers_set(target):
             LEADER, FOLLOWER, ALTER_DIRS}
         assert legacy(conn, node, {LEADER: "500"}) == (0, None)
         expected = {LEADER: ("500", False, DYNAMIC_BROKER, [(LEADER, "500", DYNAMIC_BROKER)], LONG)}
-        assert _settled(conn, node, expected) == expected
+        assert settled(lambda: _described(conn, node), expected) == expected
         assert legacy(conn, node, {LEADER: "-1"}) == (
             INVALID_REQUEST, f"Invalid value -1 for configuration {LEADER}: Value must be at least 0")
         assert legacy(conn, node, {}) == (0, None)
-        assert _settled(conn, node, {}) == {}
+        assert settled(lambda: _described(conn, node), {}) == {}
 
 
 def test_legacy_alter_configs_cannot_drop_the_cluster_min_insync_replicas(target):

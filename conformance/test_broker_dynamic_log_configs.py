@@ -14,19 +14,13 @@ from __future__ import annotations
 from conformance.broker_configs import (BROKER, DEFAULT, DELETE, DYNAMIC_BROKER, DYNAMIC_DEFAULT, DYNAMIC_TOPIC,
                                         SET, STATIC, TOPIC, described, incremental, legacy, restored)
 from conformance.scenarios import batch, produce
-from conformance.wire import Connection, create_topic, poll, unique
+from conformance.wire import Connection, create_topic, settled, unique
 
 LONG, INT, STRING = 5, 3, 2
 NONE, MESSAGE_TOO_LARGE = 0, 10
 INVALID_CONFIG, INVALID_REQUEST = 40, 42
 RETENTION = "log.retention.ms"
 SET_HERE = [RETENTION, "message.max.bytes", "log.message.timestamp.type", "log.segment.bytes", "log.cleanup.policy"]
-
-
-def _settled(attempt, expected):
-    """attempt() once it returns expected (Kafka applies a change a moment after acknowledging
-    it), or what it returns after 10 s."""
-    return poll(attempt, lambda found: found == expected, timeout=10)
 
 
 def test_cluster_default_and_per_broker_retention_reach_topics(target):
@@ -45,16 +39,16 @@ def test_cluster_default_and_per_broker_retention_reach_topics(target):
         assert incremental(conn, "", [(RETENTION, SET, "3600000")]) == (0, None)
         expected = ("3600000", False, DYNAMIC_DEFAULT,
                     [(RETENTION, "3600000", DYNAMIC_DEFAULT), ("log.retention.hours", "168", DEFAULT)], LONG)
-        assert _settled(retention(topic), expected) == expected
+        assert settled(retention(topic), expected) == expected
         assert incremental(conn, node, [(RETENTION, SET, "7200000")]) == (0, None)
         expected = ("7200000", False, DYNAMIC_BROKER,
                     [(RETENTION, "7200000", DYNAMIC_BROKER), (RETENTION, "3600000", DYNAMIC_DEFAULT),
                      ("log.retention.hours", "168", DEFAULT)], LONG)
-        assert _settled(retention(topic), expected) == expected
+        assert settled(retention(topic), expected) == expected
         assert retention(overridden)() == ("1000", False, DYNAMIC_TOPIC, [("retention.ms", "1000", DYNAMIC_TOPIC)]
                                            + expected[3], LONG)
         broker_side = lambda: described(conn, BROKER, node, [RETENTION, "log.retention.hours"])  # noqa: E731
-        assert _settled(broker_side, {
+        assert settled(broker_side, {
             RETENTION: ("7200000", False, DYNAMIC_BROKER, expected[3], LONG),
             "log.retention.hours": ("168", True, DEFAULT, [("log.retention.hours", "168", DEFAULT)], INT)}
         ) == {RETENTION: ("7200000", False, DYNAMIC_BROKER, expected[3], LONG),
@@ -65,7 +59,7 @@ def test_cluster_default_and_per_broker_retention_reach_topics(target):
                                       [(RETENTION, "3600000", DYNAMIC_DEFAULT)], LONG)
         assert incremental(conn, node, [(RETENTION, DELETE, None)]) == (0, None)
         assert incremental(conn, "", [(RETENTION, DELETE, None)]) == (0, None)
-        assert _settled(retention(topic), default) == default
+        assert settled(retention(topic), default) == default
 
 
 def test_dynamic_message_max_bytes_and_timestamp_type_apply_to_writes(target):
@@ -80,11 +74,11 @@ def test_dynamic_message_max_bytes_and_timestamp_type_apply_to_writes(target):
 
         big = batch([b"x" * 3000])
         assert incremental(conn, "", [("message.max.bytes", SET, "2000")]) == (0, None)
-        assert _settled(topic_value("max.message.bytes"), "2000") == "2000"
+        assert settled(topic_value("max.message.bytes"), "2000") == "2000"
         assert produce(conn, topic, big).error_code == MESSAGE_TOO_LARGE
         assert incremental(conn, "", [("message.max.bytes", DELETE, None),
                                       ("log.message.timestamp.type", SET, "LogAppendTime")]) == (0, None)
-        assert _settled(topic_value("message.timestamp.type"), "LogAppendTime") == "LogAppendTime"
+        assert settled(topic_value("message.timestamp.type"), "LogAppendTime") == "LogAppendTime"
         answer = produce(conn, topic, batch([b"y"]))
         assert (answer.error_code, answer.log_append_time_ms > 0) == (NONE, True)
         assert produce(conn, topic, big).error_code == NONE
@@ -105,7 +99,7 @@ def test_cluster_min_insync_replicas_default(target):
         expected = ("2", False, DYNAMIC_DEFAULT, [("min.insync.replicas", "2", DYNAMIC_DEFAULT),
                                                   ("min.insync.replicas", "1", STATIC),
                                                   ("min.insync.replicas", "1", DEFAULT)], INT)
-        assert _settled(in_topic, expected) == expected
+        assert settled(in_topic, expected) == expected
         assert produce(conn, topic, batch([b"z"])).error_code == NONE
         assert incremental(conn, "", [("min.insync.replicas", DELETE, None)]) == (
             INVALID_CONFIG, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
@@ -116,7 +110,7 @@ def test_cluster_min_insync_replicas_default(target):
         expected = {"min.insync.replicas": ("1", False, DYNAMIC_DEFAULT, [("min.insync.replicas", "1", DYNAMIC_DEFAULT)],
                                             INT),
                     RETENTION: ("86400000", False, DYNAMIC_DEFAULT, [(RETENTION, "86400000", DYNAMIC_DEFAULT)], LONG)}
-        assert _settled(lambda: described(conn, BROKER, "", None), expected) == expected
+        assert settled(lambda: described(conn, BROKER, "", None), expected) == expected
         assert legacy(conn, "", {"min.insync.replicas": "1"}) == (0, None)
 
 
@@ -161,10 +155,10 @@ def test_dynamic_log_config_errors(target):
                     "log.cleanup.policy": ("compact,delete", False, DYNAMIC_BROKER,
                                            [("log.cleanup.policy", "compact,delete", DYNAMIC_BROKER),
                                             ("log.cleanup.policy", "delete", DEFAULT)], 7)}
-        assert _settled(got, expected) == expected
+        assert settled(got, expected) == expected
         assert incremental(conn, node, [("log.cleanup.policy", DELETE, None)]) == (0, None)
         assert incremental(conn, node, [("log.cleanup.policy", 2, "compact")]) == (0, None)
         expected["log.cleanup.policy"] = ("delete,compact", False, DYNAMIC_BROKER,
                                           [("log.cleanup.policy", "delete,compact", DYNAMIC_BROKER),
                                            ("log.cleanup.policy", "delete", DEFAULT)], 7)
-        assert _settled(got, expected) == expected
+        assert settled(got, expected) == expected

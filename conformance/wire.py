@@ -175,6 +175,13 @@ def poll(attempt: Callable[[], T], done: Callable[[T], bool], timeout: float = 3
             time.sleep(interval)
 
 
+def settled(attempt: Callable[[], T], expected: T, timeout: float = 10.0) -> T:
+    """attempt() once it returns `expected`, or its last answer after `timeout` seconds. Real
+    Kafka applies an accepted change (a config, an ACL) through its metadata log a moment after
+    answering the request, so a read sent at once may still show the state before it."""
+    return poll(attempt, lambda got: got == expected, timeout)
+
+
 def wait_for_topic(conn: Connection, name: str, partitions: int, timeout: float = 30.0) -> Any:
     """Wait until every partition has a leader that serves it (real Kafka answers
     NOT_LEADER_OR_FOLLOWER for a moment after creation; wirekafka is ready at once)."""

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 import trio
+import trio.testing
 
 from wirekafka.broker.metadata import BrokerInfo
 from wirekafka.broker.replication.controller import (PREFERRED, UNCLEAN, ClusterSnapshot, LeaderAndIsr, StateWrite,
@@ -168,20 +169,29 @@ def test_a_broker_that_is_not_the_controller_forgets_who_is_shutting_down() -> N
 
 # ---- the stopping broker ------------------------------------------------------------------------
 class FakeClient:
-    def __init__(self, answers: list) -> None:
+    def __init__(self, answers: list, connecting_s: float = 0.0) -> None:
         self.answers = answers
+        self.connecting_s = connecting_s  # how long ready() takes
         self.sent: list = []
+        self.timeouts: list = []
 
-    async def send(self, request):
+    async def ready(self) -> None:
+        await trio.sleep(self.connecting_s)
+
+    async def send(self, request, timeout_s=None):
         self.sent.append(request)
+        self.timeouts.append(timeout_s)
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
         return answer
 
 
+SETTINGS = {"controller.socket.timeout.ms": 5000, "request.timeout.ms": 40000}
+
+
 def pool(client: FakeClient | None) -> SimpleNamespace:
-    return SimpleNamespace(client=lambda node: client, config=SimpleNamespace(node_id=4))
+    return SimpleNamespace(client=lambda node: client, config=SimpleNamespace(node_id=4, int=SETTINGS.__getitem__))
 
 
 def remaining(*parts: tuple[str, int]) -> ControlledShutdownResponse:
@@ -201,6 +211,20 @@ def test_ask_controller_without_a_reachable_controller_is_none() -> None:
     assert trio.run(ask_controller, pool(FakeClient([])), lambda: -1, 77) is None
     assert trio.run(ask_controller, pool(None), lambda: 2, 77) is None
     assert trio.run(ask_controller, pool(FakeClient([PeerUnavailable("down")])), lambda: 2, 77) is None
+
+
+def test_ask_controller_connects_within_the_controller_socket_timeout_and_waits_request_timeout() -> None:
+    """Kafka 3.9: awaitReady bounded by controller.socket.timeout.ms, the answer by request.timeout.ms."""
+    client = FakeClient([remaining()], connecting_s=4.9)
+    assert trio.run(ask_controller, pool(client), lambda: 2, 77).done
+    assert client.timeouts == [40.0]
+
+    async def never_ready() -> tuple[ShutdownAnswer | None, float]:
+        start = trio.current_time()
+        answer = await ask_controller(pool(FakeClient([remaining()], connecting_s=60)), lambda: 2, 77)
+        return answer, trio.current_time() - start
+
+    assert trio.run(never_ready, clock=trio.testing.MockClock(autojump_threshold=0)) == (None, 5.0)
 
 
 def stopping_broker(client: FakeClient) -> ZkMetadata:

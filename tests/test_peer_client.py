@@ -18,9 +18,13 @@ import trio.testing
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.producer.produce import ProduceRequest
+from kafka.protocol.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
 
+from wirekafka.broker.metadata import BrokerInfo
 from wirekafka.broker.replication import peer_client as peer_client_module
-from wirekafka.broker.replication.peer_client import PeerClient, PeerProtocolError, PeerUnavailable, SetupTimeout
+from wirekafka.broker.replication.peer_client import (PeerClient, PeerPool, PeerProtocolError, PeerSasl, PeerSecurity,
+                                                      PeerUnavailable, SetupTimeout)
+from wirekafka.config import build_config
 from wirekafka.protocol import codec
 
 Reply = Callable[[trio.SocketStream, codec.Request, int], Awaitable[None]]
@@ -199,6 +203,60 @@ def test_request_timeout_then_reconnect() -> None:
             assert (await c.send(ApiVersionsRequest(version=3))).error_code == 0
 
     assert run_with_peer(reply, test).connections == 2
+
+
+def test_a_request_can_set_its_own_timeout() -> None:
+    async def reply(stream, request, number):
+        await trio.sleep_forever()
+
+    async def test(peer):
+        async with client(peer, request_timeout_s=30.0) as c:
+            start = trio.current_time()
+            with pytest.raises(PeerUnavailable, match="within 0.3s"):
+                await c.send(ApiVersionsRequest(version=3), timeout_s=0.3)
+            assert 0.3 <= trio.current_time() - start < 5
+
+    run_with_peer(reply, test)
+
+
+def test_ready_opens_the_connection_that_the_next_send_uses() -> None:
+    async def test(peer):
+        async with client(peer) as c:
+            await c.ready()
+            assert c.connected and peer.requests == []
+            await c.ready()  # already open: nothing more
+            assert (await c.send(ApiVersionsRequest(version=3))).error_code == 0
+
+    assert run_with_peer(answer, test).connections == 1
+
+
+def test_a_login_cut_short_leaves_no_half_open_connection() -> None:
+    """A caller bounding ready() (ControlledShutdown's controller.socket.timeout.ms) cancels it
+    mid-login: the connection is dropped, and the next attempt logs in afresh."""
+    async def reply(stream, request, number):
+        if number == 1:
+            await trio.sleep_forever()  # never answers the SaslHandshake
+        await stream.send_all(codec.encode_response(request.api_key, request.api_version,
+                                                    request.header.correlation_id, _sasl_answer(request)))
+
+    async def test(peer):
+        async with client(peer, security=PeerSecurity(sasl=PeerSasl("PLAIN", {"username": "u", "password": "p"}))) as c:
+            with trio.move_on_after(0.3):
+                await c.ready()
+            assert not c.connected
+            await c.ready()
+            assert c.connected
+
+    peer = run_with_peer(reply, test)
+    assert peer.connections == 2
+    assert [r.api_key for r in peer.requests] == [17, 17, 36]
+
+
+def _sasl_answer(request: codec.Request):
+    if request.api_key == 17:
+        return SaslHandshakeResponse(version=request.api_version, error_code=0, mechanisms=["PLAIN"])
+    return SaslAuthenticateResponse(version=request.api_version, error_code=0, error_message=None,
+                                    auth_bytes=b"", session_lifetime_ms=0)
 
 
 def test_peer_closing_mid_frame_is_peer_unavailable() -> None:
@@ -410,3 +468,16 @@ def test_api_versions_error_answer_in_v0_layout() -> None:
             assert [(k.api_key, k.max_version) for k in r.api_keys] == [(18, 2)]
 
     run_with_peer(reply, test)
+
+
+def test_a_pool_bounds_its_requests_by_the_key_it_is_given(tmp_path) -> None:
+    """Kafka 3.9's channel to the controller times requests out by controller.socket.timeout.ms;
+    the other pools by request.timeout.ms."""
+    config = build_config({"log.dirs": str(tmp_path), "controller.socket.timeout.ms": "2500",
+                           "request.timeout.ms": "7000"})
+    peer = BrokerInfo(1, "127.0.0.1", 9)
+    controller = PeerPool(lambda node: peer, config, "controller", PeerSecurity(),
+                          request_timeout_key="controller.socket.timeout.ms")
+    markers = PeerPool(lambda node: peer, config, "txn-markers", PeerSecurity())
+    assert controller.client(1).request_timeout_s == 2.5
+    assert markers.client(1).request_timeout_s == 7.0

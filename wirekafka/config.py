@@ -222,6 +222,8 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     "producer.id.expiration.check.interval.ms": (_int, 600000),  # internal in Kafka, settable all the same
     "max.incremental.fetch.session.cache.slots": (_int, 1000),
     "request.timeout.ms": (_int, 30000),
+    # requests to the controller (AlterPartition; the connection of a ControlledShutdown), as Kafka 3.9
+    "controller.socket.timeout.ms": (_int, 30000),
     "controlled.shutdown.enable": (_bool, True),
     "controlled.shutdown.max.retries": (_int, 3),
     "controlled.shutdown.retry.backoff.ms": (_int, 5000),

@@ -34,7 +34,6 @@ KEYS: dict[str, tuple[str, str | None]] = {
     "controller.quorum.request.timeout.ms": (INT, '2000'),
     "controller.quorum.retry.backoff.ms": (INT, '20'),
     "controller.quorum.voters": (LIST, ''),
-    "controller.socket.timeout.ms": (INT, '30000'),
     "create.topic.policy.class.name": (CLASS, None),
     "delegation.token.expiry.check.interval.ms": (LONG, '3600000'),
     "delegation.token.expiry.time.ms": (LONG, '86400000'),
@@ -184,7 +183,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
      r"|initial\.broker\.registration\.timeout\.ms|early\.start\.listeners|sasl\.mechanism\.controller\.protocol"
      r"|log\.dir\.failure\.timeout\.ms|eligible\.leader\.replicas\.enable",
      INERT, "a KRaft setting: a ZooKeeper cluster, like Kafka 3.9's, and the single node have no KRaft quorum"),
-    (r"control\.plane\.listener\.name|controller\.socket\.timeout\.ms", INERT,
+    (r"control\.plane\.listener\.name", INERT,
      "brokers learn the controller's decisions from ZooKeeper watches: there are no controller-to-broker requests"),
     (r"group\.(consumer|share|coordinator)\..*", INERT,
      "consumer (KIP-848) and share groups are not implemented"),

@@ -44,7 +44,7 @@ import ssl
 import struct
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
 
 import trio
 from kafka.protocol.api_header import ResponseHeader
@@ -66,6 +66,7 @@ if TYPE_CHECKING:
 _SIZE = struct.Struct(">i")
 DEFAULT_MAX_RESPONSE_BYTES = 128 * 1024 * 1024
 _API_VERSIONS_KEY = ApiVersionsResponse.API_KEY
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -210,33 +211,55 @@ class PeerClient:
         self._drop()
         await trio.lowlevel.checkpoint()
 
-    async def send(self, request: ApiMessage) -> ApiMessage | None:
+    async def ready(self) -> None:
+        """Open (and authenticate) the connection now if it is not open: Kafka's awaitReady, which
+        a caller bounds on its own (a ControlledShutdown by controller.socket.timeout.ms).
+
+        Raises PeerUnavailable when the peer cannot be reached or refuses the login."""
+        async with self._lock:
+            await self._ready()
+
+    async def send(self, request: ApiMessage, timeout_s: float | None = None) -> ApiMessage | None:
         """Send one request and return its decoded response (None for a request that expects no
-        response, such as Produce with acks=0).
+        response, such as Produce with acks=0); `timeout_s` replaces request_timeout_s for it.
 
         Raises PeerUnavailable (or its PeerProtocolError) when the peer fails; ValueError for a
         request without a version; trio.ClosedResourceError after aclose()."""
         if request.API_VERSION is None:
             raise ValueError(f"{type(request).__name__} has no version: build it with version=...")
         async with self._lock:
-            if self._closed:
-                raise trio.ClosedResourceError(f"{self!r} is closed")
-            stream, fresh = await self._connect()
-            try:
-                if fresh and self.security.sasl is not None:
-                    await self._authenticate(stream, self.security.sasl)
-                return await self._exchange(stream, request)
-            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-                self._drop()
-                if self._closed:
-                    raise trio.ClosedResourceError(f"{self!r} was closed during the request") from exc
-                raise PeerUnavailable(f"{self!r}: connection failed: {exc!r}") from exc
-            except BaseException:  # PeerUnavailable, cancellation, anything: the stream's state is unknown
-                self._drop()
-                raise
+            stream = await self._ready()
+            return await self._dropping_on_failure(
+                self._exchange(stream, request, self.request_timeout_s if timeout_s is None else timeout_s))
 
-    async def _exchange(self, stream: trio.abc.Stream, request: ApiMessage) -> ApiMessage | None:
-        """One request and its response on stream (the lock is held)."""
+    async def _ready(self) -> trio.abc.Stream:
+        """The open, authenticated connection (the lock is held)."""
+        if self._closed:
+            raise trio.ClosedResourceError(f"{self!r} is closed")
+        stream, fresh = await self._dropping_on_failure(self._connect())
+        if fresh and self.security.sasl is not None:
+            await self._dropping_on_failure(self._authenticate(stream, self.security.sasl))
+        return stream
+
+    async def _dropping_on_failure(self, step: Awaitable[T]) -> T:
+        """`step`'s result; on any failure the connection is dropped (its state is unknown), and
+        an I/O error becomes PeerUnavailable."""
+        try:
+            return await step
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            self._drop()
+            if self._closed:
+                raise trio.ClosedResourceError(f"{self!r} was closed during the request") from exc
+            raise PeerUnavailable(f"{self!r}: connection failed: {exc!r}") from exc
+        except BaseException:  # PeerUnavailable, cancellation, anything
+            self._drop()
+            raise
+
+    async def _exchange(self, stream: trio.abc.Stream, request: ApiMessage,
+                        timeout_s: float | None = None) -> ApiMessage | None:
+        """One request and its response on stream within timeout_s (default request_timeout_s;
+        the lock is held)."""
+        timeout_s = self.request_timeout_s if timeout_s is None else timeout_s
         self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
         correlation_id = self._correlation_id
         request.with_header(correlation_id=correlation_id, client_id=self.client_id)
@@ -244,14 +267,14 @@ class PeerClient:
         response_class = request.header.get_response_class() if request.expect_response() else None
         if request.expect_response() and response_class is None:
             raise ValueError(f"no response class for {type(request).__name__}")
-        with trio.move_on_after(self.request_timeout_s) as scope:
+        with trio.move_on_after(timeout_s) as scope:
             await stream.send_all(frame)
             if response_class is None:
                 return None
             body = await self._receive_frame(stream)
         if scope.cancelled_caught:
             raise PeerUnavailable(f"{self!r}: no response to {type(request).__name__} "
-                                  f"v{request.API_VERSION} within {self.request_timeout_s}s")
+                                  f"v{request.API_VERSION} within {timeout_s}s")
         return self._decode(response_class, request.API_VERSION, correlation_id, body)
 
     async def _authenticate(self, stream: trio.abc.Stream, login: PeerSasl) -> None:
@@ -372,9 +395,12 @@ class PeerPool:
     (the broker restarted on another port)."""
 
     def __init__(self, lookup: Callable[[int], BrokerInfo | None], config: BrokerConfig, purpose: str,
-                 security: PeerSecurity) -> None:
+                 security: PeerSecurity, request_timeout_key: str = "request.timeout.ms") -> None:
+        """request_timeout_key: the config key bounding each request (Kafka's channel to the
+        controller uses controller.socket.timeout.ms)."""
         self.lookup = lookup
         self.config = config
+        self.request_timeout_key = request_timeout_key
         self.client_id = f"broker-{config.node_id}-{purpose}"
         self.security = security
         self._clients: dict[int, PeerClient] = {}
@@ -387,6 +413,6 @@ class PeerPool:
         client = self._clients.get(node)
         if client is None or (client.host, client.port) != (broker.host, broker.port):
             client = PeerClient(broker.host, broker.port, self.client_id, SetupTimeout.of(self.config),
-                                self.config.int("request.timeout.ms") / 1000, security=self.security)
+                                self.config.int(self.request_timeout_key) / 1000, security=self.security)
             self._clients[node] = client
         return client

@@ -4,13 +4,17 @@ brokers send it (inter-broker protocol 3.9: version 3, with the broker epoch).
 The controller moves the broker's leaderships to other in-sync replicas, takes it out of the ISRs
 it follows, and answers with the partitions it still leads (those it could not move). The broker
 asks again, up to controlled.shutdown.max.retries times with controlled.shutdown.retry.backoff.ms
-between, until the answer is NONE with nothing remaining; then it stops."""
+between, until the answer is NONE with nothing remaining; then it stops. As in Kafka 3.9, the
+connection to the controller must be ready within controller.socket.timeout.ms and the answer
+come within request.timeout.ms."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
 from typing import Callable
+
+import trio
 
 from wirekafka.broker.replication.peer_client import PeerPool, PeerUnavailable
 from wirekafka.protocol.errors import ErrorCode
@@ -43,8 +47,14 @@ async def ask_controller(peers: PeerPool, controller: Callable[[], int], broker_
         return None
     request = ControlledShutdownRequest(version=CONTROLLED_SHUTDOWN_VERSION, broker_id=peers.config.node_id,
                                         broker_epoch=broker_epoch)
+    connect_within_ms = peers.config.int("controller.socket.timeout.ms")
     try:
-        answer: ControlledShutdownResponse = await client.send(request)  # type: ignore[assignment]
+        with trio.move_on_after(connect_within_ms / 1000) as connecting:
+            await client.ready()
+        if connecting.cancelled_caught:
+            raise PeerUnavailable(f"no connection within {connect_within_ms} ms")
+        answer: ControlledShutdownResponse = await client.send(  # type: ignore[assignment]
+            request, timeout_s=peers.config.int("request.timeout.ms") / 1000)
     except PeerUnavailable as exc:
         log.info("controlled shutdown: controller %d unreachable: %s", target, exc)
         return None

@@ -118,9 +118,10 @@ class ZkMetadata(TopicIndex):
         self.node_id = config.node_id
         self.zk = session
         self._broker_epoch = -1  # the czxid of this broker's registration
-        # requests to the controller: AlterPartition (leaders) and ControlledShutdown
+        # requests to the controller: AlterPartition (leaders) and ControlledShutdown, bounded as
+        # Kafka 3.9's alter-partition channel bounds them
         self._controller_peers = PeerPool(lambda node: self._peer(self._snapshot, node), config, "controller",
-                                          peer_security)
+                                          peer_security, request_timeout_key="controller.socket.timeout.ms")
         self._isr_proposer = IsrProposer(self._controller_peers, lambda: self._snapshot.controller)
         self._open_partition = open_partition
         self._topics: dict[str, Topic] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -24,6 +25,7 @@ from kazoo.client import KazooClient
 
 from client_support import raw_call
 from testsupport.broker_process import BrokerProcess, free_port
+from testsupport import kdc as kdc_support
 from testsupport.cluster import WirekafkaCluster
 from testsupport.follower_fetch import check_follower_fetch, rack_overrides
 from testsupport.alter_partition import check_alter_partition
@@ -36,7 +38,7 @@ from testsupport.client_quotas import check_client_quotas
 from testsupport.scram_users import check_scram_users
 from testsupport.tls_material import make as make_tls_material
 from testsupport.oauth_provider import OAuthProvider
-from testsupport.two_listeners import check_two_listeners, listener_overrides
+from testsupport.two_listeners import KerberosRealm, check_two_listeners, listener_overrides
 from testsupport.znodes import check_kafka39_znodes
 from wirekafka.broker.groups import partition_for
 from wirekafka.protocol import records
@@ -581,6 +583,22 @@ def test_brokers_log_in_to_each_other_with_tokens_from_an_oauth_provider(tmp_pat
                                                for n, p in ports.items()},
                              env={"KAFKA_OPTS": provider.allowed_urls_option}) as c:
         print(check_two_listeners(c.zk, ports, protocol="SASL_PLAINTEXT", mechanism="OAUTHBEARER", provider=provider))
+
+
+@pytest.mark.skipif(not kdc_support.available() or shutil.which("kcat") is None,
+                    reason="MIT Kerberos KDC or kcat not installed (scripts/install_system_deps.sh)")
+def test_brokers_log_in_to_each_other_with_kerberos(tmp_path: Path, zookeeper: str) -> None:
+    """sasl.mechanism.inter.broker.protocol=GSSAPI: each broker logs in to the others as
+    kafka/localhost with its keytab (RFC 4752 over SaslAuthenticate), and replication works over
+    it (the same check runs on Kafka 3.9.1, test_zookeeper_launcher.py)."""
+    ports = {n: (free_port(), free_port()) for n in (1, 2, 3)}
+    with kdc_support.Kdc(tmp_path / "kdc") as kdc:
+        realm = KerberosRealm.create(kdc)
+        with WirekafkaCluster(tmp_path, zookeeper, ports={n: p[0] for n, p in ports.items()},
+                              broker_overrides={n: listener_overrides(*p, "SASL_PLAINTEXT", mechanism="GSSAPI",
+                                                                      kerberos=realm) for n, p in ports.items()},
+                              env=kdc.env) as c:
+            print(check_two_listeners(c.zk, ports, protocol="SASL_PLAINTEXT", mechanism="GSSAPI", kerberos=realm))
 
 
 def test_a_broker_whose_oauth_login_gets_no_token_does_not_start(tmp_path: Path, zookeeper: str) -> None:

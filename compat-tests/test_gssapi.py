@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+import trio
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.sasl import (
     SaslAuthenticateRequest,
@@ -41,6 +42,8 @@ from testsupport import kdc as kdc_support
 from testsupport.broker_process import BrokerProcess, free_port
 from testsupport.java_tools import realkafka
 from wirekafka import gssapi_ctypes
+from wirekafka.broker.replication.peer_client import PeerClient, PeerSecurity
+from wirekafka.config import ConfigError, build_config
 
 pytestmark = pytest.mark.skipif(not kdc_support.available() or shutil.which("kcat") is None,
                                 reason="MIT Kerberos KDC or kcat not installed (scripts/install_system_deps.sh)")
@@ -285,3 +288,30 @@ def test_the_exchange_on_the_wire_is_kafkas(realm: Realm, sasl_address: str, kaf
     assert ours == {1: [(0, ["GSSAPI"]), (0, "", 0), True, (0, "", 0), offer, (0, "", 0), b"", 0],
                     0: [(0, ["GSSAPI"]), True, offer, None, 0],
                     None: [True]}[handshake]  # Kafka 4 closes on a token without handshake
+
+
+async def _peer_login(config_settings: dict[str, str], address: str) -> int:
+    """wirekafka's inter-broker client logging in to `address` with the broker's Kerberos login
+    (PeerClient, as a follower connects to its leader); the error code of ApiVersions after it."""
+    config = build_config(config_settings)
+    host, port = address.rsplit(":", 1)
+    async with PeerClient(host, int(port), "broker-1-gssapi", 10.0, 20.0, security=PeerSecurity.of(config)) as peer:
+        return (await peer.send(ApiVersionsRequest(version=3, client_software_name="wirekafka",
+                                                   client_software_version="1"))).error_code
+
+
+@pytest.mark.realkafka
+def test_a_broker_logs_in_to_kafka_and_to_wirekafka_alike(realm: Realm, sasl_address: str, kafka_sasl_address: str,
+                                                         tmp_path: Path) -> None:
+    """The client side of inter-broker GSSAPI (sasl.mechanism.inter.broker.protocol=GSSAPI) against
+    Kafka 4.3.1's GSSAPI listener and wirekafka's: kafka/localhost@REALM with the broker's keytab
+    asks for a ticket to kafka/localhost and completes RFC 4752's steps on both."""
+    settings = {**_broker_settings(realm, realm.broker_keytab, free_port(), free_port()),
+                "log.dirs": str(tmp_path / "data"), "inter.broker.listener.name": "SASL_PLAINTEXT",
+                "sasl.mechanism.inter.broker.protocol": "GSSAPI"}
+    for address in (kafka_sasl_address, sasl_address):
+        assert trio.run(_peer_login, settings, address) == 0, address
+    stale = {**settings, "listener.name.sasl_plaintext.gssapi.sasl.jaas.config":
+             realm.server_jaas(realm.stale_keytab).replace(" isInitiator=false", "")}
+    with pytest.raises(ConfigError, match="LoginException"):  # stale keys: the broker does not start
+        build_config(stale)

@@ -62,7 +62,8 @@ from testsupport.client_quotas import check_client_quotas  # noqa: E402
 from testsupport.scram_users import check_scram_users  # noqa: E402
 from testsupport.tls_material import make as make_tls_material  # noqa: E402
 from testsupport.oauth_provider import OAuthProvider  # noqa: E402
-from testsupport.two_listeners import check_two_listeners, listener_overrides  # noqa: E402
+from testsupport.two_listeners import KerberosRealm, check_two_listeners, listener_overrides  # noqa: E402
+from testsupport import kdc as kdc_support  # noqa: E402
 from testsupport.znodes import check_kafka39_znodes  # noqa: E402
 
 
@@ -408,6 +409,21 @@ def test_kafka39_brokers_log_in_to_each_other_with_tokens_from_an_oauth_provider
                 jvm_opts=[provider.allowed_urls_option]) as (brokers, client, ports):
         print(f"Kafka {brokers[0].version}: " + check_two_listeners(
             client, ports, protocol="SASL_PLAINTEXT", mechanism="OAUTHBEARER", provider=provider))
+
+
+@pytest.mark.skipif(not kdc_support.available() or shutil.which("kcat") is None,
+                    reason="MIT Kerberos KDC or kcat not installed (scripts/install_system_deps.sh)")
+def test_kafka39_brokers_log_in_to_each_other_with_kerberos(tmp_path):
+    """sasl.mechanism.inter.broker.protocol=GSSAPI on Kafka 3.9.1: the check wirekafka's cluster
+    passes too (compat-tests/test_cluster.py)."""
+    with kdc_support.Kdc(tmp_path / "kdc") as kdc:
+        realm = KerberosRealm.create(kdc)
+        with _kafka39_two_listener_cluster(
+                tmp_path, lambda client_port, replication_port: listener_overrides(
+                    client_port, replication_port, "SASL_PLAINTEXT", mechanism="GSSAPI", kerberos=realm),
+                jvm_opts=kdc.java_options()) as (brokers, client, ports):
+            print(f"Kafka {brokers[0].version}: " + check_two_listeners(
+                client, ports, protocol="SASL_PLAINTEXT", mechanism="GSSAPI", kerberos=realm))
 
 
 def test_kafka39_scram_credentials_in_zookeeper(tmp_path):

@@ -8,6 +8,7 @@ rules, re-authentication, and the settings a broker does not start with. Skipped
 from __future__ import annotations
 
 import itertools
+import socket
 import struct
 from pathlib import Path
 from typing import Callable, Iterator
@@ -22,7 +23,10 @@ from kafka.protocol.sasl import (
 
 from testsupport import kdc as kdc_support
 from wirekafka import gssapi_ctypes
+from wirekafka.broker.replication.peer_client import PeerSecurity
 from wirekafka.config import ConfigError, build_config
+from wirekafka.kerberos_login import host_name
+from wirekafka.protocol.sasl_gssapi import GssapiClient
 from wirekafka.protocol.errors import ErrorCode
 from tests.sasl_frames import answer as _answer
 from tests.sasl_frames import frame as _frame
@@ -239,3 +243,41 @@ def test_a_broker_whose_keys_the_kdc_no_longer_has_does_not_start(kdc: kdc_suppo
     with pytest.raises(ConfigError, match="javax.security.auth.login.LoginException: "):
         build_config(_props(_jaas(stale, principal)))
     build_config(_props(_jaas(stale, principal, " isInitiator=false")))
+
+
+def test_the_client_side_logs_in_as_kafkas_inter_broker_client_does(kdc: kdc_support.Kdc) -> None:
+    """sasl_gssapi.GssapiClient (a broker logging in to another) against the broker's authenticator."""
+    for version in (1, 0):
+        auth = _authenticator(kdc)
+        if version == 1:
+            send = _v1(auth)
+        else:
+            assert not auth.step(_frame(SaslHandshakeRequest(mechanism="GSSAPI"), 0)).fail
+            send = _bare(auth)
+        client = GssapiClient(_client(kdc, "bob"), authorization_id=f"bob@{kdc.realm}")
+        tokens, answer = 0, None
+        while not client.complete:
+            answer = send(client.evaluate(answer or b""))
+            tokens += 1
+        assert tokens == 3  # the AP-REQ, the empty token asking for the offer, the choice
+        assert answer == (b"" if version == 1 else None)
+        assert auth.complete and auth.principal == "bob"
+
+
+def test_an_address_is_named_by_its_host_name_as_java_names_it() -> None:
+    assert host_name("localhost") == "localhost"
+    assert host_name("127.0.0.1") == socket.gethostbyaddr("127.0.0.1")[0]
+    assert host_name("192.0.2.1") in ("192.0.2.1", socket.getfqdn("192.0.2.1"))  # no name: the address itself
+
+
+def test_a_zookeeper_broker_logs_in_to_the_others_with_its_listeners_keys(kdc: kdc_support.Kdc) -> None:
+    """sasl.mechanism.inter.broker.protocol=GSSAPI (Kafka's default) on a SASL inter-broker
+    listener: the broker starts, and its peers' connections log in with that listener's login."""
+    config = build_config(_props(_jaas(kdc.directory / "kafka_127.0.0.1.keytab"),
+                                 **{"zookeeper.connect": "127.0.0.1:1", "broker.id": "1",
+                                    "inter.broker.listener.name": "SASL_PLAINTEXT"}))
+    sasl = PeerSecurity.of(config).sasl
+    assert sasl is not None and sasl.mechanism == "GSSAPI"
+    assert sasl.kerberos is not None
+    assert (sasl.kerberos.principal, sasl.kerberos.keytab, sasl.kerberos.service_name) == (
+        f"{SERVICE}@{kdc.realm}", str(kdc.directory / "kafka_127.0.0.1.keytab"), "kafka")

@@ -45,8 +45,8 @@ def test_other_values_are_logged_as_having_no_effect(caplog: pytest.LogCaptureFi
                       "log.message.format.version": "3.0-IV1", "controller.quorum.voters": ""})
     assert [r.getMessage() for r in caplog.records] == [
         "sasl.kerberos.kinit.cmd=/opt/kinit has no effect in wirekafka: GSSAPI listeners accept tickets with the "
-        "keys of their keytab; the broker asks the KDC for a ticket only once, at start-up, to check those keys, "
-        "so there is no ticket to renew"]
+        "keys of their keytab, and a broker logging in to another gets its tickets with those keys through MIT's "
+        "library, which gets a new one when the last expires: there is no kinit to run and no ticket to renew"]
 
 
 @pytest.mark.parametrize("key,value,message", [

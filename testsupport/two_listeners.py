@@ -1,6 +1,6 @@
 """A cluster whose brokers each have two listeners, CLIENT (PLAINTEXT) and REPLICATION (PLAINTEXT,
-SASL_PLAINTEXT with SASL/PLAIN or SASL/OAUTHBEARER between the brokers, SSL, or SASL_SSL), with REPLICATION the
-inter-broker one: checked the same way on a real Kafka 3.9 cluster
+SASL_PLAINTEXT with SASL/PLAIN, SASL/OAUTHBEARER or SASL/GSSAPI between the brokers, SSL, or SASL_SSL), with
+REPLICATION the inter-broker one: checked the same way on a real Kafka 3.9 cluster
 (compat-tests/test_zookeeper_launcher.py) and on wirekafka's (compat-tests/test_cluster.py).
 
 - /brokers/ids/N lists both endpoints and both listeners' protocols, with the top-level host and
@@ -14,14 +14,21 @@ inter-broker one: checked the same way on a real Kafka 3.9 cluster
 from __future__ import annotations
 
 import json
+import logging
+import os
+import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from testsupport.cluster import wait_for
+from testsupport.kdc import Kdc
 from testsupport.oauth_provider import OAuthProvider
 from testsupport.tls_material import TlsMaterial
+
+log = logging.getLogger(__name__)
 
 # The REPLICATION listener's users when it runs SASL: brokers log in as "broker", clients as "admin".
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" '
@@ -43,13 +50,48 @@ OAUTH_CLIENT = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHB
                 "enable.sasl.oauthbearer.unsecure.jwt": "true", "sasl.oauthbearer.config": "principal=admin scope=kafka"}
 
 
+@dataclass(frozen=True)
+class KerberosRealm:
+    """GSSAPI on REPLICATION: every broker is kafka/localhost (Kafka's client asks for a ticket
+    to <service>/<the host name of the address it connects to>, and 127.0.0.1's is localhost),
+    with its keys in broker_keytab; clients log in as admin with admin_keytab."""
+
+    kdc: Kdc
+    broker_keytab: Path
+    admin_keytab: Path
+
+    @classmethod
+    def create(cls, kdc: Kdc) -> "KerberosRealm":
+        return cls(kdc, kdc.keytab("kafka/localhost"), kdc.keytab("admin"))
+
+    def broker_jaas(self) -> str:
+        return ('com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true '
+                f'keyTab="{self.broker_keytab}" principal="kafka/localhost@{self.kdc.realm}";')
+
+    def metadata_ports(self, port: int) -> dict[int, int]:
+        """Broker id -> port in a Metadata answer on the listener at port, asked by kcat as admin
+        (librdkafka with Cyrus SASL's GSSAPI; confluent-kafka's wheels have no GSSAPI)."""
+        settings = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "GSSAPI",
+                    "sasl.kerberos.service.name": "kafka", "sasl.kerberos.keytab": str(self.admin_keytab),
+                    "sasl.kerberos.principal": f"admin@{self.kdc.realm}"}
+        env = {**os.environ, **self.kdc.env, "KRB5CCNAME": f"FILE:{self.kdc.directory / 'kcat-admin.ccache'}"}
+        listing = subprocess.run(["kcat", "-L", "-J", "-b", f"localhost:{port}", "-m", "15",
+                                  *[a for k, v in settings.items() for a in ("-X", f"{k}={v}")]],
+                                 capture_output=True, text=True, timeout=60, env=env)
+        if listing.returncode != 0:  # a broker still starting, say: the caller asks again
+            log.warning("kcat -L on port %d failed: %s", port, listing.stderr.strip()[-2000:])
+            return {}
+        return {b["id"]: int(b["name"].rsplit(":", 1)[1]) for b in json.loads(listing.stdout)["brokers"]}
+
+
 def listener_overrides(client_port: int, replication_port: int, protocol: str = "PLAINTEXT",
                        tls: TlsMaterial | None = None, mechanism: str | None = None,
-                       provider: OAuthProvider | None = None) -> dict[str, str]:
+                       provider: OAuthProvider | None = None, kerberos: KerberosRealm | None = None) -> dict[str, str]:
     """One broker's settings: CLIENT on client_port, REPLICATION (protocol; SASL with mechanism,
-    PLAIN or OAUTHBEARER) on replication_port; an SSL or SASL_SSL one uses tls's stores (given as
-    that listener's own settings). OAUTHBEARER with a provider is Kafka's secured login and
-    validator: brokers get their tokens from its token endpoint and check tokens with its JWKS."""
+    PLAIN, OAUTHBEARER or GSSAPI with kerberos's keys) on replication_port; an SSL or SASL_SSL one
+    uses tls's stores (given as that listener's own settings). OAUTHBEARER with a provider is
+    Kafka's secured login and validator: brokers get their tokens from its token endpoint and
+    check tokens with its JWKS."""
     mechanism = mechanism or "PLAIN"
     listeners = f"CLIENT://127.0.0.1:{client_port},REPLICATION://127.0.0.1:{replication_port}"
     settings = {"listeners": listeners, "advertised.listeners": listeners,
@@ -59,6 +101,10 @@ def listener_overrides(client_port: int, replication_port: int, protocol: str = 
         settings.update({"sasl.enabled.mechanisms": mechanism, "sasl.mechanism.inter.broker.protocol": mechanism,
                          f"listener.name.replication.{mechanism.lower()}.sasl.jaas.config":
                              OAUTH_JAAS if mechanism == "OAUTHBEARER" else JAAS})
+    if mechanism == "GSSAPI":
+        assert kerberos is not None, "GSSAPI needs the brokers' keys"
+        settings.update({"listener.name.replication.gssapi.sasl.jaas.config": kerberos.broker_jaas(),
+                         "sasl.kerberos.service.name": "kafka"})
     if provider is not None:
         settings.update({
             "listener.name.replication.oauthbearer.sasl.jaas.config": SECURED_JAAS,
@@ -108,10 +154,12 @@ def _metadata_ports(port: int, client: dict[str, str]) -> dict[int, int]:
 
 def check_two_listeners(client, ports: dict[int, tuple[int, int]], topic: str = "two-listeners",
                         protocol: str = "PLAINTEXT", tls: TlsMaterial | None = None,
-                        mechanism: str | None = None, provider: OAuthProvider | None = None) -> str:
+                        mechanism: str | None = None, provider: OAuthProvider | None = None,
+                        kerberos: KerberosRealm | None = None) -> str:
     """`client`: kazoo on the cluster's chroot; `ports`: broker id -> (CLIENT port, REPLICATION
     port); `protocol`: the REPLICATION listener's. With a provider, every broker has logged in
-    with a token from its endpoint. Returns a summary."""
+    with a token from its endpoint; with kerberos, REPLICATION's Metadata is asked with GSSAPI.
+    Returns a summary."""
     for broker_id, (client_port, replication_port) in ports.items():
         raw = client.get(f"/brokers/ids/{broker_id}")[0].decode()
         reg = json.loads(raw)
@@ -121,8 +169,10 @@ def check_two_listeners(client, ports: dict[int, tuple[int, int]], topic: str = 
         assert (reg["host"], reg["port"]) == ("127.0.0.1", client_port), raw
     for index, settings in ((0, {}), (1, client_settings(protocol, tls, mechanism, provider))):
         for broker_id, pair in ports.items():
-            seen = wait_for(lambda: (lambda m: m if len(m) == len(ports) else None)(
-                                _metadata_ports(pair[index], settings)),
+            def metadata(port: int = pair[index], settings: dict[str, str] = settings) -> dict[int, int]:
+                return (kerberos.metadata_ports(port) if index == 1 and kerberos is not None
+                        else _metadata_ports(port, settings))
+            seen = wait_for(lambda: (lambda m: m if len(m) == len(ports) else None)(metadata()),
                             30, f"every broker in Metadata on listener {index} of broker {broker_id}")
             assert seen == {b: p[index] for b, p in ports.items()}, (index, broker_id, seen)
 

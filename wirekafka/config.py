@@ -539,8 +539,8 @@ class BrokerConfig:
     def inter_broker_sasl(self) -> tuple[str, dict[str, str]] | None:
         """(mechanism, JAAS options) this broker logs in with on the inter-broker listener:
         sasl.mechanism.inter.broker.protocol and the options of that listener's JAAS module for it
-        (PLAIN and SCRAM: `username` and `password`; OAUTHBEARER: unsecuredLogin*); None when that
-        listener has no SASL."""
+        (PLAIN and SCRAM: `username` and `password`; OAUTHBEARER: unsecuredLogin*; GSSAPI: see
+        kerberos_login); None when that listener has no SASL."""
         listener = self.inter_broker_listener
         if self.security_protocol(listener) not in SASL_PROTOCOLS:
             return None
@@ -904,11 +904,6 @@ def _check_listeners(cfg: BrokerConfig) -> None:
                                                not in cfg.sasl_mechanisms(inter)):
         raise ConfigError("sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms when "
                           "SASL is used for inter-broker communication")
-    if (cfg.zookeeper_mode and protocols[inter] in SASL_PROTOCOLS
-            and cfg["sasl.mechanism.inter.broker.protocol"] == "GSSAPI"):
-        # a broker serves GSSAPI with its keys, but logs in to others with PLAIN, SCRAM or OAUTHBEARER only
-        raise ConfigError("sasl.mechanism.inter.broker.protocol=GSSAPI is not available in wirekafka: brokers do not "
-                          "log in to each other with Kerberos (use PLAIN, SCRAM-SHA-256/512 or OAUTHBEARER)")
 
 
 def _check_sasl_listener(cfg: BrokerConfig, listener: str) -> None:

@@ -192,8 +192,9 @@ RULES: tuple[tuple[str, str, str], ...] = (
      "there is no JVM metrics system to report from"),
     # sasl.kerberos.service.name and sasl.kerberos.principal.to.local.rules take effect (config.BROKER_KEYS)
     (r"sasl\.kerberos\..*", INERT,
-     "GSSAPI listeners accept tickets with the keys of their keytab; the broker asks the KDC for a ticket only "
-     "once, at start-up, to check those keys, so there is no ticket to renew"),
+     "GSSAPI listeners accept tickets with the keys of their keytab, and a broker logging in to another gets its "
+     "tickets with those keys through MIT's library, which gets a new one when the last expires: there is no "
+     "kinit to run and no ticket to renew"),
     # the secured validator's and login's settings (oauth_validator.KEYS, oauth_login.KEYS) take
     # effect: build_config reads them first; these are the ones neither reads
     (r"sasl\.oauthbearer\..*", INERT,

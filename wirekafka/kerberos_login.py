@@ -16,12 +16,17 @@ What is checked at start-up, as Kafka's broker (KerberosLogin) refuses to start:
   unless the module says isInitiator=false, the KDC gives a ticket for them (log_in).
 wirekafka has no JVM login: a module other than Krb5LoginModule, or one without a keytab
 (`useKeyTab=true`, `keyTab`, `principal`, `storeKey=true`), stops start-up instead of failing
-every client later. Past that start-up check the broker does not contact the KDC: an acceptor
-needs only its keys, so the ticket-renewal settings (`sasl.kerberos.kinit.cmd`,
-`...ticket.renew.*`, `...min.time.before.relogin`) have nothing to act on."""
+every client later. An acceptor needs only its keys. On the inter-broker listener with
+sasl.mechanism.inter.broker.protocol=GSSAPI the broker is also a client (client_context): MIT's
+library gets its tickets with the keytab's keys, and a new one when the last expires, so the
+ticket-renewal settings (`sasl.kerberos.kinit.cmd`, `...ticket.renew.*`,
+`...min.time.before.relogin`) have nothing to act on."""
 
 from __future__ import annotations
 
+import ipaddress
+import os
+import socket
 import uuid
 from dataclasses import dataclass
 
@@ -45,11 +50,35 @@ class KerberosLogin:
     keytab: str
     short_namer: KerberosShortNamer
     initiator: bool = True  # Krb5LoginModule's isInitiator: the login gets a ticket from the KDC
+    service_name: str = "kafka"  # what other brokers are asked for tickets to: <service_name>/<host>
 
     def acceptor(self) -> gssapi_ctypes.Credential:
         """Acceptor credentials for the principal from the keytab (read again at each accept,
         so a keytab replaced on disk takes effect); raises gssapi_ctypes.GssError."""
         return gssapi_ctypes.Credential.acceptor(self.principal, self.keytab)
+
+    def client_context(self, peer_host: str) -> gssapi_ctypes.InitiatorContext:
+        """A context for logging in to the broker on peer_host as this principal, as Kafka's
+        inter-broker client does: the service is <service_name>/<host name> with an address
+        first resolved to its name (Java's InetAddress.getHostName()). The ticket-granting ticket
+        is kept in one in-memory cache per process and principal, so connections share it; the
+        library gets a new one from the keytab when it expires. Blocking (DNS, the KDC): run it,
+        and the context's steps, in a worker thread. Raises gssapi_ctypes.GssError."""
+        credential = gssapi_ctypes.Credential.initiator(
+            self.principal, self.keytab, f"MEMORY:wirekafka-{os.getpid()}-{self.principal}")
+        return gssapi_ctypes.InitiatorContext(credential, f"{self.service_name}/{host_name(peer_host)}")
+
+
+def host_name(host: str) -> str:
+    """host, or the name an address resolves back to (itself when it has none)."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    try:
+        return socket.gethostbyaddr(host)[0]
+    except OSError:
+        return host
 
 
 def _true(options: dict[str, str], key: str) -> bool:
@@ -87,7 +116,8 @@ def configure(module_name: str, options: dict[str, str], service_name: str | Non
     if "@" not in principal and default_realm:
         principal = f"{principal}@{default_realm}"  # as Krb5LoginModule completes it
     login = KerberosLogin(principal, options["keyTab"], short_namer,
-                          options.get("isInitiator", "true").strip().lower() != "false")
+                          options.get("isInitiator", "true").strip().lower() != "false",
+                          (jaas_service or service_name).strip())  # type: ignore[union-attr]
     try:
         login.acceptor().release()
     except gssapi_ctypes.GssError as exc:

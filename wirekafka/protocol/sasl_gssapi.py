@@ -13,6 +13,11 @@ brokers offer only the "auth" quality of protection (no security layer):
    authorization id and keeps the authenticated name, so the principal is always the one
    Kerberos authenticated. Nothing is sent back: the exchange is complete.
 
+GssapiClient is the other side, as Java's GSSAPI SaslClient runs it for a Kafka broker logging in
+to another: context tokens until established (an empty token then asks for the offer), then the
+choice: no security layer, Java's 65536-byte buffer, and the client's own principal as
+authorization id (Kafka's client passes it).
+
 The security context is passed in (wirekafka/gssapi_ctypes.py binds MIT's library); this module
 only frames, so it is pure. Its failures are GssapiFailure; the context's own errors pass through."""
 
@@ -40,8 +45,18 @@ class AcceptorContext(Protocol):
     def unwrap(self, token: bytes) -> tuple[bytes, int]: ...
 
 
+class InitiatorContext(Protocol):
+    established: bool
+
+    def step(self, token: bytes = b"") -> bytes: ...
+
+    def wrap(self, message: bytes, confidential: bool = False) -> bytes: ...
+
+    def unwrap(self, token: bytes) -> tuple[bytes, int]: ...
+
+
 class GssapiFailure(Exception):
-    """A client's token that breaks the exchange (its text is for the log, not the client)."""
+    """A peer's token that breaks the exchange (its text is for the log, not the peer)."""
 
 
 def layer_offer(layers: int = OFFERED_LAYERS, max_receive: int = MAX_RECEIVE) -> bytes:
@@ -100,3 +115,33 @@ class GssapiServer:
         self.authenticated = self.context.peer
         self.complete = True
         return None
+
+
+class GssapiClient:
+    """One exchange over one initiator context; evaluate() the server's answers, starting with
+    nothing, until `complete`."""
+
+    def __init__(self, context: InitiatorContext, authorization_id: str | None,
+                 max_receive: int = MAX_RECEIVE) -> None:
+        self.context = context
+        self.authorization_id = authorization_id
+        self.max_receive = max_receive
+        self.established = False  # the context is; the next answer is the server's offer
+        self.complete = False
+
+    def evaluate(self, challenge: bytes) -> bytes:
+        """The token to send for the server's last answer (b"" before the first)."""
+        if self.complete:
+            raise GssapiFailure("SASL authentication already complete")
+        if not self.established:
+            token = self.context.step(challenge)
+            self.established = self.context.established
+            return token  # empty once established without a last token: asks for the offer
+        offer, _supplementary = self.context.unwrap(challenge)
+        if len(offer) < 4:
+            raise GssapiFailure(f"the server's security-layer offer has {len(offer)} bytes, expected 4")
+        if not offer[0] & NO_SECURITY_LAYER:
+            raise GssapiFailure(f"No common protection layer between client and server (offered {offer[0]})")
+        self.complete = True
+        authzid = (self.authorization_id or "").encode()
+        return self.context.wrap(layer_offer(NO_SECURITY_LAYER, self.max_receive) + authzid, confidential=False)

@@ -27,10 +27,12 @@ ApiVersions or Metadata; all of it goes through this client.
   connection first authenticates, as Kafka's inter-broker clients do: SaslHandshake v1, then
   SaslAuthenticate v2 (once for PLAIN with the `username` and `password` options; twice for SCRAM,
   whose server signature is checked; once for OAUTHBEARER with the unsecured token the
-  unsecuredLogin* options make, fresh for each connection). A refusal is a PeerUnavailable
-  carrying the peer's message. A session the peer gave a lifetime (connections.max.reauth.ms, an
-  OAUTHBEARER token's expiry) is replaced by a new connection once 85% of it has passed, before
-  the peer would close it, where Kafka's clients re-authenticate on the same connection.
+  unsecuredLogin* options make, fresh for each connection; for GSSAPI, RFC 4752's steps with the
+  listener's Kerberos principal and keytab, to <sasl.kerberos.service.name>/<peer host name>). A
+  refusal is a PeerUnavailable carrying the peer's message. A session the peer gave a lifetime
+  (connections.max.reauth.ms, an OAUTHBEARER token's expiry) is replaced by a new connection once
+  85% of it has passed, before the peer would close it, where Kafka's clients re-authenticate on
+  the same connection.
 - On an SSL or SASL_SSL listener (``security.tls`` = this broker's client context) the connection is TLS,
   checked as ssl.endpoint.identification.algorithm asks; SASL then runs inside it.
 - Not implemented: pipelining several requests on one connection."""
@@ -52,8 +54,11 @@ from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
+from wirekafka import gssapi_ctypes
 from wirekafka.config import BrokerConfig
+from wirekafka.kerberos_login import KerberosLogin
 from wirekafka.oauth_login import LoginFailed, SecuredLogin
+from wirekafka.protocol import sasl_gssapi as gssapi
 from wirekafka.protocol import sasl_oauthbearer as oauth
 from wirekafka.protocol.sasl_plain import MECHANISM as PLAIN
 from wirekafka.protocol.sasl_plain import client_message
@@ -72,11 +77,13 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class PeerSasl:
     """The inter-broker SASL login: the mechanism and its JAAS login module's options; for
-    OAUTHBEARER with Kafka's secured login, where its token comes from (oauth_login.py)."""
+    OAUTHBEARER with Kafka's secured login, where its token comes from (oauth_login.py); for
+    GSSAPI, the listener's Kerberos identity (kerberos_login.py)."""
 
     mechanism: str
     options: dict[str, str] = field(default_factory=dict)
     secured: SecuredLogin | None = None
+    kerberos: KerberosLogin | None = None
 
     @property
     def username(self) -> str:
@@ -113,10 +120,12 @@ class PeerSecurity:
     @classmethod
     def of(cls, config: BrokerConfig) -> "PeerSecurity":
         login = config.inter_broker_sasl()
-        secured = config.oauth_login(config.inter_broker_listener) if login and login[0] == oauth.MECHANISM else None
-        return cls(PeerSasl(*login, secured=SecuredLogin(secured) if secured is not None else None)
+        listener = config.inter_broker_listener
+        secured = config.oauth_login(listener) if login and login[0] == oauth.MECHANISM else None
+        kerberos = config.kerberos_login(listener) if login and login[0] == gssapi.MECHANISM else None
+        return cls(PeerSasl(*login, secured=SecuredLogin(secured) if secured is not None else None, kerberos=kerberos)
                    if login is not None else None,
-                   config.tls_context(config.inter_broker_listener, server=False))
+                   config.tls_context(listener, server=False))
 
 
 class PeerUnavailable(Exception):
@@ -284,12 +293,12 @@ class PeerClient:
         if handshake.error_code:  # type: ignore[union-attr]
             raise PeerUnavailable(f"{self!r}: SASL mechanism {mechanism} refused (error {handshake.error_code}); "  # type: ignore[union-attr]
                                   f"the peer enables {handshake.mechanisms}")  # type: ignore[union-attr]
+        if login.kerberos is not None:
+            await self._authenticate_gssapi(stream, login.kerberos)
+            return
         token, scram = await login.first_token()
         while True:
-            answer = await self._exchange(stream, SaslAuthenticateRequest(version=2, auth_bytes=token))
-            if answer.error_code:  # type: ignore[union-attr]
-                raise PeerUnavailable(f"{self!r}: SASL authentication as {login.username!r} with {mechanism} failed: "
-                                      f"{answer.error_message}")  # type: ignore[union-attr]
+            answer = await self._sasl_step(stream, token, login.username, mechanism)
             challenge = bytes(answer.auth_bytes)  # type: ignore[union-attr]
             if mechanism == oauth.MECHANISM and challenge:  # the token's refusal: acknowledge it, hear why
                 if token == oauth.CONTROL_A:
@@ -304,9 +313,42 @@ class PeerClient:
                     scram.verify(challenge)
                 except ScramFailure as exc:
                     raise PeerUnavailable(f"{self!r}: {exc}") from exc
-            lifetime_ms = answer.session_lifetime_ms  # type: ignore[union-attr]
-            self._session_renew_at = trio.current_time() + 0.85 * lifetime_ms / 1000 if lifetime_ms > 0 else None
+            self._renew_session_after(answer.session_lifetime_ms)  # type: ignore[union-attr]
             return
+
+    async def _authenticate_gssapi(self, stream: trio.abc.Stream, kerberos: KerberosLogin) -> None:
+        """RFC 4752 as Kafka's inter-broker client runs it (sasl_gssapi.GssapiClient). The GSS-API
+        calls resolve names and talk to the KDC, so they run in worker threads."""
+        if not kerberos.initiator:
+            raise PeerUnavailable(f"{self!r}: the GSSAPI login module has isInitiator=false: no ticket to log in "
+                                  "to other brokers with")
+        try:
+            context = await trio.to_thread.run_sync(kerberos.client_context, self.host)
+            client = gssapi.GssapiClient(context, kerberos.principal)
+            try:
+                token = await trio.to_thread.run_sync(client.evaluate, b"")
+                while True:
+                    answer = await self._sasl_step(stream, token, kerberos.principal, gssapi.MECHANISM)
+                    if client.complete:
+                        self._renew_session_after(answer.session_lifetime_ms)  # type: ignore[union-attr]
+                        return
+                    token = await trio.to_thread.run_sync(client.evaluate, bytes(answer.auth_bytes))  # type: ignore[union-attr]
+            finally:
+                context.delete()
+        except (gssapi_ctypes.GssError, gssapi.GssapiFailure) as exc:
+            raise PeerUnavailable(f"{self!r}: GSSAPI login as {kerberos.principal} failed: {exc}") from exc
+
+    async def _sasl_step(self, stream: trio.abc.Stream, token: bytes, identity: str, mechanism: str) -> ApiMessage:
+        """One SaslAuthenticate; PeerUnavailable when the peer refuses the login."""
+        answer = await self._exchange(stream, SaslAuthenticateRequest(version=2, auth_bytes=token))
+        if answer.error_code:  # type: ignore[union-attr]
+            raise PeerUnavailable(f"{self!r}: SASL authentication as {identity!r} with {mechanism} failed: "
+                                  f"{answer.error_message}")  # type: ignore[union-attr]
+        return answer  # type: ignore[return-value]
+
+    def _renew_session_after(self, lifetime_ms: int) -> None:
+        """A session the peer gave a lifetime is replaced once 85% of it has passed."""
+        self._session_renew_at = trio.current_time() + 0.85 * lifetime_ms / 1000 if lifetime_ms > 0 else None
 
     async def _connect(self) -> tuple[trio.abc.Stream, bool]:
         """The connection, and whether it was opened just now."""

@@ -25,8 +25,9 @@ EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 LOWEST = 10000
 #: Pools smaller than this are too easy to wrap around in one run; the kernel picks ports instead.
 SMALLEST_POOL = 2000
-#: The shared cursor: the next port to try, one text line.
-CURSOR = Path(tempfile.gettempdir()) / "wirekafka-port-cursor"
+#: The shared cursor: the next port to try, one text line (one per user: a file another user
+#: created could not be written).
+CURSOR = Path(tempfile.gettempdir()) / f"wirekafka-port-cursor-{os.getuid()}"
 
 
 def pool(ephemeral_range: Path = EPHEMERAL_RANGE) -> range | None:

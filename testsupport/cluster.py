@@ -84,14 +84,15 @@ class WirekafkaCluster:
         self.zk.start(timeout=15)
         self.wait_for(lambda: len(self.registered()) == len(self.brokers), timeout, "all brokers registered")
         # each broker (the controller among them) learns of the others from its ZooKeeper watch a
-        # moment after they register: a CreateTopics sent before then would find too few brokers
-        self.wait_for(lambda: all(self._brokers_seen_by(b) == len(self.brokers) for b in self.brokers.values()),
-                      timeout, "every broker sees all brokers")
+        # moment after they register: a CreateTopics sent before then would find too few brokers,
+        # and a request clients send to the controller (AlterUserScramCredentials) waits for one
+        self.wait_for(lambda: all(self._sees_all_and_a_controller(b) for b in self.brokers.values()),
+                      timeout, "every broker sees all brokers and the controller")
         return self
 
-    @staticmethod
-    def _brokers_seen_by(broker: BrokerProcess) -> int:
-        return len(AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=10).brokers)
+    def _sees_all_and_a_controller(self, broker: BrokerProcess) -> bool:
+        seen = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=10)
+        return len(seen.brokers) == len(self.brokers) and seen.controller_id >= 0
 
     def stop(self) -> None:
         for b in self.brokers.values():

@@ -74,17 +74,6 @@ class Realm:
         return (f'com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true '
                 f'keyTab="{keytab}" principal="{self.principal(SERVICE)}"{initiator};')
 
-    def kcat_env(self, user: str) -> dict[str, str]:
-        """kcat's environment: the realm's krb5.conf and a ticket cache of the user's own (librdkafka
-        runs kinit into it)."""
-        return {**os.environ, **self.kdc.env, "KRB5CCNAME": f"FILE:{self.kdc.directory / f'kcat-{user}.ccache'}"}
-
-    def kcat_settings(self, user: str) -> list[str]:
-        settings = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "GSSAPI",
-                    "sasl.kerberos.service.name": "kafka", "sasl.kerberos.keytab": str(self.keytabs[user]),
-                    "sasl.kerberos.principal": self.principal(user)}
-        return [arg for key, value in settings.items() for arg in ("-X", f"{key}={value}")]
-
     def java_properties(self, user: str, path: Path) -> Path:
         path.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\nsasl.kerberos.service.name=kafka\n"
                         "sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true "
@@ -124,8 +113,8 @@ def sasl_address(realm: Realm, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 
 def _kcat(realm: Realm, user: str, address: str, *args: str, data: bytes | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(["kcat", "-b", address, *realm.kcat_settings(user), *args], input=data,
-                          capture_output=True, timeout=60, env=realm.kcat_env(user))
+    login, env = realm.kdc.kcat_login(realm.principal(user), realm.keytabs[user])
+    return subprocess.run(["kcat", "-b", address, *login, *args], input=data, capture_output=True, timeout=60, env=env)
 
 
 def test_kcat_produces_and_consumes_as_alice(realm: Realm, sasl_address: str) -> None:

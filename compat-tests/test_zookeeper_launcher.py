@@ -50,10 +50,7 @@ if shutil.which("java") is None:  # pragma: no cover
 
 from kazoo.client import KazooClient  # noqa: E402  (after the skip: kazoo is a main dependency)
 
-from kafka.protocol.metadata.metadata import MetadataRequest  # noqa: E402
-
-from conformance.wire import Connection  # noqa: E402
-from testsupport.cluster import wait_for  # noqa: E402
+from testsupport.cluster import every_broker_knows_the_cluster, wait_for  # noqa: E402
 from testsupport.dynamic_log_config import check_dynamic_default  # noqa: E402
 from testsupport.follower_fetch import check_follower_fetch, rack_overrides  # noqa: E402
 from testsupport.alter_partition import check_alter_partition  # noqa: E402
@@ -309,12 +306,6 @@ def test_kafka39_three_brokers_on_one_zookeeper(tmp_path):
     assert codes == [143, 143, 143]
 
 
-def _controller_named_by(bootstrap: str) -> int:
-    """The controller id in the broker's own Metadata answer (-1 while it knows none)."""
-    with Connection(bootstrap) as conn:
-        return conn.call(MetadataRequest(topics=[], allow_auto_topic_creation=False), 12).controller_id
-
-
 @contextlib.contextmanager
 def _kafka39_cluster(tmp_path, **start_args) -> Iterator[tuple[list, KazooClient]]:
     """Three Kafka 3.9 brokers (realkafka.start_zk_cluster with start_args) on a ZooKeeper of
@@ -326,10 +317,8 @@ def _kafka39_cluster(tmp_path, **start_args) -> Iterator[tuple[list, KazooClient
     try:
         brokers = realkafka.start_zk_cluster(zk.connect_string + chroot, (1, 2, 3), workdir=tmp_path, heap="256m",
                                              **start_args)
-        # a broker answers before the controller's UpdateMetadata names the controller to it;
-        # requests clients send to the controller (AlterUserScramCredentials, say) wait until then
-        wait_for(lambda: all(_controller_named_by(b.bootstrap) >= 0 for b in brokers), 60,
-                 "every Kafka 3.9 broker naming the controller")
+        wait_for(lambda: every_broker_knows_the_cluster([b.bootstrap for b in brokers]), 60,
+                 "every Kafka 3.9 broker naming all brokers and the controller")
         client = _kazoo(zk.connect_string + chroot)
         yield brokers, client
     finally:

@@ -13,10 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterator
 
-from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
+from kafka.protocol.metadata.metadata import MetadataRequest
 
+from conformance.wire import Connection
 from testsupport.broker_process import BrokerProcess
 from testsupport.java_tools import load_script
 
@@ -33,6 +34,19 @@ def wait_for(predicate: Callable[[], object], timeout: float, what: str, interva
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {timeout:g}s waiting for {what}")
         time.sleep(interval)
+
+
+def every_broker_knows_the_cluster(bootstraps: list[str]) -> bool:
+    """Whether each broker's own Metadata answer lists them all and names a controller. A broker
+    answers before it has learnt the others and the controller (from its ZooKeeper watches, or
+    Kafka 3.9's UpdateMetadata): a CreateTopics sent then finds too few brokers, and a request a
+    client must send to the controller (AlterUserScramCredentials) waits until it knows one."""
+    for bootstrap in bootstraps:
+        with Connection(bootstrap) as conn:
+            answer = conn.call(MetadataRequest(topics=[], allow_auto_topic_creation=False), 12)
+        if len(answer.brokers) != len(bootstraps) or answer.controller_id < 0:
+            return False
+    return True
 
 
 def zookeeper_module():
@@ -83,16 +97,9 @@ class WirekafkaCluster:
                 started.result()
         self.zk.start(timeout=15)
         self.wait_for(lambda: len(self.registered()) == len(self.brokers), timeout, "all brokers registered")
-        # each broker (the controller among them) learns of the others from its ZooKeeper watch a
-        # moment after they register: a CreateTopics sent before then would find too few brokers,
-        # and a request clients send to the controller (AlterUserScramCredentials) waits for one
-        self.wait_for(lambda: all(self._sees_all_and_a_controller(b) for b in self.brokers.values()),
+        self.wait_for(lambda: every_broker_knows_the_cluster([b.bootstrap for b in self.brokers.values()]),
                       timeout, "every broker sees all brokers and the controller")
         return self
-
-    def _sees_all_and_a_controller(self, broker: BrokerProcess) -> bool:
-        seen = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=10)
-        return len(seen.brokers) == len(self.brokers) and seen.controller_id >= 0
 
     def stop(self) -> None:
         for b in self.brokers.values():

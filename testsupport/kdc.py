@@ -53,6 +53,16 @@ class Kdc:
         return {"KRB5_CONFIG": str(self.krb5_conf), "KRB5_KDC_PROFILE": str(self.kdc_conf),
                 "KRB5CCNAME": f"FILE:{self.directory / 'ccache'}", "KRB5RCACHEDIR": str(self.directory)}
 
+    def kcat_login(self, principal: str, keytab: Path) -> tuple[list[str], dict[str, str]]:
+        """kcat's -X arguments and environment for SASL_PLAINTEXT with GSSAPI as principal (full
+        name) with keytab: librdkafka runs kinit into a ticket cache of the principal's own."""
+        settings = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "GSSAPI",
+                    "sasl.kerberos.service.name": "kafka", "sasl.kerberos.keytab": str(keytab),
+                    "sasl.kerberos.principal": principal}
+        cache = self.directory / f"kcat-{principal.split('@')[0].replace('/', '_')}.ccache"
+        return ([a for k, v in settings.items() for a in ("-X", f"{k}={v}")],
+                {**os.environ, **self.env, "KRB5CCNAME": f"FILE:{cache}"})
+
     def java_options(self) -> list[str]:
         """JVM options for the Java clients and brokers using this realm."""
         return [f"-Djava.security.krb5.conf={self.krb5_conf}"]

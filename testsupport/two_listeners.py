@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,12 +70,8 @@ class KerberosRealm:
     def metadata_ports(self, port: int) -> dict[int, int]:
         """Broker id -> port in a Metadata answer on the listener at port, asked by kcat as admin
         (librdkafka with Cyrus SASL's GSSAPI; confluent-kafka's wheels have no GSSAPI)."""
-        settings = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "GSSAPI",
-                    "sasl.kerberos.service.name": "kafka", "sasl.kerberos.keytab": str(self.admin_keytab),
-                    "sasl.kerberos.principal": f"admin@{self.kdc.realm}"}
-        env = {**os.environ, **self.kdc.env, "KRB5CCNAME": f"FILE:{self.kdc.directory / 'kcat-admin.ccache'}"}
-        listing = subprocess.run(["kcat", "-L", "-J", "-b", f"localhost:{port}", "-m", "15",
-                                  *[a for k, v in settings.items() for a in ("-X", f"{k}={v}")]],
+        login, env = self.kdc.kcat_login(f"admin@{self.kdc.realm}", self.admin_keytab)
+        listing = subprocess.run(["kcat", "-L", "-J", "-b", f"localhost:{port}", "-m", "15", *login],
                                  capture_output=True, text=True, timeout=60, env=env)
         if listing.returncode != 0:  # a broker still starting, say: the caller asks again
             log.warning("kcat -L on port %d failed: %s", port, listing.stderr.strip()[-2000:])
@@ -167,12 +162,12 @@ def check_two_listeners(client, ports: dict[int, tuple[int, int]], topic: str = 
                                     f"REPLICATION://127.0.0.1:{replication_port}"], raw
         assert reg["listener_security_protocol_map"] == {"CLIENT": "PLAINTEXT", "REPLICATION": protocol}, raw
         assert (reg["host"], reg["port"]) == ("127.0.0.1", client_port), raw
-    for index, settings in ((0, {}), (1, client_settings(protocol, tls, mechanism, provider))):
+    replication = client_settings(protocol, tls, mechanism, provider)
+    metadata_on = (lambda port: _metadata_ports(port, {}),
+                   kerberos.metadata_ports if kerberos is not None else lambda port: _metadata_ports(port, replication))
+    for index, metadata in enumerate(metadata_on):
         for broker_id, pair in ports.items():
-            def metadata(port: int = pair[index], settings: dict[str, str] = settings) -> dict[int, int]:
-                return (kerberos.metadata_ports(port) if index == 1 and kerberos is not None
-                        else _metadata_ports(port, settings))
-            seen = wait_for(lambda: (lambda m: m if len(m) == len(ports) else None)(metadata()),
+            seen = wait_for(lambda: (lambda m: m if len(m) == len(ports) else None)(metadata(pair[index])),
                             30, f"every broker in Metadata on listener {index} of broker {broker_id}")
             assert seen == {b: p[index] for b, p in ports.items()}, (index, broker_id, seen)
 

@@ -238,8 +238,7 @@ class PeerClient:
             raise ValueError(f"{type(request).__name__} has no version: build it with version=...")
         async with self._lock:
             stream = await self._ready()
-            return await self._dropping_on_failure(
-                self._exchange(stream, request, self.request_timeout_s if timeout_s is None else timeout_s))
+            return await self._dropping_on_failure(self._exchange(stream, request, timeout_s))
 
     async def _ready(self) -> trio.abc.Stream:
         """The open, authenticated connection (the lock is held)."""

@@ -49,12 +49,13 @@ async def ask_controller(peers: PeerPool, controller: Callable[[], int], broker_
                                         broker_epoch=broker_epoch)
     connect_within_ms = peers.config.int("controller.socket.timeout.ms")
     try:
-        with trio.move_on_after(connect_within_ms / 1000) as connecting:
+        with trio.fail_after(connect_within_ms / 1000):
             await client.ready()
-        if connecting.cancelled_caught:
-            raise PeerUnavailable(f"no connection within {connect_within_ms} ms")
         answer: ControlledShutdownResponse = await client.send(  # type: ignore[assignment]
             request, timeout_s=peers.config.int("request.timeout.ms") / 1000)
+    except trio.TooSlowError:
+        log.info("controlled shutdown: no connection to controller %d within %d ms", target, connect_within_ms)
+        return None
     except PeerUnavailable as exc:
         log.info("controlled shutdown: controller %d unreachable: %s", target, exc)
         return None

@@ -673,8 +673,8 @@ def test_legacy_reassignment_waits_for_its_broker_and_yields_to_the_api(cluster:
 
 def test_zookeeper_set_acl_without_authentication_refuses_to_start(zookeeper: str, tmp_path: Path) -> None:
     """Kafka 3.9 exits at start-up with zookeeper.set.acl=true and no authenticated ZooKeeper
-    client (TLS keystore or JAAS file); wirekafka, which has neither, does the same and leaves
-    ZooKeeper untouched."""
+    client (TLS keystore or JAAS file), with this message; wirekafka does the same and leaves
+    ZooKeeper untouched (with one: compat-tests/test_zookeeper_security.py)."""
     chroot = "/wk-acl-" + tmp_path.name
     run = subprocess.run([sys.executable, "-m", "wirekafka", "serve", "--override", "broker.id=1",
                           "--override", f"zookeeper.connect={zookeeper}{chroot}",

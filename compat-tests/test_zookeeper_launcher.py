@@ -17,6 +17,7 @@ import contextlib
 import importlib.util
 import json
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -65,6 +66,8 @@ from testsupport.oauth_provider import OAuthProvider  # noqa: E402
 from testsupport.two_listeners import KerberosRealm, check_two_listeners, listener_overrides  # noqa: E402
 from testsupport import kdc as kdc_support  # noqa: E402
 from testsupport.znodes import check_kafka39_znodes  # noqa: E402
+from testsupport.secure_zookeeper import SaslZooKeeper, TlsZooKeeper  # noqa: E402
+from testsupport.znode_acls import check_secure_acls  # noqa: E402
 
 
 def _kazoo(hosts: str) -> KazooClient:
@@ -488,3 +491,42 @@ def test_kafka39_generates_broker_ids(tmp_path):
             client.close()
         realkafka.stop_all([broker])
         zk.stop()
+
+
+@contextlib.contextmanager
+def _kafka39_secured_cluster(tmp_path, zookeeper_connect: str, **start_args) -> Iterator[list]:
+    """Three Kafka 3.9 brokers on a secured ZooKeeper the caller runs (its connect string with a
+    chroot), once every one names all brokers and the controller; stopped after."""
+    brokers: list = []
+    try:
+        brokers = realkafka.start_zk_cluster(zookeeper_connect, (1, 2, 3), workdir=tmp_path, heap="256m",
+                                             **start_args)
+        wait_for(lambda: every_broker_knows_the_cluster([b.bootstrap for b in brokers]), 60,
+                 "every Kafka 3.9 broker naming all brokers and the controller")
+        yield brokers
+    finally:
+        realkafka.stop_all(brokers)
+
+
+def test_kafka39_sets_znode_acls_over_sasl(tmp_path):
+    """zookeeper.set.acl=true on Kafka 3.9.1 logging in to ZooKeeper with SASL DIGEST-MD5 (the JAAS
+    Client section named in KAFKA_OPTS): the ACL check wirekafka's cluster passes too."""
+    chroot = f"/kafka39-{tmp_path.name}"
+    with SaslZooKeeper(tmp_path / "zk") as zk, _kafka39_secured_cluster(
+            tmp_path, zk.connect_string + chroot, overrides={"zookeeper.set.acl": "true"},
+            jvm_opts=shlex.split(zk.kafka_opts("kafka"))) as brokers:
+        summary = check_secure_acls(zk.kazoo(chroot, user="kafka"), zk.acl_id("kafka"), zk.kazoo(chroot),
+                                    ",".join(b.bootstrap for b in brokers))
+        print(f"Kafka {brokers[0].version} over SASL: {summary}")
+
+
+def test_kafka39_sets_znode_acls_over_tls(tmp_path):
+    """zookeeper.set.acl=true on Kafka 3.9.1 connecting to ZooKeeper over TLS with a client
+    certificate (zookeeper.ssl.*, Netty): the ACL check wirekafka's cluster passes too."""
+    chroot = f"/kafka39-{tmp_path.name}"
+    with TlsZooKeeper(tmp_path / "zk") as zk, _kafka39_secured_cluster(
+            tmp_path, zk.secure_connect_string + chroot,
+            overrides={"zookeeper.set.acl": "true", **zk.broker_settings()}) as brokers:
+        summary = check_secure_acls(zk.kazoo(chroot), zk.broker_acl_id(), zk.kazoo(chroot, tls=False),
+                                    ",".join(b.bootstrap for b in brokers))
+        print(f"Kafka {brokers[0].version} over TLS: {summary}")

@@ -52,6 +52,24 @@ in use") is replaced by a fresh one, up to 3 times. stop() sends SIGTERM, waits,
 kill() is SIGKILL (a crash). start() after stop() on the same work dir keeps port and data.
 Measured here (2 cores): start 0.7-0.8 s with warm jars, stop ~0.4 s.
 
+Secured servers (``zookeeper.set.acl`` tests; ``testsupport/secure_zookeeper.py`` builds on this)
+-------------------------------------------------------------------------------------------------
+``jvm_opts`` are passed to the JVM before the main class: SASL needs the server's JAAS file
+(``-Djava.security.auth.login.config=...``, a ``Server`` section) while its provider can be
+named in zoo.cfg (``authProvider.sasl=...``: ZooKeeper turns unknown zoo.cfg keys into
+``zookeeper.*`` system properties). ``secure=True`` adds a TLS port::
+
+    zk = ZooKeeperServer(secure=True, settings={"ssl.keyStore.location": ..., ...})
+    zk.secure_connect_string                 # "127.0.0.1:<secureClientPort>"
+
+The secure port is picked like the client port (and kept across restarts like it); zoo.cfg
+then names it ``secureClientPort`` (on 127.0.0.1) and switches to
+``serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory``, the only factory that
+speaks TLS (the NIO default has no secure port). The key/trust stores, ``ssl.clientAuth`` and
+authentication providers are the caller's ``settings``. The plain client port stays open (Netty
+serves both): the readiness check's four-letter words go there, and so can anonymous clients.
+Readiness then also waits for the JVM to own the secure port's listening socket.
+
 CLI
 ---
 ::
@@ -280,6 +298,10 @@ class ZooKeeperServer(JvmProcess):
     source:     "auto" (default), "maven" or "debian": see :func:`server_jars`.
     heap:       -Xmx (default 128m).
     settings:   extra/overriding zoo.cfg entries (e.g. ``{"forceSync": "yes"}``).
+    secure:     also listen for TLS clients on a ``secureClientPort`` with the Netty connection
+                factory (the stores and ``ssl.*`` entries come in ``settings``).
+    secure_port: fixed secure port; a free one is picked (and replaced if taken) when None.
+    jvm_opts:   more JVM options (a JAAS file for SASL, system properties).
     die_with_parent: ask Linux to SIGKILL the JVM if the thread that started it dies
                 (PR_SET_PDEATHSIG). None (default) does so when start() runs on the main thread,
                 the one thread that lives as long as the process; a worker thread would take the
@@ -296,10 +318,15 @@ class ZooKeeperServer(JvmProcess):
     def __init__(self, workdir: str | os.PathLike | None = None, port: int | None = None, *,
                  source: str | None = None, heap: str = "128m",
                  settings: Mapping[str, object] | None = None, keep_workdir: bool = False,
-                 die_with_parent: bool | None = None) -> None:
+                 die_with_parent: bool | None = None, secure: bool = False,
+                 secure_port: int | None = None, jvm_opts: Sequence[str] = ()) -> None:
         super().__init__(workdir, keep_workdir=keep_workdir, die_with_parent=die_with_parent)
         self._fixed_port = port
         self.port = port
+        self.secure = secure or secure_port is not None
+        self._fixed_secure_port = secure_port
+        self.secure_port = secure_port
+        self.jvm_opts = tuple(jvm_opts)
         self.source = source
         self.heap = heap
         self.settings = {k: str(v) for k, v in (settings or {}).items()}
@@ -312,6 +339,15 @@ class ZooKeeperServer(JvmProcess):
     def connect_string(self) -> str:
         """``"127.0.0.1:<port>"``: kazoo's ``hosts``, Kafka's ``zookeeper.connect``."""
         return self.address
+
+    @property
+    def secure_connect_string(self) -> str:
+        """``"127.0.0.1:<secureClientPort>"``: where TLS clients connect (``secure=True``)."""
+        if not self.secure:
+            raise RuntimeError("ZooKeeperServer has no secure port (secure=False)")
+        if self.secure_port is None:
+            raise RuntimeError("ZooKeeperServer not started")
+        return f"{self.host}:{self.secure_port}"
 
     def four_letter(self, word: str, timeout: float = 2.0) -> str:
         """The server's answer to a four-letter word (srvr, ruok, stat, mntr); "" on error."""
@@ -341,6 +377,10 @@ class ZooKeeperServer(JvmProcess):
             "4lw.commands.whitelist": ",".join(FOUR_LETTER_WORDS),
             "forceSync": "no",
         }
+        if self.secure:
+            cfg.update({"secureClientPort": str(self.secure_port),
+                        "secureClientPortAddress": self.host,
+                        "serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory"})
         cfg.update(self.settings)
         return cfg
 
@@ -349,33 +389,38 @@ class ZooKeeperServer(JvmProcess):
     def start(self, timeout: float = 30.0) -> "ZooKeeperServer":
         """Start the server and wait (``timeout`` s per attempt) until it serves on its port.
 
-        On a first start, a port picked here moves to a new free one if it was taken meanwhile
-        (3 attempts); a fixed port, or a restart after stop()/kill() (which keeps its port and
-        data: clients know them), gets one attempt. Raises RuntimeError with the log's tail on
-        failure; the JVM is then killed and a temp work dir removed (keep_workdir=True keeps it
-        for inspection)."""
+        On a first start, ports picked here (the client port, and the secure one if any) move to
+        new free ones if one was taken meanwhile (3 attempts); a fixed port (either), or a restart
+        after stop()/kill() (which keeps its ports and data: clients know them), gets one attempt.
+        Raises RuntimeError with the log's tail on failure; the JVM is then killed and a temp work
+        dir removed (keep_workdir=True keeps it for inspection)."""
         if self.alive():
             return self
         self.jars = server_jars(self.source)
         self._prepare_workdir()
-        keep_port = self._fixed_port is not None or self._served
-        self._start_attempts(1 if keep_port else 3, lambda: self._start_once(timeout, keep_port))
+        fixed = self._fixed_port is not None or self._fixed_secure_port is not None
+        self._start_attempts(1 if fixed or self._served else 3,
+                             lambda: self._start_once(timeout, keep_ports=self._served))
         self._served = True
         return self
 
-    def _start_once(self, timeout: float, keep_port: bool) -> None:
+    def _start_once(self, timeout: float, keep_ports: bool) -> None:
         assert self.jars is not None
-        if not keep_port:
-            self.port = free_port(self.host)
+        if not keep_ports:
+            if self._fixed_port is None:
+                self.port = free_port(self.host)
+            if self.secure and self._fixed_secure_port is None:
+                self.secure_port = free_port(self.host)
         t0 = time.monotonic()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text("# Written by scripts/zookeeper.py\n"
                                     + "".join(f"{k}={v}\n" for k, v in self.config().items()))
-        proc = self._launch([_java(), f"-Xmx{self.heap}", *JVM_OPTS,
+        proc = self._launch([_java(), f"-Xmx{self.heap}", *JVM_OPTS, *self.jvm_opts,
                              *self.jars.logging_opts(self._wd), "-cp", self.jars.classpath,
                              MAIN_CLASS, str(self.config_path)])
-        log.info("started ZooKeeper %s (%s) pid %d on %s, log %s", self.jars.version,
-                 self.jars.source, proc.pid, self.connect_string, self.log_path)
+        log.info("started ZooKeeper %s (%s) pid %d on %s%s, log %s", self.jars.version,
+                 self.jars.source, proc.pid, self.connect_string,
+                 f" (TLS on {self.secure_port})" if self.secure else "", self.log_path)
         self._wait_ready(timeout)
         log.info("ZooKeeper ready on %s after %.1fs", self.connect_string, time.monotonic() - t0)
 
@@ -384,8 +429,10 @@ class ZooKeeperServer(JvmProcess):
         # and serves: `ruok` says imok as soon as the port is bound, even if loading the database
         # then failed; `srvr` says "This ZooKeeper instance is not currently serving requests"
         # until the server really runs, and its statistics from then on.
+        # A secure port is bound by its own factory, after the plain one: wait for it too.
         assert self.proc is not None and self.port is not None
         return (_owns_listener(self.proc.pid, self.port)
+                and (not self.secure or _owns_listener(self.proc.pid, self.secure_port))
                 and "Zookeeper version:" in self.four_letter("srvr"))
 
     def _broken(self) -> bool:

@@ -37,13 +37,15 @@ def test_the_broker_state_has_an_authorizer_with_the_configured_super_users(tmp_
 
 @pytest.mark.parametrize("key,value,message", [
     ("authorizer.zookeeper.url", "127.0.0.1:2182", "keeps ACLs in the cluster's ZooKeeper"),
-    ("authorizer.zookeeper.ssl.client.enable", "true", "has no TLS"),
+    ("authorizer.zookeeper.ssl.client.enable", "true", "zookeeper.ssl.client.enable=false makes plaintext"),
 ])
 def test_acl_authorizer_zookeeper_keys_naming_another_ensemble_stop_startup(key: str, value: str, message: str) -> None:
     zk = {**ZK, "authorizer.class.name": ACL_AUTHORIZER}
     with pytest.raises(ConfigError, match=message):
         build_config({**zk, key: value})
     build_config({**zk, "authorizer.zookeeper.url": "127.0.0.1:2181", "authorizer.zookeeper.session.timeout.ms": "9000"})
+    # the broker's own session over TLS carries the ACLs over TLS, as asked
+    build_config({**zk, "authorizer.zookeeper.ssl.client.enable": "true", "zookeeper.ssl.client.enable": "true"})
 
 
 @pytest.mark.parametrize("peer,host", [("127.0.0.1:5000", "127.0.0.1"), ("::1:5000", "0:0:0:0:0:0:0:1"),

@@ -147,11 +147,17 @@ def test_ipv4_and_ipv6_listeners_may_share_a_port_and_port_0_may_repeat() -> Non
     build_config({"log.dirs": "/tmp/unused", "listeners": "PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0", **PAIR})
 
 
-def test_tls_to_zookeeper_stops_start_up() -> None:
-    assert _refused(**{"zookeeper.connect": "127.0.0.1:2181", "broker.id": "1",
-                       "zookeeper.ssl.client.enable": "true"}).startswith(
-        "zookeeper.ssl.client.enable is true, but wirekafka's ZooKeeper client has no TLS")
-    build_config({"log.dirs": "/tmp/unused", "zookeeper.ssl.client.enable": "true"})  # no ZooKeeper: no effect
+def test_zookeeper_tls_keys_are_kept_for_the_zookeeper_client(caplog: pytest.LogCaptureFixture) -> None:
+    """zk_security.py reads them (tests/test_zk_security.py); without zookeeper.connect they do nothing."""
+    tls = {"zookeeper.ssl.client.enable": "true", "zookeeper.ssl.keystore.location": "/etc/zk.p12"}
+    cfg = build_config({"log.dirs": "/tmp/unused", "zookeeper.connect": "127.0.0.1:2181", "broker.id": "1", **tls})
+    assert cfg.bool("zookeeper.ssl.client.enable") and cfg["zookeeper.ssl.keystore.location"] == "/etc/zk.p12"
+    assert "has no effect" not in caplog.text
+    build_config({"log.dirs": "/tmp/unused", **tls})
+    assert "zookeeper.ssl.keystore.location=/etc/zk.p12 has no effect in wirekafka: there is no ZooKeeper without " \
+           "zookeeper.connect" in caplog.text
+    assert _refused(**{"zookeeper.ssl.crl.enable": "maybe"}).startswith(
+        "Invalid value maybe for configuration zookeeper.ssl.crl.enable")
 
 
 def test_a_listener_on_port_0_is_listed_and_advertised_on_its_bound_port() -> None:

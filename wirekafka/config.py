@@ -299,6 +299,27 @@ STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ZK_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 ACL_ZOOKEEPER_PREFIX = "authorizer.zookeeper."  # AclAuthorizer's own ZooKeeper client keys
 
+# Kafka 3.9's ZooKeeper TLS keys beside zookeeper.ssl.client.enable: Kafka's type and default, and
+# the ZooKeeper client's system property each overrides (read from KAFKA_OPTS when the key is not
+# set). broker/replication/zk_security.py reads them.
+ZK_TLS_KEYS: dict[str, tuple[str, str | None, str]] = {
+    "zookeeper.clientCnxnSocket": (kafka_only_keys.STRING, None, "zookeeper.clientCnxnSocket"),
+    "zookeeper.ssl.keystore.location": (kafka_only_keys.STRING, None, "zookeeper.ssl.keyStore.location"),
+    "zookeeper.ssl.keystore.password": (kafka_only_keys.PASSWORD, None, "zookeeper.ssl.keyStore.password"),
+    "zookeeper.ssl.keystore.type": (kafka_only_keys.STRING, None, "zookeeper.ssl.keyStore.type"),
+    "zookeeper.ssl.truststore.location": (kafka_only_keys.STRING, None, "zookeeper.ssl.trustStore.location"),
+    "zookeeper.ssl.truststore.password": (kafka_only_keys.PASSWORD, None, "zookeeper.ssl.trustStore.password"),
+    "zookeeper.ssl.truststore.type": (kafka_only_keys.STRING, None, "zookeeper.ssl.trustStore.type"),
+    "zookeeper.ssl.protocol": (kafka_only_keys.STRING, "TLSv1.2", "zookeeper.ssl.protocol"),
+    "zookeeper.ssl.enabled.protocols": (kafka_only_keys.LIST, None, "zookeeper.ssl.enabledProtocols"),
+    "zookeeper.ssl.cipher.suites": (kafka_only_keys.LIST, None, "zookeeper.ssl.ciphersuites"),
+    "zookeeper.ssl.endpoint.identification.algorithm": (kafka_only_keys.STRING, "HTTPS",
+                                                        "zookeeper.ssl.hostnameVerification"),
+    "zookeeper.ssl.crl.enable": (kafka_only_keys.BOOLEAN, "false", "zookeeper.ssl.crl"),
+    "zookeeper.ssl.ocsp.enable": (kafka_only_keys.BOOLEAN, "false", "zookeeper.ssl.ocsp"),
+}
+ZK_SECURE_CLIENT_PROPERTY = "zookeeper.client.secure"  # what zookeeper.ssl.client.enable overrides
+
 INERT_KEYS: dict[str, str] = {
     "ssl.protocol": "the protocol versions are ssl.enabled.protocols' (OpenSSL has no separate context protocol)",
     "ssl.keymanager.algorithm": "there is no JVM key manager: keys are read from the key store as they are",
@@ -325,8 +346,6 @@ INERT_KEYS: dict[str, str] = {
     "offsets.commit.required.acks": "offset commits are written with acks=all, Kafka's default and its only "
                                     "value since 4.0",
     "zookeeper.max.in.flight.requests": "ZooKeeper requests in flight are not limited",
-    "zookeeper.set.acl": "there is no ZooKeeper without zookeeper.connect (with it, true stops the broker at "
-                         "start-up, as Kafka 3.9 does without an authenticated ZooKeeper client)",
     "replica.high.watermark.checkpoint.interval.ms": "high watermarks are checkpointed with the "
                                                      "recovery checkpoints (log.flush.offset.checkpoint.interval.ms)",
 }
@@ -638,9 +657,11 @@ def _check_acl_zookeeper(cfg: BrokerConfig) -> None:
     if url is not None and url != str(cfg["zookeeper.connect"]).strip():
         raise ConfigError(f"{ACL_ZOOKEEPER_PREFIX}url={url} is not available: wirekafka keeps ACLs in the "
                           f"cluster's ZooKeeper (zookeeper.connect={cfg['zookeeper.connect']})")
-    if str(cfg.values.get(ACL_ZOOKEEPER_PREFIX + "ssl.client.enable", "false")).lower() == "true":
-        raise ConfigError(f"{ACL_ZOOKEEPER_PREFIX}ssl.client.enable is true, but wirekafka's ZooKeeper client "
-                          "has no TLS: it would connect in plaintext, so it does not start")
+    if (str(cfg.values.get(ACL_ZOOKEEPER_PREFIX + "ssl.client.enable", "false")).lower() == "true"
+            and not cfg.bool("zookeeper.ssl.client.enable")):
+        raise ConfigError(f"{ACL_ZOOKEEPER_PREFIX}ssl.client.enable is true, but wirekafka keeps ACLs through the "
+                          "broker's own ZooKeeper session, which zookeeper.ssl.client.enable=false makes plaintext: "
+                          "it does not start rather than send them in the clear")
     for key in sorted(k for k in cfg.values if k.startswith(ACL_ZOOKEEPER_PREFIX)):
         if key not in (ACL_ZOOKEEPER_PREFIX + "url", ACL_ZOOKEEPER_PREFIX + "ssl.client.enable"):
             log.warning("%s=%s has no effect in wirekafka: ACLs are read and written through the broker's own "
@@ -690,6 +711,13 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
                 raise ConfigError(f"Invalid value {raw} for configuration {key}: {exc}") from None
             values[key] = raw.strip()
             continue
+        if spec is None and key in ZK_TLS_KEYS:  # read by the ZooKeeper client (zk_security.py)
+            try:
+                kafka_only_keys.parse_as(ZK_TLS_KEYS[key][0], raw)  # Kafka's type
+            except ValueError as exc:
+                raise ConfigError(f"Invalid value {raw} for configuration {key}: {exc}") from None
+            values[key] = raw.strip()
+            continue
         if spec is None and key in kafka_only_keys.KEYS:
             _accept_kafka_only(key, raw)
             continue
@@ -703,6 +731,10 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
         if key in INERT_KEYS and values[key] != spec[1]:
             log.warning("%s=%s has no effect in wirekafka: %s", key, raw, INERT_KEYS[key])
     cfg = BrokerConfig(values, _given_keys(props))
+    if not cfg.zookeeper_mode:
+        for key in sorted(k for k in props if k.startswith("zookeeper.") and k in values):
+            log.warning("%s=%s has no effect in wirekafka: there is no ZooKeeper without zookeeper.connect",
+                        key, props[key])
     _check_listeners(cfg)
     if cfg.int("message.max.bytes") <= 0:
         raise ConfigError("message.max.bytes must be > 0")
@@ -714,9 +746,6 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
                           f"Value must be at least {MIN_SEGMENT_BYTES}")
     if cfg.zookeeper_mode:
         _check_zookeeper_broker_id(cfg)
-        if cfg.bool("zookeeper.ssl.client.enable"):
-            raise ConfigError("zookeeper.ssl.client.enable is true, but wirekafka's ZooKeeper client has no TLS: "
-                              "it would connect in plaintext, so it does not start")
     # Plug-ins are JVM classes: a broker asked for one it cannot load stops, as Kafka's does,
     # rather than run without the policy the operator asked for.
     if cfg["client.quota.callback.class"]:

@@ -87,9 +87,37 @@ def _value(token: _Token | None) -> str | None:
 def parse(text: str) -> list[LoginModule]:
     """Every login module in text; JaasError with Kafka's message for text it refuses."""
     tokens = _tokens(text)
-    modules = []
+    modules, _ = _modules(tokens, 0, None)
+    if not modules:
+        raise JaasError("Login module not specified in JAAS config")
+    return modules
+
+
+def parse_file(text: str) -> dict[str, list[LoginModule]]:
+    """A JAAS login configuration file, as `-Djava.security.auth.login.config` names one to the
+    JVM: its sections (`Name { module flag options; ... };`) by name. A broker reads the ZooKeeper
+    client's login from one (the `Client` section), as Kafka 3.9's ZooKeeper client does."""
+    tokens = _tokens(text)
+    sections: dict[str, list[LoginModule]] = {}
     i = 0
     while i < len(tokens):
+        name = _value(tokens[i])
+        if name is None or i + 1 >= len(tokens) or tokens[i + 1][0] != "{":
+            raise JaasError(f"Configuration Error: expected a login configuration name and '{{', found "
+                            f"{tokens[i][1]!r}")
+        modules, i = _modules(tokens, i + 2, "}")
+        if i + 1 >= len(tokens) or tokens[i + 1][0] != ";":
+            raise JaasError(f"Configuration Error: expected ';' after the '}}' of {name}")
+        sections[name] = sections.get(name, []) + modules
+        i += 2
+    return sections
+
+
+def _modules(tokens: list[_Token], i: int, stop: str | None) -> tuple[list[LoginModule], int]:
+    """The login modules from tokens[i] to the `stop` token (or the end when None): the modules
+    and the index of the stop token."""
+    modules = []
+    while i < len(tokens) and (stop is None or tokens[i][0] != stop):
         name = _value(tokens[i]) or ""
         i += 1
         if i >= len(tokens):
@@ -112,9 +140,9 @@ def parse(text: str) -> list[LoginModule]:
             raise JaasError("JAAS config entry not terminated by semi-colon")
         i += 1
         modules.append(LoginModule(name, flag.upper(), options))
-    if not modules:
-        raise JaasError("Login module not specified in JAAS config")
-    return modules
+    if stop is not None and i >= len(tokens):
+        raise JaasError(f"Configuration Error: expected '{stop}'")
+    return modules, i
 
 
 def single_module(text: str) -> LoginModule:

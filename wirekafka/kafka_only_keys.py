@@ -142,20 +142,7 @@ KEYS: dict[str, tuple[str, str | None]] = {
     "ssl.provider": (STRING, None),
     "ssl.secure.random.implementation": (STRING, None),
     "telemetry.max.bytes": (INT, '1048576'),
-    "zookeeper.clientCnxnSocket": (STRING, None),
     "zookeeper.metadata.migration.enable": (BOOLEAN, 'false'),
-    "zookeeper.ssl.cipher.suites": (LIST, None),
-    "zookeeper.ssl.crl.enable": (BOOLEAN, 'false'),
-    "zookeeper.ssl.enabled.protocols": (LIST, None),
-    "zookeeper.ssl.endpoint.identification.algorithm": (STRING, 'HTTPS'),
-    "zookeeper.ssl.keystore.location": (STRING, None),
-    "zookeeper.ssl.keystore.password": (PASSWORD, None),
-    "zookeeper.ssl.keystore.type": (STRING, None),
-    "zookeeper.ssl.ocsp.enable": (BOOLEAN, 'false'),
-    "zookeeper.ssl.protocol": (STRING, 'TLSv1.2'),
-    "zookeeper.ssl.truststore.location": (STRING, None),
-    "zookeeper.ssl.truststore.password": (PASSWORD, None),
-    "zookeeper.ssl.truststore.type": (STRING, None),
 }
 
 INERT, REFUSED = "inert", "refused"
@@ -204,9 +191,8 @@ RULES: tuple[tuple[str, str, str], ...] = (
      "(listener.name.<listener>.oauthbearer.sasl.login.callback.handler.class)"),
     (r"sasl\.jaas\.config", INERT,
      "a broker reads its JAAS text from listener.name.<listener>.<mechanism>.sasl.jaas.config"),
-    (r"ssl\.provider|ssl\.secure\.random\.implementation|zookeeper\.clientCnxnSocket", INERT,
-     "a JVM implementation choice: OpenSSL and kazoo are used"),
-    (r"zookeeper\.ssl\..*", INERT, "ZooKeeper over TLS is not available (zookeeper.ssl.client.enable=true stops start-up)"),
+    (r"ssl\.provider|ssl\.secure\.random\.implementation", INERT,
+     "a JVM implementation choice: OpenSSL is used"),
     (r"alter\.log\.dirs\..*|num\.replica\.alter\.log\.dirs\.threads", INERT,
      "replicas are not moved between log directories (AlterReplicaLogDirs)"),
     (r"log\.flush\.start\.offset\.checkpoint\.interval\.ms", INERT,
@@ -225,7 +211,11 @@ def treatment(key: str) -> tuple[str, str]:
 
 def parse(key: str, raw: str) -> object:
     """A value as Kafka's ConfigDef reads its type; ValueError for one it would refuse."""
-    kind = KEYS[key][0]
+    return parse_as(KEYS[key][0], raw)
+
+
+def parse_as(kind: str, raw: str) -> object:
+    """A value as Kafka's ConfigDef reads the type `kind`; ValueError for one it would refuse."""
     text = raw.strip()
     if kind == BOOLEAN:
         if text.lower() not in ("true", "false"):

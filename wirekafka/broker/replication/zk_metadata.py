@@ -63,6 +63,7 @@ from wirekafka.broker.replication.controller import (PREFERRED, RECOVERING, Alte
 from wirekafka.broker.replication.shutdown_client import ask_controller
 from wirekafka.broker.password_encoder import PasswordConfigError
 from wirekafka.broker.replication.zk_broker_passwords import BrokerPasswords
+from wirekafka.broker.replication.zk_security import client_security
 from wirekafka.broker.replication.zk_session import ZkSession
 from wirekafka.broker.client_quotas import ClientQuotas, Entity, stored_text
 from wirekafka.broker.scram_credentials import ScramCredentials
@@ -79,13 +80,6 @@ _STALE_VIEW = (ErrorCode.INVALID_UPDATE_VERSION, ErrorCode.FENCED_LEADER_EPOCH, 
 PRODUCER_ID_BLOCK = 1000
 _SHUTDOWN_WRITE_ROUNDS = 3  # a controlled shutdown's writes, re-planned after a lost race
 SAFETY_RECONCILE_S = 5.0  # re-read even without a watch firing (a watch lost with a session)
-# Kafka 3.9 refuses to start with zookeeper.set.acl=true unless its ZooKeeper client authenticates
-# (TLS with a keystore, or SASL from a JAAS file): znodes only this broker may change would
-# otherwise belong to nobody. wirekafka's ZooKeeper client has neither, so it always refuses.
-ZK_ACL_REFUSED = ("zookeeper.set.acl is true, but ZooKeeper client TLS configuration identifying at least "
-                  "zookeeper.ssl.client.enable, zookeeper.clientCnxnSocket, and zookeeper.ssl.keystore.location "
-                  "was not present and the verification of the JAAS login file failed (wirekafka connects to "
-                  "ZooKeeper without TLS or SASL)")
 
 
 class ZkFollower(Protocol):
@@ -157,13 +151,11 @@ class ZkMetadata(TopicIndex):
         connection_timeout = config["zookeeper.connection.timeout.ms"]
         return ZkSession(str(config["zookeeper.connect"]), config.int("zookeeper.session.timeout.ms"),
                          int(connection_timeout) if connection_timeout is not None  # type: ignore[call-overload]
-                         else config.int("zookeeper.session.timeout.ms"))
+                         else config.int("zookeeper.session.timeout.ms"), client_security(config))
 
     async def connect(self) -> str:
         """Connect, create Kafka's top-level znodes, and return the cluster id in /cluster/id
         (created, random in Kafka's base64 form, by the first broker)."""
-        if self.config.bool("zookeeper.set.acl"):
-            raise StartupError(ZK_ACL_REFUSED)
         unsupported = BrokerPasswords.unsupported(self.config)
         if unsupported is not None:
             raise StartupError(unsupported)

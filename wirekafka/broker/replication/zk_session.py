@@ -12,7 +12,8 @@ missed or coalesced notification cannot leave it wrong.
 Session loss matters for fencing: when ZooKeeper expires the session, its ephemeral znodes
 (/brokers/ids/N, /controller) are gone and another broker may lead our partitions; the loop sees
 `session_id()` change and re-registers. A chroot in zookeeper.connect is created if it is
-missing, as Kafka does."""
+missing, as Kafka does. How the client logs in, over what, and which ACLs its znodes get is
+zk_security.py's."""
 
 from __future__ import annotations
 
@@ -21,9 +22,12 @@ import logging
 from typing import Any, Callable
 
 import trio
-from kazoo.client import KazooClient, KazooState
+from kazoo.client import KazooState
+from kazoo.exceptions import AuthFailedError
 
 from wirekafka.broker.replication.zk_cache import ZnodeCache
+from wirekafka.broker.replication.zk_security import ZkClientSecurity
+from wirekafka.config import StartupError
 
 log = logging.getLogger(__name__)
 
@@ -37,12 +41,13 @@ def split_connect(connect: str) -> tuple[str, str]:
 
 
 class ZkSession:
-    def __init__(self, connect: str, session_timeout_ms: int, connection_timeout_ms: int) -> None:
+    def __init__(self, connect: str, session_timeout_ms: int, connection_timeout_ms: int,
+                 security: ZkClientSecurity = ZkClientSecurity()) -> None:
         self.hosts, self.chroot = split_connect(connect)
         self.session_timeout_ms = session_timeout_ms
         self.connection_timeout_s = connection_timeout_ms / 1000
-        self.client = KazooClient(hosts=self.hosts + self.chroot, timeout=session_timeout_ms / 1000,
-                                  randomize_hosts=False)
+        self._security = security
+        self.client = security.client(self.hosts + self.chroot, session_timeout_ms / 1000)
         self._token: trio.lowlevel.TrioToken | None = None
         self._metadata_feed = ChangeFeed(self)
         self._feeds = [self._metadata_feed]
@@ -53,16 +58,22 @@ class ZkSession:
 
     async def start(self) -> None:
         """Connect (creating the chroot first if needed); raise if ZooKeeper does not answer
-        within zookeeper.connection.timeout.ms."""
+        within zookeeper.connection.timeout.ms, StartupError if it refuses the broker's login."""
         self._token = trio.lowlevel.current_trio_token()
-        if self.chroot:
-            await trio.to_thread.run_sync(self._ensure_chroot)
-        self.client.add_listener(self._on_state)
-        await trio.to_thread.run_sync(functools.partial(self.client.start, timeout=self.connection_timeout_s))
+        try:
+            if self.chroot:
+                await trio.to_thread.run_sync(self._ensure_chroot)
+            self.client.add_listener(self._on_state)
+            await trio.to_thread.run_sync(functools.partial(self.client.start, timeout=self.connection_timeout_s))
+            # the SASL login runs after the connection is up: a refused one fails the first request
+            await trio.to_thread.run_sync(self.client.exists, "/")
+        except AuthFailedError:
+            raise StartupError("ZooKeeper refused the broker's login (the JAAS file's ZooKeeper client section, or "
+                               "its TLS certificate): Auth failed either before or while waiting for connection") from None
         self.connected = True
 
     def _ensure_chroot(self) -> None:
-        plain = KazooClient(hosts=self.hosts, timeout=self.session_timeout_ms / 1000, randomize_hosts=False)
+        plain = self._security.client(self.hosts, self.session_timeout_ms / 1000)
         plain.start(timeout=self.connection_timeout_s)
         try:
             plain.ensure_path(self.chroot)

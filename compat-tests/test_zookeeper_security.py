@@ -1,0 +1,81 @@
+"""A wirekafka cluster on a secured ZooKeeper (broker/replication/zk_security.py): brokers log in
+with SASL DIGEST-MD5 from the JAAS file KAFKA_OPTS names, or connect over TLS with a client
+certificate, and with zookeeper.set.acl=true put Kafka 3.9's ACLs on every znode they create.
+testsupport/znode_acls.check_secure_acls is the check Kafka 3.9.1's brokers pass in
+compat-tests/test_zookeeper_launcher.py (test_kafka39_sets_znode_acls_over_*)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from testsupport.cluster import WirekafkaCluster
+from testsupport.secure_zookeeper import SaslZooKeeper, TlsZooKeeper
+from testsupport.znode_acls import TOPIC, check_secure_acls
+
+pytestmark = [pytest.mark.slow, pytest.mark.zookeeper]
+
+
+def _records_round_trip(bootstrap: str) -> None:
+    """acks=all writes to the check's RF=3 topic are read back: the cluster serves as usual."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
+    for i in range(20):
+        producer.produce(TOPIC, f"secured-{i}".encode(), partition=0)
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "secured-reader", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(TOPIC, 0, 0)])
+        values = []
+        while len(values) < 20:
+            msg = consumer.poll(10)
+            assert msg is not None, f"only {len(values)} records read back"
+            values.append(msg.value())
+        assert values == [f"secured-{i}".encode() for i in range(20)]
+    finally:
+        consumer.close()
+
+
+def test_brokers_set_kafkas_znode_acls_over_sasl(tmp_path: Path) -> None:
+    with SaslZooKeeper(tmp_path / "zk") as zk:
+        cluster = WirekafkaCluster(tmp_path / "cluster", zk.connect_string, overrides={"zookeeper.set.acl": "true"},
+                                   env={"KAFKA_OPTS": zk.kafka_opts("kafka")})
+        with cluster:
+            summary = check_secure_acls(zk.kazoo(cluster.chroot, user="kafka"), zk.acl_id("kafka"),
+                                        zk.kazoo(cluster.chroot), cluster.bootstrap)
+            print(f"wirekafka over SASL: {summary}")
+            _records_round_trip(cluster.bootstrap)
+
+
+def test_brokers_set_kafkas_znode_acls_over_tls(tmp_path: Path) -> None:
+    with TlsZooKeeper(tmp_path / "zk") as zk:
+        cluster = WirekafkaCluster(tmp_path / "cluster", zk.secure_connect_string,
+                                   overrides={"zookeeper.set.acl": "true", **zk.broker_settings()})
+        cluster.zk = zk.kazoo(cluster.chroot)  # the test's own reads over TLS too, as the broker's identity
+        with cluster:
+            summary = check_secure_acls(cluster.zk, zk.broker_acl_id(), zk.kazoo(cluster.chroot, tls=False),
+                                        cluster.bootstrap)
+            print(f"wirekafka over TLS: {summary}")
+            _records_round_trip(cluster.bootstrap)
+
+
+def test_a_broker_whose_zookeeper_login_fails_does_not_start(tmp_path: Path) -> None:
+    """A wrong password in the JAAS Client section: ZooKeeper closes the session, and the broker
+    stops at start-up, as Kafka's does, rather than run without its ZooKeeper state."""
+    with SaslZooKeeper(tmp_path / "zk") as zk:
+        jaas = tmp_path / "wrong.jaas"
+        jaas.write_text('Client { org.apache.zookeeper.server.auth.DigestLoginModule required '
+                        'username="kafka" password="wrong-secret"; };')
+        run = subprocess.run([sys.executable, "-m", "wirekafka", "serve", "--override", "broker.id=1",
+                              "--override", f"zookeeper.connect={zk.connect_string}/wk-denied",
+                              "--override", "zookeeper.connection.timeout.ms=5000",
+                              "--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", f"log.dirs={tmp_path}",
+                              "--override", "zookeeper.set.acl=true"], capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "KAFKA_OPTS": f"-Djava.security.auth.login.config={jaas}"})
+        assert run.returncode == 1, run.stderr
+        assert "fatal error during startup" in run.stderr, run.stderr
+        assert zk.kazoo().exists("/wk-denied") is None

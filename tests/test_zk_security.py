@@ -1,0 +1,179 @@
+"""The ZooKeeper client's security (broker/replication/zk_security.py), without a ZooKeeper: Kafka's
+default ACLs by path, the SASL login read from the JAAS file KAFKA_OPTS names, the TLS settings
+and their system-property fallbacks, and the start-up refusals with Kafka's messages. The
+ZooKeeper servers that check them are in compat-tests/test_zookeeper_security.py."""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+
+import pytest
+from kazoo.security import ACL, Id
+
+from testsupport.self_signed import PASSWORD, make_stores
+from wirekafka.broker.replication.zk_security import (AclKazooClient, TlsHandler, ZkClientSecurity,
+                                                      client_security, default_acls)
+from wirekafka.config import StartupError, build_config
+from wirekafka.jaas import JaasError, parse_file
+
+CREATOR_ALL = ACL(31, Id("auth", ""))
+WORLD_READ = ACL(1, Id("world", "anyone"))
+WORLD_ALL = ACL(31, Id("world", "anyone"))
+DIGEST_CLIENT = """
+// the broker's login to ZooKeeper
+Client {
+    org.apache.zookeeper.server.auth.DigestLoginModule required
+    username="kafka"
+    password="kafka-secret";
+};
+KafkaServer { org.apache.kafka.common.security.plain.PlainLoginModule required username="a" password="b"; };
+"""
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_stores(tmp_path_factory.mktemp("zk-tls"))
+
+
+def _config(**extra: str):
+    return build_config({"log.dirs": "/tmp/unused", "broker.id": "1", "zookeeper.connect": "127.0.0.1:2181",
+                         **{k.replace("_", "."): v for k, v in extra.items()}})
+
+
+def _jaas(tmp_path: Path, text: str = DIGEST_CLIENT) -> dict[str, str]:
+    path = tmp_path / "jaas.conf"
+    path.write_text(text)
+    return {"KAFKA_OPTS": f"-Xmx1g -Djava.security.auth.login.config={path}"}
+
+
+def _refusal(config, environ: dict[str, str]) -> str:
+    with pytest.raises(StartupError) as err:
+        client_security(config, environ)
+    return str(err.value)
+
+
+@pytest.mark.parametrize("path, acls", [
+    ("/brokers/ids/1", [CREATOR_ALL, WORLD_READ]),
+    ("/brokers/topics/t/partitions/0/state", [CREATOR_ALL, WORLD_READ]),
+    ("/controller", [CREATOR_ALL, WORLD_READ]),
+    ("/cluster/id", [CREATOR_ALL, WORLD_READ]),
+    ("/config/topics/t", [CREATOR_ALL, WORLD_READ]),
+    ("/kafka-acl/Topic/t", [CREATOR_ALL, WORLD_READ]),
+    ("/config/users", [CREATOR_ALL]),
+    ("/config/users/alice", [CREATOR_ALL]),
+    ("/config/brokers/<default>", [CREATOR_ALL]),
+    ("/delegation_token/tokens", [CREATOR_ALL]),
+    ("/consumers", [WORLD_ALL]),
+    ("/consumers/g", [CREATOR_ALL, WORLD_READ]),  # only the root itself stays open, as in Kafka
+])
+def test_default_acls_are_kafkas(path: str, acls: list[ACL]) -> None:
+    assert default_acls(path) == acls
+
+
+def test_without_security_the_client_is_kazoos_own() -> None:
+    security = client_security(_config(), {})
+    assert security == ZkClientSecurity()
+    client = security.client("127.0.0.1:2181", 6.0)
+    assert type(client).__name__ == "KazooClient" and client.default_acl is None
+
+
+def test_set_acl_without_a_login_is_refused_with_kafkas_message() -> None:
+    assert _refusal(_config(zookeeper_set_acl="true"), {}) == (
+        "zookeeper.set.acl is true, but ZooKeeper client TLS configuration identifying at least "
+        "zookeeper.ssl.client.enable, zookeeper.clientCnxnSocket, and zookeeper.ssl.keystore.location was not "
+        "present and the verification of the JAAS login file failed [java.security.auth.login.config=null, "
+        "zookeeper.sasl.client=default:true, zookeeper.sasl.clientconfig=default:Client]")
+
+
+def test_jaas_client_section_gives_a_digest_login_and_secure_acls(tmp_path: Path) -> None:
+    security = client_security(_config(zookeeper_set_acl="true"), _jaas(tmp_path))
+    assert security.secure_acls
+    assert security.sasl == {"mechanism": "DIGEST-MD5", "username": "kafka", "password": "kafka-secret",
+                             "service": "zookeeper"}
+    client = security.client("127.0.0.1:2181", 6.0)
+    assert isinstance(client, AclKazooClient)
+    assert client._connection.sasl_options == security.sasl  # handed to kazoo's connection
+    assert client._connection.sasl_options is not security.sasl  # a copy: kazoo writes to it
+
+
+def test_a_login_without_set_acl_keeps_znodes_open(tmp_path: Path) -> None:
+    security = client_security(_config(), _jaas(tmp_path))
+    assert security.sasl is not None and not security.secure_acls
+    assert not isinstance(security.client("127.0.0.1:2181", 6.0), AclKazooClient)
+
+
+def test_system_properties_name_the_section_and_the_service(tmp_path: Path) -> None:
+    text = DIGEST_CLIENT.replace("Client {", "ZkLogin {")
+    environ = _jaas(tmp_path, text)
+    assert client_security(_config(), environ).sasl is None  # no Client section: no SASL, as in ZooKeeper's client
+    environ["KAFKA_OPTS"] += " -Dzookeeper.sasl.clientconfig=ZkLogin -Dzookeeper.sasl.client.username=zk"
+    assert client_security(_config(), environ).sasl == {"mechanism": "DIGEST-MD5", "username": "kafka",
+                                                       "password": "kafka-secret", "service": "zk"}
+
+
+def test_jaas_refusals(tmp_path: Path) -> None:
+    environ = _jaas(tmp_path)
+    environ["KAFKA_OPTS"] += " -Dzookeeper.sasl.client=false"
+    assert _refusal(_config(), environ).startswith("Exception while determining if ZooKeeper is secure [")
+    kerberos = "Client { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true; };"
+    assert "logs in with Kerberos" in _refusal(_config(), _jaas(tmp_path, kerberos))
+    no_password = 'Client { org.apache.zookeeper.server.auth.DigestLoginModule required username="kafka"; };'
+    assert "without username and password" in _refusal(_config(), _jaas(tmp_path, no_password))
+    assert "Exception while loading Zookeeper JAAS login context" in _refusal(_config(), _jaas(tmp_path, "Client {"))
+
+
+def test_jaas_file_sections() -> None:
+    sections = parse_file(DIGEST_CLIENT)
+    assert list(sections) == ["Client", "KafkaServer"]
+    assert sections["Client"][0].options == {"username": "kafka", "password": "kafka-secret"}
+    for bad in ("Client { x required; }", "Client x required; };", "{ x required; };"):
+        with pytest.raises(JaasError):
+            parse_file(bad)
+
+
+def _tls(stores: Path, **extra: str):
+    return _config(**{"zookeeper_ssl_client_enable": "true",
+                      "zookeeper_clientCnxnSocket": "org.apache.zookeeper.ClientCnxnSocketNetty",
+                      "zookeeper_ssl_truststore_location": str(stores / "cert.pem"), **extra})
+
+
+def test_tls_with_a_client_certificate_allows_secure_acls(stores: Path) -> None:
+    config = _tls(stores, zookeeper_set_acl="true", zookeeper_ssl_keystore_location=str(stores / "broker.p12"),
+                  zookeeper_ssl_keystore_password=PASSWORD)  # the type from the name (.p12), as ZooKeeper's
+    security = client_security(config, {})
+    assert security.secure_acls and security.sasl is None and security.tls is not None
+    assert security.tls.check_hostname  # zookeeper.ssl.endpoint.identification.algorithm=HTTPS, Kafka's default
+    assert security.tls.minimum_version == security.tls.maximum_version == ssl.TLSVersion.TLSv1_2
+    assert isinstance(security.client("127.0.0.1:2182", 6.0).handler, TlsHandler)
+
+
+def test_tls_without_a_client_certificate_is_no_login(stores: Path) -> None:
+    security = client_security(_tls(stores), {})
+    assert security.tls is not None
+    assert "zookeeper.set.acl is true" in _refusal(_tls(stores, zookeeper_set_acl="true"), {})
+
+
+def test_tls_settings_fall_back_to_zookeepers_system_properties(stores: Path) -> None:
+    environ = {"KAFKA_OPTS": "-Dzookeeper.client.secure=true "
+                             "-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty "
+                             f"-Dzookeeper.ssl.trustStore.location={stores / 'cert.pem'} "
+                             "-Dzookeeper.ssl.hostnameVerification=false -Dzookeeper.ssl.enabledProtocols=TLSv1.3"}
+    security = client_security(_config(), environ)
+    assert security.tls is not None and not security.tls.check_hostname
+    assert security.tls.minimum_version == ssl.TLSVersion.TLSv1_3
+    # a key in the broker's config wins over the property
+    config = _config(zookeeper_ssl_endpoint_identification_algorithm="https")
+    assert client_security(config, environ).tls.check_hostname  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("extra, reason", [
+    ({"zookeeper_clientCnxnSocket": "org.apache.zookeeper.ClientCnxnSocketNIO"},
+     "zookeeper.clientCnxnSocket must be org.apache.zookeeper.ClientCnxnSocketNetty"),
+    ({"zookeeper_ssl_crl_enable": "true"}, "does not check certificate revocation"),
+    ({"zookeeper_ssl_keystore_location": "/nonexistent/zk.p12", "zookeeper_ssl_keystore_password": "x"},
+     "ZooKeeper TLS: "),
+    ({"zookeeper_ssl_protocol": "TLSv1.1"}, "ZooKeeper TLS: ssl.enabled.protocols=TLSv1.1"),
+])
+def test_tls_refusals(stores: Path, extra: dict[str, str], reason: str) -> None:
+    assert reason in _refusal(_tls(stores, **extra), {})

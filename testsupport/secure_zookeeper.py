@@ -1,0 +1,185 @@
+"""ZooKeeper servers that authenticate their clients, for the ``zookeeper.set.acl=true`` tests: a
+broker that sets ACLs needs an authenticated ZooKeeper session (Kafka 3.9 refuses to start
+without one), and the ACLs it sets name that session's id. Both servers run the real ZooKeeper
+3.8.4 of ``scripts/zookeeper.py`` (the version Kafka 3.9 ships) in one work directory.
+
+- :class:`SaslZooKeeper`: SASL DIGEST-MD5, the mechanism of ZooKeeper's own ``DigestLoginModule``
+  (users and passwords in the server's JAAS ``Server`` section, no Kerberos). Nothing is
+  required: an anonymous client still connects, which is what lets a test try an anonymous
+  write. A broker logs in with a JAAS ``Client`` section named by
+  ``-Djava.security.auth.login.config`` in ``KAFKA_OPTS`` (:meth:`SaslZooKeeper.kafka_opts`);
+  its id is then ``sasl:<user>``.
+- :class:`TlsZooKeeper`: a TLS port that requires a client certificate (``ssl.clientAuth=need``)
+  with the X509 authentication provider, beside the plain port for anonymous clients. A broker
+  connects with Kafka's ``zookeeper.ssl.*`` settings (:meth:`TlsZooKeeper.broker_settings`); its
+  id is ``x509:<its certificate's subject DN>``.
+
+The key and trust stores are ``testsupport/tls_material.py``'s: the server presents broker.p12
+(CN=localhost with SAN IP:127.0.0.1, so a client verifying the host name of 127.0.0.1 accepts
+it) and trusts truststore.p12; the Kafka broker presents client.p12 (CN=client), which is also
+the certificate kazoo has in PEM, so a test's kazoo over TLS holds the broker's very id and may
+read every ACL the broker set (reading ACLs needs READ or ADMIN permission, and a few znodes
+grant nothing to anyone else).
+
+Clients from :meth:`kazoo` are started, and stopped by :meth:`stop` (or leaving ``with``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Self
+
+from kazoo.client import KazooClient
+
+from testsupport.java_tools import load_script
+from testsupport.tls_material import PASSWORD, TlsMaterial, make as make_tls_material
+
+#: The DIGEST-MD5 users a SaslZooKeeper knows: a broker's and a second, unrelated one.
+USERS = {"kafka": "kafka-secret", "admin": "admin-secret"}
+#: Kafka 3.9's ``zookeeper.connection.timeout.ms`` is 18 s; a test client waits as long at most.
+CONNECT_TIMEOUT = 18.0
+
+
+def _jaas_quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class _ZooKeeperWithClients:
+    """A ZooKeeperServer and the kazoo clients handed out for it (stopped with it)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        # scripts/zookeeper.py's ZooKeeperServer (a script loaded by path, hence Any), made by the
+        # first start() so that a subclass writes its files then
+        self.server: Any = None
+        self._clients: list[KazooClient] = []
+
+    def _make_server(self) -> Any:
+        raise NotImplementedError
+
+    @property
+    def connect_string(self) -> str:
+        """``"127.0.0.1:<port>"``: the plain port (anonymous or SASL clients)."""
+        if self.server is None:
+            raise RuntimeError(f"{type(self).__name__} not started")
+        return self.server.connect_string
+
+    def start(self, timeout: float = 30.0) -> Self:
+        """Start the server (the same port and data again after stop())."""
+        if self.server is None:
+            self.server = self._make_server()
+        self.server.start(timeout=timeout)
+        return self
+
+    def stop(self) -> None:
+        """Stop the clients from :meth:`kazoo`, then the server."""
+        for client in self._clients:
+            client.stop()
+            client.close()
+        self._clients.clear()
+        if self.server is not None:
+            self.server.stop()
+
+    def _started(self, client: KazooClient) -> KazooClient:
+        self._clients.append(client)  # before start(): a failed start still gets closed
+        client.start(timeout=CONNECT_TIMEOUT)
+        return client
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class SaslZooKeeper(_ZooKeeperWithClients):
+    """ZooKeeper accepting SASL DIGEST-MD5 logins of ``users`` (name -> password), and anonymous
+    clients; work files in ``directory`` (server_jaas.conf, client-<user>.jaas, zk/)."""
+
+    def __init__(self, directory: Path, users: Mapping[str, str] = USERS) -> None:
+        super().__init__(directory)
+        self.users = dict(users)
+
+    def _make_server(self) -> Any:
+        entries = "".join(f"\n  user_{name}={_jaas_quote(password)}" for name, password in self.users.items())
+        server_jaas = self.directory / "server_jaas.conf"
+        server_jaas.write_text(f"Server {{\n  org.apache.zookeeper.server.auth.DigestLoginModule required"
+                               f"{entries};\n}};\n")
+        return load_script("zookeeper").ZooKeeperServer(
+            self.directory / "zk",
+            settings={"authProvider.sasl": "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"},
+            jvm_opts=[f"-Djava.security.auth.login.config={server_jaas}"])
+
+    def client_jaas_file(self, user: str) -> Path:
+        """A JAAS file whose ``Client`` section (the one ZooKeeper's Java client reads) logs in as
+        ``user`` with DIGEST-MD5."""
+        path = self.directory / f"client-{user}.jaas"
+        path.write_text(f"Client {{\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n"
+                        f"  username={_jaas_quote(user)}\n  password={_jaas_quote(self.users[user])};\n}};\n")
+        return path
+
+    def kafka_opts(self, user: str) -> str:
+        """``KAFKA_OPTS`` for a broker that logs in to this ZooKeeper as ``user``."""
+        return f"-Djava.security.auth.login.config={self.client_jaas_file(user)}"
+
+    def acl_id(self, user: str) -> tuple[str, str]:
+        """The ACL id ZooKeeper gives a session logged in as ``user``: ``("sasl", user)``."""
+        return ("sasl", user)
+
+    def kazoo(self, chroot: str = "", user: str | None = None) -> KazooClient:
+        """A started kazoo client on ``chroot``: logged in as ``user``, or anonymous."""
+        sasl = None if user is None else {"mechanism": "DIGEST-MD5", "username": user,
+                                          "password": self.users[user]}
+        return self._started(KazooClient(hosts=self.connect_string + chroot, timeout=10.0, sasl_options=sasl))
+
+
+class TlsZooKeeper(_ZooKeeperWithClients):
+    """ZooKeeper with a TLS port requiring client certificates (X509 authentication) and a plain
+    port; work files in ``directory`` (zk/, and tls/ for the stores unless ``material`` is
+    given)."""
+
+    def __init__(self, directory: Path, material: TlsMaterial | None = None) -> None:
+        super().__init__(directory)
+        self.material = material or make_tls_material(self.directory / "tls")
+
+    def _make_server(self) -> Any:
+        m = self.material
+        return load_script("zookeeper").ZooKeeperServer(self.directory / "zk", secure=True, settings={
+            "ssl.keyStore.location": m.keystore, "ssl.keyStore.password": PASSWORD, "ssl.keyStore.type": "PKCS12",
+            "ssl.trustStore.location": m.truststore, "ssl.trustStore.password": PASSWORD,
+            "ssl.trustStore.type": "PKCS12", "ssl.clientAuth": "need",
+            "authProvider.x509": "org.apache.zookeeper.server.auth.X509AuthenticationProvider"})
+
+    @property
+    def secure_connect_string(self) -> str:
+        """``"127.0.0.1:<secureClientPort>"``: a broker's ``zookeeper.connect`` (plus a chroot)."""
+        if self.server is None:
+            raise RuntimeError("TlsZooKeeper not started")
+        return self.server.secure_connect_string
+
+    def broker_settings(self) -> dict[str, str]:
+        """server.properties entries that make a Kafka 3.9 broker talk TLS to this ZooKeeper and
+        present client.p12 (so its ACL id is :meth:`broker_acl_id`); ``zookeeper.connect`` must
+        name :attr:`secure_connect_string`. Netty is ZooKeeper's only client socket with TLS."""
+        m = self.material
+        return {"zookeeper.ssl.client.enable": "true",
+                "zookeeper.clientCnxnSocket": "org.apache.zookeeper.ClientCnxnSocketNetty",
+                "zookeeper.ssl.keystore.location": str(m.client_keystore),
+                "zookeeper.ssl.keystore.password": PASSWORD, "zookeeper.ssl.keystore.type": "PKCS12",
+                "zookeeper.ssl.truststore.location": str(m.truststore),
+                "zookeeper.ssl.truststore.password": PASSWORD, "zookeeper.ssl.truststore.type": "PKCS12"}
+
+    def broker_acl_id(self) -> tuple[str, str]:
+        """The ACL id ZooKeeper's X509 provider gives the broker of :meth:`broker_settings`: its
+        certificate's subject DN, ``("x509", "CN=client")``."""
+        return ("x509", "CN=client")
+
+    def kazoo(self, chroot: str = "", tls: bool = True) -> KazooClient:
+        """A started kazoo client on ``chroot``: over TLS with client.pem (the broker's id, see
+        the module docstring), or anonymous on the plain port."""
+        if not tls:
+            return self._started(KazooClient(hosts=self.connect_string + chroot, timeout=10.0))
+        m = self.material
+        return self._started(KazooClient(hosts=self.secure_connect_string + chroot, timeout=10.0, use_ssl=True,
+                                          certfile=str(m.client_pem), keyfile=str(m.client_key),
+                                          ca=str(m.broker_pem)))

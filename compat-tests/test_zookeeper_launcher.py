@@ -66,7 +66,7 @@ from testsupport.oauth_provider import OAuthProvider  # noqa: E402
 from testsupport.two_listeners import KerberosRealm, check_two_listeners, listener_overrides  # noqa: E402
 from testsupport import kdc as kdc_support  # noqa: E402
 from testsupport.znodes import check_kafka39_znodes  # noqa: E402
-from testsupport.secure_zookeeper import SaslZooKeeper, TlsZooKeeper  # noqa: E402
+from testsupport.secure_zookeeper import KerberosZooKeeper, SaslZooKeeper, TlsZooKeeper  # noqa: E402
 from testsupport.znode_acls import check_secure_acls  # noqa: E402
 
 
@@ -530,3 +530,18 @@ def test_kafka39_sets_znode_acls_over_tls(tmp_path):
         summary = check_secure_acls(zk.kazoo(chroot), zk.broker_acl_id(), zk.kazoo(chroot, tls=False),
                                     ",".join(b.bootstrap for b in brokers))
         print(f"Kafka {brokers[0].version} over TLS: {summary}")
+
+
+@pytest.mark.skipif(not kdc_support.available(),
+                    reason="MIT Kerberos KDC not installed (scripts/install_system_deps.sh)")
+def test_kafka39_sets_znode_acls_over_kerberos(tmp_path):
+    """zookeeper.set.acl=true on Kafka 3.9.1 logging in to ZooKeeper with SASL GSSAPI (a
+    Krb5LoginModule Client section and krb5.conf in KAFKA_OPTS): the ACL check wirekafka's cluster
+    passes too. The reader is ZooKeeper's digest super user (kazoo has no GSSAPI here)."""
+    chroot = f"/kafka39-{tmp_path.name}"
+    with kdc_support.Kdc(tmp_path / "kdc") as kdc, KerberosZooKeeper(tmp_path / "zk", kdc) as zk, \
+            _kafka39_secured_cluster(tmp_path, zk.connect_string + chroot, overrides={"zookeeper.set.acl": "true"},
+                                     jvm_opts=shlex.split(zk.kafka_opts())) as brokers:
+        summary = check_secure_acls(zk.kazoo(chroot, super_user=True), zk.acl_id(), zk.kazoo(chroot),
+                                    ",".join(b.bootstrap for b in brokers))
+        print(f"Kafka {brokers[0].version} over Kerberos: {summary}")

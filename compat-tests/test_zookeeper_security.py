@@ -1,6 +1,6 @@
 """A wirekafka cluster on a secured ZooKeeper (broker/replication/zk_security.py): brokers log in
-with SASL DIGEST-MD5 from the JAAS file KAFKA_OPTS names, or connect over TLS with a client
-certificate, and with zookeeper.set.acl=true put Kafka 3.9's ACLs on every znode they create.
+with SASL (DIGEST-MD5 or Kerberos) from the JAAS file KAFKA_OPTS names, or connect over TLS with a
+client certificate, and with zookeeper.set.acl=true put Kafka 3.9's ACLs on every znode they create.
 testsupport/znode_acls.check_secure_acls is the check Kafka 3.9.1's brokers pass in
 compat-tests/test_zookeeper_launcher.py (test_kafka39_sets_znode_acls_over_*)."""
 
@@ -15,7 +15,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from testsupport.cluster import WirekafkaCluster
-from testsupport.secure_zookeeper import SaslZooKeeper, TlsZooKeeper
+from testsupport import kdc as kdc_support
+from testsupport.secure_zookeeper import KerberosZooKeeper, SaslZooKeeper, TlsZooKeeper
 from testsupport.znode_acls import TOPIC, check_secure_acls
 
 pytestmark = [pytest.mark.slow, pytest.mark.zookeeper]
@@ -60,6 +61,21 @@ def test_brokers_set_kafkas_znode_acls_over_tls(tmp_path: Path) -> None:
             summary = check_secure_acls(cluster.zk, zk.broker_acl_id(), zk.kazoo(cluster.chroot, tls=False),
                                         cluster.bootstrap)
             print(f"wirekafka over TLS: {summary}")
+            _records_round_trip(cluster.bootstrap)
+
+
+@pytest.mark.skipif(not kdc_support.available(),
+                    reason="MIT Kerberos KDC not installed (scripts/install_system_deps.sh)")
+def test_brokers_set_kafkas_znode_acls_over_kerberos(tmp_path: Path) -> None:
+    """GSSAPI to ZooKeeper from a Krb5LoginModule Client section: ZooKeeper records the broker's
+    full principal, as it does for Kafka 3.9.1's brokers. The reader is ZooKeeper's digest super user."""
+    with kdc_support.Kdc(tmp_path / "kdc") as kdc, KerberosZooKeeper(tmp_path / "zk", kdc) as zk:
+        cluster = WirekafkaCluster(tmp_path / "cluster", zk.connect_string, overrides={"zookeeper.set.acl": "true"},
+                                   env=zk.env())
+        with cluster:
+            summary = check_secure_acls(zk.kazoo(cluster.chroot, super_user=True), zk.acl_id(),
+                                        zk.kazoo(cluster.chroot), cluster.bootstrap)
+            print(f"wirekafka over Kerberos: {summary}")
             _records_round_trip(cluster.bootstrap)
 
 

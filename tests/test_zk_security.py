@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import ssl
 from pathlib import Path
+from typing import Iterator
 
+import puresasl.client
 import pytest
 from kazoo.security import ACL, Id
 
+from testsupport import kdc as kdc_support
 from testsupport.self_signed import PASSWORD, make_stores
-from wirekafka.broker.replication.zk_security import (AclKazooClient, TlsHandler, ZkClientSecurity,
-                                                      client_security, default_acls)
+from wirekafka import gssapi_ctypes
+from wirekafka.broker.replication.zk_security import (GSSAPI_MECHANISM, AclKazooClient, TlsHandler,
+                                                      ZkClientSecurity, client_security, default_acls)
+from wirekafka.protocol.sasl_gssapi import GssapiServer
 from wirekafka.config import StartupError, build_config
 from wirekafka.jaas import JaasError, parse_file
 
@@ -117,7 +122,10 @@ def test_jaas_refusals(tmp_path: Path) -> None:
     environ["KAFKA_OPTS"] += " -Dzookeeper.sasl.client=false"
     assert _refusal(_config(), environ).startswith("Exception while determining if ZooKeeper is secure [")
     kerberos = "Client { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true; };"
-    assert "logs in with Kerberos" in _refusal(_config(), _jaas(tmp_path, kerberos))
+    if gssapi_ctypes.available():
+        assert "GSSAPI needs the broker's keys" in _refusal(_config(), _jaas(tmp_path, kerberos))
+    assert "names org.example.Login: ZooKeeper's client logs in with" in _refusal(
+        _config(), _jaas(tmp_path, "Client { org.example.Login required; };"))
     no_password = 'Client { org.apache.zookeeper.server.auth.DigestLoginModule required username="kafka"; };'
     assert "without username and password" in _refusal(_config(), _jaas(tmp_path, no_password))
     assert "Exception while loading Zookeeper JAAS login context" in _refusal(_config(), _jaas(tmp_path, "Client {"))
@@ -177,3 +185,41 @@ def test_tls_settings_fall_back_to_zookeepers_system_properties(stores: Path) ->
 ])
 def test_tls_refusals(stores: Path, extra: dict[str, str], reason: str) -> None:
     assert reason in _refusal(_tls(stores, **extra), {})
+
+
+@pytest.fixture(scope="module")
+def kdc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kdc_support.Kdc]:
+    if not (kdc_support.available() and gssapi_ctypes.available()):
+        pytest.skip("MIT Kerberos KDC not installed (scripts/install_system_deps.sh)")
+    with pytest.MonkeyPatch.context() as env, kdc_support.Kdc(tmp_path_factory.mktemp("zk-kdc")) as realm:
+        for key, value in realm.env.items():
+            env.setenv(key, value)  # the library reads the realm's krb5.conf from here
+        yield realm
+
+
+def test_a_kerberos_client_section_logs_in_to_zookeeper_with_gssapi(kdc: kdc_support.Kdc, tmp_path: Path) -> None:
+    """Krb5LoginModule with the broker's keytab: GSSAPI to zookeeper/<host name>, run by pure-sasl
+    (as kazoo runs it) against an acceptor with ZooKeeper's keys, naming the broker's principal."""
+    principal = f"kafka/localhost@{kdc.realm}"
+    keytab = kdc.keytab("kafka/localhost")
+    server_keytab = kdc.keytab("zookeeper/localhost")
+    section = (f'Client {{ com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true '
+               f'keyTab="{keytab}" principal="{principal}"; }};')
+    security = client_security(_config(zookeeper_set_acl="true"), _jaas(tmp_path, section))
+    assert security.secure_acls and security.sasl is not None and security.sasl["mechanism"] == GSSAPI_MECHANISM
+    login = security.sasl["login"]
+    assert login.principal == principal and login.service_name == "zookeeper"
+
+    server = GssapiServer(gssapi_ctypes.AcceptorContext(gssapi_ctypes.Credential.acceptor(
+        f"zookeeper/localhost@{kdc.realm}", str(server_keytab))))
+    client = puresasl.client.SASLClient("127.0.0.1", **security.sasl)  # the address kazoo connects to
+    challenge = None
+    for _ in range(10):
+        response = client.process(challenge)
+        if client.complete:
+            break
+        challenge = server.evaluate(response or b"") or b""
+    else:
+        pytest.fail("the exchange did not finish")
+    assert server.evaluate(response) is None and server.complete
+    assert server.authenticated == principal

@@ -1,6 +1,6 @@
 """ZooKeeper servers that authenticate their clients, for the ``zookeeper.set.acl=true`` tests: a
 broker that sets ACLs needs an authenticated ZooKeeper session (Kafka 3.9 refuses to start
-without one), and the ACLs it sets name that session's id. Both servers run the real ZooKeeper
+without one), and the ACLs it sets name that session's id. All three servers run the real ZooKeeper
 3.8.4 of ``scripts/zookeeper.py`` (the version Kafka 3.9 ships) in one work directory.
 
 - :class:`SaslZooKeeper`: SASL DIGEST-MD5, the mechanism of ZooKeeper's own ``DigestLoginModule``
@@ -13,6 +13,13 @@ without one), and the ACLs it sets name that session's id. Both servers run the 
   with the X509 authentication provider, beside the plain port for anonymous clients. A broker
   connects with Kafka's ``zookeeper.ssl.*`` settings (:meth:`TlsZooKeeper.broker_settings`); its
   id is ``x509:<its certificate's subject DN>``.
+- :class:`KerberosZooKeeper`: SASL with GSSAPI against a test KDC (``testsupport/kdc.py``), the
+  server being ``zookeeper/localhost`` (ZooKeeper's Java client asks for a ticket to
+  ``zookeeper/<the canonical host name of the address>``, and 127.0.0.1's is localhost). A broker
+  logs in with a Krb5LoginModule ``Client`` section and its keytab (:meth:`KerberosZooKeeper.kafka_opts`,
+  :meth:`KerberosZooKeeper.env`); its id is ``sasl:<full principal>``. kazoo speaks GSSAPI only
+  with the ``kerberos`` package, which the tests do without: their reader is a digest super user
+  instead, whom ZooKeeper lets past every ACL check (getACL included).
 
 The key and trust stores are ``testsupport/tls_material.py``'s: the server presents broker.p12
 (CN=localhost with SAN IP:127.0.0.1, so a client verifying the host name of 127.0.0.1 accepts
@@ -25,16 +32,24 @@ Clients from :meth:`kazoo` are started, and stopped by :meth:`stop` (or leaving 
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import shlex
 from pathlib import Path
 from typing import Any, Mapping, Self
 
 from kazoo.client import KazooClient
 
 from testsupport.java_tools import load_script
+from testsupport.kdc import Kdc
 from testsupport.tls_material import PASSWORD, TlsMaterial, make as make_tls_material
 
 #: The DIGEST-MD5 users a SaslZooKeeper knows: a broker's and a second, unrelated one.
 USERS = {"kafka": "kafka-secret", "admin": "admin-secret"}
+#: The principal (without the realm) the Kerberos tests' brokers log in to ZooKeeper as.
+BROKER_PRINCIPAL = "kafka/localhost"
+#: KerberosZooKeeper's digest super user, as ``user:password`` (kazoo's ``digest`` auth data).
+SUPER_USER = "super:super-secret"
 #: Kafka 3.9's ``zookeeper.connection.timeout.ms`` is 18 s; a test client waits as long at most.
 CONNECT_TIMEOUT = 18.0
 
@@ -183,3 +198,72 @@ class TlsZooKeeper(_ZooKeeperWithClients):
         return self._started(KazooClient(hosts=self.secure_connect_string + chroot, timeout=10.0, use_ssl=True,
                                           certfile=str(m.client_pem), keyfile=str(m.client_key),
                                           ca=str(m.broker_pem)))
+
+
+class KerberosZooKeeper(_ZooKeeperWithClients):
+    """ZooKeeper accepting SASL GSSAPI logins of ``kdc``'s principals, anonymous clients and the
+    digest super user :data:`SUPER_USER`; work files in ``directory`` (server_jaas.conf,
+    zookeeper_localhost.keytab, client-<principal>.jaas and <principal>.keytab, zk/).
+
+    ZooKeeper's own defaults stay as Kafka users run them: ``kerberos.removeHostFromPrincipal``
+    and ``kerberos.removeRealmFromPrincipal`` are false, so a client's id is its whole principal.
+    Principals are named without the realm, as :meth:`Kdc.keytab` takes them (``"kafka/localhost"``).
+    Exporting a keytab gives a principal new keys, so each principal's keytab is exported once
+    here and reused; another export of the same principal (KerberosRealm's, say) would void it."""
+
+    def __init__(self, directory: Path, kdc: Kdc) -> None:
+        super().__init__(directory)
+        self.kdc = kdc
+        self._keytabs: dict[str, Path] = {}
+
+    def _keytab(self, principal: str) -> Path:
+        if principal not in self._keytabs:
+            path = self.directory / f"{principal.replace('/', '_')}.keytab"
+            self._keytabs[principal] = self.kdc.keytab(principal, path)
+        return self._keytabs[principal]
+
+    def _jaas_file(self, path: Path, section: str, principal: str) -> Path:
+        path.write_text(f"{section} {{\n  com.sun.security.auth.module.Krb5LoginModule required\n"
+                        f"  useKeyTab=true\n  storeKey=true\n  useTicketCache=false\n"
+                        f"  keyTab={_jaas_quote(str(self._keytab(principal)))}\n"
+                        f"  principal={_jaas_quote(f'{principal}@{self.kdc.realm}')};\n}};\n")
+        return path
+
+    def _make_server(self) -> Any:
+        server_jaas = self._jaas_file(self.directory / "server_jaas.conf", "Server", "zookeeper/localhost")
+        # DigestAuthenticationProvider compares base64(sha1("user:password")) with this property
+        user = SUPER_USER.split(":", 1)[0]
+        digest = base64.b64encode(hashlib.sha1(SUPER_USER.encode()).digest()).decode()
+        return load_script("zookeeper").ZooKeeperServer(
+            self.directory / "zk",
+            settings={"authProvider.sasl": "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"},
+            jvm_opts=[f"-Djava.security.auth.login.config={server_jaas}", *self.kdc.java_options(),
+                      f"-Dzookeeper.DigestAuthenticationProvider.superDigest={user}:{digest}"])
+
+    def client_jaas_file(self, principal: str = BROKER_PRINCIPAL) -> Path:
+        """A JAAS file whose ``Client`` section (the one ZooKeeper's Java client reads) logs in as
+        ``principal`` with Krb5LoginModule and the principal's keytab."""
+        return self._jaas_file(self.directory / f"client-{principal.replace('/', '_')}.jaas", "Client", principal)
+
+    def kafka_opts(self, principal: str = BROKER_PRINCIPAL) -> str:
+        """``KAFKA_OPTS`` for a broker that logs in to this ZooKeeper as ``principal``: the JAAS
+        file, and the realm's krb5.conf for a JVM (a JVM reads no KRB5_CONFIG)."""
+        return shlex.join([f"-Djava.security.auth.login.config={self.client_jaas_file(principal)}",
+                           *self.kdc.java_options()])
+
+    def env(self, principal: str = BROKER_PRINCIPAL) -> dict[str, str]:
+        """Environment entries for a wirekafka broker logging in as ``principal``: KAFKA_OPTS,
+        and the realm's (KRB5_CONFIG: MIT's library, which wirekafka uses, reads its krb5.conf
+        from there, not from the JVM property)."""
+        return {**self.kdc.env, "KAFKA_OPTS": self.kafka_opts(principal)}
+
+    def acl_id(self, principal: str = BROKER_PRINCIPAL) -> tuple[str, str]:
+        """The ACL id ZooKeeper gives a session logged in as ``principal``: the whole principal,
+        ``("sasl", "kafka/localhost@<realm>")``."""
+        return ("sasl", f"{principal}@{self.kdc.realm}")
+
+    def kazoo(self, chroot: str = "", super_user: bool = False) -> KazooClient:
+        """A started kazoo client on ``chroot``: the digest super user :data:`SUPER_USER` (who
+        reads every ACL), or anonymous."""
+        auth = [("digest", SUPER_USER)] if super_user else None
+        return self._started(KazooClient(hosts=self.connect_string + chroot, timeout=10.0, auth_data=auth))

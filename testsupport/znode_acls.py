@@ -3,7 +3,8 @@ same way on a real Kafka 3.9 cluster (compat-tests/test_zookeeper_launcher.py) a
 one function, so both are held to the same test.
 
 Kafka 3.9.1's rule (``ZkData.defaultAcls``), as read back from its znodes over SASL DIGEST-MD5
-(id ``sasl:<user>``) and over TLS with a client certificate (id ``x509:<subject DN>``):
+(id ``sasl:<user>``), over SASL GSSAPI (id ``sasl:<full principal>``) and over TLS with a client
+certificate (id ``x509:<subject DN>``):
 
 - every znode, the chroot Kafka creates included: ALL (31) for the broker's authenticated id,
   then READ (1) for world:anyone;
@@ -14,8 +15,9 @@ Kafka 3.9.1's rule (``ZkData.defaultAcls``), as read back from its znodes over S
 
 The check makes the broker write a topic, a SCRAM credential (/config/users/<user>) and a dynamic
 broker config (/config/brokers/<id>), both with a change notification, then walks the whole tree
-under the reader's chroot. The reader must hold the broker's id: a znode only the broker may
-read does not show its ACL to anyone else either (ZooKeeper wants READ or ADMIN for getACL)."""
+under the reader's chroot. The reader must hold the broker's id, or be a super user: a znode only
+the broker may read does not show its ACL to anyone else either (ZooKeeper wants READ or ADMIN
+for getACL)."""
 
 from __future__ import annotations
 
@@ -115,8 +117,8 @@ def check_secure_acls(reader: KazooClient, writer_id: tuple[str, str], anonymous
     """Make the cluster at ``bootstrap`` write its znodes, then assert each one's ACLs follow
     Kafka 3.9's rule for a broker authenticated as ``writer_id`` (("sasl", "kafka"),
     ("x509", "CN=client")) and that ``anonymous`` cannot write or read what the rule keeps from
-    it. ``reader`` (authenticated as the broker) and ``anonymous`` are kazoo clients on the
-    cluster's chroot. Returns a short summary."""
+    it. ``reader`` (authenticated as the broker, or a super user) and ``anonymous`` are kazoo
+    clients on the cluster's chroot. Returns a short summary."""
     broker_ids = sorted(reader.get_children("/brokers/ids"), key=int)
     assert broker_ids, "no broker registered"
     _make_the_broker_write(bootstrap, broker_ids)

@@ -2,8 +2,9 @@
 
 - **SASL**: when the JAAS file named by `-Djava.security.auth.login.config` (a KAFKA_OPTS entry,
   as Kafka's scripts pass it to the JVM) has a `Client` section (`zookeeper.sasl.clientconfig`
-  names another), the session logs in with it. ZooKeeper's DigestLoginModule gives SASL
-  DIGEST-MD5 (through kazoo and pure-sasl); ZooKeeper then knows the broker as `sasl:<username>`.
+  names another), the session logs in with it, through kazoo and pure-sasl: ZooKeeper's
+  DigestLoginModule gives SASL DIGEST-MD5 (ZooKeeper then knows the broker as `sasl:<username>`),
+  Krb5LoginModule with the broker's keytab gives GSSAPI (`sasl:<principal>`).
 - **TLS**: `zookeeper.ssl.client.enable=true` with `zookeeper.clientCnxnSocket` set to ZooKeeper's
   Netty socket connects over TLS, with the `zookeeper.ssl.*` key and trust stores read as the
   listeners' are (wirekafka/tls.py). Each key falls back to the ZooKeeper client's system property
@@ -16,7 +17,7 @@
   certificate, since the znodes would then belong to no one: so does this, with its message.
 
 What the broker cannot do as Kafka asks stops start-up with the reason rather than connect less
-securely than asked: a Kerberos (GSSAPI) login to ZooKeeper, certificate revocation checks."""
+securely than asked: certificate revocation checks, a Kerberos login without a keytab."""
 
 from __future__ import annotations
 
@@ -27,21 +28,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+import puresasl
+import puresasl.mechanisms
 from kazoo.client import KazooClient, TransactionRequest
 from kazoo.handlers.threading import SequentialThreadingHandler
 from kazoo.security import ACL, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
 
-from wirekafka import jaas, tls
+from wirekafka import jaas, kerberos_login, tls
 from wirekafka.broker.replication import zk_layout as zl
 from wirekafka.config import ZK_SECURE_CLIENT_PROPERTY, ZK_TLS_KEYS, BrokerConfig, StartupError
 from wirekafka.oauth_validator import system_property
+from wirekafka.protocol.sasl_gssapi import GssapiClient, GssapiFailure
 
 LOGIN_CONFIG = "java.security.auth.login.config"
 SASL_CLIENT = "zookeeper.sasl.client"
 LOGIN_CONTEXT = "zookeeper.sasl.clientconfig"
 SERVICE_NAME = "zookeeper.sasl.client.username"  # the ZooKeeper client's SASL service name
 DIGEST_LOGIN_MODULE = "org.apache.zookeeper.server.auth.DigestLoginModule"
-KERBEROS_LOGIN_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
+GSSAPI_MECHANISM = "WIREKAFKA-GSSAPI"  # pure-sasl's name for _GssapiMechanism
 NETTY_SOCKET = "org.apache.zookeeper.ClientCnxnSocketNetty"
 # Kafka's ZkData.SensitiveRootPaths: znodes holding credentials, not readable by everyone
 SENSITIVE_ROOTS = ("/config/users", "/config/brokers", "/delegation_token/tokens")
@@ -75,7 +79,7 @@ class ZkClientSecurity:
     """What every ZooKeeper client of the broker is made with (the session, the chroot check)."""
 
     secure_acls: bool = False
-    sasl: Mapping[str, str] | None = None  # kazoo's sasl_options
+    sasl: Mapping[str, Any] | None = None  # kazoo's sasl_options
     tls: ssl.SSLContext | None = field(default=None, compare=False)
 
     def client(self, hosts: str, timeout_s: float) -> KazooClient:
@@ -113,7 +117,7 @@ def _sasl_properties(environ: Mapping[str, str]) -> str:
     return f"[{LOGIN_CONFIG}={login}, {SASL_CLIENT}={enabled}, {LOGIN_CONTEXT}={context}]"
 
 
-def _sasl_login(environ: Mapping[str, str]) -> dict[str, str] | None:
+def _sasl_login(environ: Mapping[str, str]) -> dict[str, Any] | None:
     """kazoo's sasl_options from the JAAS file's ZooKeeper client section; None without one."""
     location = system_property(LOGIN_CONFIG, environ)
     if location is None:
@@ -136,12 +140,50 @@ def _sasl_login(environ: Mapping[str, str]) -> dict[str, str] | None:
                                "username and password")
         return {"mechanism": "DIGEST-MD5", "username": username, "password": password,
                 "service": system_property(SERVICE_NAME, environ) or "zookeeper"}
-    if module.name == KERBEROS_LOGIN_MODULE:
-        raise StartupError(f"the JAAS section for ZooKeeper ({location}) logs in with Kerberos: wirekafka's ZooKeeper "
-                           f"client has SASL DIGEST-MD5 ({DIGEST_LOGIN_MODULE}) only; use it, or ZooKeeper TLS "
-                           "with a client certificate")
+    if module.name in kerberos_login.LOGIN_MODULES:
+        try:  # the broker's own keys, as for a GSSAPI listener; the service is ZooKeeper's
+            login = kerberos_login.configure(module.name, dict(module.options),
+                                             system_property(SERVICE_NAME, environ) or "zookeeper", ())
+        except kerberos_login.KerberosLoginError as exc:
+            raise StartupError(f"the JAAS section for ZooKeeper ({location}): {exc}") from None
+        return {"mechanism": GSSAPI_MECHANISM, "login": login}
     raise StartupError(f"the JAAS section for ZooKeeper ({location}) names {module.name}: ZooKeeper's client logs "
-                       f"in with {DIGEST_LOGIN_MODULE} or {KERBEROS_LOGIN_MODULE}")
+                       f"in with {DIGEST_LOGIN_MODULE} or {kerberos_login.LOGIN_MODULES[0]}")
+
+
+class _GssapiMechanism(puresasl.mechanisms.Mechanism):
+    """A ZooKeeper login over Kerberos for kazoo, which runs SASL through pure-sasl: RFC 4752's
+    client steps (protocol/sasl_gssapi.GssapiClient) on wirekafka's GSS-API binding, the one the
+    inter-broker logins use (pure-sasl's own GSSAPI needs another Kerberos package). Like Java's
+    ZooKeeper client it asks for a ticket to <zookeeper.sasl.client.username>/<the server's host
+    name>, the address resolved to its name, and names its own principal as authorization id.
+    It runs in kazoo's connection thread, where blocking on the KDC is fine."""
+
+    name = GSSAPI_MECHANISM
+
+    def __init__(self, sasl: Any, login: kerberos_login.KerberosLogin, **_props: Any) -> None:
+        super().__init__(sasl)
+        self._login = login
+        self._client: GssapiClient | None = None
+
+    def process(self, challenge: bytes | None = None) -> bytes:
+        if self._client is None:
+            self._client = GssapiClient(self._login.client_context(self.sasl.host), self._login.principal)
+        try:
+            response = self._client.evaluate(challenge or b"")
+        except GssapiFailure as exc:
+            raise puresasl.SASLProtocolException(str(exc)) from exc
+        self.complete = self._client.complete
+        return response
+
+    def dispose(self) -> None:
+        if self._client is not None:
+            self._client.context.delete()
+            self._client = None
+
+
+# pure-sasl finds a mechanism by name; this one's name is local (ZooKeeper's SASL packets carry none)
+puresasl.mechanisms.mechanisms[GSSAPI_MECHANISM] = _GssapiMechanism
 
 
 # ---- TLS -------------------------------------------------------------------------------------

@@ -135,7 +135,7 @@ class SaslZooKeeper(_ZooKeeperWithClients):
 
     def kafka_opts(self, user: str) -> str:
         """``KAFKA_OPTS`` for a broker that logs in to this ZooKeeper as ``user``."""
-        return f"-Djava.security.auth.login.config={self.client_jaas_file(user)}"
+        return shlex.quote(f"-Djava.security.auth.login.config={self.client_jaas_file(user)}")
 
     def acl_id(self, user: str) -> tuple[str, str]:
         """The ACL id ZooKeeper gives a session logged in as ``user``: ``("sasl", user)``."""

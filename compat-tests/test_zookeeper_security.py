@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from testsupport.broker_process import free_port
 from testsupport.cluster import WirekafkaCluster
 from testsupport import kdc as kdc_support
 from testsupport.secure_zookeeper import KerberosZooKeeper, SaslZooKeeper, TlsZooKeeper
+from testsupport.two_listeners import JAAS, check_two_listeners, listener_overrides
 from testsupport.znode_acls import TOPIC, check_secure_acls
 
 pytestmark = [pytest.mark.slow, pytest.mark.zookeeper]
@@ -77,6 +79,26 @@ def test_brokers_set_kafkas_znode_acls_over_kerberos(tmp_path: Path) -> None:
                                         zk.kazoo(cluster.chroot), cluster.bootstrap)
             print(f"wirekafka over Kerberos: {summary}")
             _records_round_trip(cluster.bootstrap)
+
+
+def test_one_jaas_file_logs_brokers_in_to_zookeeper_and_to_each_other(tmp_path: Path) -> None:
+    """Kafka 3.9's usual secured cluster: one JAAS file in KAFKA_OPTS, its KafkaServer section for
+    the SASL/PLAIN REPLICATION listener (brokers log in to each other with its username), its
+    Client section for ZooKeeper; no sasl.jaas.config keys at all."""
+    ports = {n: (free_port(), free_port()) for n in (1, 2, 3)}
+    with SaslZooKeeper(tmp_path / "zk") as zk:
+        jaas = tmp_path / "kafka_server_jaas.conf"
+        jaas.write_text(f"KafkaServer {{ {JAAS} }};\n" + zk.client_jaas_file("kafka").read_text())
+        overrides = {}
+        for node, (client_port, replication_port) in ports.items():
+            overrides[node] = listener_overrides(client_port, replication_port, "SASL_PLAINTEXT", mechanism="PLAIN")
+            del overrides[node]["listener.name.replication.plain.sasl.jaas.config"]
+        cluster = WirekafkaCluster(tmp_path / "cluster", zk.connect_string, ports={n: p[0] for n, p in ports.items()},
+                                   overrides={"zookeeper.set.acl": "true"}, broker_overrides=overrides,
+                                   env={"KAFKA_OPTS": f"-Djava.security.auth.login.config={jaas}"})
+        with cluster:
+            print(check_two_listeners(cluster.zk, ports, protocol="SASL_PLAINTEXT", mechanism="PLAIN"))
+            assert [acl.id.id for acl in cluster.zk.get_acls("/brokers/ids/1")[0]] == ["kafka", "anyone"]
 
 
 def test_a_broker_whose_zookeeper_login_fails_does_not_start(tmp_path: Path) -> None:

@@ -59,11 +59,49 @@ SASL = {"listeners": "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093
 def test_sasl_plaintext_listeners_serve_plain_with_the_listeners_jaas_config() -> None:
     cfg = build_config({"log.dirs": "/tmp/unused", **SASL})
     assert cfg.sasl_mechanisms("SASL_PLAINTEXT") == ("PLAIN",)
-    assert cfg.jaas_config("SASL_PLAINTEXT", "PLAIN") == JAAS
+    assert cfg.jaas_options("SASL_PLAINTEXT", "PLAIN") == {"username": "admin", "password": "admin-secret",
+                                                          "user_admin": "admin-secret", "user_alice": "alice-secret"}
     # a listener's own mechanisms win over sasl.enabled.mechanisms; prefixes are case-insensitive
     cfg = build_config({"log.dirs": "/tmp/unused", **SASL, "sasl.enabled.mechanisms": "GSSAPI",
                         "listener.name.SASL_PLAINTEXT.sasl.enabled.mechanisms": "PLAIN"})
     assert cfg.sasl_mechanisms("SASL_PLAINTEXT") == ("PLAIN",)
+
+
+JAAS_FILE = """
+KafkaServer {
+    org.apache.kafka.common.security.plain.PlainLoginModule required
+    username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";
+    org.apache.kafka.common.security.scram.ScramLoginModule required username="scram-admin" password="s";
+};
+internal.KafkaServer { org.apache.kafka.common.security.plain.PlainLoginModule required
+    username="broker" password="broker-secret" user_broker="broker-secret"; };
+Client { org.apache.zookeeper.server.auth.DigestLoginModule required username="kafka" password="z"; };
+"""
+
+
+def test_sasl_listeners_read_kafkas_static_jaas_file(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without listener.name.<l>.<mechanism>.sasl.jaas.config a listener reads the JAAS file
+    KAFKA_OPTS names, as Kafka's brokers do: the `<listener>.KafkaServer` section, else
+    `KafkaServer`, and in it the module of the mechanism's class."""
+    path = tmp_path / "kafka_server_jaas.conf"
+    path.write_text(JAAS_FILE)
+    monkeypatch.setenv("KAFKA_OPTS", f"-Xmx1g -Djava.security.auth.login.config={path}")
+    props = {"log.dirs": "/tmp/unused", "listeners": "SASL_PLAINTEXT://127.0.0.1:9093,INTERNAL://127.0.0.1:9094",
+             "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,INTERNAL:SASL_PLAINTEXT",
+             "inter.broker.listener.name": "INTERNAL", "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+             "sasl.mechanism.inter.broker.protocol": "PLAIN"}
+    cfg = build_config(props)
+    assert cfg.jaas_options("SASL_PLAINTEXT", "PLAIN")["user_alice"] == "alice-secret"
+    assert cfg.jaas_options("SASL_PLAINTEXT", "SCRAM-SHA-256") == {"username": "scram-admin", "password": "s"}
+    assert cfg.inter_broker_sasl() == ("PLAIN", {"username": "broker", "password": "broker-secret",
+                                                 "user_broker": "broker-secret"})  # internal.KafkaServer wins
+    # a listener's own sasl.jaas.config wins over the file
+    cfg = build_config({**props, "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS})
+    assert "username" in cfg.jaas_options("SASL_PLAINTEXT", "PLAIN")
+    path.write_text(JAAS_FILE.split("internal.KafkaServer")[0].replace("KafkaServer", "Other"))
+    assert _refused(**{k: v for k, v in props.items() if k != "log.dirs"}) == (
+        "Could not find a 'KafkaServer' or 'sasl_plaintext.KafkaServer' entry in the JAAS configuration. "
+        f"System property 'java.security.auth.login.config' is {path}")
 
 
 def test_sasl_listener_rules() -> None:

@@ -14,7 +14,7 @@ import trio
 import trio.testing
 
 from testsupport.jwt_signing import SigningKey, b64url, jwks
-from wirekafka import oauth_validator
+from wirekafka import jvm_properties, oauth_validator
 from wirekafka.config import ConfigError, build_config
 from wirekafka.protocol import jwt_validation as jwt
 from wirekafka.protocol import sasl_oauthbearer as oauth
@@ -222,8 +222,8 @@ def test_only_kafkas_default_jwt_validator_class() -> None:
 
 def test_the_allowed_urls_property_is_read_from_kafka_opts_the_last_one_winning() -> None:
     opts = "-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=a -Dorg.apache.kafka.sasl.oauthbearer.allowed.urls='b c'"
-    assert oauth_validator.system_property(oauth_validator.ALLOWED_URLS_PROPERTY, {"KAFKA_OPTS": opts}) == "b c"
-    assert oauth_validator.system_property(oauth_validator.ALLOWED_URLS_PROPERTY, {}) is None
+    assert jvm_properties.system_property(oauth_validator.ALLOWED_URLS_PROPERTY, {"KAFKA_OPTS": opts}) == "b c"
+    assert jvm_properties.system_property(oauth_validator.ALLOWED_URLS_PROPERTY, {}) is None
 
 
 def _broker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, handler: str, allowed: bool = True) -> dict[str, str]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
-from wirekafka import jaas, kafka_only_keys, kerberos_login, oauth_login, oauth_validator, tls
+from wirekafka import jaas, jvm_properties, kafka_only_keys, kerberos_login, oauth_login, oauth_validator, tls
 from wirekafka.principal import SslPrincipalMapper
 from wirekafka.protocol import sasl_oauthbearer as oauth
 
@@ -384,7 +384,16 @@ SERVED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 OAUTH_LOGIN_FAILED = ("javax.security.auth.login.LoginException: An internal error occurred while retrieving token "
                       "from callback handler")
 JAAS_MISSING = ("Could not find a 'KafkaServer' or '{listener}.KafkaServer' entry in the JAAS configuration. "
-                "System property 'java.security.auth.login.config' is not set")
+                "System property 'java.security.auth.login.config' is {login_config}")
+# the login module class whose options each mechanism reads in a JAAS file section (Kafka's
+# callback handlers look theirs up by class among the section's modules)
+MECHANISM_LOGIN_MODULES: dict[str, tuple[str, ...]] = {
+    "PLAIN": ("org.apache.kafka.common.security.plain.PlainLoginModule",),
+    "SCRAM-SHA-256": ("org.apache.kafka.common.security.scram.ScramLoginModule",),
+    "SCRAM-SHA-512": ("org.apache.kafka.common.security.scram.ScramLoginModule",),
+    "OAUTHBEARER": ("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule",),
+    "GSSAPI": kerberos_login.LOGIN_MODULES,
+}
 
 
 # Kafka's listener pattern (its EndPoint uriParseExp): NAME://host:port, host optional or [IPv6].
@@ -529,8 +538,8 @@ class BrokerConfig:
         if (self._own(listener, "oauthbearer.sasl.login.callback.handler.class") or "").strip() \
                 not in oauth_login.HANDLER_CLASSES:
             return None
-        options = dict(jaas.single_module(self.jaas_config(listener, "OAUTHBEARER") or "").options)
-        return oauth_login.configure(functools.partial(self._oauth_setting, listener), options)
+        return oauth_login.configure(functools.partial(self._oauth_setting, listener),
+                                     self.jaas_options(listener, "OAUTHBEARER"))
 
     def _oauth_setting(self, listener: str, key: str) -> str | None:
         """A sasl.oauthbearer.* or sasl.login.* setting as a listener's OAUTHBEARER sees it: the
@@ -543,7 +552,7 @@ class BrokerConfig:
         """The listener's GSSAPI identity: its GSSAPI JAAS module (Krb5LoginModule with a keytab)
         and sasl.kerberos.service.name and sasl.kerberos.principal.to.local.rules as the listener
         sees them. Raises kerberos_login.KerberosLoginError as Kafka's broker refuses to start."""
-        module = jaas.single_module(self.jaas_config(listener, "GSSAPI") or "")
+        module = self.jaas_module(listener, "GSSAPI") or jaas.LoginModule("", "REQUIRED")  # refused below
         own_rules = self._own(listener, "sasl.kerberos.principal.to.local.rules")
         rules = _list(own_rules) if own_rules is not None else self.values["sasl.kerberos.principal.to.local.rules"]
         service = self._own(listener, "sasl.kerberos.service.name")
@@ -551,9 +560,30 @@ class BrokerConfig:
         return kerberos_login.configure(module.name, dict(module.options), service or None,
                                         rules)  # type: ignore[arg-type]
 
-    def jaas_config(self, listener: str, mechanism: str) -> str | None:
-        """The listener's JAAS login module text for a mechanism (listener.name.<l>.<mechanism>.sasl.jaas.config)."""
-        return self._own(listener, f"{mechanism.lower()}.sasl.jaas.config")
+    def jaas_module(self, listener: str, mechanism: str) -> jaas.LoginModule | None:
+        """The listener's JAAS login module for a mechanism: its
+        listener.name.<l>.<mechanism>.sasl.jaas.config, else (Kafka's static JAAS configuration) the
+        `<listener>.KafkaServer` section of the JAAS file KAFKA_OPTS names, or its `KafkaServer`
+        section: the module of the mechanism's class there, or the section's only module. None
+        when there is none. Raises jaas.JaasError for text Kafka refuses, OSError for a JAAS file
+        that cannot be read."""
+        text = self._own(listener, f"{mechanism.lower()}.sasl.jaas.config")
+        if text is not None:
+            return jaas.single_module(text)
+        _location, sections = self._jaas_file
+        modules = sections.get(f"{listener.lower()}.KafkaServer") or sections.get("KafkaServer") or []
+        classes = MECHANISM_LOGIN_MODULES.get(mechanism, ())
+        return next((m for m in modules if m.name in classes), modules[0] if len(modules) == 1 else None)
+
+    def jaas_options(self, listener: str, mechanism: str) -> dict[str, str]:
+        """The options of the listener's login module for a mechanism ({} without one)."""
+        module = self.jaas_module(listener, mechanism)
+        return dict(module.options) if module is not None else {}
+
+    @functools.cached_property
+    def _jaas_file(self) -> tuple[str | None, dict[str, list[jaas.LoginModule]]]:
+        """The JAAS file, read once as the JVM reads it (its path, its sections)."""
+        return jvm_properties.login_config()
 
     def inter_broker_sasl(self) -> tuple[str, dict[str, str]] | None:
         """(mechanism, JAAS options) this broker logs in with on the inter-broker listener:
@@ -564,7 +594,7 @@ class BrokerConfig:
         if self.security_protocol(listener) not in SASL_PROTOCOLS:
             return None
         mechanism = str(self["sasl.mechanism.inter.broker.protocol"])
-        return mechanism, dict(jaas.single_module(self.jaas_config(listener, mechanism) or "").options)
+        return mechanism, self.jaas_options(listener, mechanism)
 
     @functools.cached_property
     def inter_broker_listener(self) -> str:
@@ -938,8 +968,8 @@ def _check_listeners(cfg: BrokerConfig) -> None:
 def _check_sasl_listener(cfg: BrokerConfig, listener: str) -> None:
     """A SASL listener needs mechanisms among those wirekafka serves (PLAIN, SCRAM-SHA-256,
     SCRAM-SHA-512, OAUTHBEARER with Kafka's unsecured or secured validator, GSSAPI); each needs its
-    JAAS login module, given as the listener's sasl.jaas.config for that mechanism (there is no
-    JVM, so no JAAS file). An OAUTHBEARER module with options logs in at start-up, as Kafka's broker does: options
+    JAAS login module, given as the listener's sasl.jaas.config for that mechanism or in the JAAS
+    file's KafkaServer section (BrokerConfig.jaas_module). An OAUTHBEARER module with options logs in at start-up, as Kafka's broker does: options
     that make no token stop it. GSSAPI needs its service name and the keys of its principal
     (kerberos_login.py)."""
     mechanisms = cfg.sasl_mechanisms(listener)
@@ -955,13 +985,15 @@ def _check_sasl_listener(cfg: BrokerConfig, listener: str) -> None:
         except ValueError:
             raise ConfigError(f"Invalid value for configuration listener.name.{listener.lower()}."
                               f"{mechanism.lower()}.connections.max.reauth.ms: Not a number of type LONG") from None
-        text = cfg.jaas_config(listener, mechanism)
-        if text is None:
-            raise ConfigError(JAAS_MISSING.format(listener=listener.lower()))
         try:
-            module = jaas.single_module(text)
+            module = cfg.jaas_module(listener, mechanism)
         except jaas.JaasError as exc:
             raise ConfigError(str(exc)) from None
+        except OSError as exc:
+            raise ConfigError(f"the JAAS file {exc.filename}: {exc.strerror}") from None
+        if module is None:
+            location = jvm_properties.system_property(jvm_properties.LOGIN_CONFIG)
+            raise ConfigError(JAAS_MISSING.format(listener=listener.lower(), login_config=location or "not set"))
         if mechanism == "GSSAPI":
             try:
                 login = cfg.kerberos_login(listener)

@@ -190,7 +190,8 @@ RULES: tuple[tuple[str, str, str], ...] = (
      "a broker's login callback handler is set per listener and mechanism "
      "(listener.name.<listener>.oauthbearer.sasl.login.callback.handler.class)"),
     (r"sasl\.jaas\.config", INERT,
-     "a broker reads its JAAS text from listener.name.<listener>.<mechanism>.sasl.jaas.config"),
+     "a broker reads its JAAS text from listener.name.<listener>.<mechanism>.sasl.jaas.config or the JAAS file's "
+     "KafkaServer section"),
     (r"ssl\.provider|ssl\.secure\.random\.implementation", INERT,
      "a JVM implementation choice: OpenSSL is used"),
     (r"alter\.log\.dirs\..*|num\.replica\.alter\.log\.dirs\.threads", INERT,

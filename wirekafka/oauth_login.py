@@ -38,7 +38,8 @@ from typing import Any, Callable, Mapping
 
 import trio
 
-from wirekafka.oauth_validator import ALLOWED_URLS_PROPERTY, checked_url, system_property
+from wirekafka.jvm_properties import system_property
+from wirekafka.oauth_validator import ALLOWED_URLS_PROPERTY, checked_url
 from wirekafka.protocol.sasl_oauthbearer import IllegalToken, decode_part
 
 log = logging.getLogger(__name__)

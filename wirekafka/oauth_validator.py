@@ -16,12 +16,12 @@ environment variable (the last one wins, as for a JVM)."""
 from __future__ import annotations
 
 import os
-import shlex
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
+from wirekafka.jvm_properties import system_property
 from wirekafka.protocol.jwt_validation import JwtRules
 
 HANDLER_CLASS = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
@@ -63,17 +63,6 @@ class ValidatorConfig:
     retry_backoff_ms: int
     retry_backoff_max_ms: int
     rules: JwtRules
-
-
-def system_property(name: str, environ: Mapping[str, str] | None = None) -> str | None:
-    """A JVM system property as KAFKA_OPTS' -Dname=value entries give it to Kafka's scripts."""
-    value = None
-    for word in shlex.split((os.environ if environ is None else environ).get("KAFKA_OPTS", "")):
-        if word.startswith(f"-D{name}="):
-            value = word[len(name) + 3:]
-        elif word == f"-D{name}":
-            value = ""
-    return value
 
 
 def _check_url_allowed(url: str, environ: Mapping[str, str] | None) -> None:

@@ -40,7 +40,7 @@ from typing import Mapping
 
 from kafka.protocol.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
 
-from wirekafka import gssapi_ctypes, jaas
+from wirekafka import gssapi_ctypes
 from wirekafka.broker.replication._jvm_order import java_hashmap_order
 from wirekafka.config import SASL_PROTOCOLS, BrokerConfig
 from wirekafka.kerberos_login import KerberosLogin
@@ -117,11 +117,10 @@ class SaslSettings:
         mechanisms = tuple(java_hashmap_order(config.sasl_mechanisms(listener)))
         users = {}
         if PLAIN in mechanisms:
-            users = users_of(jaas.single_module(config.jaas_config(listener, PLAIN) or "").options)
+            users = users_of(config.jaas_options(listener, PLAIN))
         validator, secured = oauth.ValidatorOptions(), None
         if oauth.MECHANISM in mechanisms:
-            validator = oauth.ValidatorOptions.of(jaas.single_module(config.jaas_config(listener, oauth.MECHANISM)
-                                                                     or "").options)
+            validator = oauth.ValidatorOptions.of(config.jaas_options(listener, oauth.MECHANISM))
             secured_config = config.oauth_validator(listener)
             secured = SecuredValidator(secured_config) if secured_config is not None else None
         kerberos = config.kerberos_login(listener) if gssapi.MECHANISM in mechanisms else None

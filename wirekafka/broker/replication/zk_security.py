@@ -37,10 +37,9 @@ from kazoo.security import ACL, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAF
 from wirekafka import jaas, kerberos_login, tls
 from wirekafka.broker.replication import zk_layout as zl
 from wirekafka.config import ZK_SECURE_CLIENT_PROPERTY, ZK_TLS_KEYS, BrokerConfig, StartupError
-from wirekafka.oauth_validator import system_property
+from wirekafka.jvm_properties import LOGIN_CONFIG, login_config, system_property
 from wirekafka.protocol.sasl_gssapi import GssapiClient, GssapiFailure
 
-LOGIN_CONFIG = "java.security.auth.login.config"
 SASL_CLIENT = "zookeeper.sasl.client"
 LOGIN_CONTEXT = "zookeeper.sasl.clientconfig"
 SERVICE_NAME = "zookeeper.sasl.client.username"  # the ZooKeeper client's SASL service name
@@ -119,11 +118,8 @@ def _sasl_properties(environ: Mapping[str, str]) -> str:
 
 def _sasl_login(environ: Mapping[str, str]) -> dict[str, Any] | None:
     """kazoo's sasl_options from the JAAS file's ZooKeeper client section; None without one."""
-    location = system_property(LOGIN_CONFIG, environ)
-    if location is None:
-        return None
     try:
-        sections = jaas.parse_file(Path(location).read_text())
+        location, sections = login_config(environ)
     except (OSError, jaas.JaasError) as exc:
         raise StartupError(f"Exception while loading Zookeeper JAAS login context {_sasl_properties(environ)}: "
                            f"{exc}") from None

@@ -24,6 +24,7 @@ ticket-renewal settings (`sasl.kerberos.kinit.cmd`, `...ticket.renew.*`,
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import os
 import socket
@@ -63,9 +64,12 @@ class KerberosLogin:
         first resolved to its name (Java's InetAddress.getHostName()). The ticket-granting ticket
         is kept in one in-memory cache per process and principal, so connections share it; the
         library gets a new one from the keytab when it expires. Blocking (DNS, the KDC): run it,
-        and the context's steps, in a worker thread. Raises gssapi_ctypes.GssError."""
+        and the context's steps, in a worker thread. Raises gssapi_ctypes.GssError. The cache is
+        named by keytab too: tickets got with one keytab's keys never serve another's (a process
+        that meets two realms of the same name, as a test run does, would otherwise reuse them)."""
+        keytab_id = hashlib.sha256(os.fsencode(os.path.abspath(self.keytab))).hexdigest()[:16]
         credential = gssapi_ctypes.Credential.initiator(
-            self.principal, self.keytab, f"MEMORY:wirekafka-{os.getpid()}-{self.principal}")
+            self.principal, self.keytab, f"MEMORY:wirekafka-{os.getpid()}-{self.principal}-{keytab_id}")
         return gssapi_ctypes.InitiatorContext(credential, f"{self.service_name}/{host_name(peer_host)}")
 
 

@@ -71,13 +71,11 @@ class Realm:
         defaults to true), which fails with stale keys: brokers with those are told not to, so
         that they start and meet the clients' tickets."""
         initiator = " isInitiator=false" if keytab == self.stale_keytab else ""
-        return (f'com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true '
-                f'keyTab="{keytab}" principal="{self.principal(SERVICE)}"{initiator};')
+        return kdc_support.keytab_login(keytab, self.principal(SERVICE), initiator)
 
     def java_properties(self, user: str, path: Path) -> Path:
         path.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\nsasl.kerberos.service.name=kafka\n"
-                        "sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true "
-                        f'storeKey=true keyTab="{self.keytabs[user]}" principal="{self.principal(user)}";\n')
+                        f"sasl.jaas.config={kdc_support.keytab_login(self.keytabs[user], self.principal(user))}\n")
         return path
 
     def jvm_opts(self) -> list[str]:

@@ -49,8 +49,7 @@ def kdc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kdc_support.Kdc]:
 
 
 def _jaas(keytab: Path | str, principal: str = f"{SERVICE}@{kdc_support.REALM}", extra: str = "") -> str:
-    return (f'com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true '
-            f'keyTab="{keytab}" principal="{principal}"{extra};')
+    return kdc_support.keytab_login(keytab, principal, extra)
 
 
 def _props(jaas: str, **more: str) -> dict[str, str]:

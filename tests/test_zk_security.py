@@ -46,15 +46,26 @@ def _config(**extra: str):
                          **{k.replace("_", "."): v for k, v in extra.items()}})
 
 
-def _jaas(tmp_path: Path, text: str = DIGEST_CLIENT) -> dict[str, str]:
+@pytest.fixture(autouse=True)
+def no_kafka_opts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test sets the KAFKA_OPTS it means (_opts); none leaks in from the environment."""
+    monkeypatch.delenv("KAFKA_OPTS", raising=False)
+
+
+def _opts(monkeypatch: pytest.MonkeyPatch, *words: str) -> None:
+    monkeypatch.setenv("KAFKA_OPTS", " ".join(words))
+
+
+def _jaas(tmp_path: Path, text: str = DIGEST_CLIENT) -> str:
+    """The KAFKA_OPTS entry naming a JAAS file with text."""
     path = tmp_path / "jaas.conf"
     path.write_text(text)
-    return {"KAFKA_OPTS": f"-Xmx1g -Djava.security.auth.login.config={path}"}
+    return f"-Djava.security.auth.login.config={path}"
 
 
-def _refusal(config, environ: dict[str, str]) -> str:
+def _refusal(config) -> str:
     with pytest.raises(StartupError) as err:
-        client_security(config, environ)
+        client_security(config)
     return str(err.value)
 
 
@@ -77,22 +88,24 @@ def test_default_acls_are_kafkas(path: str, acls: list[ACL]) -> None:
 
 
 def test_without_security_the_client_is_kazoos_own() -> None:
-    security = client_security(_config(), {})
+    security = client_security(_config())
     assert security == ZkClientSecurity()
     client = security.client("127.0.0.1:2181", 6.0)
     assert type(client).__name__ == "KazooClient" and client.default_acl is None
 
 
 def test_set_acl_without_a_login_is_refused_with_kafkas_message() -> None:
-    assert _refusal(_config(zookeeper_set_acl="true"), {}) == (
+    assert _refusal(_config(zookeeper_set_acl="true")) == (
         "zookeeper.set.acl is true, but ZooKeeper client TLS configuration identifying at least "
         "zookeeper.ssl.client.enable, zookeeper.clientCnxnSocket, and zookeeper.ssl.keystore.location was not "
         "present and the verification of the JAAS login file failed [java.security.auth.login.config=null, "
         "zookeeper.sasl.client=default:true, zookeeper.sasl.clientconfig=default:Client]")
 
 
-def test_jaas_client_section_gives_a_digest_login_and_secure_acls(tmp_path: Path) -> None:
-    security = client_security(_config(zookeeper_set_acl="true"), _jaas(tmp_path))
+def test_jaas_client_section_gives_a_digest_login_and_secure_acls(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    _opts(monkeypatch, "-Xmx1g", _jaas(tmp_path))
+    security = client_security(_config(zookeeper_set_acl="true"))
     assert security.secure_acls
     assert security.sasl == {"mechanism": "DIGEST-MD5", "username": "kafka", "password": "kafka-secret",
                              "service": "zookeeper"}
@@ -102,33 +115,37 @@ def test_jaas_client_section_gives_a_digest_login_and_secure_acls(tmp_path: Path
     assert client._connection.sasl_options is not security.sasl  # a copy: kazoo writes to it
 
 
-def test_a_login_without_set_acl_keeps_znodes_open(tmp_path: Path) -> None:
-    security = client_security(_config(), _jaas(tmp_path))
+def test_a_login_without_set_acl_keeps_znodes_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _opts(monkeypatch, _jaas(tmp_path))
+    security = client_security(_config())
     assert security.sasl is not None and not security.secure_acls
     assert not isinstance(security.client("127.0.0.1:2181", 6.0), AclKazooClient)
 
 
-def test_system_properties_name_the_section_and_the_service(tmp_path: Path) -> None:
-    text = DIGEST_CLIENT.replace("Client {", "ZkLogin {")
-    environ = _jaas(tmp_path, text)
-    assert client_security(_config(), environ).sasl is None  # no Client section: no SASL, as in ZooKeeper's client
-    environ["KAFKA_OPTS"] += " -Dzookeeper.sasl.clientconfig=ZkLogin -Dzookeeper.sasl.client.username=zk"
-    assert client_security(_config(), environ).sasl == {"mechanism": "DIGEST-MD5", "username": "kafka",
+def test_system_properties_name_the_section_and_the_service(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    jaas = _jaas(tmp_path, DIGEST_CLIENT.replace("Client {", "ZkLogin {"))
+    _opts(monkeypatch, jaas)
+    assert client_security(_config()).sasl is None  # no Client section: no SASL, as in ZooKeeper's client
+    _opts(monkeypatch, jaas, "-Dzookeeper.sasl.clientconfig=ZkLogin", "-Dzookeeper.sasl.client.username=zk")
+    assert client_security(_config()).sasl == {"mechanism": "DIGEST-MD5", "username": "kafka",
                                                        "password": "kafka-secret", "service": "zk"}
 
 
-def test_jaas_refusals(tmp_path: Path) -> None:
-    environ = _jaas(tmp_path)
-    environ["KAFKA_OPTS"] += " -Dzookeeper.sasl.client=false"
-    assert _refusal(_config(), environ).startswith("Exception while determining if ZooKeeper is secure [")
+def test_jaas_refusals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _opts(monkeypatch, _jaas(tmp_path), "-Dzookeeper.sasl.client=false")
+    assert _refusal(_config()).startswith("Exception while determining if ZooKeeper is secure [")
     kerberos = "Client { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true; };"
     if gssapi_ctypes.available():
-        assert "GSSAPI needs the broker's keys" in _refusal(_config(), _jaas(tmp_path, kerberos))
-    assert "names org.example.Login: ZooKeeper's client logs in with" in _refusal(
-        _config(), _jaas(tmp_path, "Client { org.example.Login required; };"))
+        _opts(monkeypatch, _jaas(tmp_path, kerberos))
+        assert "GSSAPI needs the broker's keys" in _refusal(_config())
+    _opts(monkeypatch, _jaas(tmp_path, "Client { org.example.Login required; };"))
+    assert "names org.example.Login: ZooKeeper's client logs in with" in _refusal(_config())
     no_password = 'Client { org.apache.zookeeper.server.auth.DigestLoginModule required username="kafka"; };'
-    assert "without username and password" in _refusal(_config(), _jaas(tmp_path, no_password))
-    assert "Exception while loading Zookeeper JAAS login context" in _refusal(_config(), _jaas(tmp_path, "Client {"))
+    _opts(monkeypatch, _jaas(tmp_path, no_password))
+    assert "without username and password" in _refusal(_config())
+    _opts(monkeypatch, _jaas(tmp_path, "Client {"))
+    assert "Exception while loading Zookeeper JAAS login context" in _refusal(_config())
 
 
 def test_jaas_file_sections() -> None:
@@ -149,7 +166,7 @@ def _tls(stores: Path, **extra: str):
 def test_tls_with_a_client_certificate_allows_secure_acls(stores: Path) -> None:
     config = _tls(stores, zookeeper_set_acl="true", zookeeper_ssl_keystore_location=str(stores / "broker.p12"),
                   zookeeper_ssl_keystore_password=PASSWORD)  # the type from the name (.p12), as ZooKeeper's
-    security = client_security(config, {})
+    security = client_security(config)
     assert security.secure_acls and security.sasl is None and security.tls is not None
     assert security.tls.check_hostname  # zookeeper.ssl.endpoint.identification.algorithm=HTTPS, Kafka's default
     assert security.tls.minimum_version == security.tls.maximum_version == ssl.TLSVersion.TLSv1_2
@@ -157,22 +174,23 @@ def test_tls_with_a_client_certificate_allows_secure_acls(stores: Path) -> None:
 
 
 def test_tls_without_a_client_certificate_is_no_login(stores: Path) -> None:
-    security = client_security(_tls(stores), {})
+    security = client_security(_tls(stores))
     assert security.tls is not None
-    assert "zookeeper.set.acl is true" in _refusal(_tls(stores, zookeeper_set_acl="true"), {})
+    assert "zookeeper.set.acl is true" in _refusal(_tls(stores, zookeeper_set_acl="true"))
 
 
-def test_tls_settings_fall_back_to_zookeepers_system_properties(stores: Path) -> None:
-    environ = {"KAFKA_OPTS": "-Dzookeeper.client.secure=true "
-                             "-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty "
-                             f"-Dzookeeper.ssl.trustStore.location={stores / 'cert.pem'} "
-                             "-Dzookeeper.ssl.hostnameVerification=false -Dzookeeper.ssl.enabledProtocols=TLSv1.3"}
-    security = client_security(_config(), environ)
+def test_tls_settings_fall_back_to_zookeepers_system_properties(stores: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    _opts(monkeypatch, "-Dzookeeper.client.secure=true",
+          "-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty",
+          f"-Dzookeeper.ssl.trustStore.location={stores / 'cert.pem'}",
+          "-Dzookeeper.ssl.hostnameVerification=false", "-Dzookeeper.ssl.enabledProtocols=TLSv1.3")
+    security = client_security(_config())
     assert security.tls is not None and not security.tls.check_hostname
     assert security.tls.minimum_version == ssl.TLSVersion.TLSv1_3
     # a key in the broker's config wins over the property
     config = _config(zookeeper_ssl_endpoint_identification_algorithm="https")
-    assert client_security(config, environ).tls.check_hostname  # type: ignore[union-attr]
+    assert client_security(config).tls.check_hostname  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("extra, reason", [
@@ -184,7 +202,7 @@ def test_tls_settings_fall_back_to_zookeepers_system_properties(stores: Path) ->
     ({"zookeeper_ssl_protocol": "TLSv1.1"}, "ZooKeeper TLS: ssl.enabled.protocols=TLSv1.1"),
 ])
 def test_tls_refusals(stores: Path, extra: dict[str, str], reason: str) -> None:
-    assert reason in _refusal(_tls(stores, **extra), {})
+    assert reason in _refusal(_tls(stores, **extra))
 
 
 @pytest.fixture(scope="module")
@@ -197,15 +215,16 @@ def kdc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kdc_support.Kdc]:
         yield realm
 
 
-def test_a_kerberos_client_section_logs_in_to_zookeeper_with_gssapi(kdc: kdc_support.Kdc, tmp_path: Path) -> None:
+def test_a_kerberos_client_section_logs_in_to_zookeeper_with_gssapi(kdc: kdc_support.Kdc, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Krb5LoginModule with the broker's keytab: GSSAPI to zookeeper/<host name>, run by pure-sasl
     (as kazoo runs it) against an acceptor with ZooKeeper's keys, naming the broker's principal."""
     principal = f"kafka/localhost@{kdc.realm}"
     keytab = kdc.keytab("kafka/localhost")
     server_keytab = kdc.keytab("zookeeper/localhost")
-    section = (f'Client {{ com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true '
-               f'keyTab="{keytab}" principal="{principal}"; }};')
-    security = client_security(_config(zookeeper_set_acl="true"), _jaas(tmp_path, section))
+    section = f"Client {{ {kdc_support.keytab_login(keytab, principal)} }};"
+    _opts(monkeypatch, _jaas(tmp_path, section))
+    security = client_security(_config(zookeeper_set_acl="true"))
     assert security.secure_acls and security.sasl is not None and security.sasl["mechanism"] == GSSAPI_MECHANISM
     login = security.sasl["login"]
     assert login.principal == principal and login.service_name == "zookeeper"

@@ -34,6 +34,13 @@ def available() -> bool:
     return all(p.exists() for p in (KRB5KDC, KDB5_UTIL, KADMIN_LOCAL))
 
 
+def keytab_login(keytab: Path | str, principal: str, extra: str = "") -> str:
+    """Krb5LoginModule's JAAS text for a login with principal's keys from keytab, as Kafka users
+    write it (useKeyTab, storeKey); `extra` options are appended (" isInitiator=false", say)."""
+    return (f'com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true '
+            f'keyTab="{keytab}" principal="{principal}"{extra};')
+
+
 class Kdc:
     """One realm in `directory`; start() creates it (the first time) and runs krb5kdc."""
 

@@ -41,7 +41,7 @@ from typing import Any, Mapping, Self
 from kazoo.client import KazooClient
 
 from testsupport.java_tools import load_script
-from testsupport.kdc import Kdc
+from testsupport.kdc import Kdc, keytab_login
 from testsupport.tls_material import PASSWORD, TlsMaterial, make as make_tls_material
 
 #: The DIGEST-MD5 users a SaslZooKeeper knows: a broker's and a second, unrelated one.
@@ -223,10 +223,8 @@ class KerberosZooKeeper(_ZooKeeperWithClients):
         return self._keytabs[principal]
 
     def _jaas_file(self, path: Path, section: str, principal: str) -> Path:
-        path.write_text(f"{section} {{\n  com.sun.security.auth.module.Krb5LoginModule required\n"
-                        f"  useKeyTab=true\n  storeKey=true\n  useTicketCache=false\n"
-                        f"  keyTab={_jaas_quote(str(self._keytab(principal)))}\n"
-                        f"  principal={_jaas_quote(f'{principal}@{self.kdc.realm}')};\n}};\n")
+        login = keytab_login(self._keytab(principal), f"{principal}@{self.kdc.realm}", " useTicketCache=false")
+        path.write_text(f"{section} {{\n  {login}\n}};\n")
         return path
 
     def _make_server(self) -> Any:

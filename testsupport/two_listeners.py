@@ -23,7 +23,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from testsupport.cluster import wait_for
-from testsupport.kdc import Kdc
+from testsupport.kdc import Kdc, keytab_login
 from testsupport.oauth_provider import OAuthProvider
 from testsupport.tls_material import TlsMaterial
 
@@ -64,8 +64,7 @@ class KerberosRealm:
         return cls(kdc, kdc.keytab("kafka/localhost"), kdc.keytab("admin"))
 
     def broker_jaas(self) -> str:
-        return ('com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true '
-                f'keyTab="{self.broker_keytab}" principal="kafka/localhost@{self.kdc.realm}";')
+        return keytab_login(self.broker_keytab, f"kafka/localhost@{self.kdc.realm}")
 
     def metadata_ports(self, port: int) -> dict[int, int]:
         """Broker id -> port in a Metadata answer on the listener at port, asked by kcat as admin

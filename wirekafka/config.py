@@ -570,7 +570,7 @@ class BrokerConfig:
         text = self._own(listener, f"{mechanism.lower()}.sasl.jaas.config")
         if text is not None:
             return jaas.single_module(text)
-        _location, sections = self._jaas_file
+        _location, sections = self.jaas_file
         modules = sections.get(f"{listener.lower()}.KafkaServer") or sections.get("KafkaServer") or []
         classes = MECHANISM_LOGIN_MODULES.get(mechanism, ())
         return next((m for m in modules if m.name in classes), modules[0] if len(modules) == 1 else None)
@@ -581,8 +581,10 @@ class BrokerConfig:
         return dict(module.options) if module is not None else {}
 
     @functools.cached_property
-    def _jaas_file(self) -> tuple[str | None, dict[str, list[jaas.LoginModule]]]:
-        """The JAAS file, read once as the JVM reads it (its path, its sections)."""
+    def jaas_file(self) -> tuple[str | None, dict[str, list[jaas.LoginModule]]]:
+        """The JAAS file KAFKA_OPTS names, read once as the JVM reads it (its path, its sections):
+        the listeners' KafkaServer sections and the ZooKeeper session's Client section
+        (replication/zk_security.py). Raises as jvm_properties.login_config does."""
         return jvm_properties.login_config()
 
     def inter_broker_sasl(self) -> tuple[str, dict[str, str]] | None:
@@ -733,17 +735,13 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
                 raise ConfigError(f"invalid value {raw!r} for {key}: {exc}") from exc
             values[key.lower()] = raw  # a listener's own SASL setting (listener.name.<l>.<...>)
             continue
-        if key in oauth_validator.KEYS or key in oauth_login.KEYS:  # read by the secured OAUTHBEARER validator, login
+        # kept as given for their readers: the secured OAUTHBEARER validator and login, the
+        # ZooKeeper client (zk_security.py); checked against Kafka's type where it has one
+        if key in oauth_validator.KEYS or key in oauth_login.KEYS or key in ZK_TLS_KEYS:
+            kind = ZK_TLS_KEYS[key][0] if key in ZK_TLS_KEYS else kafka_only_keys.KEYS.get(key, (None,))[0]
             try:
-                if key in kafka_only_keys.KEYS:
-                    kafka_only_keys.parse(key, raw)  # Kafka's type
-            except ValueError as exc:
-                raise ConfigError(f"Invalid value {raw} for configuration {key}: {exc}") from None
-            values[key] = raw.strip()
-            continue
-        if spec is None and key in ZK_TLS_KEYS:  # read by the ZooKeeper client (zk_security.py)
-            try:
-                kafka_only_keys.parse_as(ZK_TLS_KEYS[key][0], raw)  # Kafka's type
+                if kind is not None:
+                    kafka_only_keys.parse_as(kind, raw)
             except ValueError as exc:
                 raise ConfigError(f"Invalid value {raw} for configuration {key}: {exc}") from None
             values[key] = raw.strip()
@@ -992,8 +990,7 @@ def _check_sasl_listener(cfg: BrokerConfig, listener: str) -> None:
         except OSError as exc:
             raise ConfigError(f"the JAAS file {exc.filename}: {exc.strerror}") from None
         if module is None:
-            location = jvm_properties.system_property(jvm_properties.LOGIN_CONFIG)
-            raise ConfigError(JAAS_MISSING.format(listener=listener.lower(), login_config=location or "not set"))
+            raise ConfigError(JAAS_MISSING.format(listener=listener.lower(), login_config=cfg.jaas_file[0] or "not set"))
         if mechanism == "GSSAPI":
             try:
                 login = cfg.kerberos_login(listener)

@@ -26,10 +26,10 @@ def system_property(name: str, environ: Mapping[str, str] | None = None) -> str 
     return value
 
 
-def login_config(environ: Mapping[str, str] | None = None) -> tuple[str | None, dict[str, list[jaas.LoginModule]]]:
+def login_config() -> tuple[str | None, dict[str, list[jaas.LoginModule]]]:
     """(the JAAS file's path, its sections by name); (None, {}) when no file is named. Raises
     OSError when it cannot be read and jaas.JaasError when it does not parse."""
-    location = system_property(LOGIN_CONFIG, environ)
+    location = system_property(LOGIN_CONFIG)
     if location is None:
         return None, {}
     return location, jaas.parse_file(Path(location).read_text())

@@ -21,7 +21,6 @@ securely than asked: certificate revocation checks, a Kerberos login without a k
 
 from __future__ import annotations
 
-import os
 import socket
 import ssl
 from dataclasses import dataclass, field
@@ -37,7 +36,7 @@ from kazoo.security import ACL, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAF
 from wirekafka import jaas, kerberos_login, tls
 from wirekafka.broker.replication import zk_layout as zl
 from wirekafka.config import ZK_SECURE_CLIENT_PROPERTY, ZK_TLS_KEYS, BrokerConfig, StartupError
-from wirekafka.jvm_properties import LOGIN_CONFIG, login_config, system_property
+from wirekafka.jvm_properties import LOGIN_CONFIG, system_property
 from wirekafka.protocol.sasl_gssapi import GssapiClient, GssapiFailure
 
 SASL_CLIENT = "zookeeper.sasl.client"
@@ -90,12 +89,11 @@ class ZkClientSecurity:
         return (AclKazooClient if self.secure_acls else KazooClient)(**kwargs)
 
 
-def client_security(config: BrokerConfig, environ: Mapping[str, str] | None = None) -> ZkClientSecurity:
-    """The ZooKeeper client's security from the broker's config and KAFKA_OPTS' system
-    properties; StartupError (Kafka's message where it has one) for what cannot be honoured."""
-    environ = os.environ if environ is None else environ
-    sasl = _sasl_login(environ)
-    setting = _settings(config, environ)
+def client_security(config: BrokerConfig) -> ZkClientSecurity:
+    """The ZooKeeper client's security from the broker's config, its JAAS file and KAFKA_OPTS'
+    system properties; StartupError (Kafka's message where it has one) for what cannot be honoured."""
+    sasl = _sasl_login(config)
+    setting = _settings(config)
     context = _tls_context(setting) if str(setting("zookeeper.ssl.client.enable")).lower() == "true" else None
     secure_acls = config.bool("zookeeper.set.acl")
     tls_client_auth = context is not None and bool(setting("zookeeper.ssl.keystore.location"))
@@ -103,31 +101,31 @@ def client_security(config: BrokerConfig, environ: Mapping[str, str] | None = No
         raise StartupError(
             "zookeeper.set.acl is true, but ZooKeeper client TLS configuration identifying at least "
             "zookeeper.ssl.client.enable, zookeeper.clientCnxnSocket, and zookeeper.ssl.keystore.location was not "
-            f"present and the verification of the JAAS login file failed {_sasl_properties(environ)}")
+            f"present and the verification of the JAAS login file failed {_sasl_properties()}")
     return ZkClientSecurity(secure_acls, sasl, context)
 
 
 # ---- SASL ------------------------------------------------------------------------------------
-def _sasl_properties(environ: Mapping[str, str]) -> str:
+def _sasl_properties() -> str:
     """Kafka's JaasUtils.zkSecuritySysConfigString: the system properties its messages quote."""
-    login = system_property(LOGIN_CONFIG, environ) or "null"  # as Java prints an unset property
-    enabled = system_property(SASL_CLIENT, environ) or "default:true"
-    context = system_property(LOGIN_CONTEXT, environ) or "default:Client"
+    login = system_property(LOGIN_CONFIG) or "null"  # as Java prints an unset property
+    enabled = system_property(SASL_CLIENT) or "default:true"
+    context = system_property(LOGIN_CONTEXT) or "default:Client"
     return f"[{LOGIN_CONFIG}={login}, {SASL_CLIENT}={enabled}, {LOGIN_CONTEXT}={context}]"
 
 
-def _sasl_login(environ: Mapping[str, str]) -> dict[str, Any] | None:
+def _sasl_login(config: BrokerConfig) -> dict[str, Any] | None:
     """kazoo's sasl_options from the JAAS file's ZooKeeper client section; None without one."""
     try:
-        location, sections = login_config(environ)
+        location, sections = config.jaas_file
     except (OSError, jaas.JaasError) as exc:
-        raise StartupError(f"Exception while loading Zookeeper JAAS login context {_sasl_properties(environ)}: "
+        raise StartupError(f"Exception while loading Zookeeper JAAS login context {_sasl_properties()}: "
                            f"{exc}") from None
-    modules = sections.get(system_property(LOGIN_CONTEXT, environ) or "Client")
+    modules = sections.get(system_property(LOGIN_CONTEXT) or "Client")
     if not modules:
         return None
-    if (system_property(SASL_CLIENT, environ) or "true").lower() != "true":
-        raise StartupError(f"Exception while determining if ZooKeeper is secure {_sasl_properties(environ)}")
+    if (system_property(SASL_CLIENT) or "true").lower() != "true":
+        raise StartupError(f"Exception while determining if ZooKeeper is secure {_sasl_properties()}")
     module = modules[0]
     if module.name == DIGEST_LOGIN_MODULE:
         username, password = module.options.get("username"), module.options.get("password")
@@ -135,11 +133,11 @@ def _sasl_login(environ: Mapping[str, str]) -> dict[str, Any] | None:
             raise StartupError(f"the JAAS section for ZooKeeper ({location}) has {DIGEST_LOGIN_MODULE} without "
                                "username and password")
         return {"mechanism": "DIGEST-MD5", "username": username, "password": password,
-                "service": system_property(SERVICE_NAME, environ) or "zookeeper"}
+                "service": system_property(SERVICE_NAME) or "zookeeper"}
     if module.name in kerberos_login.LOGIN_MODULES:
         try:  # the broker's own keys, as for a GSSAPI listener; the service is ZooKeeper's
             login = kerberos_login.configure(module.name, dict(module.options),
-                                             system_property(SERVICE_NAME, environ) or "zookeeper", ())
+                                             system_property(SERVICE_NAME) or "zookeeper", ())
         except kerberos_login.KerberosLoginError as exc:
             raise StartupError(f"the JAAS section for ZooKeeper ({location}): {exc}") from None
         return {"mechanism": GSSAPI_MECHANISM, "login": login}
@@ -183,14 +181,14 @@ puresasl.mechanisms.mechanisms[GSSAPI_MECHANISM] = _GssapiMechanism
 
 
 # ---- TLS -------------------------------------------------------------------------------------
-def _settings(config: BrokerConfig, environ: Mapping[str, str]):
+def _settings(config: BrokerConfig):
     """A ZooKeeper TLS key's value: the broker's config when set there, else the ZooKeeper
     client's system property, else Kafka's default (KafkaConfig's zk*ConfigOrSystemProperty)."""
     def setting(key: str) -> object:
         if key in config.overridden or (key in ZK_TLS_KEYS and key in config.values):
             return config[key]
         spec = ZK_TLS_KEYS.get(key)
-        from_property = system_property(ZK_SECURE_CLIENT_PROPERTY if spec is None else spec[2], environ)
+        from_property = system_property(ZK_SECURE_CLIENT_PROPERTY if spec is None else spec[2])
         if from_property is None:  # the default: the broker's, or Kafka's for a key only this reads
             return config[key] if spec is None else spec[1]
         if key == "zookeeper.ssl.endpoint.identification.algorithm":  # true/false there, HTTPS/blank here

@@ -270,6 +270,10 @@ def _send(producer: Producer, topic: str, partitions: int, payloads: list[bytes]
 
 CONSUMER_QUEUE_BACKOFF_MS = 10  # see consume(); reported with the table's settings
 CONSUME_READS = 9  # reads of each throughput row's topic, interleaved across brokers (bench.py)
+# produces of each throughput row, interleaved across brokers (bench.py): one produce of 500 MB
+# took 0.6 s or 1.3 s on the same broker depending on whether the VM's host had already backed the
+# page cache's new pages with memory (see docs/perf/BENCHMARKS.md), so one sample can decide a row
+PRODUCE_RUNS = 3
 
 
 def consume(bootstrap: str, topic: str, partitions: int, expected: int, deadline: float,
@@ -324,11 +328,12 @@ def produce_topic(broker: Broker, spec: LoadSpec, payloads: list[bytes], timeout
     return ProducedTopic(topic, acked * spec.record_size / seconds / 1e6, acked)
 
 
-def read_back(broker: Broker, produced: ProducedTopic, partitions: int, timeout: float) -> Read:
+def read_back(broker: Broker, produced: ProducedTopic, partitions: int, timeout: float,
+              isolation: str = "read_uncommitted") -> Read:
     """One whole read of ``produced`` with one consumer, and the broker's CPU during it."""
     cpu0 = cpu_seconds(broker.pid)
     seconds, records, nbytes = consume(broker.bootstrap, produced.topic, partitions, produced.acked,
-                                       time.monotonic() + timeout)
+                                       time.monotonic() + timeout, isolation)
     cpu1 = cpu_seconds(broker.pid)
     cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
     log.info("%s: %d records (%.1f MB payload) consumed in %.2fs, broker CPU %s s", broker.name, records,

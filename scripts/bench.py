@@ -3,7 +3,7 @@
 confluent-kafka and raw-socket workloads against each, stops them and prints one markdown table
 (both figures and the ratio wirekafka/Kafka per row). It asserts nothing.
 
-    .venv/bin/python scripts/bench.py                      # everything, both brokers (~5-10 min)
+    .venv/bin/python scripts/bench.py                      # everything, both brokers (~11 min)
     .venv/bin/python scripts/bench.py --quick              # tiny counts: a smoke test (~2 min)
     .venv/bin/python scripts/bench.py --only tput-base,latency --no-kafka --out table.md
     .venv/bin/python scripts/bench.py --only cluster-produce,cluster-failover     # 3-broker clusters

@@ -18,9 +18,10 @@ Rows (``--only`` takes a comma-separated list of these ids):
 
   throughput       all tput-* rows: produce MB/s (first send -> last delivery report, all
                    producers; the median of 3 produces into fresh topics, the brokers taking
-                   turns; the first one's topic is kept for the reads) and consume MB/s (one assign()ed consumer reading it all back,
-                   fetch.queue.backoff.ms=10: see workloads.consume; the median of 9 reads, the
-                   brokers taking turns, with the broker's CPU seconds in that read).
+                   turns; the first one's topic is kept for the reads) and consume MB/s (one
+                   assign()ed consumer reading it all back, fetch.queue.backoff.ms=10: see
+                   workloads.consume; the median of 9 reads, the brokers taking turns, with the
+                   broker's CPU seconds in that read).
                    Base: 1 KB records, 3 partitions, 1 producer, acks=all, idempotent, no
                    compression, linger 5 ms, batch 1 MB. Each row varies one dimension:
     tput-base, tput-100b, tput-1p, tput-64p, tput-8prod, tput-acks1 (not idempotent: librdkafka
@@ -180,6 +181,13 @@ def mb_text(nbytes: float) -> str:
     return f"{nbytes / (1 << 30):.2f} GiB" if nbytes >= 1 << 30 else f"{nbytes / (1 << 20):.0f} MiB"
 
 
+def _delete_produced(produced: dict[str, tuple[Broker, workloads.ProducedTopic]]) -> None:
+    """Delete each broker's topic of a row once its reads are done (or failed)."""
+    for broker, p in produced.values():
+        with contextlib.suppress(Exception):
+            workloads.delete_topic(broker.bootstrap, p.topic)
+
+
 class Bench:
     """Runs the selected rows against each broker in turn and fills the report."""
 
@@ -241,12 +249,10 @@ class Bench:
             for name, mbps in rates.items():
                 if len(mbps) == workloads.PRODUCE_RUNS:
                     self.report.set(workload, f"produce MB/s (median of {workloads.PRODUCE_RUNS})", name,
-                                    sorted(mbps)[len(mbps) // 2])
+                                    statistics.median_low(mbps))
             self._read_back(row_id, workload, spec.partitions, produced)
         finally:
-            for broker, p in produced.values():
-                with contextlib.suppress(Exception):
-                    workloads.delete_topic(broker.bootstrap, p.topic)
+            _delete_produced(produced)
 
     def _read_back(self, row_id: str, workload: str, partitions: int,
                    produced: dict[str, tuple[Broker, workloads.ProducedTopic]],
@@ -306,9 +312,7 @@ class Bench:
             self._read_back(row_id, workload, transactions.PARTITIONS, produced, "read_committed",
                             "read_committed consume MB/s")
         finally:
-            for broker, p in produced.values():
-                with contextlib.suppress(Exception):
-                    workloads.delete_topic(broker.bootstrap, p.topic)
+            _delete_produced(produced)
 
     def run_latency(self) -> None:
         s = self.s

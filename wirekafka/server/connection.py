@@ -25,6 +25,7 @@ from wirekafka.protocol import api_versions, codec
 from wirekafka.protocol.framing import FrameError, FrameReader
 from wirekafka.principal import NoMatchingRule, SslPrincipalMapper
 from wirekafka.protocol.response_parts import Part, RegionResponse
+from wirekafka.server.idle_connections import IdleConnections
 from wirekafka.server.listener_security import PLAINTEXT, ListenerSecurity
 from wirekafka.server.sasl_authenticator import SASL_HANDSHAKE, SaslServerAuthenticator
 from wirekafka.storage.region import FileRegion
@@ -32,38 +33,7 @@ from wirekafka.streams import receive_into
 
 log = logging.getLogger(__name__)
 
-RECEIVE_SIZE = 1 << 16
-
-
-class Shutdown:
-    """Lets shutdown interrupt connections that are idle (waiting for a request) at once,
-    while connections in the middle of a request finish it first."""
-
-    def __init__(self) -> None:
-        self.started = False
-        self._idle: set[trio.CancelScope] = set()
-
-    def begin(self) -> None:
-        self.started = True
-        for scope in self._idle:
-            scope.cancel()
-
-    async def receive(self, stream: trio.abc.Stream, idle_s: float) -> bytes | None:
-        """Read from stream; b"" on EOF or when shutdown began while waiting, None when nothing
-        came for idle_s (connections.max.idle.ms)."""
-        if self.started:
-            return b""
-        scope = trio.CancelScope(deadline=trio.current_time() + idle_s)
-        self._idle.add(scope)
-        try:
-            with scope:
-                return await stream.receive_some(RECEIVE_SIZE)
-            return b"" if self.started else None  # cancelled by shutdown, else the idle deadline passed
-        finally:
-            self._idle.discard(scope)
-
-
-async def serve_connection(stream: trio.SocketStream, state: BrokerState, listener: str, shutdown: Shutdown,
+async def serve_connection(stream: trio.SocketStream, state: BrokerState, listener: str, idle: IdleConnections,
                            on_close: Callable[[], None] = lambda: None, security: ListenerSecurity = PLAINTEXT) -> None:
     """Serve a connection accepted on listener until it closes; on_close runs after (the
     connection quota's release). On a TLS listener the TLS handshake comes first, on a SASL one
@@ -76,7 +46,7 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
     reader = FrameReader(security.sasl_max_receive if auth is not None else state.config.int("socket.request.max.bytes"))
     # Kafka closes a connection with no traffic for connections.max.idle.ms; here that is the
     # time since the last response went out or the last bytes came in.
-    idle_s = state.config.int("connections.max.idle.ms") / 1000
+    idle_s = idle.timeout_s
     try:
         if isinstance(channel, trio.SSLStream):
             with trio.move_on_after(idle_s) as handshake:
@@ -101,13 +71,14 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
                         return
                     reader.large_frame_received(received)
                     continue
-                data = await shutdown.receive(channel, idle_s)
+                data = await idle.receive(channel, stream.socket)
                 if data is None:
                     log.debug("closing connection from %s: idle for %.0f ms", peer, idle_s * 1000)
                     return
                 if not data:
                     return
                 reader.feed(data)
+                del data  # not held while the connection waits again
                 continue
             if auth is not None:
                 verdict = await _authenticate(auth, payload, channel, reader, state, peer)
@@ -121,6 +92,7 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
                 await _send_parts(channel, response)
             elif response is not None:
                 await channel.send_all(response)
+            del payload, response  # not held while the connection waits for its next request
             if mute_until:  # a throttled client's next request waits unread, as Kafka mutes it
                 await trio.sleep_until(mute_until)
     except FrameError as exc:

@@ -21,8 +21,9 @@ from wirekafka.oauth_login import LoginFailed, SecuredLogin
 from wirekafka.protocol import sasl_oauthbearer as oauth
 from wirekafka.protocol import codec
 from wirekafka.server.background import flush_task, producer_expiration_task, retention_task
-from wirekafka.server.connection import Shutdown, serve_connection
+from wirekafka.server.connection import serve_connection
 from wirekafka.server.connection_quotas import ConnectionQuotas, hold_then_close
+from wirekafka.server.idle_connections import IdleConnections
 from wirekafka.server.listener_security import ListenerSecurity
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,7 @@ async def run_broker(config: BrokerConfig) -> None:
     else:
         await trio.to_thread.run_sync(state.load)
     await trio.to_thread.run_sync(codec.warm_up)
-    shutdown = Shutdown()
+    idle = IdleConnections(config.int("connections.max.idle.ms") / 1000)
     try:
         tls = state.metadata.broker_configs.listener_tls
         securities = {listener.name: ListenerSecurity.of(config, listener.name, state.metadata.scram.get, tls)
@@ -86,6 +87,7 @@ async def run_broker(config: BrokerConfig) -> None:
             await background.start(retention_task, state)
             await background.start(flush_task, state)
             await background.start(producer_expiration_task, state)
+            await background.start(idle.run)
             await background.start(state.cleaner.run)
             await background.start(state.deletes.run)
             await background.start(state.groups.run_timers)
@@ -104,7 +106,7 @@ async def run_broker(config: BrokerConfig) -> None:
                 async def accept_loop(server: trio.SocketListener, name: str, security: ListenerSecurity,
                                       scope: trio.CancelScope) -> None:
                     with scope:
-                        await _accept(server, name, security, quotas, connections, state, shutdown)
+                        await _accept(server, name, security, quotas, connections, state, idle)
 
                 for listener, servers in bound:
                     security = securities[listener.name]
@@ -122,7 +124,7 @@ async def run_broker(config: BrokerConfig) -> None:
                     await state.controlled_shutdown()
                 for scope in accepting:
                     scope.cancel()
-                shutdown.begin()
+                idle.shut_down()
                 connections.cancel_scope.deadline = trio.current_time() + config.int("shutdown.timeout.ms") / 1000
             background.cancel_scope.cancel()
     finally:
@@ -142,17 +144,17 @@ def _bound_port(servers: list[trio.SocketListener]) -> int:
 
 
 async def _accept(server: trio.SocketListener, listener: str, security: ListenerSecurity, quotas: ConnectionQuotas,
-                  nursery: trio.Nursery, state: BrokerState, shutdown: Shutdown) -> None:
+                  nursery: trio.Nursery, state: BrokerState, idle: IdleConnections) -> None:
     """Accept connections on one listener within the connection quotas, each served in its own task.
     Connections over their address's connection rate are held (unread) in tasks of their own, and
     closed at once when accepting stops, as Kafka's acceptor closes them when it shuts down."""
     async with trio.open_nursery() as held:
-        await _accept_into(server, listener, security, quotas, nursery, held, state, shutdown)
+        await _accept_into(server, listener, security, quotas, nursery, held, state, idle)
 
 
 async def _accept_into(server: trio.SocketListener, listener: str, security: ListenerSecurity,
                        quotas: ConnectionQuotas, nursery: trio.Nursery, held: trio.Nursery, state: BrokerState,
-                       shutdown: Shutdown) -> None:
+                       idle: IdleConnections) -> None:
     while True:
         await quotas.wait_for_slot()
         try:
@@ -191,7 +193,7 @@ async def _accept_into(server: trio.SocketListener, listener: str, security: Lis
             quotas.release(address)
             await stream.aclose()
             continue
-        nursery.start_soon(serve_connection, stream, state, listener, shutdown,
+        nursery.start_soon(serve_connection, stream, state, listener, idle,
                            functools.partial(quotas.release, address), security)
 
 

@@ -20,7 +20,7 @@ import pytest
 from testsupport.broker_process import BrokerProcess, free_port
 from testsupport.tls_material import TlsMaterial, make
 
-IDLE_MS = 1500
+IDLE_MS = 3000  # long enough that a busy connection stays busy on a loaded machine
 
 
 def _api_versions(sock: socket.socket, correlation_id: int) -> None:
@@ -97,9 +97,9 @@ def test_a_quiet_connection_is_closed_and_a_busy_one_is_not(idle_broker: IdleBro
         _api_versions(busy, 1)
         start = time.monotonic()
         quiet_closed_after = None
-        # the busy one talks every eighth of the timeout for three timeouts; the quiet one's end
-        # is looked for in between
-        for i in range(2, 26):
+        # the busy one talks every eighth of the timeout for two timeouts; the quiet one's end is
+        # looked for in between
+        for i in range(2, 18):
             time.sleep(IDLE_MS / 8000)
             _api_versions(busy, i)
             if quiet_closed_after is None and select.select([quiet], [], [], 0)[0]:
@@ -121,7 +121,7 @@ def test_shutdown_closes_idle_connections_at_once(tmp_path: Path) -> None:
             _api_versions(conn, i + 1)
         start = time.monotonic()
         assert broker.proc.stop(timeout=60) == 0, broker.proc.log_tail()
-        assert time.monotonic() - start < 30, broker.proc.log_tail()
+        assert time.monotonic() - start < 15, broker.proc.log_tail()  # not shutdown.timeout.ms (30 s)
         for conn in conns:
             assert _seconds_until_closed(conn, within=5) is not None
     finally:

@@ -259,7 +259,8 @@ def read_aiokafka(bootstrap: str, topic: str, want: dict[int, int], *, start: di
 
 
 # ---- one protocol request on a plain socket ------------------------------------------------------
-def _recv_exact(s: socket.socket, n: int) -> bytes:
+def recv_exact(s: socket.socket, n: int) -> bytes:
+    """Exactly n bytes from s; ConnectionError if the broker closes first."""
     buf = b""
     while len(buf) < n:
         chunk = s.recv(n - len(buf))
@@ -277,8 +278,8 @@ def raw_call(broker, request: Any, response_cls: Any, correlation_id: int = 1) -
     with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as s:
         s.settimeout(10)
         s.sendall(bytes(request.encode(header=True, framed=True)))
-        (size,) = struct.unpack(">i", _recv_exact(s, 4))
-        payload = _recv_exact(s, size)
+        (size,) = struct.unpack(">i", recv_exact(s, 4))
+        payload = recv_exact(s, size)
     assert struct.unpack(">i", payload[:4])[0] == correlation_id
     flexible = response_cls.flexible_version_q(version)  # response header v1: one empty tag buffer
     return response_cls.decode(payload[4 + flexible:], version=version)

@@ -12,6 +12,7 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
+from client_support import recv_exact
 from testsupport.broker_process import api_versions_ok
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.protocol.records import build_batch
@@ -23,21 +24,11 @@ def _connect(broker) -> socket.socket:
     return s
 
 
-def _recv_exact(s: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed")
-        buf += chunk
-    return buf
-
-
 def _call(s: socket.socket, request, response_cls, version: int, correlation_id: int = 1):
     request.with_header(correlation_id=correlation_id, client_id="bad-input-test")
     s.sendall(bytes(request.encode(header=True, framed=True)))
-    (size,) = struct.unpack(">i", _recv_exact(s, 4))
-    payload = _recv_exact(s, size)
+    (size,) = struct.unpack(">i", recv_exact(s, 4))
+    payload = recv_exact(s, size)
     (cid,) = struct.unpack(">i", payload[:4])
     assert cid == correlation_id
     flexible = response_cls.flexible_version_q(version)
@@ -113,8 +104,8 @@ def test_frame_split_across_many_writes_still_works(broker) -> None:
     with _connect(broker) as s:
         for i in range(len(data)):
             s.sendall(data[i:i + 1])
-        (size,) = struct.unpack(">i", _recv_exact(s, 4))
-        assert struct.unpack(">i", _recv_exact(s, size)[:4])[0] == 11
+        (size,) = struct.unpack(">i", recv_exact(s, 4))
+        assert struct.unpack(">i", recv_exact(s, size)[:4])[0] == 11
 
 
 def _produce(s, topic: str, partition: int, records: bytes, version: int = 9):

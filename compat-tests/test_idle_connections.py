@@ -17,6 +17,8 @@ from typing import Iterator
 
 import pytest
 
+from client_support import recv_exact
+from raw_connections import api_versions_frame
 from testsupport.broker_process import BrokerProcess, free_port
 from testsupport.tls_material import TlsMaterial, make
 
@@ -25,21 +27,9 @@ IDLE_MS = 3000  # long enough that a busy connection stays busy on a loaded mach
 
 def _api_versions(sock: socket.socket, correlation_id: int) -> None:
     """One ApiVersions v0 exchange; raises if the broker does not answer it."""
-    client = b"idle-test"
-    body = struct.pack(">hhih", 18, 0, correlation_id, len(client)) + client
-    sock.sendall(struct.pack(">i", len(body)) + body)
-    size = struct.unpack(">i", _read_exact(sock, 4))[0]
-    answer = _read_exact(sock, size)
+    sock.sendall(api_versions_frame(correlation_id))
+    answer = recv_exact(sock, struct.unpack(">i", recv_exact(sock, 4))[0])
     assert struct.unpack(">ih", answer[:6]) == (correlation_id, 0)
-
-
-def _read_exact(sock: socket.socket, n: int) -> bytes:
-    out = bytearray()
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        assert chunk, "closed by the broker"
-        out += chunk
-    return bytes(out)
 
 
 def _readable(sock: socket.socket) -> bool:

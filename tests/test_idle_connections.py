@@ -23,6 +23,19 @@ def _run(test) -> None:
     trio.run(test, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
+def _receive_into(nursery: trio.Nursery, idle: IdleConnections, channel: trio.abc.Stream,
+                  sock: trio.socket.SocketType, results: list[bytes | None]) -> None:
+    """Start one idle.receive in nursery; its result is appended to results."""
+    async def wait() -> None:
+        results.append(await idle.receive(channel, sock))
+    nursery.start_soon(wait)
+
+
+async def _until(results: list[bytes | None], count: int) -> None:
+    while len(results) < count:
+        await trio.sleep(0.01)
+
+
 def test_bytes_already_there_come_back_without_a_wait() -> None:
     async def main() -> None:
         idle = IdleConnections(10.0)
@@ -42,15 +55,11 @@ def test_a_wait_ends_with_the_bytes_that_come() -> None:
         stream, client = _plain_pair()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(idle.run)
-            got = []
-
-            async def wait() -> None:
-                got.append(await idle.receive(stream, stream.socket))
-            nursery.start_soon(wait)
+            got: list[bytes | None] = []
+            _receive_into(nursery, idle, stream, stream.socket, got)
             await trio.sleep(9)
             client.sendall(b"late")
-            while not got:
-                await trio.sleep(0.01)
+            await _until(got, 1)
             assert got == [b"late"]
             nursery.cancel_scope.cancel()
     _run(main)
@@ -87,16 +96,11 @@ def test_shutdown_ends_every_wait_at_once_and_later_ones_do_not_start() -> None:
         results: list[bytes | None] = []
         async with trio.open_nursery() as nursery:
             nursery.start_soon(idle.run)
-
-            async def wait(channel: trio.abc.Stream, sock: trio.socket.SocketType) -> None:
-                results.append(await idle.receive(channel, sock))
-            nursery.start_soon(wait, plain, plain.socket)
-            nursery.start_soon(wait, tls, trio.socket.from_stdlib_socket(socket.socket()))
+            _receive_into(nursery, idle, plain, plain.socket, results)
+            _receive_into(nursery, idle, tls, trio.socket.from_stdlib_socket(socket.socket()), results)
             await trio.sleep(1)
             idle.shut_down()
-            await trio.sleep(0)
-            while len(results) < 2:
-                await trio.sleep(0.01)
+            await _until(results, 2)
             assert results == [b"", b""]
             assert trio.current_time() < 2
             assert await idle.receive(plain, plain.socket) == b""
@@ -126,16 +130,12 @@ def test_a_negative_timeout_never_expires_as_in_kafka() -> None:
         stream, client = _plain_pair()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(idle.run)
-            got = []
-
-            async def wait() -> None:
-                got.append(await idle.receive(stream, stream.socket))
-            nursery.start_soon(wait)
+            got: list[bytes | None] = []
+            _receive_into(nursery, idle, stream, stream.socket, got)
             await trio.sleep(10 * 24 * 3600)
             assert got == []
             client.sendall(b"still here")
-            while not got:
-                await trio.sleep(0.01)
+            await _until(got, 1)
             assert got == [b"still here"]
             nursery.cancel_scope.cancel()
     _run(main)

@@ -76,13 +76,12 @@ class IdleConnections:
             try:
                 await trio.lowlevel.wait_readable(sock)
             except trio.ClosedResourceError:
-                if self._waiting.pop(sock, None) is not None:  # not this class's doing
+                if sock in self._waiting:  # not this class's doing
                     raise
-            except BaseException:
-                self._waiting.pop(sock, None)
-                raise
-            if self._waiting.pop(sock, None) is None:  # expired, or shut down, while it waited
-                return b"" if self.shutting_down else None
+            finally:
+                reaped = self._waiting.pop(sock, None) is None
+            if reaped:
+                return self._reaped_answer()
             try:
                 return _read(sock)
             except BlockingIOError:  # woken without data: wait again
@@ -98,12 +97,13 @@ class IdleConnections:
         try:
             with scope:
                 data = await channel.receive_some(RECEIVE_SIZE)
-        except BaseException:
-            self._waiting.pop(scope, None)
-            raise
-        if self._waiting.pop(scope, None) is None:  # expired, or shut down, while it waited
-            return b"" if self.shutting_down else None
-        return data
+        finally:
+            reaped = self._waiting.pop(scope, None) is None
+        return self._reaped_answer() if reaped else data
+
+    def _reaped_answer(self) -> bytes | None:
+        """What a wait taken by the expiry task or by shutdown returns."""
+        return b"" if self.shutting_down else None
 
 
 def _wake(waiter: trio.socket.SocketType | trio.CancelScope) -> None:

@@ -41,7 +41,7 @@ from testsupport.broker_process import free_port
 from testsupport.cluster import WirekafkaCluster, wait_for
 from testsupport.java_tools import realkafka
 from testsupport.tls_material import PASSWORD, TlsMaterial, broker_keystore, make
-from wirekafka.broker.password_encoder import PasswordEncoder
+from wirekafka.security.password_encoder import PasswordEncoder
 
 pytestmark = [pytest.mark.slow, pytest.mark.zookeeper]
 

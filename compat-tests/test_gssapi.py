@@ -41,9 +41,10 @@ from java_tools import ok, run
 from testsupport import kdc as kdc_support
 from testsupport.broker_process import BrokerProcess, free_port
 from testsupport.java_tools import realkafka
-from wirekafka import gssapi_ctypes
+from wirekafka.security.kerberos import gssapi_binding
 from wirekafka.broker.replication.peer_client import PeerClient, PeerSecurity
-from wirekafka.config import ConfigError, build_config
+from wirekafka.startup_errors import ConfigError
+from wirekafka.config.broker_config import build_config
 
 pytestmark = pytest.mark.skipif(not kdc_support.available() or shutil.which("kcat") is None,
                                 reason="MIT Kerberos KDC or kcat not installed (scripts/install_system_deps.sh)")
@@ -232,9 +233,9 @@ def _wire_exchange(realm: Realm, address: str, handshake: int | None) -> list[ob
     """What a client logging in as alice sees, step by step (RFC 4752 after SaslHandshake v1 with
     SaslAuthenticate, or v0 with bare tokens), then ApiVersions on the authenticated connection;
     with no handshake at all (a Kafka 0.9 client's bare first token), whether the broker closes."""
-    credential = gssapi_ctypes.Credential.initiator(realm.principal("alice"), str(realm.keytabs["alice"]),
+    credential = gssapi_binding.Credential.initiator(realm.principal("alice"), str(realm.keytabs["alice"]),
                                                     f"MEMORY:wire-{os.getpid()}-{handshake}-{address}")
-    ctx = gssapi_ctypes.InitiatorContext(credential, realm.principal(SERVICE))
+    ctx = gssapi_binding.InitiatorContext(credential, realm.principal(SERVICE))
     wire, seen = _Wire(address), []
 
     def send(token: bytes, answered: bool = True) -> bytes | None:

@@ -19,7 +19,7 @@ import pytest
 from java_tools import DumpedProducer, parse_snapshot_dump, run
 
 from testsupport.java_tools import realkafka
-from wirekafka.broker.partition import AppendOrigin, Partition
+from wirekafka.broker.replica.partition import AppendOrigin, Partition
 from wirekafka.protocol import records
 from wirekafka.storage import producer_snapshot as ps
 from wirekafka.storage.epoch_cache import LeaderEpochCache

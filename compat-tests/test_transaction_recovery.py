@@ -22,8 +22,8 @@ from kafka.protocol.admin.transactions import DescribeTransactionsRequest
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.protocol.producer.produce import ProduceRequest
 from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, EndTxnRequest, InitProducerIdRequest
-from wirekafka.broker import txn_records as tr
-from wirekafka.broker.partition import AppendOrigin, Partition
+from wirekafka.broker.coordinator import txn_records as tr
+from wirekafka.broker.replica.partition import AppendOrigin, Partition
 from wirekafka.protocol import records
 from wirekafka.storage.epoch_cache import LeaderEpochCache
 from wirekafka.storage.log import LogConfig, PartitionLog

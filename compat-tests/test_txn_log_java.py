@@ -1,4 +1,4 @@
-"""wirekafka's __transaction_state records (wirekafka/broker/txn_records.py) against Kafka 4.3.1:
+"""wirekafka's __transaction_state records (wirekafka/broker/coordinator/txn_records.py) against Kafka 4.3.1:
 
 - Kafka's own decoder (kafka-dump-log --transaction-log-decoder) reads a segment of records
   wirekafka encoded, batched with build_batch and laid out as Kafka lays out a segment, and prints
@@ -16,8 +16,8 @@ from java_tools import PROBLEM_MARKERS, ok, parse_log_dump, parse_offsets_dump
 
 from testsupport.java_tools import load_script
 from testsupport.txn_log import check_kafka_record, value_from_kafka_json
-from wirekafka.broker.groups import java_string_hash
-from wirekafka.broker.txn_records import (TransactionLogValue, TxnPartitions, TxnState, encode_key, encode_value,
+from wirekafka.broker.coordinator.groups import java_string_hash
+from wirekafka.broker.coordinator.txn_records import (TransactionLogValue, TxnPartitions, TxnState, encode_key, encode_value,
                                           partition_for)
 from wirekafka.protocol.records import assign_offsets, build_batch
 

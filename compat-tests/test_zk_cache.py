@@ -12,10 +12,10 @@ import uuid
 import pytest
 from kazoo.client import KazooClient
 
-from wirekafka.broker.replication import zk_layout as zl
-from wirekafka.broker.replication.controller import LeaderAndIsr
-from wirekafka.broker.replication.zk_cache import ZnodeCache
-from wirekafka.broker.replication.zk_metadata import (_create_top_level_paths, _create_topic_znodes, _encode_state,
+from wirekafka.broker.metadata.zk import layout as zl
+from wirekafka.broker.metadata.zk.controller import LeaderAndIsr
+from wirekafka.broker.metadata.zk.cache import ZnodeCache
+from wirekafka.broker.metadata.zk.zk_metadata import (_create_top_level_paths, _create_topic_znodes, _encode_state,
                                                       _read_snapshot)
 
 pytestmark = pytest.mark.zookeeper

@@ -26,8 +26,8 @@ from kafka.protocol.consumer.group import (
 from conformance import transcript
 from conformance.scenarios import fetch
 from conformance.wire import Connection, create_topic, ensure_group_coordinator, metadata, poll, retry_transient, unique
-from wirekafka.broker import group_records
-from wirekafka.broker.groups import partition_for
+from wirekafka.broker.coordinator import group_records
+from wirekafka.broker.coordinator.groups import partition_for
 from wirekafka.protocol import records
 
 # A consumer-protocol subscription (v0, no topics): Kafka parses it, so keep it well formed.

@@ -19,7 +19,7 @@ from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 from conformance.own_brokers import own_two_listener_pair
 from conformance.test_sasl import JAAS, SASL_AUTHENTICATION_FAILED, closed_by_broker, sasl_listener_settings
 from conformance.wire import Connection, poll, unique
-from wirekafka.protocol.sasl_scram import ScramClient, salted_password
+from wirekafka.security.sasl.scram import ScramClient, salted_password
 
 SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 SALT = b"conformance-salt"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from conformance import coverage
-from wirekafka.protocol import api_versions
+from wirekafka.protocol import served_versions as api_versions
 
 
 def test_every_advertised_version_is_exercised(request: pytest.FixtureRequest) -> None:

@@ -15,7 +15,7 @@ from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsRespons
 from kafka.protocol.metadata.metadata import MetadataRequest
 
 from conformance import transcript
-from wirekafka.protocol import api_versions
+from wirekafka.protocol import served_versions as api_versions
 
 T = TypeVar("T")
 

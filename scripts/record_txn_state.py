@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Record the `__transaction_state` records a real Apache Kafka (scripts/realkafka.py) writes, as
-the reference for wirekafka's transaction-log codec (wirekafka/broker/txn_records.py).
+the reference for wirekafka's transaction-log codec (wirekafka/broker/coordinator/txn_records.py).
 
 One broker run covers every value version Kafka reads:
   1. confluent-kafka (librdkafka, transaction version 0 on the client side) with transactional id

@@ -13,11 +13,12 @@ import pytest
 import trio
 from kafka.protocol.admin.acl import CreateAclsRequest, DeleteAclsRequest
 
-from wirekafka.broker.acl_store import ACLS_FILE, LocalAclStore
-from wirekafka.broker.authorizer import (AccessControlEntry, AclBinding, AclOperation, Authorizer, PatternType,
+from wirekafka.security.acl.store import ACLS_FILE, LocalAclStore
+from wirekafka.security.acl.authorizer import (AccessControlEntry, AclBinding, AclOperation, Authorizer, PatternType,
                                          PermissionType, ResourcePattern, ResourceType)
 from wirekafka.broker.state import BrokerState
-from wirekafka.config import StartupError, build_config
+from wirekafka.startup_errors import StartupError
+from wirekafka.config.broker_config import build_config
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from tests.test_admin_handlers import call
 

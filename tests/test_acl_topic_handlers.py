@@ -16,12 +16,12 @@ from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.producer.produce import ProduceRequest
 
 from wirekafka.broker import dispatch
-from wirekafka.broker.authorizer import (AccessControlEntry, AclBinding, AclOperation, Authorizer, PermissionType,
+from wirekafka.security.acl.authorizer import (AccessControlEntry, AclBinding, AclOperation, Authorizer, PermissionType,
                                          PatternType, ResourcePattern, ResourceType)
 from wirekafka.broker.context import CloseConnection, RequestContext
 from wirekafka.broker.state import BrokerState
-from wirekafka.config import build_config
-from wirekafka.protocol import api_versions, codec, records
+from wirekafka.config.broker_config import build_config
+from wirekafka.protocol import served_versions as api_versions, codec, records
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.protocol.response_parts import RegionResponse
 

@@ -21,12 +21,14 @@ from kafka.protocol.admin.topics import CreatePartitionsRequest, DeleteRecordsRe
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
 
-from wirekafka.broker import dispatch, topic_config
+from wirekafka.broker import dispatch
+from wirekafka.config import topic as topic_config
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.partition import AppendOrigin
+from wirekafka.broker.replica.partition import AppendOrigin
 from wirekafka.broker.state import BrokerState
-from wirekafka.config import BROKER_KEYS, KAFKA3_ONLY_KEYS, ConfigError, build_config
-from wirekafka.protocol import api_versions, codec, records
+from wirekafka.config.broker_config import BROKER_KEYS, KAFKA3_ONLY_KEYS, build_config
+from wirekafka.startup_errors import ConfigError
+from wirekafka.protocol import served_versions as api_versions, codec, records
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.protocol.response_parts import RegionResponse
 

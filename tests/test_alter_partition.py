@@ -14,7 +14,7 @@ import trio
 from wirekafka.broker.handlers.alter_partition import proposals, response
 from wirekafka.broker.replication.alter_partition_client import (IsrChange, IsrProposer, build_request,
                                                                   read_outcomes)
-from wirekafka.broker.replication.controller import (RECOVERED, RECOVERING, AlterTopic, IsrAnswer, IsrProposal,
+from wirekafka.broker.metadata.zk.controller import (RECOVERED, RECOVERING, AlterTopic, IsrAnswer, IsrProposal,
                                                      LeaderAndIsr, judge_isr_proposal)
 from wirekafka.broker.replication.peer_client import PeerUnavailable
 from wirekafka.protocol.errors import ErrorCode

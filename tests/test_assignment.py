@@ -10,7 +10,7 @@ from typing import Iterator
 
 import pytest
 
-from wirekafka.broker.replication.assignment import (
+from wirekafka.broker.metadata.assignment import (
     BrokerMetadata,
     assign_new_partitions,
     assign_replicas_to_brokers,

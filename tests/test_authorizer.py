@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from wirekafka.broker.authorizer import (OPERATIONS, AccessControlEntry, AclBinding, AclBindingFilter, AclOperation,
+from wirekafka.security.acl.authorizer import (OPERATIONS, AccessControlEntry, AclBinding, AclBindingFilter, AclOperation,
                                          Authorizer, PatternType, PermissionType, ResourcePattern, ResourceType,
                                          parse_super_users)
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from wirekafka.broker.state import BrokerState
-from wirekafka.config import ConfigError, build_config
+from wirekafka.startup_errors import ConfigError
+from wirekafka.config.broker_config import build_config
 
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"

@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from wirekafka.broker.batch_validation import AppendPolicy, InvalidRecords, request_records_error, validate_client_batch
+from wirekafka.broker.replica.batch_validation import AppendPolicy, InvalidRecords, request_records_error, validate_client_batch
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from wirekafka.broker.partition import AppendOrigin, Isolation, Partition
+from wirekafka.broker.replica.partition import AppendOrigin, Isolation, Partition
 from wirekafka.protocol import records
 from wirekafka.storage import batch_filter
 from wirekafka.storage.cleaner import CLEANED_SUFFIX, SWAP_SUFFIX, Throttler, run_round

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from wirekafka.broker.client_quota_manager import ClientQuotaManager, ControllerMutationQuota, QuotaResolver
-from wirekafka.broker.client_quotas import (
+from wirekafka.broker.quotas.client_quota_manager import ClientQuotaManager, ControllerMutationQuota, QuotaResolver
+from wirekafka.broker.quotas.entities import (
     CLIENT_ID,
     CONSUMER_BYTE_RATE,
     CONTROLLER_MUTATION_RATE,
@@ -21,9 +21,10 @@ from wirekafka.broker.client_quotas import (
     java_double_text,
     stored_text,
 )
-from wirekafka.broker.quota_stats import Rate, TokenBucket, java_int, java_round, throttle_ms
-from wirekafka.broker.replication import zk_layout as zl
-from wirekafka.config import ConfigError, build_config
+from wirekafka.broker.quotas.stats import Rate, TokenBucket, java_int, java_round, throttle_ms
+from wirekafka.broker.metadata.zk import layout as zl
+from wirekafka.startup_errors import ConfigError
+from wirekafka.config.broker_config import build_config
 
 
 def _client(name: str | None):

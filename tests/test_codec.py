@@ -9,7 +9,7 @@ import struct
 import pytest
 
 from tests.schema_samples import sample_message
-from wirekafka.protocol import api_versions, codec
+from wirekafka.protocol import served_versions as api_versions, codec
 
 CASES = [(key, v) for key, (lo, hi) in sorted(api_versions.SERVED.items()) for v in range(lo, hi + 1)]
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from wirekafka.broker.replication.broker_id import stored_broker_id
-from wirekafka.config import ConfigError, build_config
+from wirekafka.broker.metadata.broker_id import stored_broker_id
+from wirekafka.startup_errors import ConfigError
+from wirekafka.config.broker_config import build_config
 
 ZK = {"log.dirs": "/tmp/unused", "zookeeper.connect": "127.0.0.1:2181"}
 

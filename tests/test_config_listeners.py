@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from wirekafka.config import ConfigError, build_config
+from wirekafka.startup_errors import ConfigError
+from wirekafka.config.broker_config import build_config
 
 
 def _refused(**props: str) -> str:

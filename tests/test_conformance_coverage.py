@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from conformance import coverage
-from wirekafka.protocol import api_versions
+from wirekafka.protocol import served_versions as api_versions
 
 SUPPORTED = {0: (0, 2), 11: (0, 1)}
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import trio
 
-from wirekafka.broker.dynamic_config import DEFAULT_ENTITY, DynamicBrokerConfigs
-from wirekafka.config import ConfigError, build_config, parse_ip_overrides
+from wirekafka.config.dynamic import DEFAULT_ENTITY, DynamicBrokerConfigs
+from wirekafka.startup_errors import ConfigError
+from wirekafka.config.broker_config import build_config, parse_ip_overrides
 from wirekafka.server.connection_quotas import ConnectionQuotas
 
 

@@ -10,9 +10,9 @@ import socket
 import trio
 import trio.testing
 
-from wirekafka.broker.client_quotas import CONNECTION_CREATION_RATE, IP, ClientQuotas, entity_of
-from wirekafka.broker.dynamic_config import DynamicBrokerConfigs
-from wirekafka.config import build_config
+from wirekafka.broker.quotas.entities import CONNECTION_CREATION_RATE, IP, ClientQuotas, entity_of
+from wirekafka.config.dynamic import DynamicBrokerConfigs
+from wirekafka.config.broker_config import build_config
 from wirekafka.server.connection_quotas import ConnectionQuotas, hold_then_close
 
 A, B, C = "127.0.0.1", "127.0.0.2", "127.0.0.3"

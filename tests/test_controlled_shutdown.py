@@ -15,14 +15,14 @@ import pytest
 import trio
 import trio.testing
 
-from wirekafka.broker.metadata import BrokerInfo
-from wirekafka.broker.replication.controller import (PREFERRED, UNCLEAN, ClusterSnapshot, LeaderAndIsr, StateWrite,
+from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
+from wirekafka.broker.metadata.zk.controller import (PREFERRED, UNCLEAN, ClusterSnapshot, LeaderAndIsr, StateWrite,
                                                      TopicView, elect, imbalanced_leaders, led_partitions,
                                                      plan_controlled_shutdown, plan_state_changes)
 from wirekafka.broker.replication.peer_client import PeerUnavailable
 from wirekafka.broker.replication.shutdown_client import ShutdownAnswer, ask_controller
-from wirekafka.broker.replication.zk_metadata import ZkMetadata
-from wirekafka.protocol import api_versions, codec
+from wirekafka.broker.metadata.zk.zk_metadata import ZkMetadata
+from wirekafka.protocol import served_versions as api_versions, codec
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.protocol.inter_broker import ControlledShutdownRequest, ControlledShutdownResponse
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 import uuid
 
-from wirekafka.broker.metadata import BrokerInfo
-from wirekafka.broker.replication.controller import (
+from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
+from wirekafka.broker.metadata.zk.controller import (
     PREFERRED,
     RECOVERING,
     UNCLEAN,

@@ -12,8 +12,8 @@ from typing import Callable
 import trio
 import trio.testing
 
-from wirekafka.broker.delayed_deletes import DelayedDeletes, delete_directory_name
-from wirekafka.broker.partition import AppendOrigin, Isolation, Partition
+from wirekafka.broker.replica.delayed_deletes import DelayedDeletes, delete_directory_name
+from wirekafka.broker.replica.partition import AppendOrigin, Isolation, Partition
 from wirekafka.protocol import records
 from wirekafka.storage.cleaner import run_round
 from wirekafka.storage.epoch_cache import LeaderEpochCache

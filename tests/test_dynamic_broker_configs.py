@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 import trio
 
-from wirekafka.broker import dynamic_config as dc
+from wirekafka.config import dynamic as dc
 from wirekafka.broker.state import BrokerState
-from wirekafka.config import ConfigError, build_config, parse_csv_map
+from wirekafka.startup_errors import ConfigError
+from wirekafka.config.broker_config import build_config, parse_csv_map
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 

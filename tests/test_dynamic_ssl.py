@@ -22,12 +22,12 @@ from cryptography.x509.oid import NameOID
 from kafka.protocol.admin.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
 from tests.test_admin_handlers import call, reopen
-from wirekafka.broker import dynamic_config as dc
-from wirekafka.broker.listener_tls import incompatibility, java_dn, java_sans
+from wirekafka.config import dynamic as dc
+from wirekafka.config.listener_tls import incompatibility, java_dn, java_sans
 from wirekafka.broker.state import BrokerState
-from wirekafka.config import build_config
+from wirekafka.config.broker_config import build_config
 from wirekafka.protocol.errors import ErrorCode
-from wirekafka.tls import CertEntry
+from wirekafka.security.tls import CertEntry
 
 PASSWORD = "store-secret"
 SSL_PREFIX = "listener.name.ssl."
@@ -139,7 +139,7 @@ def test_stored_settings_from_another_writer_are_applied_with_the_checks(tmp_pat
     trio.run(dynamic.listener_tls.apply_stored)
     assert _presented_serial(state) == 2
     dynamic.replace("1", _keystore(stores, "other-dn"))
-    with caplog.at_level("ERROR", logger="wirekafka.broker.listener_tls"):
+    with caplog.at_level("ERROR", logger="wirekafka.config.listener_tls"):
         trio.run(dynamic.listener_tls.apply_stored)
         trio.run(dynamic.listener_tls.apply_stored)
     assert _presented_serial(state) == 2

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import random
 
-from wirekafka.broker.fetch_sessions import Answer, FetchSessionCache, SessionPartition
+from wirekafka.broker.replica.fetch_sessions import Answer, FetchSessionCache, SessionPartition
 from wirekafka.broker.replication.fetch_session_handler import FetchSessionHandler, PartitionFetch
 from wirekafka.protocol.errors import ErrorCode
 

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from wirekafka.broker.fetch_sessions import (
+from wirekafka.broker.replica.fetch_sessions import (
     Answer, CACHE_SHARDS, EVICTION_MS, FINAL_EPOCH, INT_MAX, SESSION_ID_RANGE, FetchContext, FetchSessionCache,
     FullFetchContext, IncrementalFetchContext, NoSuchShard, SessionErrorContext, SessionPartition, next_epoch)
 from wirekafka.protocol.errors import ErrorCode

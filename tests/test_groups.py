@@ -9,9 +9,9 @@ import pytest
 import trio
 import trio.testing
 
-from wirekafka.broker.groups import GroupState, java_string_hash, partition_for
+from wirekafka.broker.coordinator.groups import GroupState, java_string_hash, partition_for
 from wirekafka.broker.state import BrokerState
-from wirekafka.config import build_config
+from wirekafka.config.broker_config import build_config
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 PROTOCOLS = [("range", b"meta-r"), ("roundrobin", b"meta-rr")]
@@ -154,7 +154,7 @@ def test_session_timeout_evicts_and_rebalances(tmp_path: Path) -> None:
 
 
 def test_offsets_survive_a_reload(tmp_path: Path) -> None:
-    from wirekafka.broker import group_records as gr
+    from wirekafka.broker.coordinator import group_records as gr
 
     async def body(state, nursery):
         await state.metadata.create_topic("t", 2)
@@ -178,7 +178,7 @@ def test_offsets_survive_a_reload(tmp_path: Path) -> None:
 def test_the_offsets_topic_codec_compresses_every_coordinator_batch(tmp_path: Path, codec: int) -> None:
     """offsets.topic.compression.codec (none, gzip, snappy, lz4, zstd): each commit and group
     record batch in __consumer_offsets is written with it, and read back on a reload."""
-    from wirekafka.broker import group_records as gr
+    from wirekafka.broker.coordinator import group_records as gr
 
     async def body(state, nursery):
         await state.metadata.create_topic("t", 2)
@@ -206,7 +206,7 @@ def test_the_offsets_topic_codec_compresses_every_coordinator_batch(tmp_path: Pa
 
 
 def test_an_unknown_offsets_topic_codec_stops_startup() -> None:
-    from wirekafka.config import ConfigError
+    from wirekafka.startup_errors import ConfigError
 
     with pytest.raises(ConfigError, match="^Unknown compression type id: 5$"):
         build_config({"offsets.topic.compression.codec": "5"})
@@ -215,7 +215,7 @@ def test_an_unknown_offsets_topic_codec_stops_startup() -> None:
 def test_offsets_committed_with_a_retention_expire_at_their_own_timestamp(tmp_path: Path) -> None:
     """OffsetCommit v2-4's retention_time_ms: such an offset expires at commit time + retention,
     whatever offsets.retention.minutes says (Kafka's OffsetExpirationConditionImpl)."""
-    from wirekafka.broker import group_records as gr
+    from wirekafka.broker.coordinator import group_records as gr
 
     async def body(state, nursery):
         await state.metadata.create_topic("t", 3)
@@ -231,7 +231,7 @@ def test_offsets_committed_with_a_retention_expire_at_their_own_timestamp(tmp_pa
 
 
 def test_record_schemas_round_trip() -> None:
-    from wirekafka.broker import group_records as gr
+    from wirekafka.broker.coordinator import group_records as gr
 
     key = gr.encode_offset_key(gr.OffsetKey("grp", "topic", 3))
     assert key[:2] == b"\x00\x01" and gr.decode_key(key) == gr.OffsetKey("grp", "topic", 3)
@@ -252,8 +252,8 @@ def test_offsets_reload_from_a_cleaned_log(tmp_path: Path) -> None:
     DeleteGroups) kept with a delete horizon and then gone, transactional commits (one committed,
     one aborted) with their markers, batches emptied by the cleaner: a reload rebuilds exactly the
     groups and offsets the coordinator had."""
-    from wirekafka.broker import group_records as gr
-    from wirekafka.broker.groups import OFFSETS_TOPIC
+    from wirekafka.broker.coordinator import group_records as gr
+    from wirekafka.broker.coordinator.groups import OFFSETS_TOPIC
     from wirekafka.protocol import records
     from wirekafka.storage import batch_filter
     from testsupport.cleaning import clean_partition
@@ -345,8 +345,8 @@ def test_an_empty_group_without_offsets_is_deleted_with_tombstones(tmp_path: Pat
     """Kafka 4's cleanupGroupMetadata: an Empty group whose offsets all expired, or that never had
     any, is deleted and its metadata tombstoned (with the offsets' tombstones, the cleaner can then
     bound __consumer_offsets); a group with live offsets, or a commit still being written, stays."""
-    from wirekafka.broker import group_records as gr
-    from wirekafka.broker.groups import OFFSETS_TOPIC
+    from wirekafka.broker.coordinator import group_records as gr
+    from wirekafka.broker.coordinator.groups import OFFSETS_TOPIC
     from wirekafka.protocol import records
 
     async def body(state, nursery):
@@ -408,7 +408,7 @@ def _refused(result) -> bool:
 
 
 def test_group_max_size_must_be_at_least_one(tmp_path: Path) -> None:
-    from wirekafka.config import ConfigError
+    from wirekafka.startup_errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"^Invalid value 0 for configuration group.max.size: "
                                           r"Value must be at least 1$"):

@@ -22,17 +22,18 @@ from kafka.protocol.sasl import (
 )
 
 from testsupport import kdc as kdc_support
-from wirekafka import gssapi_ctypes
+from wirekafka.security.kerberos import gssapi_binding
 from wirekafka.broker.replication.peer_client import PeerSecurity
-from wirekafka.config import ConfigError, build_config
-from wirekafka.kerberos_login import host_name
-from wirekafka.protocol.sasl_gssapi import GssapiClient
+from wirekafka.startup_errors import ConfigError
+from wirekafka.config.broker_config import build_config
+from wirekafka.security.kerberos.keytab_login import host_name
+from wirekafka.security.sasl.gssapi import GssapiClient
 from wirekafka.protocol.errors import ErrorCode
 from tests.sasl_frames import answer as _answer
 from tests.sasl_frames import frame as _frame
 from wirekafka.server.sasl_authenticator import SaslServerAuthenticator, SaslSettings
 
-pytestmark = pytest.mark.skipif(not (kdc_support.available() and gssapi_ctypes.available()),
+pytestmark = pytest.mark.skipif(not (kdc_support.available() and gssapi_binding.available()),
                                 reason="MIT Kerberos KDC not installed (scripts/install_system_deps.sh)")
 
 SERVICE = "kafka/127.0.0.1"
@@ -65,15 +66,15 @@ def _authenticator(kdc: kdc_support.Kdc, **more: str) -> SaslServerAuthenticator
     return settings.authenticator("peer")
 
 
-def _client(kdc: kdc_support.Kdc, user: str = "alice", service: str = SERVICE) -> gssapi_ctypes.InitiatorContext:
+def _client(kdc: kdc_support.Kdc, user: str = "alice", service: str = SERVICE) -> gssapi_binding.InitiatorContext:
     keytab = kdc.directory / f"{user}.keytab"
     if not keytab.exists():
         kdc.keytab(user)
-    credential = gssapi_ctypes.Credential.initiator(f"{user}@{kdc.realm}", str(keytab), f"MEMORY:c{next(_ccaches)}")
-    return gssapi_ctypes.InitiatorContext(credential, f"{service}@{kdc.realm}")
+    credential = gssapi_binding.Credential.initiator(f"{user}@{kdc.realm}", str(keytab), f"MEMORY:c{next(_ccaches)}")
+    return gssapi_binding.InitiatorContext(credential, f"{service}@{kdc.realm}")
 
 
-def _sasl_client(ctx: gssapi_ctypes.InitiatorContext, send: Callable[[bytes], bytes | None],
+def _sasl_client(ctx: gssapi_binding.InitiatorContext, send: Callable[[bytes], bytes | None],
                  choice: bytes = b"\x01\x00\x00\x00", authzid: bytes = b"") -> bytes | None:
     """RFC 4752's client: context tokens, then the server's offer answered with choice; the
     server's last answer."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from wirekafka.protocol.sasl_gssapi import GssapiClient, GssapiFailure, layer_offer, parse_choice
+from wirekafka.security.sasl.gssapi import GssapiClient, GssapiFailure, layer_offer, parse_choice
 
 
 def test_the_offer_is_no_security_layer_and_javas_65536_byte_buffer() -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from wirekafka.kerberos_name import KerberosName, KerberosShortNamer
-from wirekafka.principal import NoMatchingRule
+from wirekafka.security.kerberos.names import KerberosName, KerberosShortNamer
+from wirekafka.security.principal import NoMatchingRule
 
 REALM = "EXAMPLE.COM"
 

@@ -12,8 +12,8 @@ from wirekafka.broker.handlers.create_topics import kafka_name_sets
 from wirekafka.broker.handlers.describe_configs import java_double, listener_base_key
 from wirekafka.broker.handlers.metadata import kafka_set_order
 from wirekafka.broker.handlers.produce import _refused
-from wirekafka.broker.replication._jvm_order import java_hashmap_order, scala_hashset_order
-from wirekafka.config import build_config
+from wirekafka.jvm import java_hashmap_order, scala_hashset_order
+from wirekafka.config.broker_config import build_config
 from wirekafka.protocol.errors import ErrorCode
 
 
@@ -74,7 +74,7 @@ def test_doubles_are_written_as_java_writes_them() -> None:
 
 def test_a_topic_id_hashes_as_kafkas_uuid() -> None:
     """Uuid.hashCode: the high and low 32 bits of (most ^ least significant 64 bits), xor-ed."""
-    from wirekafka.broker.replication._jvm_order import _hash
+    from wirekafka.jvm import _hash
     assert _hash(uuid.UUID("00000000-0000-0001-0000-000000000002")) == 3
     assert _hash(uuid.UUID("ffffffff-0000-0000-0000-000000000000")) == 0xFFFFFFFF
     assert _hash(uuid.UUID("12345678-9abc-def0-0fed-cba987654321")) == (0x12345678 ^ 0x0FEDCBA9) ^ (0x9ABCDEF0 ^ 0x87654321)

@@ -8,8 +8,9 @@ import logging
 
 import pytest
 
-from wirekafka import kafka_only_keys
-from wirekafka.config import BROKER_KEYS, ConfigError, build_config
+from wirekafka.config import kafka_only_keys
+from wirekafka.config.broker_config import BROKER_KEYS, build_config
+from wirekafka.startup_errors import ConfigError
 
 
 def test_every_key_has_a_treatment_and_none_is_also_acted_on() -> None:
@@ -40,7 +41,7 @@ def test_values_of_the_wrong_type_stop_startup(key: str, value: str) -> None:
 
 
 def test_other_values_are_logged_as_having_no_effect(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="wirekafka.config"):
+    with caplog.at_level(logging.WARNING, logger="wirekafka.config.broker_config"):
         build_config({"sasl.kerberos.kinit.cmd": "/opt/kinit", "inter.broker.protocol.version": "3.9",
                       "log.message.format.version": "3.0-IV1", "controller.quorum.voters": ""})
     assert [r.getMessage() for r in caplog.records] == [

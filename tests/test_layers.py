@@ -1,5 +1,7 @@
-"""The layering rule of ARCHITECTURE.md: protocol <- storage <- broker <- server, imports one way.
-protocol is pure (no I/O, no trio); storage is synchronous (no trio)."""
+"""The layering rule of ARCHITECTURE.md: protocol <- storage <- security <- config <- broker <- server,
+imports one way, for every package. protocol is pure (no I/O, no trio); storage is synchronous (no
+trio). The root's modules either sit below every layer (jvm, startup_errors: they import nothing of
+wirekafka) or above them all (cli, __main__)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "wirekafka"
-ORDER = ["protocol", "storage", "broker", "server"]
+ORDER = ["protocol", "storage", "security", "config", "broker", "server"]
+BASE_MODULES = {"jvm", "startup_errors"}
+TOP_MODULES = {"cli", "__main__", "__init__"}
 
 
 def _imports(path: Path) -> set[str]:
@@ -21,6 +25,28 @@ def _imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
     return names
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    modules = {p.stem for p in PKG.glob("*.py")}
+    assert packages == set(ORDER)
+    assert modules <= BASE_MODULES | TOP_MODULES, modules - BASE_MODULES - TOP_MODULES
+
+
+@pytest.mark.parametrize("module", sorted(BASE_MODULES))
+def test_base_modules_import_nothing_of_wirekafka(module: str) -> None:
+    names = _imports(PKG / f"{module}.py")
+    assert not any(n == "wirekafka" or n.startswith("wirekafka.") for n in names), names
+
+
+def test_no_two_modules_share_a_file_name() -> None:
+    seen: dict[str, Path] = {}
+    for path in sorted(PKG.rglob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        assert path.name not in seen, f"{path} and {seen[path.name]}"
+        seen[path.name] = path
 
 
 @pytest.mark.parametrize("layer", ORDER)
@@ -49,7 +75,8 @@ def _reaches_into_a_log(path: Path) -> bool:
                for node in ast.walk(ast.parse(path.read_text())))
 
 
-@pytest.mark.parametrize("module", ["groups", "coordinator_runtime", "replica_manager", "partition", "metadata"])
+@pytest.mark.parametrize("module", ["coordinator/groups", "coordinator/runtime", "replica/replica_manager",
+                                    "replica/partition", "metadata/cluster_metadata"])
 def test_broker_parts_do_not_import_the_broker_state(module: str) -> None:
     """BrokerState wires the parts together; none of them imports it back (no cycles)."""
     names = _imports(PKG / "broker" / f"{module}.py")

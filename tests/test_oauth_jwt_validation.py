@@ -14,12 +14,14 @@ import trio
 import trio.testing
 
 from testsupport.jwt_signing import SigningKey, b64url, jwks
-from wirekafka import jvm_properties, oauth_validator
-from wirekafka.config import ConfigError, build_config
-from wirekafka.protocol import jwt_validation as jwt
-from wirekafka.protocol import sasl_oauthbearer as oauth
-from wirekafka.server import oauth_secured
-from wirekafka.server.oauth_secured import FileJwks, HttpJwks, SecuredValidator
+from wirekafka.security import jvm_properties
+from wirekafka.security.oauth import validator as oauth_validator
+from wirekafka.startup_errors import ConfigError
+from wirekafka.config.broker_config import build_config
+from wirekafka.security.oauth import jwt_validation as jwt
+from wirekafka.security.sasl import oauthbearer as oauth
+from wirekafka.security.oauth import secured as oauth_secured
+from wirekafka.security.oauth.secured import FileJwks, HttpJwks, SecuredValidator
 
 NOW = 1_800_000_000
 RULES = jwt.JwtRules(expected_audience=("kafka",), expected_issuer="https://issuer")

@@ -1,4 +1,4 @@
-"""Kafka's secured OAUTHBEARER login (wirekafka/oauth_login.py): its settings, the token endpoint
+"""Kafka's secured OAUTHBEARER login (wirekafka/security/oauth/token_login.py): its settings, the token endpoint
 request and retries (against a local HTTP server), the token file, the checks of the token and
 the refresh time. A cluster whose brokers log in this way is in testsupport/two_listeners.py."""
 
@@ -15,8 +15,9 @@ import pytest
 import trio
 
 from tests.test_sasl_oauthbearer import LISTENERS, MODULE
-from wirekafka.config import ConfigError, build_config
-from wirekafka.oauth_login import (LoginConfig, LoginConfigError, LoginFailed, LoginToken, SecuredLogin, check_token,
+from wirekafka.startup_errors import ConfigError
+from wirekafka.config.broker_config import build_config
+from wirekafka.security.oauth.token_login import (LoginConfig, LoginConfigError, LoginFailed, LoginToken, SecuredLogin, check_token,
                                    configure, refresh_at_ms, request_body, retrieve)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wirekafka.broker.partition import AppendOrigin, Isolation, Partition
+from wirekafka.broker.replica.partition import AppendOrigin, Isolation, Partition
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.storage.epoch_cache import LeaderEpochCache

@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from wirekafka.broker.password_encoder import (
+from wirekafka.security.password_encoder import (
     PasswordConfigError,
     PasswordDecodeError,
     PasswordEncoder,
     cipher_supported,
     is_password_config,
 )
-from wirekafka.broker.replication.zk_broker_passwords import BrokerPasswords
-from wirekafka.config import build_config
+from wirekafka.broker.metadata.zk.broker_passwords import BrokerPasswords
+from wirekafka.config.broker_config import build_config
 
 FIXTURE = Path(__file__).parent / "data" / "kafka39_encoded_passwords.json"
 KAFKA_VALUES = json.loads(FIXTURE.read_text())["values"]
@@ -82,7 +82,7 @@ def test_stored_passwords_are_encoded_and_decoded_per_entity(caplog: pytest.LogC
     assert passwords.decoded("1", stored) == {STORE_PASSWORD: "pw", "log.retention.ms": "5"}
     # a broker with another secret leaves the password out and says so
     other = BrokerPasswords(build_config({"password.encoder.secret": "s2"}))
-    with caplog.at_level(logging.ERROR, logger="wirekafka.broker.replication.zk_broker_passwords"):
+    with caplog.at_level(logging.ERROR, logger="wirekafka.broker.metadata.zk.broker_passwords"):
         assert other.decoded("1", stored) == {"log.retention.ms": "5"}
     assert caplog.records[0].getMessage() == (
         f"/config/brokers/1: dynamic password config {STORE_PASSWORD} could not be decoded, ignoring")

@@ -20,11 +20,11 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersions
 from kafka.protocol.producer.produce import ProduceRequest
 from kafka.protocol.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
 
-from wirekafka.broker.metadata import BrokerInfo
+from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
 from wirekafka.broker.replication import peer_client as peer_client_module
 from wirekafka.broker.replication.peer_client import (PeerClient, PeerPool, PeerProtocolError, PeerSasl, PeerSecurity,
                                                       PeerUnavailable, SetupTimeout)
-from wirekafka.config import build_config
+from wirekafka.config.broker_config import build_config
 from wirekafka.protocol import codec
 
 Reply = Callable[[trio.SocketStream, codec.Request, int], Awaitable[None]]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from wirekafka.config import ConfigError, build_config
-from wirekafka.principal import NoMatchingRule, SslPrincipalMapper
+from wirekafka.startup_errors import ConfigError
+from wirekafka.config.broker_config import build_config
+from wirekafka.security.principal import NoMatchingRule, SslPrincipalMapper
 
 RULES = ("RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/,"
          "RULE:^CN=(.*?),OU=(.*?),O=(.*?),L=(.*?),ST=(.*?),C=(.*?)$/$1@$2/L,"

@@ -9,7 +9,7 @@ import uuid
 import pytest
 from kafka.protocol.producer.produce import ProduceResponse
 
-from wirekafka.protocol import api_versions, codec
+from wirekafka.protocol import served_versions as api_versions, codec
 from wirekafka.protocol.produce_response import FastProduceResponse, PartitionAnswer, TopicAnswer
 
 PRODUCE = 0

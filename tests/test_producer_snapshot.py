@@ -14,9 +14,9 @@ import pytest
 import trio
 import trio.testing
 
-from wirekafka.broker.partition import AppendOrigin, Isolation, Partition
+from wirekafka.broker.replica.partition import AppendOrigin, Isolation, Partition
 from wirekafka.broker.state import BrokerState
-from wirekafka.config import build_config
+from wirekafka.config.broker_config import build_config
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.server.background import producer_expiration_task, write_producer_snapshots
@@ -182,7 +182,7 @@ def test_state_keeps_only_the_last_batch_as_kafka_does(tmp_path: Path) -> None:
 
 
 def test_sequence_wraps_when_first_sequence_is_derived() -> None:
-    from wirekafka.broker.producers import ProducerStateTable
+    from wirekafka.broker.replica.producer_state import ProducerStateTable
 
     table = ProducerStateTable()
     table.restore([SnapshotEntry(1, 0, 2, 100, 4, NOW, -1, -1)], NOW, DAY)

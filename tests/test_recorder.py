@@ -17,7 +17,7 @@ from conformance import client_view, frames
 from conformance.recorder import RecordingProxy
 from conformance.recordings import CLOSE, REQUEST, RESPONSE
 from conformance.stream_frames import FrameStream
-from wirekafka.protocol.api_versions import SUPPORTED
+from wirekafka.protocol.served_versions import SUPPORTED
 
 PROXY = ("127.0.0.1", 40000)
 

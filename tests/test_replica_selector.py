@@ -7,8 +7,8 @@ from pathlib import Path
 
 from tests.test_replica_set import Clock, append, leader
 
-from wirekafka.broker.metadata import BrokerInfo
-from wirekafka.broker.replica_selector import NO_PREFERENCE, ReplicaView, preferred_read_replica, rack_aware_choice
+from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
+from wirekafka.broker.replica.replica_selector import NO_PREFERENCE, ReplicaView, preferred_read_replica, rack_aware_choice
 
 RACKS = [BrokerInfo(1, "h", 1, "a"), BrokerInfo(2, "h", 2, "b"), BrokerInfo(3, "h", 3, "b")]
 

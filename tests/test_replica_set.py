@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wirekafka.broker.partition import AppendOrigin, Partition
-from wirekafka.broker.replica_set import ReplicaSet
+from wirekafka.broker.replica.partition import AppendOrigin, Partition
+from wirekafka.broker.replica.replica_set import ReplicaSet
 from wirekafka.protocol import records
 from wirekafka.storage.epoch_cache import LeaderEpochCache
 from wirekafka.storage.log import LogConfig, PartitionLog

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from wirekafka.broker import dynamic_config as dc
-from wirekafka.config import build_config
-from wirekafka.broker.quota_stats import SimpleRate
-from wirekafka.broker.replication_quota import ALL, ReplicationQuota, lists_partition, throttled_partitions
+from wirekafka.config import dynamic as dc
+from wirekafka.config.broker_config import build_config
+from wirekafka.broker.quotas.stats import SimpleRate
+from wirekafka.broker.quotas.replication_quota import ALL, ReplicationQuota, lists_partition, throttled_partitions
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 

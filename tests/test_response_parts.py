@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from kafka.protocol.consumer.fetch import FetchResponse
 
-from wirekafka.protocol import api_versions, codec
+from wirekafka.protocol import served_versions as api_versions, codec
 from wirekafka.protocol.response_parts import RegionResponse
 from wirekafka.storage.region import FileRegion
 

@@ -14,8 +14,8 @@ from kafka.protocol.sasl import (
     SaslHandshakeResponse,
 )
 
-from wirekafka import jaas
-from wirekafka.protocol import sasl_plain
+from wirekafka.security import jaas
+from wirekafka.security.sasl import plain as sasl_plain
 from wirekafka.protocol.errors import ErrorCode
 from tests.sasl_frames import answer as _answer
 from tests.sasl_frames import frame as _frame

@@ -9,8 +9,9 @@ import json
 
 import pytest
 
-from wirekafka.config import ConfigError, build_config
-from wirekafka.protocol import sasl_oauthbearer as oauth
+from wirekafka.startup_errors import ConfigError
+from wirekafka.config.broker_config import build_config
+from wirekafka.security.sasl import oauthbearer as oauth
 
 NOW_S = 1_800_000_000.0
 

@@ -1,4 +1,4 @@
-"""SCRAM (wirekafka/protocol/sasl_scram.py) against RFC 7677's SCRAM-SHA-256 example, the stored
+"""SCRAM (wirekafka/security/sasl/scram.py) against RFC 7677's SCRAM-SHA-256 example, the stored
 credential's derivation and text form, the server's refusals (what the client is told, and what
 only the log learns), and a SCRAM login through the connection's authenticator."""
 
@@ -10,9 +10,9 @@ from unittest import mock
 import pytest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest
 
-from wirekafka.protocol import sasl_scram
+from wirekafka.security.sasl import scram as sasl_scram
 from wirekafka.protocol.errors import ErrorCode
-from wirekafka.protocol.sasl_scram import GenericFailure, ScramClient, ScramCredential, ScramFailure, ScramServer
+from wirekafka.security.sasl.scram import GenericFailure, ScramClient, ScramCredential, ScramFailure, ScramServer
 from tests.sasl_frames import answer
 from tests.sasl_frames import frame as _frame
 from wirekafka.server.sasl_authenticator import SaslSettings

@@ -1,4 +1,4 @@
-"""TLS settings (wirekafka/tls.py through the broker config): the stores Kafka's ssl.* keys name,
+"""TLS settings (wirekafka/security/tls.py through the broker config): the stores Kafka's ssl.* keys name,
 in PKCS12 and PEM, per listener or for all; the versions, client authentication and hostname
 checks they ask for; and start-up refusals that say what to change. Stores are made here with
 `cryptography`; keytool-made ones are used by the client and conformance tests."""
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from testsupport.self_signed import PASSWORD, make_stores
-from wirekafka.config import ConfigError, build_config
+from wirekafka.startup_errors import ConfigError
+from wirekafka.config.broker_config import build_config
 
 
 @pytest.fixture(scope="module")

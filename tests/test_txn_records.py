@@ -1,4 +1,4 @@
-"""__transaction_state records (wirekafka/broker/txn_records.py): round trips of each value
+"""__transaction_state records (wirekafka/broker/coordinator/txn_records.py): round trips of each value
 version, and byte-for-byte equality with what a real Kafka 4.3.1 wrote.
 
 The real records are in tests/data/kafka_transaction_state.json, recorded by
@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from wirekafka.broker.groups import java_string_hash
+from wirekafka.broker.coordinator.groups import java_string_hash
 from testsupport.txn_log import check_kafka_record
-from wirekafka.broker.txn_records import (VALUE_VERSION, TransactionLogKey, TransactionLogValue, TxnPartitions,
+from wirekafka.broker.coordinator.txn_records import (VALUE_VERSION, TransactionLogKey, TransactionLogValue, TxnPartitions,
                                           TxnState, UnknownValueVersion, decode_key, decode_value, encode_key,
                                           encode_value, group_partitions, partition_for)
 from wirekafka.protocol.varint import encode_uvarint

@@ -1,4 +1,4 @@
-"""Kafka 3.9's ACL znodes (wirekafka/broker/replication/zk_acls.py): paths, the resource and change
+"""Kafka 3.9's ACL znodes (wirekafka/broker/metadata/zk/acl_znodes.py): paths, the resource and change
 notification bytes against what a Kafka 3.9.1 broker with AclAuthorizer wrote (read back with
 kazoo), decoding what Kafka accepts and refusing what it refuses, and the conditional update,
 notification and purge steps on an in-memory ZooKeeper."""
@@ -10,10 +10,10 @@ from dataclasses import dataclass
 import pytest
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-from wirekafka.broker.authorizer import (AccessControlEntry, AclBinding, AclOperation, PatternType, PermissionType,
+from wirekafka.security.acl.authorizer import (AccessControlEntry, AclBinding, AclOperation, PatternType, PermissionType,
                                          ResourcePattern, ResourceType)
-from wirekafka.broker.replication import zk_acls as za
-from wirekafka.broker.replication.zk_layout import ZkDataError
+from wirekafka.broker.metadata.zk import acl_znodes as za
+from wirekafka.broker.metadata.zk.layout import ZkDataError
 
 ALICE_READ = AccessControlEntry("User:alice", "*", AclOperation.READ, PermissionType.ALLOW)
 BOB_DENY = AccessControlEntry("User:bob", "127.0.0.1", AclOperation.DESCRIBE_CONFIGS, PermissionType.DENY)
@@ -338,7 +338,7 @@ class _Session:
         return fn(*args, **kwargs)
 
     def feed(self):
-        from wirekafka.broker.replication.zk_session import ChangeFeed
+        from wirekafka.broker.metadata.zk.session import ChangeFeed
         return ChangeFeed(self)  # type: ignore[arg-type]
 
 
@@ -348,7 +348,7 @@ def test_two_brokers_share_acls_through_the_notifications() -> None:
     older than 15 minutes go when either processes them."""
     import trio
 
-    from wirekafka.broker.authorizer import Authorizer
+    from wirekafka.security.acl.authorizer import Authorizer
 
     zk = _FakeZk()
 
@@ -398,7 +398,7 @@ def test_a_feed_of_its_own_beside_the_metadata() -> None:
 
     from kazoo.client import KazooState
 
-    from wirekafka.broker.replication.zk_session import ZkSession
+    from wirekafka.broker.metadata.zk.session import ZkSession
 
     async def main() -> None:
         session = ZkSession("127.0.0.1:1", 1000, 1000)  # never started: only the bookkeeping is used

@@ -10,7 +10,7 @@ import pytest
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import EventType
 
-from wirekafka.broker.replication.zk_cache import ZnodeCache
+from wirekafka.broker.metadata.zk.cache import ZnodeCache
 
 
 class _Answer:

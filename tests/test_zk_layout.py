@@ -12,14 +12,14 @@ import uuid
 
 import pytest
 
-from wirekafka.broker.metadata import base64_to_uuid
-from wirekafka.broker.replication import zk_layout as zk
-from wirekafka.broker.replication._jvm_order import (
+from wirekafka.broker.metadata.cluster_metadata import base64_to_uuid
+from wirekafka.broker.metadata.zk import layout as zk
+from wirekafka.jvm import (
     java_properties_order,
     scala_immutable_order,
     scala_mutable_hashmap_order,
 )
-from wirekafka.broker.replication.zk_layout import (
+from wirekafka.broker.metadata.zk.layout import (
     BrokerRegistration,
     ControllerRegistration,
     Endpoint,

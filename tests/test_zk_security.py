@@ -15,12 +15,13 @@ from kazoo.security import ACL, Id
 
 from testsupport import kdc as kdc_support
 from testsupport.self_signed import PASSWORD, make_stores
-from wirekafka import gssapi_ctypes
-from wirekafka.broker.replication.zk_security import (GSSAPI_MECHANISM, AclKazooClient, TlsHandler,
+from wirekafka.security.kerberos import gssapi_binding
+from wirekafka.broker.metadata.zk.security import (GSSAPI_MECHANISM, AclKazooClient, TlsHandler,
                                                       ZkClientSecurity, client_security, default_acls)
-from wirekafka.protocol.sasl_gssapi import GssapiServer
-from wirekafka.config import StartupError, build_config
-from wirekafka.jaas import JaasError, parse_file
+from wirekafka.security.sasl.gssapi import GssapiServer
+from wirekafka.startup_errors import StartupError
+from wirekafka.config.broker_config import build_config
+from wirekafka.security.jaas import JaasError, parse_file
 
 CREATOR_ALL = ACL(31, Id("auth", ""))
 WORLD_READ = ACL(1, Id("world", "anyone"))
@@ -136,7 +137,7 @@ def test_jaas_refusals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _opts(monkeypatch, _jaas(tmp_path), "-Dzookeeper.sasl.client=false")
     assert _refusal(_config()).startswith("Exception while determining if ZooKeeper is secure [")
     kerberos = "Client { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true; };"
-    if gssapi_ctypes.available():
+    if gssapi_binding.available():
         _opts(monkeypatch, _jaas(tmp_path, kerberos))
         assert "GSSAPI needs the broker's keys" in _refusal(_config())
     _opts(monkeypatch, _jaas(tmp_path, "Client { org.example.Login required; };"))
@@ -207,7 +208,7 @@ def test_tls_refusals(stores: Path, extra: dict[str, str], reason: str) -> None:
 
 @pytest.fixture(scope="module")
 def kdc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kdc_support.Kdc]:
-    if not (kdc_support.available() and gssapi_ctypes.available()):
+    if not (kdc_support.available() and gssapi_binding.available()):
         pytest.skip("MIT Kerberos KDC not installed (scripts/install_system_deps.sh)")
     with pytest.MonkeyPatch.context() as env, kdc_support.Kdc(tmp_path_factory.mktemp("zk-kdc")) as realm:
         for key, value in realm.env.items():
@@ -229,7 +230,7 @@ def test_a_kerberos_client_section_logs_in_to_zookeeper_with_gssapi(kdc: kdc_sup
     login = security.sasl["login"]
     assert login.principal == principal and login.service_name == "zookeeper"
 
-    server = GssapiServer(gssapi_ctypes.AcceptorContext(gssapi_ctypes.Credential.acceptor(
+    server = GssapiServer(gssapi_binding.AcceptorContext(gssapi_binding.Credential.acceptor(
         f"zookeeper/localhost@{kdc.realm}", str(server_keytab))))
     client = puresasl.client.SASLClient("127.0.0.1", **security.sasl)  # the address kazoo connects to
     challenge = None

@@ -4,7 +4,7 @@ new partition's state this way until the safety re-read, seconds later)."""
 
 from __future__ import annotations
 
-from wirekafka.broker.replication.zk_metadata import watch_creation
+from wirekafka.broker.metadata.zk.zk_metadata import watch_creation
 
 
 class _Done:
@@ -53,7 +53,7 @@ def test_the_session_reports_which_watches_fired() -> None:
     import trio
     from types import SimpleNamespace
 
-    from wirekafka.broker.replication.zk_session import ZkSession
+    from wirekafka.broker.metadata.zk.session import ZkSession
 
     async def main() -> None:
         session = ZkSession("127.0.0.1:1", 1000, 1000)  # never started: only the bookkeeping is used

@@ -4,7 +4,7 @@ process, for unit tests that need a log cleaned at a known moment."""
 
 from __future__ import annotations
 
-from wirekafka.broker.partition import Partition
+from wirekafka.broker.replica.partition import Partition
 from wirekafka.storage.cleaner import run_round
 from wirekafka.storage.log import PartitionLog
 

@@ -30,7 +30,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from client_support import raw_call
 from testsupport.cluster import wait_for
-from wirekafka.broker.replication._jvm_order import TopicPartitionKey, scala_mutable_hashmap_order
+from wirekafka.jvm import TopicPartitionKey, scala_mutable_hashmap_order
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.protocol.inter_broker import ControlledShutdownRequest, ControlledShutdownResponse
 

@@ -13,7 +13,7 @@ from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechan
                                    UserScramCredentialUpsertion)
 
 from testsupport.cluster import wait_for
-from wirekafka.protocol.sasl_scram import ScramCredential, salted_password
+from wirekafka.security.sasl.scram import ScramCredential, salted_password
 
 USER, PASSWORD, ITERATIONS = "scram-zk-user", "zk-secret", 8192
 

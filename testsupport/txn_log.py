@@ -1,5 +1,5 @@
 """Checks shared by the unit and compat tests of wirekafka's __transaction_state codec
-(wirekafka/broker/txn_records.py) against real Kafka: Kafka's --transaction-log-decoder JSON
+(wirekafka/broker/coordinator/txn_records.py) against real Kafka: Kafka's --transaction-log-decoder JSON
 turned into wirekafka's value type, and one recorded Kafka record (scripts/record_txn_state.py)
 checked byte for byte."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wirekafka.broker.txn_records import (KEY_TYPE, TransactionLogKey, TransactionLogValue, TxnPartitions,
+from wirekafka.broker.coordinator.txn_records import (KEY_TYPE, TransactionLogKey, TransactionLogValue, TxnPartitions,
                                           TxnState, decode_key, decode_value, encode_key, encode_value,
                                           partition_for)
 from wirekafka.protocol.records import assign_offsets, build_batch

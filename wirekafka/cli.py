@@ -9,7 +9,8 @@ from pathlib import Path
 
 import trio
 
-from wirekafka.config import ConfigError, StartupError, load_config
+from wirekafka.startup_errors import ConfigError, StartupError
+from wirekafka.config.broker_config import load_config
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,7 @@ latency it costs. Each runs on a fresh broker of its own (configured for it), re
 The cleaner's figures are the broker's own: both log, after each cleaning round, Kafka's summary
 "cleaned log <name> (dirty section = [a, b])" followed by "X MB of log processed in Y seconds"
 (Kafka's log4j root logger writes it to broker.log under scripts/realkafka.py's configuration;
-wirekafka's logger wirekafka.broker.log_cleaner to its log at INFO). Times in both logs are local
+wirekafka's logger wirekafka.broker.replica.cleaner_scheduler to its log at INFO). Times in both logs are local
 wall-clock times with milliseconds, which is how produce samples are matched to the cleaning.
 
 Offset commits go over a raw socket (kafka-python's schema classes, pipelined on one connection):

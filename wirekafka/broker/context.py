@@ -8,7 +8,7 @@ from typing import Iterable
 
 import trio
 
-from wirekafka.broker.authorizer import CLUSTER_NAME, OPERATIONS, AclOperation, ResourceType
+from wirekafka.security.acl.authorizer import CLUSTER_NAME, OPERATIONS, AclOperation, ResourceType
 from wirekafka.broker.state import BrokerState
 from wirekafka.protocol.codec import RequestHeader
 

@@ -10,7 +10,7 @@ import inspect
 import logging
 from typing import Any, Callable
 
-from wirekafka.broker import request_quota
+from wirekafka.broker.quotas import request_quota
 from wirekafka.broker.context import CloseConnection, RequestContext
 from wirekafka.broker.handlers import (
     add_offsets_to_txn,
@@ -59,8 +59,8 @@ from wirekafka.broker.handlers import (
     txn_offset_commit,
     write_txn_markers,
 )
-from wirekafka.protocol import api_versions as protocol_versions
-from wirekafka.protocol.api_versions import SUPPORTED, response_class
+from wirekafka.protocol import served_versions as protocol_versions
+from wirekafka.protocol.served_versions import SUPPORTED, response_class
 from wirekafka.protocol.inter_broker import AlterPartitionRequest, ControlledShutdownRequest
 from wirekafka.protocol.response_parts import RegionResponse
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError

@@ -20,28 +20,29 @@ from typing import Callable
 
 import trio
 
-from wirekafka.broker import topic_config
-from wirekafka.broker.acl_store import AclStore, LocalAclStore
-from wirekafka.broker.authorizer import Authorizer, parse_super_users
-from wirekafka.broker.coordinator_runtime import CoordinatorRuntime
-from wirekafka.broker.delayed_deletes import DelayedDeletes
-from wirekafka.broker.fetch_sessions import FetchSessionCache
-from wirekafka.broker.groups import OFFSETS_TOPIC, GroupCoordinator
-from wirekafka.broker.metadata import LocalMetadata, Topic, uuid_to_base64
-from wirekafka.broker.partition import Partition
-from wirekafka.broker.replica_manager import ReplicaManager
-from wirekafka.broker.replication.broker_id import broker_id_in
+from wirekafka.config import topic as topic_config
+from wirekafka.security.acl.store import AclStore, LocalAclStore
+from wirekafka.security.acl.authorizer import Authorizer, parse_super_users
+from wirekafka.broker.coordinator.runtime import CoordinatorRuntime
+from wirekafka.broker.replica.delayed_deletes import DelayedDeletes
+from wirekafka.broker.replica.fetch_sessions import FetchSessionCache
+from wirekafka.broker.coordinator.groups import OFFSETS_TOPIC, GroupCoordinator
+from wirekafka.broker.metadata.cluster_metadata import LocalMetadata, Topic, uuid_to_base64
+from wirekafka.broker.replica.partition import Partition
+from wirekafka.broker.replica.replica_manager import ReplicaManager
+from wirekafka.broker.metadata.broker_id import broker_id_in
 from wirekafka.broker.replication.fetcher import ReplicaFetchers
-from wirekafka.broker.client_quota_manager import ClientQuotaManagers
-from wirekafka.broker.replication_quota import ReplicationQuotas
+from wirekafka.broker.quotas.client_quota_manager import ClientQuotaManagers
+from wirekafka.broker.quotas.replication_quota import ReplicationQuotas
 from wirekafka.broker.replication.markers import RemoteMarkers
 from wirekafka.broker.replication.peer_client import PeerSecurity
-from wirekafka.broker.replication.zk_acls import ZkAclStore
-from wirekafka.broker.replication.zk_metadata import RoleChange, ZkMetadata
-from wirekafka.broker.transactions import TXN_TOPIC, TransactionCoordinator
+from wirekafka.broker.metadata.zk.acl_znodes import ZkAclStore
+from wirekafka.broker.metadata.zk.zk_metadata import RoleChange, ZkMetadata
+from wirekafka.broker.coordinator.transactions import TXN_TOPIC, TransactionCoordinator
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
-from wirekafka.config import BrokerConfig, StartupError
-from wirekafka.broker.log_cleaner import LogCleaner
+from wirekafka.config.broker_config import BrokerConfig
+from wirekafka.startup_errors import StartupError
+from wirekafka.broker.replica.cleaner_scheduler import LogCleaner
 from wirekafka.storage import checkpoint
 from wirekafka.storage.epoch_cache import LeaderEpochCache
 from wirekafka.storage.log import PartitionLog

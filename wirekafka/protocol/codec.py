@@ -12,7 +12,7 @@ from typing import Any
 
 from kafka.protocol.api_message import ApiMessage
 
-from wirekafka.protocol import api_versions
+from wirekafka.protocol import served_versions as api_versions
 from wirekafka.protocol.response_parts import Part, RegionResponse, part_size, splice
 
 _HEADER = struct.Struct(">hhi")

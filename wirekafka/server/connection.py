@@ -16,20 +16,20 @@ from typing import Callable
 import trio
 from cryptography import x509
 
-from wirekafka.broker.client_quota_manager import ANONYMOUS
+from wirekafka.broker.quotas.client_quota_manager import ANONYMOUS
 from wirekafka.broker.context import CloseConnection, RequestContext
 from wirekafka.broker.dispatch import dispatch
 from wirekafka.broker.handlers.api_versions import unsupported_version_response
 from wirekafka.broker.state import BrokerState
-from wirekafka.protocol import api_versions, codec
+from wirekafka.protocol import served_versions as api_versions, codec
 from wirekafka.protocol.framing import FrameError, FrameReader
-from wirekafka.principal import NoMatchingRule, SslPrincipalMapper
+from wirekafka.security.principal import NoMatchingRule, SslPrincipalMapper
 from wirekafka.protocol.response_parts import Part, RegionResponse
 from wirekafka.server.idle_connections import IdleConnections
 from wirekafka.server.listener_security import PLAINTEXT, ListenerSecurity
 from wirekafka.server.sasl_authenticator import SASL_HANDSHAKE, SaslServerAuthenticator
 from wirekafka.storage.region import FileRegion
-from wirekafka.streams import receive_into
+from wirekafka.broker.replication.receive import receive_into
 
 log = logging.getLogger(__name__)
 

@@ -35,10 +35,10 @@ from typing import Callable, Iterable
 
 import trio
 
-from wirekafka.broker.client_quotas import CONNECTION_CREATION_RATE, IP, ClientQuotas
-from wirekafka.broker.dynamic_config import DynamicBrokerConfigs
-from wirekafka.broker.quota_stats import INT_MAX, RateSensors, violation_ms
-from wirekafka.config import resolve_ip_overrides
+from wirekafka.broker.quotas.entities import CONNECTION_CREATION_RATE, IP, ClientQuotas
+from wirekafka.config.dynamic import DynamicBrokerConfigs
+from wirekafka.broker.quotas.stats import INT_MAX, RateSensors, violation_ms
+from wirekafka.config.broker_config import resolve_ip_overrides
 
 log = logging.getLogger(__name__)
 CREATION_RATE = "max.connection.creation.rate"

@@ -13,10 +13,10 @@ import ssl
 from dataclasses import dataclass
 from typing import Callable
 
-from wirekafka.broker.listener_tls import ListenerTls
-from wirekafka.config import BrokerConfig
-from wirekafka.principal import SslPrincipalMapper
-from wirekafka.protocol.sasl_scram import CredentialLookup
+from wirekafka.config.listener_tls import ListenerTls
+from wirekafka.config.broker_config import BrokerConfig
+from wirekafka.security.principal import SslPrincipalMapper
+from wirekafka.security.sasl.scram import CredentialLookup
 from wirekafka.server.sasl_authenticator import SaslSettings
 
 

@@ -18,7 +18,7 @@ has a top-level error code; others fail without an answer). A failed connection 
 connection.failed.authentication.delay.ms, its answer (if any) sent then, as Kafka delays it.
 
 GSSAPI (Kerberos, RFC 4752) runs its tokens through protocol/sasl_gssapi.py over MIT's acceptor
-(gssapi_ctypes.py) with the listener's keytab (kerberos_login.py); the principal is the client's
+(gssapi_binding.py) with the listener's keytab (kerberos_login.py); the principal is the client's
 Kerberos name shortened by sasl.kerberos.principal.to.local.rules. A first frame that is not a
 Kafka request fails the connection even with GSSAPI enabled: Kafka 3 took it as the GSSAPI token of
 a client without SaslHandshake (Kafka 0.9's), Kafka 4 does not. A Kerberos error Kafka deems
@@ -40,20 +40,20 @@ from typing import Mapping
 
 from kafka.protocol.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
 
-from wirekafka import gssapi_ctypes
-from wirekafka.broker.replication._jvm_order import java_hashmap_order
-from wirekafka.config import SASL_PROTOCOLS, BrokerConfig
-from wirekafka.kerberos_login import KerberosLogin
-from wirekafka.principal import NoMatchingRule
-from wirekafka.protocol import api_versions, codec
-from wirekafka.protocol import sasl_gssapi as gssapi
-from wirekafka.protocol import sasl_oauthbearer as oauth
+from wirekafka.security.kerberos import gssapi_binding
+from wirekafka.jvm import java_hashmap_order
+from wirekafka.config.broker_config import SASL_PROTOCOLS, BrokerConfig
+from wirekafka.security.kerberos.keytab_login import KerberosLogin
+from wirekafka.security.principal import NoMatchingRule
+from wirekafka.protocol import served_versions as api_versions, codec
+from wirekafka.security.sasl import gssapi
+from wirekafka.security.sasl import oauthbearer as oauth
 from wirekafka.protocol.errors import ErrorCode
-from wirekafka.protocol.sasl_plain import MECHANISM as PLAIN
-from wirekafka.protocol.sasl_plain import PlainAuthenticationError, authenticate, users_of
-from wirekafka.protocol.sasl_scram import MECHANISMS as SCRAM_MECHANISMS
-from wirekafka.protocol.sasl_scram import CredentialLookup, GenericFailure, ScramCredential, ScramFailure, ScramServer
-from wirekafka.server.oauth_secured import SecuredValidator
+from wirekafka.security.sasl.plain import MECHANISM as PLAIN
+from wirekafka.security.sasl.plain import PlainAuthenticationError, authenticate, users_of
+from wirekafka.security.sasl.scram import MECHANISMS as SCRAM_MECHANISMS
+from wirekafka.security.sasl.scram import CredentialLookup, GenericFailure, ScramCredential, ScramFailure, ScramServer
+from wirekafka.security.oauth.secured import SecuredValidator
 
 log = logging.getLogger(__name__)
 
@@ -228,17 +228,17 @@ class SaslServerAuthenticator:
 
     def _evaluate_gssapi(self, token: bytes) -> tuple[bytes | None, str | None]:
         """GSSAPI's answer (None: nothing to send) and the short name once authenticated.
-        Raises gssapi.GssapiFailure or gssapi_ctypes.GssError for a token that fails, _Dropped
+        Raises gssapi.GssapiFailure or gssapi_binding.GssError for a token that fails, _Dropped
         for Kafka's transient Kerberos errors and a principal no rule names."""
         kerberos = self.settings.kerberos
         assert kerberos is not None  # of_listener makes it whenever GSSAPI is enabled
         if self._gssapi is None:
-            self._gssapi = gssapi.GssapiServer(gssapi_ctypes.AcceptorContext(kerberos.acceptor()))
+            self._gssapi = gssapi.GssapiServer(gssapi_binding.AcceptorContext(kerberos.acceptor()))
         try:
             answer = self._gssapi.evaluate(token)
-        except (gssapi_ctypes.GssError, gssapi.GssapiFailure) as exc:
+        except (gssapi_binding.GssError, gssapi.GssapiFailure) as exc:
             self._gssapi = None  # frees the context and credentials
-            if isinstance(exc, gssapi_ctypes.GssError) and exc.kerberos_error in TRANSIENT_KERBEROS_ERRORS:
+            if isinstance(exc, gssapi_binding.GssError) and exc.kerberos_error in TRANSIENT_KERBEROS_ERRORS:
                 raise _Dropped(str(exc)) from None
             raise
         if not self._gssapi.complete:
@@ -269,7 +269,7 @@ class SaslServerAuthenticator:
             answer = self._scram.evaluate(token)
             return answer, self._scram.principal if self._scram.complete else None
         except (GenericFailure, oauth.MalformedFirstMessage, gssapi.GssapiFailure,
-                gssapi_ctypes.GssError) as exc:  # Kafka does not say why
+                gssapi_binding.GssError) as exc:  # Kafka does not say why
             stage = "re-authentication" if self._previous is not None else "authentication"
             raise _Refused(f"Authentication failed during {stage} due to invalid credentials with SASL mechanism "
                            f"{self.mechanism}", str(exc)) from None

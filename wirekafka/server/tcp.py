@@ -14,11 +14,12 @@ import signal
 import trio
 
 from wirekafka.broker.dispatch import check_table, enable_zk_broker_apis
-from wirekafka.broker.replication.broker_id import resolve_broker_id
+from wirekafka.broker.metadata.broker_id import resolve_broker_id
 from wirekafka.broker.state import BrokerState
-from wirekafka.config import SASL_PROTOCOLS, BrokerConfig, StartupError
-from wirekafka.oauth_login import LoginFailed, SecuredLogin
-from wirekafka.protocol import sasl_oauthbearer as oauth
+from wirekafka.config.broker_config import SASL_PROTOCOLS, BrokerConfig
+from wirekafka.startup_errors import StartupError
+from wirekafka.security.oauth.token_login import LoginFailed, SecuredLogin
+from wirekafka.security.sasl import oauthbearer as oauth
 from wirekafka.protocol import codec
 from wirekafka.server.background import flush_task, producer_expiration_task, retention_task
 from wirekafka.server.connection import serve_connection

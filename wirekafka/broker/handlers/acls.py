@@ -6,7 +6,7 @@ Without an authorizer (authorizer.class.name unset, Kafka's default):
   is configured." for every creation and every deletion filter.
 
 With one (StandardAuthorizer on the single node, AclAuthorizer in ZooKeeper mode; see
-wirekafka/broker/authorizer.py):
+wirekafka/security/acl/authorizer.py):
 - DescribeAcls needs DESCRIBE on the cluster, CreateAcls and DeleteAcls ALTER on it (ALTER implies
   DESCRIBE): else CLUSTER_AUTHORIZATION_FAILED for the describe, for every creation and every
   filter, with a message in Kafka's shape ("Request ... needs ALTER permission.").
@@ -33,7 +33,7 @@ wirekafka/broker/authorizer.py):
   filter lists the ACLs it matched before any of the request's deletions (two filters matching the
   same ACL both list it), and every matched ACL is deleted. Matching nothing is a success with
   no ACLs.
-- Changes are persisted by the broker's ACL store (wirekafka/broker/acl_store.py: the log dir's
+- Changes are persisted by the broker's ACL store (wirekafka/security/acl/store.py: the log dir's
   file, or ZooKeeper's /kafka-acl tree), one resource pattern at a time, and applied to the
   authorizer before the answer (Kafka applies them from its metadata log a moment later). A
   resource the store fails on (in ZooKeeper: a name that cannot be a znode, a race lost too often,
@@ -51,7 +51,7 @@ from typing import Any, TypeVar
 
 from kafka.protocol.admin.acl import CreateAclsResponse, DeleteAclsResponse, DescribeAclsResponse
 
-from wirekafka.broker.authorizer import (CLUSTER_NAME, AccessControlEntry, AclBinding, AclBindingFilter, AclOperation,
+from wirekafka.security.acl.authorizer import (CLUSTER_NAME, AccessControlEntry, AclBinding, AclBindingFilter, AclOperation,
                                          PatternType, PermissionType, ResourcePattern, ResourceType)
 from wirekafka.broker.context import CloseConnection, RequestContext
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from kafka.protocol.producer.transaction import AddOffsetsToTxnResponse
 
-from wirekafka.broker.authorizer import AclOperation, ResourceType
+from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.groups import OFFSETS_TOPIC
-from wirekafka.broker.transactions import fenced_error
+from wirekafka.broker.coordinator.groups import OFFSETS_TOPIC
+from wirekafka.broker.coordinator.transactions import fenced_error
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 

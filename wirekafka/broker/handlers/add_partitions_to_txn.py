@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from kafka.protocol.producer.transaction import AddPartitionsToTxnResponse
 
-from wirekafka.broker.authorizer import AclOperation, ResourceType
+from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.metadata import INTERNAL_TOPICS
-from wirekafka.broker.replication._jvm_order import java_hashmap_order
-from wirekafka.broker.transactions import fenced_error
+from wirekafka.broker.metadata.cluster_metadata import INTERNAL_TOPICS
+from wirekafka.jvm import java_hashmap_order
+from wirekafka.broker.coordinator.transactions import fenced_error
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 _Result = AddPartitionsToTxnResponse.AddPartitionsToTxnResult

@@ -42,12 +42,12 @@ from typing import Callable, Iterable
 
 from kafka.protocol.admin.configs import AlterConfigsResponse
 
-from wirekafka.broker import dynamic_config, topic_config
-from wirekafka.broker.listener_tls import ListenerContext, listener_store_key
-from wirekafka.broker.password_encoder import PasswordConfigError
-from wirekafka.broker.authorizer import AclOperation
+from wirekafka.config import dynamic as dynamic_config, topic as topic_config
+from wirekafka.config.listener_tls import ListenerContext, listener_store_key
+from wirekafka.security.password_encoder import PasswordConfigError
+from wirekafka.security.acl.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.config_enums import TYPE_LIST
+from wirekafka.config.enums import TYPE_LIST
 from wirekafka.broker.handlers.describe_configs import (
     RESOURCE_BROKER,
     RESOURCE_CLIENT_METRICS,

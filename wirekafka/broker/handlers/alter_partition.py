@@ -10,9 +10,9 @@ CLUSTER_AUTHORIZATION_FAILED for the request. Answers are exempt from quotas."""
 
 from __future__ import annotations
 
-from wirekafka.broker.authorizer import AclOperation
+from wirekafka.security.acl.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.replication.controller import AlterTopic, IsrAnswer, IsrProposal
+from wirekafka.broker.metadata.zk.controller import AlterTopic, IsrAnswer, IsrProposal
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.protocol.inter_broker import AlterPartitionRequest, AlterPartitionResponse
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 
 from wirekafka.broker.context import RequestContext
-from wirekafka.protocol.api_versions import SUPPORTED
+from wirekafka.protocol.served_versions import SUPPORTED
 from wirekafka.protocol.errors import ErrorCode
 
 

@@ -31,8 +31,8 @@ import socket
 import trio
 from kafka.protocol.admin.client_quotas import AlterClientQuotasResponse, DescribeClientQuotasResponse
 
-from wirekafka.broker.authorizer import AclOperation
-from wirekafka.broker.client_quotas import (
+from wirekafka.security.acl.authorizer import AclOperation
+from wirekafka.broker.quotas.entities import (
     CLIENT_ID,
     ENTITY_TYPES,
     INTEGRAL_TYPES,
@@ -46,7 +46,7 @@ from wirekafka.broker.client_quotas import (
     keys_for,
 )
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.replication._jvm_order import java_hashmap_order
+from wirekafka.jvm import java_hashmap_order
 from wirekafka.protocol.errors import ErrorCode
 
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2

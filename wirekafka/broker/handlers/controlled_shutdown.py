@@ -9,7 +9,7 @@ CLUSTER_AUTHORIZATION_FAILED. Answers are exempt from quotas."""
 
 from __future__ import annotations
 
-from wirekafka.broker.authorizer import AclOperation
+from wirekafka.security.acl.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.protocol.inter_broker import ControlledShutdownRequest, ControlledShutdownResponse

@@ -19,10 +19,10 @@ from collections import Counter
 
 from kafka.protocol.admin.topics import CreatePartitionsResponse
 
-from wirekafka.broker import mutation_quota
-from wirekafka.broker.authorizer import AclOperation, ResourceType
+from wirekafka.broker.quotas import mutation_quota
+from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.metadata import Topic
+from wirekafka.broker.metadata.cluster_metadata import Topic
 from wirekafka.broker.state import BrokerState
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 

@@ -24,11 +24,12 @@ from typing import Iterable
 
 from kafka.protocol.admin.topics import CreateTopicsResponse
 
-from wirekafka.broker import mutation_quota, topic_config
-from wirekafka.broker.authorizer import AclOperation, ResourceType
-from wirekafka.broker.client_quota_manager import MutationPermits
+from wirekafka.broker.quotas import mutation_quota
+from wirekafka.config import topic as topic_config
+from wirekafka.security.acl.authorizer import AclOperation, ResourceType
+from wirekafka.broker.quotas.client_quota_manager import MutationPermits
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.replication._jvm_order import java_hashmap_order
+from wirekafka.jvm import java_hashmap_order
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 # Kafka's controller mutation quota fails topics outright (THROTTLING_QUOTA_EXCEEDED) from this version

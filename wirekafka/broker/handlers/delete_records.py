@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from kafka.protocol.admin.topics import DeleteRecordsResponse
 
-from wirekafka.broker.authorizer import AclOperation, ResourceType
+from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.partition import Partition
-from wirekafka.broker.replication._jvm_order import TopicPartitionKey, kafka_grouped, kafka_immutable_grouped
+from wirekafka.broker.replica.partition import Partition
+from wirekafka.jvm import TopicPartitionKey, kafka_grouped, kafka_immutable_grouped
 from wirekafka.broker.state import BrokerState
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 

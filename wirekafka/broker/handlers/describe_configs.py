@@ -58,15 +58,15 @@ from decimal import Decimal
 
 from kafka.protocol.admin.configs import DescribeConfigsResponse
 
-from wirekafka import kafka_only_keys
-from wirekafka.broker import dynamic_config
-from wirekafka.broker.dynamic_config import DynamicBrokerConfigs
-from wirekafka.broker import topic_config as tc
-from wirekafka.broker.authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from wirekafka.config import kafka_only_keys
+from wirekafka.config import dynamic as dynamic_config
+from wirekafka.config.dynamic import DynamicBrokerConfigs
+from wirekafka.config import topic as tc
+from wirekafka.security.acl.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.metadata import MAX_TOPIC_NAME, Topic, topic_name_error
-from wirekafka.broker.config_enums import TYPE_CLASS, TYPE_PASSWORD, TYPE_UNKNOWN
-from wirekafka.config import BROKER_KEYS, KAFKA3_ONLY_KEYS, BrokerConfig
+from wirekafka.broker.metadata.cluster_metadata import MAX_TOPIC_NAME, Topic, topic_name_error
+from wirekafka.config.enums import TYPE_CLASS, TYPE_PASSWORD, TYPE_UNKNOWN
+from wirekafka.config.broker_config import BROKER_KEYS, KAFKA3_ONLY_KEYS, BrokerConfig
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER = 2, 4, 8

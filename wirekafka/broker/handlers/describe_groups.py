@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from kafka.protocol.admin.groups import DescribeGroupsResponse
 
-from wirekafka.broker.authorizer import AclOperation, ResourceType
+from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.groups import OFFSETS_TOPIC, GroupState
-from wirekafka.broker.replication._jvm_order import java_hash, java_hashmap_order
+from wirekafka.broker.coordinator.groups import OFFSETS_TOPIC, GroupState
+from wirekafka.jvm import java_hash, java_hashmap_order
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 NOT_FOUND_ERROR_FROM = 6

@@ -21,9 +21,9 @@ import os
 import trio
 from kafka.protocol.admin.cluster import DescribeLogDirsResponse
 
-from wirekafka.broker.authorizer import AclOperation
+from wirekafka.security.acl.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.partition import Partition
+from wirekafka.broker.replica.partition import Partition
 from wirekafka.protocol.errors import ErrorCode
 
 _Result = DescribeLogDirsResponse.DescribeLogDirsResult

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from kafka.protocol.admin.transactions import DescribeProducersResponse
 
-from wirekafka.broker.authorizer import AclOperation, ResourceType
+from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.metadata import topic_name_error
+from wirekafka.broker.metadata.cluster_metadata import topic_name_error
 from wirekafka.protocol.errors import ErrorCode
 
 _Topic = DescribeProducersResponse.TopicResponse

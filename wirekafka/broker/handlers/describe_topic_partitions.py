@@ -26,10 +26,10 @@ import uuid
 
 from kafka.protocol.admin.topics import DescribeTopicPartitionsResponse
 
-from wirekafka.broker.authorizer import AclOperation, ResourceType
+from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.handlers.metadata import partition_fields
-from wirekafka.broker.metadata import INTERNAL_TOPICS, topic_name_error
+from wirekafka.broker.metadata.cluster_metadata import INTERNAL_TOPICS, topic_name_error
 from wirekafka.protocol.errors import ErrorCode
 
 _Topic = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic

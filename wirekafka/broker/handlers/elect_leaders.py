@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from kafka.protocol.admin import ElectLeadersResponse
 
-from wirekafka.broker.authorizer import AclOperation
+from wirekafka.security.acl.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
 from wirekafka.protocol.errors import ErrorCode
 

@@ -45,15 +45,15 @@ from dataclasses import dataclass, field
 
 from kafka.protocol.consumer.fetch import FetchResponse
 
-from wirekafka.broker import request_quota
-from wirekafka.broker.authorizer import AclOperation, ResourceType
+from wirekafka.broker.quotas import request_quota
+from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.fetch_sessions import FINAL_EPOCH, Answer, Key, NoSuchShard, SessionPartition
-from wirekafka.broker.leader_hints import leader_hint
-from wirekafka.broker.metadata import ZERO_UUID, BrokerInfo
-from wirekafka.broker.partition import Isolation, Partition, ReadResult
-from wirekafka.broker.quota_stats import INT_MAX
-from wirekafka.broker.replica_manager import FetchParams, FetchTarget, fetching_replica
+from wirekafka.broker.replica.fetch_sessions import FINAL_EPOCH, Answer, Key, NoSuchShard, SessionPartition
+from wirekafka.broker.metadata.leader_hints import leader_hint
+from wirekafka.broker.metadata.cluster_metadata import ZERO_UUID, BrokerInfo
+from wirekafka.broker.replica.partition import Isolation, Partition, ReadResult
+from wirekafka.broker.quotas.stats import INT_MAX
+from wirekafka.broker.replica.replica_manager import FetchParams, FetchTarget, fetching_replica
 from wirekafka.protocol import codec
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.protocol.response_parts import RegionResponse, part_size

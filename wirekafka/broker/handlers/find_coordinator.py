@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorResponse
 
-from wirekafka.broker.authorizer import AclOperation, ResourceType
+from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.groups import OFFSETS_TOPIC
-from wirekafka.broker.metadata import BrokerInfo
-from wirekafka.broker.transactions import TXN_TOPIC
+from wirekafka.broker.coordinator.groups import OFFSETS_TOPIC
+from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
+from wirekafka.broker.coordinator.transactions import TXN_TOPIC
 from wirekafka.protocol.errors import ErrorCode
 
 GROUP, TRANSACTION = 0, 1

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from kafka.protocol.admin.configs import IncrementalAlterConfigsResponse
 
-from wirekafka.broker import topic_config
-from wirekafka.broker.authorizer import AclOperation
+from wirekafka.config import topic as topic_config
+from wirekafka.security.acl.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.handlers.alter_configs import (
     APPEND,

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from kafka.protocol.producer.transaction import InitProducerIdResponse
 
-from wirekafka.broker.authorizer import AclOperation, ResourceType
+from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.transactions import fenced_error
+from wirekafka.broker.coordinator.transactions import fenced_error
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 

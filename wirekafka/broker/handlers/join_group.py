@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from kafka.protocol.consumer.group import JoinGroupResponse
 
-from wirekafka.broker.authorizer import AclOperation, ResourceType
+from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.groups import JoinResult
+from wirekafka.broker.coordinator.groups import JoinResult
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 

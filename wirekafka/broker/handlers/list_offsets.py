@@ -25,10 +25,10 @@ from collections import Counter
 
 from kafka.protocol.consumer.offsets import ListOffsetsResponse
 
-from wirekafka.broker.authorizer import AclOperation, ResourceType
+from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.partition import Partition
-from wirekafka.broker.replication._jvm_order import TopicPartitionKey, kafka_grouped
+from wirekafka.broker.replica.partition import Partition
+from wirekafka.jvm import TopicPartitionKey, kafka_grouped
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 

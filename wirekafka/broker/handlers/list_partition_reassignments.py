@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kafka.protocol.admin import ListPartitionReassignmentsResponse
 
-from wirekafka.broker.authorizer import AclOperation
+from wirekafka.security.acl.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
 from wirekafka.protocol.errors import ErrorCode
 

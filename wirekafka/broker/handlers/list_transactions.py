@@ -9,9 +9,9 @@ import re
 
 from kafka.protocol.admin.transactions import ListTransactionsResponse
 
-from wirekafka.broker.authorizer import AclOperation, ResourceType
+from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.txn_records import TxnState
+from wirekafka.broker.coordinator.txn_records import TxnState
 from wirekafka.protocol.errors import ErrorCode
 
 _State = ListTransactionsResponse.TransactionState

@@ -36,10 +36,10 @@ from typing import Callable, Iterable
 
 from kafka.protocol.metadata.metadata import MetadataResponse
 
-from wirekafka.broker.authorizer import CLUSTER_NAME, OPERATIONS, AclOperation, ResourceType
+from wirekafka.security.acl.authorizer import CLUSTER_NAME, OPERATIONS, AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.metadata import INTERNAL_TOPICS, Topic, topic_name_error
-from wirekafka.broker.replication._jvm_order import scala_hashset_order, scala_mutable_hashmap_order
+from wirekafka.broker.metadata.cluster_metadata import INTERNAL_TOPICS, Topic, topic_name_error
+from wirekafka.jvm import scala_hashset_order, scala_mutable_hashmap_order
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 ZERO_UUID = uuid.UUID(int=0)

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from kafka.protocol.consumer.group import OffsetCommitResponse
 
-from wirekafka.broker import group_records as gr
-from wirekafka.broker.authorizer import AclOperation, ResourceType
+from wirekafka.broker.coordinator import group_records as gr
+from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.metadata import Topic
+from wirekafka.broker.metadata.cluster_metadata import Topic
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 _Topic = OffsetCommitResponse.OffsetCommitResponseTopic

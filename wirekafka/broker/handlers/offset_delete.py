@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from kafka.protocol.consumer.group import OffsetDeleteResponse
 
-from wirekafka.broker.authorizer import AclOperation, ResourceType
+from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 

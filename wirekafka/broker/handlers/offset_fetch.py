@@ -20,7 +20,7 @@ from typing import Callable
 
 from kafka.protocol.consumer.group import OffsetFetchResponse
 
-from wirekafka.broker.authorizer import AclOperation, ResourceType
+from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from kafka.protocol.consumer.offsets import OffsetForLeaderEpochResponse
 
-from wirekafka.broker.authorizer import AclOperation, ResourceType
+from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 

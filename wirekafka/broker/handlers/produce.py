@@ -35,13 +35,13 @@ import uuid
 
 from kafka.protocol.producer.produce import ProduceResponse
 
-from wirekafka.broker.authorizer import AclOperation, ResourceType
-from wirekafka.broker.batch_validation import request_records_error, starts_transactional
+from wirekafka.security.acl.authorizer import AclOperation, ResourceType
+from wirekafka.broker.replica.batch_validation import request_records_error, starts_transactional
 from wirekafka.broker.context import CloseConnection, RequestContext
-from wirekafka.broker.leader_hints import leader_hint
-from wirekafka.broker.metadata import BrokerInfo
-from wirekafka.broker.replica_manager import ProduceEntry
-from wirekafka.broker.replication._jvm_order import java_hash, java_hashmap_order
+from wirekafka.broker.metadata.leader_hints import leader_hint
+from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
+from wirekafka.broker.replica.replica_manager import ProduceEntry
+from wirekafka.jvm import java_hash, java_hashmap_order
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.protocol.produce_response import FastProduceResponse, PartitionAnswer, TopicAnswer
 

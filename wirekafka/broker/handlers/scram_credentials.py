@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from kafka.protocol.admin.users import AlterUserScramCredentialsResponse, DescribeUserScramCredentialsResponse
 
-from wirekafka.broker.authorizer import AclOperation
+from wirekafka.security.acl.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.replication._jvm_order import java_hashmap_order
+from wirekafka.jvm import java_hashmap_order
 from wirekafka.protocol.errors import ErrorCode
-from wirekafka.protocol.sasl_scram import (
+from wirekafka.security.sasl.scram import (
     MAX_ITERATIONS,
     MECHANISM_TYPES,
     MIN_ITERATIONS,

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from kafka.protocol.producer.transaction import TxnOffsetCommitResponse
 
-from wirekafka.broker import group_records as gr
-from wirekafka.broker.authorizer import AclOperation, ResourceType
+from wirekafka.broker.coordinator import group_records as gr
+from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.groups import OFFSETS_TOPIC
+from wirekafka.broker.coordinator.groups import OFFSETS_TOPIC
 from wirekafka.broker.handlers.offset_commit import commit_error
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kafka.protocol.producer.transaction import WriteTxnMarkersResponse
 
-from wirekafka.broker.authorizer import AclOperation
+from wirekafka.security.acl.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
 from wirekafka.protocol.errors import ErrorCode
 

@@ -18,8 +18,8 @@ from typing import Callable
 
 import trio
 
-from wirekafka.broker.partition import Partition
-from wirekafka.broker.replication.controller import RECOVERED
+from wirekafka.broker.replica.partition import Partition
+from wirekafka.broker.metadata.zk.controller import RECOVERED
 from wirekafka.broker.replication.peer_client import PeerPool, PeerUnavailable
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.protocol.inter_broker import AlterPartitionRequest, AlterPartitionResponse

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wirekafka.broker.fetch_sessions import INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
+from wirekafka.broker.replica.fetch_sessions import INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
 from wirekafka.protocol.errors import ErrorCode
 
 Key = tuple[str, int]  # (topic, partition)

@@ -28,12 +28,12 @@ import trio
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
 
-from wirekafka.broker.metadata import BrokerInfo
-from wirekafka.broker.partition import Partition
+from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
+from wirekafka.broker.replica.partition import Partition
 from wirekafka.broker.replication.fetch_session_handler import FetchSessionHandler, PartitionFetch
 from wirekafka.broker.replication.peer_client import PeerClient, PeerSecurity, PeerUnavailable, SetupTimeout
-from wirekafka.broker.replication_quota import ReplicationQuotas
-from wirekafka.config import BrokerConfig
+from wirekafka.broker.quotas.replication_quota import ReplicationQuotas
+from wirekafka.config.broker_config import BrokerConfig
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode
 

@@ -10,9 +10,9 @@ import logging
 
 from kafka.protocol.producer.transaction import WriteTxnMarkersRequest
 
-from wirekafka.broker.metadata import BrokerInfo, ClusterMetadata
+from wirekafka.broker.metadata.cluster_metadata import BrokerInfo, ClusterMetadata
 from wirekafka.broker.replication.peer_client import PeerPool, PeerSecurity, PeerUnavailable
-from wirekafka.config import BrokerConfig
+from wirekafka.config.broker_config import BrokerConfig
 from wirekafka.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)

@@ -54,19 +54,19 @@ from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
-from wirekafka import gssapi_ctypes
-from wirekafka.config import BrokerConfig
-from wirekafka.kerberos_login import KerberosLogin
-from wirekafka.oauth_login import LoginFailed, SecuredLogin
-from wirekafka.protocol import sasl_gssapi as gssapi
-from wirekafka.protocol import sasl_oauthbearer as oauth
-from wirekafka.protocol.sasl_plain import MECHANISM as PLAIN
-from wirekafka.protocol.sasl_plain import client_message
-from wirekafka.protocol.sasl_scram import ScramClient, ScramFailure
-from wirekafka.streams import receive_into
+from wirekafka.security.kerberos import gssapi_binding
+from wirekafka.config.broker_config import BrokerConfig
+from wirekafka.security.kerberos.keytab_login import KerberosLogin
+from wirekafka.security.oauth.token_login import LoginFailed, SecuredLogin
+from wirekafka.security.sasl import gssapi
+from wirekafka.security.sasl import oauthbearer as oauth
+from wirekafka.security.sasl.plain import MECHANISM as PLAIN
+from wirekafka.security.sasl.plain import client_message
+from wirekafka.security.sasl.scram import ScramClient, ScramFailure
+from wirekafka.broker.replication.receive import receive_into
 
 if TYPE_CHECKING:
-    from wirekafka.broker.metadata import BrokerInfo
+    from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
 
 _SIZE = struct.Struct(">i")
 DEFAULT_MAX_RESPONSE_BYTES = 128 * 1024 * 1024
@@ -334,7 +334,7 @@ class PeerClient:
                     token = await trio.to_thread.run_sync(client.evaluate, bytes(answer.auth_bytes))  # type: ignore[union-attr]
             finally:
                 context.delete()
-        except (gssapi_ctypes.GssError, gssapi.GssapiFailure) as exc:
+        except (gssapi_binding.GssError, gssapi.GssapiFailure) as exc:
             raise PeerUnavailable(f"{self!r}: GSSAPI login as {kerberos.principal} failed: {exc}") from exc
 
     async def _sasl_step(self, stream: trio.abc.Stream, token: bytes, identity: str, mechanism: str) -> ApiMessage:

@@ -1,0 +1,176 @@
+"""ZkSession: the broker's one ZooKeeper connection (kazoo), and the one place its threads meet trio.
+
+kazoo runs its own threads: its blocking calls run here in trio worker threads (`call`), and
+everything kazoo calls back — one-shot watches set by reads, and session state changes — only
+marks a `ChangeFeed` on the loop through the trio token (`run_sync_soon`, safe from any thread;
+`_post` is the one place). The metadata's feed (the watch of its reads through `cache`,
+`wait_changed`) wakes the reconcile loop; another consumer (the ACL store's change notifications) gets a feed of its own (`feed()`),
+so its watches neither wake the metadata's full re-read nor are consumed by it. A session change
+marks every feed. A consumer never reacts to a single watch: it re-reads what it follows, so a
+missed or coalesced notification cannot leave it wrong.
+
+Session loss matters for fencing: when ZooKeeper expires the session, its ephemeral znodes
+(/brokers/ids/N, /controller) are gone and another broker may lead our partitions; the loop sees
+`session_id()` change and re-registers. A chroot in zookeeper.connect is created if it is
+missing, as Kafka does. How the client logs in, over what, and which ACLs its znodes get is
+zk_security.py's."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any, Callable
+
+import trio
+from kazoo.client import KazooState
+from kazoo.exceptions import AuthFailedError
+
+from wirekafka.broker.metadata.zk.cache import ZnodeCache
+from wirekafka.broker.metadata.zk.security import ZkClientSecurity
+from wirekafka.startup_errors import StartupError
+
+log = logging.getLogger(__name__)
+
+
+def split_connect(connect: str) -> tuple[str, str]:
+    """zookeeper.connect -> (hosts, chroot or "")."""
+    slash = connect.find("/")
+    if slash < 0:
+        return connect, ""
+    return connect[:slash], connect[slash:].rstrip("/")
+
+
+class ZkSession:
+    def __init__(self, connect: str, session_timeout_ms: int, connection_timeout_ms: int,
+                 security: ZkClientSecurity = ZkClientSecurity()) -> None:
+        self.hosts, self.chroot = split_connect(connect)
+        self.session_timeout_ms = session_timeout_ms
+        self.connection_timeout_s = connection_timeout_ms / 1000
+        self._security = security
+        self.client = security.client(self.hosts + self.chroot, session_timeout_ms / 1000)
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._metadata_feed = ChangeFeed(self)
+        self._feeds = [self._metadata_feed]
+        # the metadata's watched reads, kept until their watch fires (zk_cache.py)
+        self.cache = ZnodeCache(self.client, self._metadata_feed.watcher)
+        self.connected = False
+        self._closing = False
+
+    async def start(self) -> None:
+        """Connect (creating the chroot first if needed); raise if ZooKeeper does not answer
+        within zookeeper.connection.timeout.ms, StartupError if it refuses the broker's login."""
+        self._token = trio.lowlevel.current_trio_token()
+        try:
+            if self.chroot:
+                await trio.to_thread.run_sync(self._ensure_chroot)
+            self.client.add_listener(self._on_state)
+            await trio.to_thread.run_sync(functools.partial(self.client.start, timeout=self.connection_timeout_s))
+            # the SASL login runs after the connection is up: a refused one fails the first request
+            await trio.to_thread.run_sync(self.client.exists, "/")
+        except AuthFailedError:
+            raise StartupError("ZooKeeper refused the broker's login (the JAAS file's ZooKeeper client section, or "
+                               "its TLS certificate): Auth failed either before or while waiting for connection") from None
+        self.connected = True
+
+    def _ensure_chroot(self) -> None:
+        plain = self._security.client(self.hosts, self.session_timeout_ms / 1000)
+        plain.start(timeout=self.connection_timeout_s)
+        try:
+            plain.ensure_path(self.chroot)
+        finally:
+            plain.stop()
+            plain.close()
+
+    async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run a blocking kazoo call in a worker thread. A cancelled caller does not wait for it
+        (kazoo retries while ZooKeeper is unreachable: a bounded shutdown must not hang on it);
+        the thread finishes on its own, its result dropped."""
+        return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), abandon_on_cancel=True)
+
+    def feed(self) -> ChangeFeed:
+        """A feed of its own for another consumer of watches (see ChangeFeed)."""
+        feed = ChangeFeed(self)
+        self._feeds.append(feed)
+        return feed
+
+    def _on_state(self, state: str) -> None:
+        """kazoo's session listener (kazoo thread; it must not block). Cached reads go at once:
+        their watches may not survive what happened to the session."""
+        self.cache.clear()
+        self._post(functools.partial(self._state_changed, state))
+
+    def _post(self, fn: Callable[[], None]) -> None:
+        if self._token is None:
+            return
+        try:
+            self._token.run_sync_soon(fn)
+        except trio.RunFinishedError:
+            pass
+
+    def _state_changed(self, state: str) -> None:
+        if self._closing:  # our own close ends the session: not an expiry
+            return
+        if state == KazooState.LOST:
+            log.warning("ZooKeeper session expired")
+            self.connected = False
+        elif state == KazooState.SUSPENDED:
+            log.warning("ZooKeeper connection suspended")
+            self.connected = False
+        elif state == KazooState.CONNECTED:
+            if not self.connected:
+                log.info("ZooKeeper connection (re)established")
+            self.connected = True
+        for feed in self._feeds:
+            feed.mark(None)
+
+    def session_id(self) -> int | None:
+        """The current ZooKeeper session's id; a new one means our ephemerals are gone."""
+        cid = self.client.client_id
+        return cid[0] if cid else None
+
+    async def wait_changed(self, timeout_s: float) -> set[str | None]:
+        """Sleep until a metadata watch fires or the session changes (or timeout_s, a safety
+        net); the paths whose watches fired meanwhile (None among them: anything may have changed)."""
+        return await self._metadata_feed.wait(timeout_s)
+
+    def mark_changed(self) -> None:
+        """Ask for a reconcile soon (after a write of our own, say)."""
+        self._metadata_feed.mark(None)
+
+    async def close(self) -> None:
+        self._closing = True
+        await trio.to_thread.run_sync(self._close)
+
+    def _close(self) -> None:
+        try:
+            self.client.stop()
+            self.client.close()
+        except Exception:  # closing a session that already failed  # noqa: BLE001
+            log.debug("closing the ZooKeeper client failed", exc_info=True)
+
+
+class ChangeFeed:
+    """What one consumer of ZooKeeper watches waits on: the paths whose watches (set with this
+    feed's `watcher`) fired since its last `wait`, None for a session change or a `mark(None)`.
+    Marked on the event loop only; kazoo's threads reach it through the session's `_post`."""
+
+    def __init__(self, session: ZkSession) -> None:
+        self._session = session
+        self._changed = trio.Event()
+        self._paths: set[str | None] = set()
+
+    def watcher(self, event: object = None) -> None:
+        """The watch to pass to kazoo reads (kazoo thread): hand the event to the loop."""
+        self._session._post(functools.partial(self.mark, getattr(event, "path", None)))
+
+    def mark(self, path: str | None) -> None:
+        self._paths.add(path)
+        self._changed.set()
+
+    async def wait(self, timeout_s: float) -> set[str | None]:
+        """Sleep until something is marked (or timeout_s, a safety net); what was marked."""
+        with trio.move_on_after(timeout_s):
+            await self._changed.wait()
+        self._changed = trio.Event()
+        paths, self._paths = self._paths, set()
+        return paths

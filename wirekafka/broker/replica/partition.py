@@ -1,0 +1,655 @@
+"""Partition: one partition's replica on this broker, and the only owner of its log.
+
+It holds the log, the idempotent producer state, the leader-epoch cache, the high watermark (stored,
+moved only when the in-sync replicas have the data) and the last stable offset. Everything outside
+reaches records through it: appends by origin (a client, a coordinator, replication), reads up to
+the high watermark or the last stable offset, truncation, retention, DeleteRecords.
+
+Replicas: a `ReplicaSet` says who leads and who is in sync. On a leader the high watermark is the
+smallest log end offset over the in-sync replicas (on one node: its own log end, at once), it
+never moves back, and it stays put while the in-sync set is smaller than min.insync.replicas
+(Kafka 3.7+). On a follower it is the leader's, capped at the local log end. Clients and
+coordinators write only to a leader; a follower appends the leader's batches as they are
+(`append_replicated`). Readers waiting on the high watermark are woken when it moves; on a leader
+with followers every append wakes them too, since a follower's fetch waits on the log end. The
+last stable offset is the first
+offset of the earliest open transaction, or the high watermark when none is open; a
+transaction's COMMIT or ABORT marker is appended by `append_marker` for the transaction
+coordinator, and an abort is indexed in the segment's transaction index for read_committed
+fetches.
+
+Producer state survives restarts in Kafka's `.snapshot` files (ProducerStateManager's rules): one
+is taken at every segment roll (named after the new segment's base offset) and at a clean close
+(at the log end); opening loads the newest usable one and replays batch headers only after it.
+After a crash, segments recovery re-validated lost their transaction index, so the snapshot must
+not lie past the first of them: the replay from there re-indexes their aborts. Snapshots past the
+log end or at or below the log start are deleted when the partition is opened or truncated, those
+below the log start when it moves, stray ones at open; producers idle for
+producer.id.expiration.ms without an open transaction are forgotten (`remove_expired_producers`,
+and when a snapshot is loaded).
+
+Threading: every method here runs on the event loop and only changes in-memory state or appends
+(page-cache writes); the slow file work (fsync, segment deletion, recovery, snapshot files) is
+returned as work for a worker thread (`flush_work`, the segments detached by retention,
+`producer_snapshot_work`) or done at open/close. `truncate_to` (a follower's operation) does its
+file work on the caller's thread, as the log's own truncation does."""
+
+from __future__ import annotations
+
+import enum
+import functools
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+import trio
+
+from wirekafka.protocol import records
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+from wirekafka.protocol.records import BatchHeader
+from wirekafka.broker.replica.delayed_deletes import DelayedDeletes, delete_directory_name
+from wirekafka.broker.replica.producer_state import CompletedTxn, ProducerStateTable
+from wirekafka.broker.replica.replica_set import ReplicaSet
+from wirekafka.storage.cleaner import (CleanableRange, CleanerLogConfig, LastRecord, RoundPlan, SegmentInfo,
+                                       cleanable_range)
+from wirekafka.storage.epoch_cache import LeaderEpochCache
+from wirekafka.storage.log import FlushWork, LogConfig, PartitionLog
+from wirekafka.storage.producer_snapshot import ProducerSnapshots, SnapshotEntry, SnapshotWork
+from wirekafka.storage.region import FileRegion
+from wirekafka.storage.segment import ColdData, LogSegment
+from wirekafka.storage.txn_index import AbortedTxn
+
+logger = logging.getLogger(__name__)
+
+PRODUCER_ID_EXPIRATION_MS = 86400000  # Kafka's producer.id.expiration.ms default
+
+
+class AppendOrigin(enum.Enum):
+    """Who writes: clients get producer-state checks; coordinators write their own records;
+    replication copies a leader's batches with their offsets unchanged."""
+
+    CLIENT = "client"
+    COORDINATOR = "coordinator"
+    REPLICATION = "replication"
+
+
+class Isolation(enum.IntEnum):
+    """How far a read may go (Kafka's FetchIsolation): the wire's two isolation levels, and the
+    log end for follower replicas."""
+
+    READ_UNCOMMITTED = 0
+    READ_COMMITTED = 1
+    LOG_END = 2
+
+
+@dataclass(slots=True)
+class AppendResult:
+    base_offset: int
+    last_offset: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime; a duplicate: its batch's max timestamp
+    duplicate: bool = False
+    flush_due: bool = False  # flush.messages reached: the caller fsyncs in a worker before answering
+
+
+@dataclass(slots=True)
+class ReadResult:
+    """What a fetch of one partition returns: batches as a file region (or None) and the offsets
+    the response reports, all taken at the same moment."""
+
+    region: FileRegion | None
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    cold: Callable[[], FileRegion | None] | None = None  # run in a worker, it gives the region
+    aborted: list[AbortedTxn] | None = None  # read_committed: aborted transactions in the region
+
+    @property
+    def size(self) -> int:
+        return self.region.length if self.region is not None else 0
+
+
+class Partition:
+    def __init__(self, topic: str, index: int, log: PartitionLog, epoch_cache: LeaderEpochCache,
+                 leader_epoch: int = 0, clock: Callable[[], float] = time.time,
+                 producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS, node_id: int = 1,
+                 lead: bool = True, deletes: DelayedDeletes | None = None) -> None:
+        """Open the partition over a loaded log: producer state from the newest usable snapshot
+        plus a replay after it, a snapshot at the log end if that replayed anything. Opening
+        does file work: it runs in a worker thread (start-up, new partitions). lead: one node's
+        partition, its own leader at once; in a cluster it has no role until the cluster
+        metadata gives it one (make_leader / make_follower). deletes: the broker's delayed file
+        deletion; a partition opened on its own (tests, tools) gets a queue of its own."""
+        self.topic = topic
+        self.deletes = deletes if deletes is not None else DelayedDeletes(lambda: log.config.file_delete_delay_ms)
+        self.index = index
+        self._log = log
+        self.epochs = epoch_cache
+        self.leader_epoch = leader_epoch
+        self.clock = clock
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self.producers = ProducerStateTable()
+        self.snapshots = ProducerSnapshots(log.dir)
+        self.online = True
+        self.replica_set = ReplicaSet.single(node_id)
+        self.min_insync_replicas = 1
+        self._high_watermark = 0
+        self._data_waiters: set[trio.Event] = set()
+        # Kafka's lastSnapOffset: the newest snapshot taken or loaded; another one is only worth
+        # taking at a higher offset. Snapshots to write and the log start to clean below wait
+        # for producer_snapshot_work.
+        self._snapshot_offset = log.log_start_offset
+        self._pending_snapshots: list[tuple[int, tuple[SnapshotEntry, ...]]] = []
+        self._pending_delete_below: int | None = None
+        self.snapshots.remove_strays(s.base_offset for s in log.segments)
+        self._load_producer_state()
+        work = self.producer_snapshot_work()
+        if work is not None:
+            work.run()
+        if lead:
+            self.become_leader(leader_epoch)
+        else:
+            self.replica_set.follow(-1, (), frozenset())
+
+    # ---- offsets ------------------------------------------------------------------------------
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        first_unstable = self.producers.first_unstable_offset()
+        if first_unstable is None:
+            return self._high_watermark
+        # Kafka's maybeIncrementFirstUnstableOffset: an open transaction whose first batches
+        # retention or DeleteRecords removed is unstable from the log start on, not below it.
+        return min(max(first_unstable, self._log.log_start_offset), self._high_watermark)
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log.log_end_offset
+
+    @property
+    def size_bytes(self) -> int:
+        """The bytes of the log's segments as they are now (Kafka's log.size)."""
+        return self._log.size_bytes
+
+    @property
+    def in_sync_replica_count(self) -> int:
+        return len(self.replica_set.isr)
+
+    @property
+    def is_leader(self) -> bool:
+        return self.replica_set.is_leader
+
+    def effective_min_isr(self, configured: int) -> int:
+        """min.insync.replicas as Kafka 3.7+ applies it: never more than the partition's
+        replicas (KAFKA-15583), so a topic with fewer replicas than its min.insync.replicas
+        still takes acks=all writes and moves its high watermark."""
+        return min(configured, max(len(self.replica_set.replicas), 1))
+
+    @property
+    def recovery_point(self) -> int:
+        return self._log.recovery_point
+
+    def _maybe_advance_high_watermark(self) -> None:
+        """Leader: the smallest log end among the in-sync replicas, once they are at least
+        min.insync.replicas; it never moves back."""
+        rs = self.replica_set
+        if not rs.is_leader or len(rs.isr) < self.effective_min_isr(self.min_insync_replicas):
+            return
+        new = rs.min_in_sync_end(self._log.log_end_offset)
+        if new is not None and new > self._high_watermark:
+            self._high_watermark = new
+            self._wake_readers()
+
+    # ---- leadership ---------------------------------------------------------------------------
+    def become_leader(self, leader_epoch: int) -> None:
+        """One node's leadership: the whole replica set."""
+        me = self.replica_set.local_id
+        self.make_leader(leader_epoch, (me,), frozenset((me,)))
+
+    def make_leader(self, leader_epoch: int, replicas: tuple[int, ...], isr: frozenset[int]) -> None:
+        """Kafka's makeLeader: the new epoch starts at the current log end; followers are
+        tracked afresh."""
+        self.leader_epoch = leader_epoch
+        self.epochs.assign(leader_epoch, self._log.log_end_offset)
+        self.replica_set.lead(replicas, isr, self._now_ms())
+        self._maybe_advance_high_watermark()
+        self._wake_readers()  # waiting fetches and produces see the new role
+
+    def make_follower(self, leader_epoch: int, leader: int, replicas: tuple[int, ...], isr: frozenset[int]) -> None:
+        """Kafka's makeFollower: epochs come with the leader's batches; the fetcher truncates."""
+        self.leader_epoch = leader_epoch
+        self.replica_set.follow(leader, replicas, isr)
+        self._wake_readers()
+
+    def set_isr(self, isr: frozenset[int]) -> None:
+        """The in-sync set as the cluster metadata now records it."""
+        self.replica_set.set_isr(isr)
+        self._maybe_advance_high_watermark()
+
+    def propose_isr(self, isr: frozenset[int]) -> None:
+        """A new in-sync set was sent to the controller: until it answers, the high watermark
+        waits for the members of both sets (ReplicaSet.maximal_isr)."""
+        self.replica_set.pending_isr = isr
+
+    def settle_isr(self, isr: frozenset[int] | None) -> None:
+        """The controller answered the proposal: the in-sync set it recorded, or None when it
+        refused (the recorded set stays)."""
+        self.replica_set.pending_isr = None
+        if isr is not None:
+            self.replica_set.set_isr(isr)
+        self._maybe_advance_high_watermark()
+
+    def record_follower_fetch(self, replica_id: int, fetch_offset: int, log_start_offset: int = -1) -> bool:
+        """A follower's fetch from fetch_offset: its progress, and the high watermark it allows.
+        False when replica_id does not follow this partition here."""
+        if not self.replica_set.record_fetch(replica_id, fetch_offset, self._log.log_end_offset, self._now_ms(),
+                                             log_start_offset):
+            return False
+        self._maybe_advance_high_watermark()
+        return True
+
+    def isr_expansion(self) -> frozenset[int]:
+        """Followers out of the in-sync set that caught up (to be recorded, then set_isr)."""
+        epoch_start = self.epochs.entries[-1][1] if self.epochs.entries else 0
+        return self.replica_set.caught_up(self._high_watermark, epoch_start)
+
+    def isr_shrink(self, lag_ms: int) -> frozenset[int]:
+        """In-sync followers lagging more than lag_ms (to be recorded, then set_isr)."""
+        return self.replica_set.out_of_sync(self._now_ms(), lag_ms)
+
+    def append_replicated(self, batch: bytes | memoryview, header: BatchHeader) -> None:
+        """A follower's copy of one of its leader's batches, offsets and epoch as they are."""
+        if self.replica_set.is_leader:
+            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        self.append(batch, header, AppendOrigin.REPLICATION)
+        if header.is_control and header.has_producer_id:
+            self._apply_marker(header, bytes(batch), self._log.active)
+            self._wake_readers()
+
+    def restore_high_watermark(self, checkpointed: int) -> None:
+        """The high watermark from replication-offset-checkpoint, at start-up (capped at the log end)."""
+        self._high_watermark = min(max(checkpointed, self._high_watermark), self._log.log_end_offset)
+
+    def set_follower_high_watermark(self, leader_high_watermark: int) -> None:
+        """A follower's high watermark: the leader's, capped at what this replica has."""
+        new = min(leader_high_watermark, self._log.log_end_offset)
+        if new != self._high_watermark:
+            self._high_watermark = new
+            self._wake_readers()
+
+    def check_leader_epoch(self, current_leader_epoch: int) -> None:
+        """Kafka's fencing: a client epoch below ours is stale, above ours is from the future."""
+        if current_leader_epoch == -1 or current_leader_epoch == self.leader_epoch:
+            return
+        if current_leader_epoch < self.leader_epoch:
+            raise KafkaApiError(ErrorCode.FENCED_LEADER_EPOCH)
+        raise KafkaApiError(ErrorCode.UNKNOWN_LEADER_EPOCH)
+
+    def end_offset_for_epoch(self, requested_epoch: int) -> tuple[int, int]:
+        return self.epochs.end_offset_for(requested_epoch, self._log.log_end_offset)
+
+    # ---- appends ------------------------------------------------------------------------------
+    def append(self, batch: bytes | bytearray | memoryview, header: BatchHeader, origin: AppendOrigin,
+               log_append_time_ms: int | None = None) -> AppendResult:
+        """Append one validated batch. Client and coordinator batches get offsets and the leader
+        epoch assigned here in a 61-byte copy of the header, the rest written from the request's
+        buffer; replicated batches keep theirs. log_append_time_ms is set for LogAppendTime
+        topics. Raises KafkaApiError for producer-state violations."""
+        if not self.online or (origin is not AppendOrigin.REPLICATION and not self.replica_set.is_leader):
+            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if origin is AppendOrigin.CLIENT and header.has_producer_id and header.base_sequence >= 0:
+            dup = self.producers.check(header)
+            if dup is not None:
+                return AppendResult(dup.first_offset, dup.last_offset, dup.max_timestamp, duplicate=True)
+        parts: tuple[bytes | bytearray | memoryview, ...]
+        if origin is AppendOrigin.REPLICATION:
+            parts, assigned = (batch,), header
+        elif log_append_time_ms is not None:  # the timestamp is CRC'd: patch a copy, re-CRC
+            buf = bytearray(batch)
+            records.assign_offsets(buf, self._log.log_end_offset, self.leader_epoch)
+            records.set_log_append_time(buf, log_append_time_ms)
+            parts, assigned = (buf,), records.parse_header(buf)
+        else:  # offset and epoch sit in the header, outside the CRC: patch a copy of the header
+            head = bytearray(batch[:records.HEADER_SIZE])
+            records.assign_offsets(head, self._log.log_end_offset, self.leader_epoch)
+            parts = (head, memoryview(batch)[records.HEADER_SIZE:])
+            assigned = records.parse_header(head)
+        self.epochs.assign(assigned.partition_leader_epoch, assigned.base_offset)
+        active = self._log.active
+        flush_due = self._log.append(parts, assigned)
+        if self._log.active is not active:  # rolled: the state so far covers exactly the old segments
+            self._take_snapshot(assigned.base_offset)
+        append_time = -1 if log_append_time_ms is None else log_append_time_ms
+        if assigned.has_producer_id and not assigned.is_control:  # markers: see append_marker
+            self.producers.record(assigned)
+        self._maybe_advance_high_watermark()
+        if self._data_waiters and len(self.replica_set.replicas) > 1:
+            self._wake_readers()  # followers' fetches wait on the log end
+        return AppendResult(assigned.base_offset, assigned.last_offset, append_time, flush_due=flush_due)
+
+    def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                      timestamp_ms: int) -> AppendResult:
+        """Write a transaction's COMMIT or ABORT marker (for the transaction coordinator) and close
+        the producer's transaction: the last stable offset moves past it, and an abort goes into
+        the active segment's transaction index. Raises KafkaApiError when the marker is fenced."""
+        if not self.online:
+            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        batch = records.build_marker_batch(producer_id, producer_epoch, coordinator_epoch, commit, timestamp_ms)
+        result = self.append(batch, records.parse_header(batch), AppendOrigin.COORDINATOR)
+        completed = self.producers.complete(producer_id, producer_epoch, coordinator_epoch, result.base_offset,
+                                            timestamp_ms, aborted=not commit)
+        self._index_if_aborted(completed, self._log.active)
+        self.producers.close_transaction(producer_id)
+        self._wake_readers()  # read_committed fetches wait on the last stable offset too
+        return result
+
+    def _apply_marker(self, header: BatchHeader, batch: bytes, index_in: LogSegment | None) -> None:
+        """A transaction marker read back (replay, replication): close the producer's
+        transaction; an abort goes into index_in's transaction index when given."""
+        try:
+            marker = records.parse_marker(batch)
+        except records.InvalidBatch:
+            return  # a control batch that is not a transaction marker
+        completed = self.producers.complete(header.producer_id, header.producer_epoch, marker.coordinator_epoch,
+                                            header.base_offset, header.max_timestamp, aborted=not marker.commit)
+        if index_in is not None:
+            self._index_if_aborted(completed, index_in)
+        self.producers.close_transaction(header.producer_id)
+
+    def _index_if_aborted(self, completed: CompletedTxn, segment: LogSegment) -> None:
+        if completed.aborted:
+            segment.txn_index.append(AbortedTxn(completed.producer_id, completed.first_offset, completed.last_offset,
+                                                self.producers.stable_offset_after(completed)))
+
+    # ---- producer state and its snapshots ------------------------------------------------------
+    def _load_producer_state(self) -> None:
+        """Kafka's rebuildProducerState: drop snapshots outside the log, load the newest one at or
+        below the first segment recovery re-validated (else the log end), replay the batch headers
+        after it, and take a snapshot at the log end if the replay went past it."""
+        start, end = self._log.log_start_offset, self._log.log_end_offset
+        self.snapshots.retain(start, end)
+        self._pending_snapshots.clear()  # taken before the log changed under them
+        upper = next((seg.base_offset for seg in self._log.segments if seg.recovered), end)
+        loaded = self.snapshots.latest(upper)
+        if loaded is None:
+            self.producers.forget_all()
+            self._snapshot_offset = start
+        else:
+            offset, entries = loaded
+            self.producers.restore(entries, self._now_ms(), self.producer_id_expiration_ms)
+            self._snapshot_offset = offset
+            logger.info("%s-%d: producer state loaded from the snapshot at offset %d (%d producers), replaying "
+                        "to %d", self.topic, self.index, offset, len(self.producers.entries), end)
+        self._replay_producer_state(self._snapshot_offset)  # retain left no snapshot at or below the start
+        self._take_snapshot(end)
+
+    def _take_snapshot(self, offset: int) -> None:
+        """Kafka's takeSnapshot: the state now, as the snapshot at offset, unless one at or past
+        it was taken already; the file is written by producer_snapshot_work's worker."""
+        if offset > self._snapshot_offset:
+            self._pending_snapshots.append((offset, self.producers.snapshot_entries()))
+            self._snapshot_offset = offset
+
+    def producer_snapshot_work(self) -> SnapshotWork | None:
+        """The snapshot files to write and delete since the last call, taken on the loop (the
+        entries are already copied); run() it in a worker thread. None when there is nothing."""
+        if not self._pending_snapshots and self._pending_delete_below is None:
+            return None
+        work = SnapshotWork(self.snapshots, tuple(self._pending_snapshots), self._pending_delete_below,
+                            self.snapshots.generation)
+        self._pending_snapshots = []
+        self._pending_delete_below = None
+        return work
+
+    def remove_expired_producers(self) -> None:
+        """Kafka's periodic producer expiration: forget producers idle for
+        producer.id.expiration.ms that have no open transaction."""
+        gone = self.producers.remove_expired(self._now_ms(), self.producer_id_expiration_ms)
+        if gone:
+            logger.info("%s-%d: expired producer ids %s", self.topic, self.index, gone)
+
+    def _now_ms(self) -> int:
+        return int(self.clock() * 1000)
+
+    def _replay_producer_state(self, start: int) -> None:
+        """Replay batch headers from start into producer state and open transactions; the
+        markers of segments recovery re-validated (their transaction index was emptied) put their
+        aborts back into it."""
+        for seg, pos, header in self._log.iter_batch_headers(start):
+            if not header.has_producer_id:
+                continue
+            if not header.is_control:
+                self.producers.record(header)
+                continue
+            self._apply_marker(header, self._log.read_batch(seg, pos, header), seg if seg.recovered else None)
+        self._log.rebuilt_transaction_indexes()
+
+    # ---- reads --------------------------------------------------------------------------------
+    def check_fetch_offset(self, offset: int) -> None:
+        if offset < self.log_start_offset or offset > self._log.log_end_offset:
+            raise KafkaApiError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"offset {offset} is outside [{self.log_start_offset}, {self._log.log_end_offset}]",
+            )
+
+    def read(self, offset: int, max_bytes: int, isolation: Isolation, min_one: bool) -> ReadResult:
+        """Whole batches from the one holding offset, up to the high watermark (or the last stable
+        offset for read_committed), within max_bytes unless min_one lets the first batch through.
+        Only page-cache reads happen here; data that would need the disk comes back as `cold`,
+        a read to run in a worker thread."""
+        if not self.online:
+            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        self.check_fetch_offset(offset)
+        stable = self.last_stable_offset
+        if isolation is Isolation.LOG_END:
+            limit = self._log.log_end_offset
+        else:
+            limit = stable if isolation is Isolation.READ_COMMITTED else self._high_watermark
+        region = None
+        cold = None
+        if offset < limit and (max_bytes > 0 or min_one):
+            try:
+                region = self._log.read_region(offset, max(max_bytes, 0), limit, min_one, nowait=True)
+            except ColdData:  # not in the page cache: the replica manager reads it in a worker
+                cold = functools.partial(self._log.read_region_cold, offset, max(max_bytes, 0), limit, min_one)
+        result = ReadResult(region, self._high_watermark, stable, self.log_start_offset, cold)
+        if isolation is Isolation.READ_COMMITTED:
+            result.aborted = self.aborted_transactions(offset, region)
+        return result
+
+    def aborted_transactions(self, offset: int, region: FileRegion | None) -> list[AbortedTxn]:
+        """The aborted transactions a read_committed reader of region (read from offset) must be
+        told about; none when nothing was read."""
+        return [] if region is None else self._log.aborted_transactions(offset, region)
+
+    def iter_batches(self, start_offset: int) -> Iterator[tuple[BatchHeader, Callable[[], bytes]]]:
+        """Each batch header from start_offset with a function reading the batch's bytes: for
+        readers that decode records (ListOffsets by time, coordinator loading)."""
+        for seg, pos, header in self._log.iter_batch_headers(start_offset):
+            yield header, _batch_reader(self._log, seg, pos, header)
+
+    def batch_for_timestamp(self, timestamp: int) -> tuple[BatchHeader, Callable[[], bytes]] | None:
+        found = self._log.find_timestamp(timestamp)
+        return None if found is None else (found[2], _batch_reader(self._log, *found))
+
+    def batch_with_max_timestamp(self) -> tuple[BatchHeader, Callable[[], bytes]] | None:
+        found = self._log.max_timestamp_batch()
+        return None if found is None else (found[2], _batch_reader(self._log, *found))
+
+    # ---- waiting for data ---------------------------------------------------------------------
+    def add_data_waiter(self, event: trio.Event) -> None:
+        self._data_waiters.add(event)
+
+    def remove_data_waiter(self, event: trio.Event) -> None:
+        self._data_waiters.discard(event)
+
+    def _wake_readers(self) -> None:
+        for event in self._data_waiters:
+            event.set()
+        self._data_waiters.clear()
+
+    # ---- log surgery --------------------------------------------------------------------------
+    def truncate_to(self, offset: int) -> list[LogSegment]:
+        """Cut the log at offset (a follower's divergent tail, or a recovery), with everything
+        derived from it: epochs, producer state, high watermark. Returns segments to delete."""
+        doomed = self._log.truncate_to(offset)
+        self.epochs.truncate_from_end(self._log.log_end_offset)
+        self._load_producer_state()
+        self._high_watermark = min(self._high_watermark, self._log.log_end_offset)
+        return doomed
+
+    def restart_at(self, offset: int) -> list[LogSegment]:
+        """A follower behind its leader's log start: empty the log and continue from offset.
+        Returns the old segments to delete."""
+        doomed = self._log.restart_at(offset)
+        self.epochs.clear()
+        self._load_producer_state()
+        self._high_watermark = offset
+        return doomed
+
+    def delete_records_before(self, offset: int) -> list[LogSegment]:
+        """DeleteRecords: move the log start offset; returns segments now wholly below it."""
+        before = self._log.log_start_offset
+        doomed = self._log.advance_log_start(offset)
+        self.epochs.truncate_from_start(self._log.log_start_offset)
+        self._log_start_moved(before)
+        return doomed
+
+    def apply_retention(self, delete_policy: bool = True) -> list[LogSegment]:
+        """Kafka's deleteOldSegments up to the high watermark (delete_policy: the topic's
+        cleanup.policy has "delete"; compact-only topics lose only what lies below the log start).
+        When the whole log expires, the log rolls a new active segment at the log end first: as at
+        any roll, a producer snapshot is taken there. Producer state itself stays (Kafka keeps it
+        when retention removes a producer's batches, so its next sequence is still checked, and a
+        retried batch still answered as a duplicate); epochs start at the new log start. Returns
+        the detached segments, whose files are deleted in a worker thread."""
+        before = self._log.log_start_offset
+        active = self._log.active
+        doomed = self._log.apply_retention(self._high_watermark, delete_policy)
+        if self._log.active is not active:
+            self._take_snapshot(self._log.active.base_offset)
+        if doomed:
+            self.epochs.truncate_from_start(self._log.log_start_offset)
+        self._log_start_moved(before)
+        return doomed
+
+    def _log_start_moved(self, before: int) -> None:
+        """Snapshots below the new log start describe data that is gone: producer_snapshot_work
+        deletes them."""
+        if self._log.log_start_offset > before:
+            self._pending_delete_below = self._log.log_start_offset
+
+    # ---- compaction ---------------------------------------------------------------------------
+    def cleanable_range(self, checkpoint: int | None, now_ms: int) -> CleanableRange:
+        """How much of the log the cleaner may clean now, from its checkpointed first dirty offset
+        (never past the last stable offset)."""
+        return cleanable_range(self._log.segments, self._log.log_start_offset, self._log.log_end_offset,
+                               self.last_stable_offset, checkpoint, self._cleaner_config(), now_ms)
+
+    def _cleaner_config(self) -> CleanerLogConfig:
+        cfg = self._log.config
+        return CleanerLogConfig(cfg.segment_bytes, cfg.max_index_bytes, cfg.delete_retention_ms,
+                                cfg.min_cleanable_ratio, cfg.min_compaction_lag_ms, cfg.max_compaction_lag_ms)
+
+    def cleaning_plan(self, cleanable: CleanableRange, map_bytes: int, load_factor: float,
+                      io_bytes_per_second: float, now_ms: int) -> tuple[RoundPlan, dict[int, LogSegment]]:
+        """A cleaning round over the log as it is now — its sealed segments below the first
+        uncleanable offset and each live producer's last batch, which the cleaner keeps — and
+        those segments by base offset, for the swaps."""
+        last = {pid: LastRecord(e.batches[-1].last_offset if e.batches else None, e.epoch)
+                for pid, e in self.producers.entries.items()}
+        segments = [s for s in self._log.segments[:-1] if s.base_offset < cleanable.first_uncleanable]
+        plan = RoundPlan(f"{self.topic}-{self.index}", str(self._log.dir), self._log.config.index_interval_bytes,
+                         cleanable, self._cleaner_config(), last, now_ms,
+                         tuple(SegmentInfo.of(s, cleanable.first_dirty) for s in segments), map_bytes, load_factor,
+                         io_bytes_per_second)
+        return plan, {s.base_offset: s for s in segments}
+
+    def open_cleaned(self, base_offset: int) -> LogSegment:
+        """The cleaner's output segment, opened (worker thread: it scans the batch headers)."""
+        return self._log.open_cleaned(base_offset)
+
+    def discard_cleaned(self, base_offsets: list[int]) -> None:
+        """Remove cleaned segments that will not be swapped in (worker thread)."""
+        self._log.discard_cleaned(base_offsets)
+
+    def swap_cleaned(self, cleaned: LogSegment, old: list[LogSegment]) -> bool:
+        """Put a cleaned segment in place of the ones it was written from; False when the log
+        changed meanwhile (the caller discards it). Then finish_swap in a worker."""
+        return self.online and self._log.replace_segments(cleaned, old)
+
+    async def finish_swap(self, cleaned: LogSegment, old: list[LogSegment]) -> None:
+        """The swap's file work in a worker; the replaced segments go file.delete.delay.ms later,
+        as Kafka's replaceSegments deletes them."""
+        await trio.to_thread.run_sync(PartitionLog.finish_swap, cleaned, old)
+        self._schedule_deletion(old)
+
+    @property
+    def log_config(self) -> LogConfig:
+        return self._log.config
+
+    def set_log_config(self, config: LogConfig) -> None:
+        self._log.config = config
+
+    # ---- file work (worker threads) -----------------------------------------------------------
+    def flush_work(self) -> FlushWork:
+        """Taken on the loop; run() it in a worker thread, then call flushed(work.end)."""
+        return self._log.flush_work()
+
+    def flushed(self, end: int) -> None:
+        self._log.flushed(end)
+
+    def flush(self) -> None:
+        """fsync now, on the caller's thread (shutdown)."""
+        self._log.flush()
+
+    def close(self) -> None:
+        """Clean shutdown (worker thread, the loop no longer running): the pending snapshot work,
+        then a snapshot at the log end so that the next start replays nothing, as Kafka's
+        UnifiedLog.close does; then the log."""
+        self._take_snapshot(self._log.log_end_offset)
+        work = self.producer_snapshot_work()
+        if work is not None:
+            work.run()
+        self._log.close()
+
+    async def delete_segments(self, segments: list[LogSegment]) -> None:
+        """Delete segments detached by retention, DeleteRecords or truncation, as Kafka does:
+        renamed `.deleted` now (worker thread), unlinked file.delete.delay.ms later."""
+        await trio.to_thread.run_sync(PartitionLog.retire_segments, segments)
+        self._schedule_deletion(segments)
+
+    def _schedule_deletion(self, retired: list[LogSegment]) -> None:
+        self.deletes.schedule(self._log.config.file_delete_delay_ms,
+                              functools.partial(PartitionLog.delete_segments, retired))
+
+    def take_offline(self) -> None:
+        """The partition is going away (topic deleted): refuse appends and reads, wake waiters."""
+        self.online = False
+        self._wake_readers()
+
+    async def delete_files(self) -> None:
+        """The partition's directory goes (after take_offline), as Kafka deletes a replica: renamed
+        `<topic>-<p>.<uuid>-delete` now (worker thread), removed after log.segment.delete.delay.ms."""
+        retired = await trio.to_thread.run_sync(self.retire_files)
+        self.deletes.schedule_directory(retired)
+
+    def retire_files(self) -> Path:
+        """Close the partition's files and rename its directory for deletion (worker thread)."""
+        self.snapshots.close()
+        self._log.close()
+        return self._log.retire_directory(delete_directory_name(self.topic, self.index, uuid.uuid4().hex))
+
+
+def _batch_reader(plog: PartitionLog, seg: LogSegment, pos: int, header: BatchHeader) -> Callable[[], bytes]:
+    return lambda: plog.read_batch(seg, pos, header)

@@ -1,0 +1,367 @@
+"""ReplicaManager: where appends and fetches meet the partitions, and where waiting lives.
+
+- `append_records(entries, acks, timeout_ms)`: validate client batches (once-per-topic settings),
+  append them, and for acks=all wait as a delayed produce until every appended partition's high
+  watermark covers the batch (the in-sync replicas have it) or the timeout passes
+  (REQUEST_TIMED_OUT). acks=all with fewer in-sync replicas than min.insync.replicas is refused
+  before appending (NOT_ENOUGH_REPLICAS), as Kafka does.
+- `fetch(params, targets)`: read every partition (file regions, no record bytes in Python) and,
+  while fewer than min_bytes are available, wait as a delayed fetch for a high-watermark move on
+  any of them, up to max_wait_ms. Waiting is on events the partitions set: never polling.
+- `append_coordinator_records` / `wait_for_high_watermark`: coordinators write their internal
+  topics through the same path and wait like an acks=all write.
+- flush.messages reached by an append: the fsync runs in a worker thread before the producer is
+  answered; other connections are not held up."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable
+
+import trio
+
+from wirekafka.broker.replica.batch_validation import (
+    AppendPolicy,
+    InvalidRecords,
+    RefusedBeforeLog,
+    TransactionNotVerified,
+    validate_client_batch,
+)
+from wirekafka.broker.metadata.cluster_metadata import ClusterMetadata, Topic
+from wirekafka.broker.replica.partition import AppendOrigin, AppendResult, Isolation, Partition, ReadResult
+from wirekafka.broker.replica.replica_selector import NO_PREFERENCE, preferred_read_replica
+from wirekafka.broker.quotas.replication_quota import ReplicationQuotas
+from wirekafka.config.broker_config import RACK_AWARE_SELECTOR
+from wirekafka.protocol import records
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
+from wirekafka.storage import batch_filter
+
+log = logging.getLogger(__name__)
+
+ADMIN_CLIENT_ID = "__admin_client"  # Kafka lets only this client id write internal topics
+
+
+@dataclass(slots=True)
+class ProduceEntry:
+    """One partition's records in a produce request; topic None when it does not exist."""
+
+    topic: Topic | None
+    index: int
+    records: bytes | memoryview | None
+    unknown: ErrorCode = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+@dataclass(slots=True)
+class ProduceOutcome:
+    error: ErrorCode = ErrorCode.NONE
+    message: str | None = None
+    base_offset: int = -1
+    log_append_time: int = -1
+    log_start_offset: int = -1
+    # (index in the batch, message): the records Kafka's log validator rejected (Produce v8+)
+    record_errors: tuple[tuple[int, str], ...] = ()
+
+
+@dataclass(slots=True)
+class FetchTarget:
+    partition: Partition | None  # None: a partition of a known topic this broker holds no replica of
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1
+    log_start_offset: int = -1  # a follower's own log start, as its fetch reports it
+
+
+def fetching_replica(request: object) -> int:
+    """The broker id of the follower a Fetch request comes from (replica_id up to v14,
+    replica_state from v15), -1 for a consumer."""
+    state = getattr(request, "replica_state", None)
+    if state is not None:
+        return state.replica_id
+    rid = getattr(request, "replica_id", -1)
+    return -1 if rid is None else rid
+
+
+@dataclass(slots=True)
+class FetchParams:
+    max_bytes: int
+    min_bytes: int
+    max_wait_ms: int
+    isolation: Isolation = Isolation.READ_UNCOMMITTED
+    replica_id: int = -1  # a follower broker's id: it reads up to the log end and reports its progress
+    # a consumer's rack (Fetch v11+, "" when it has none): such a fetch may be served by a follower,
+    # and the leader may point it at one (KIP-392); None before v11: leaders only
+    client_rack: str | None = None
+    # the listener the fetch came in on: a preferred read replica must be reachable there
+    listener: str = ""
+
+
+@dataclass(slots=True)
+class FetchOutcome:
+    error: ErrorCode
+    read: ReadResult | None = None
+    preferred_read_replica: int = NO_PREFERENCE
+
+
+# (producer id, producer epoch, topic, partition) -> NONE if that partition is in the producer's
+# open transaction, else the error to answer: given by the transaction coordinator (Kafka's
+# produce-side verification, KIP-890).
+TransactionVerifier = Callable[[int, int, str, int], ErrorCode]
+
+
+class ReplicaManager:
+    def __init__(self, metadata: ClusterMetadata, now_ms: Callable[[], int], quotas: ReplicationQuotas,
+                 replica_selector: str | None = None) -> None:
+        self.metadata = metadata
+        self.now_ms = now_ms
+        self.quotas = quotas
+        self.rack_aware_reads = replica_selector == RACK_AWARE_SELECTOR  # the only one there is (config.py checks)
+        self.verify_transaction: TransactionVerifier = lambda _pid, _epoch, _topic, _partition: ErrorCode.INVALID_TXN_STATE
+        # topic id -> (the config overrides it was computed from, the dynamic broker configs'
+        # version, policy): overrides are replaced as a whole when altered, so an identity check
+        # and a version compare keep this current without per-batch look-ups.
+        self._policies: dict[object, tuple[dict[str, str], int, AppendPolicy]] = {}
+        # (broker-config version, transaction.partition.verification.enable) as last read
+        self._verify_setting: tuple[int, bool] = (-1, True)
+
+    # ---- produce -----------------------------------------------------------------------------
+    async def append_records(self, entries: list[ProduceEntry], acks: int, timeout_ms: int,
+                             client_id: str | None = None) -> list[ProduceOutcome]:
+        outcomes: list[ProduceOutcome] = []
+        waits: list[tuple[int, Partition, int, int]] = []
+        flushes: list[Partition] = []
+        now = self.now_ms()
+        for entry in entries:
+            topic = entry.topic
+            if topic is None or not 0 <= entry.index < len(topic.partitions):
+                outcomes.append(ProduceOutcome(entry.unknown))
+                continue
+            partition = topic.partitions[entry.index]
+            if partition is None:
+                outcomes.append(ProduceOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+                continue
+            policy = self._policy(topic)
+            try:
+                if topic.is_internal and client_id != ADMIN_CLIENT_ID:
+                    raise RefusedBeforeLog(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                        f"Cannot append to internal topic {topic.name}")
+                header = validate_client_batch(entry.records, policy, now, topic.name, entry.index)
+                if header.is_transactional and self._verify_transactions():
+                    code = self.verify_transaction(header.producer_id, header.producer_epoch, topic.name, entry.index)
+                    if code == ErrorCode.INVALID_TXN_STATE:
+                        raise TransactionNotVerified(code, f"{topic.name}-{entry.index} is not part of the "
+                                                           f"producer's ongoing transaction")
+                    if code != ErrorCode.NONE:
+                        raise RefusedBeforeLog(code)
+                batch = entry.records if len(entry.records) == header.size else memoryview(entry.records)[:header.size]
+                if policy.codec is not None and policy.codec != header.compression:
+                    # the topic's compression.type is not the producer's: stored recompressed, as Kafka does
+                    batch = batch_filter.recompress(batch, header, policy.codec, policy.compression_level)
+                    header = records.parse_header(batch)
+                if not partition.is_leader:  # Kafka checks leadership before the ISR size
+                    raise RefusedBeforeLog(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                min_isr = partition.effective_min_isr(policy.min_insync_replicas)
+                if acks == -1 and partition.in_sync_replica_count < min_isr:
+                    raise KafkaApiError(
+                        ErrorCode.NOT_ENOUGH_REPLICAS,
+                        f"The size of the current ISR {partition.in_sync_replica_count} is insufficient to "
+                        f"satisfy the min.isr requirement of {min_isr} for partition {topic.name}-{entry.index}")
+                result = partition.append(batch, header, AppendOrigin.CLIENT,  # type: ignore[arg-type]
+                                          now if policy.log_append_time else None)
+            except RefusedBeforeLog as exc:
+                outcomes.append(ProduceOutcome(exc.code, exc.message if exc.explained else None))
+                continue
+            except InvalidRecords as exc:  # Kafka explains only what its log validator rejects
+                outcomes.append(ProduceOutcome(exc.code, exc.message, log_start_offset=partition.log_start_offset,
+                                               record_errors=tuple(exc.record_errors)))
+                continue
+            except KafkaApiError as exc:
+                outcomes.append(ProduceOutcome(exc.code, log_start_offset=partition.log_start_offset))
+                continue
+            if result.flush_due:
+                flushes.append(partition)
+            if acks == -1:
+                waits.append((len(outcomes), partition, result.last_offset + 1, min_isr))
+            outcomes.append(ProduceOutcome(base_offset=result.base_offset, log_append_time=result.log_append_time,
+                                           log_start_offset=partition.log_start_offset))
+        for partition in flushes:
+            await self.flush(partition)
+        if waits:
+            deadline = trio.current_time() + max(timeout_ms, 0) / 1000
+            for i, partition, offset, min_isr in waits:
+                code = await self.replication_outcome(partition, offset, deadline, min_isr)
+                if code != ErrorCode.NONE:
+                    outcomes[i] = ProduceOutcome(code, log_start_offset=partition.log_start_offset)
+        return outcomes
+
+    def _verify_transactions(self) -> bool:
+        """transaction.partition.verification.enable: a transactional batch must belong to the
+        producer's ongoing transaction (KIP-890); off, it is appended unchecked as before KIP-890."""
+        settings = self.metadata.broker_configs
+        if self._verify_setting[0] != settings.version:
+            self._verify_setting = (settings.version,
+                                    bool(settings.current("transaction.partition.verification.enable")))
+        return self._verify_setting[1]
+
+    def _policy(self, topic: Topic) -> AppendPolicy:
+        cached = self._policies.get(topic.topic_id)
+        version = self.metadata.broker_configs.version
+        if cached is not None and cached[0] is topic.configs and cached[1] == version:
+            return cached[2]
+        policy = AppendPolicy.from_values(lambda name: self.metadata.topic_config_value(topic, name))
+        self._policies[topic.topic_id] = (topic.configs, version, policy)
+        return policy
+
+    def append_coordinator_records(self, partition: Partition, batch: bytes) -> AppendResult:
+        """A coordinator's own batch (offset commits, group metadata): no producer checks."""
+        return partition.append(batch, records.validate_batch(batch), AppendOrigin.COORDINATOR)
+
+    async def write_txn_marker(self, topic: str, index: int, producer_id: int, producer_epoch: int,
+                               coordinator_epoch: int, commit: bool, timeout_ms: int) -> ErrorCode:
+        """Write a transaction marker (for the transaction coordinator, or WriteTxnMarkers) and
+        wait until it is replicated; the error a marker request reports for the partition."""
+        t = self.metadata.topic(topic)
+        if t is None or not 0 <= index < len(t.partitions):
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        partition = t.partitions[index]
+        if partition is None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        try:
+            result = partition.append_marker(producer_id, producer_epoch, coordinator_epoch, commit, self.now_ms())
+        except KafkaApiError as exc:
+            return exc.code
+        deadline = trio.current_time() + timeout_ms / 1000
+        if not await self.wait_for_high_watermark(partition, result.last_offset + 1, deadline):
+            return ErrorCode.REQUEST_TIMED_OUT
+        return ErrorCode.NONE
+
+    async def wait_for_high_watermark(self, partition: Partition, offset: int, deadline: float) -> bool:
+        """Delayed produce: wait until the partition's high watermark reaches offset (the in-sync
+        replicas have everything below it). False on timeout, if the partition went offline or
+        this broker stopped leading it."""
+        return await self.replication_outcome(partition, offset, deadline) == ErrorCode.NONE
+
+    async def replication_outcome(self, partition: Partition, offset: int, deadline: float,
+                                  min_isr: int = 0) -> ErrorCode:
+        """Kafka's DelayedProduce for one partition: NONE once the high watermark reaches offset
+        with at least min_isr in-sync replicas (else NOT_ENOUGH_REPLICAS_AFTER_APPEND: the ISR
+        shrank meanwhile), NOT_LEADER_OR_FOLLOWER if this broker stopped leading the partition
+        (a new epoch of the same leader is fine, as in Kafka), REQUEST_TIMED_OUT at the deadline."""
+        while partition.high_watermark < offset:
+            if not partition.online or not partition.is_leader:
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER
+            if trio.current_time() >= deadline:
+                return ErrorCode.REQUEST_TIMED_OUT
+            await _wait_for_data([partition], deadline)
+        if partition.in_sync_replica_count < min_isr:
+            return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return ErrorCode.NONE
+
+    async def flush(self, partition: Partition) -> None:
+        """fsync a partition in a worker thread, then move its recovery point."""
+        work = partition.flush_work()
+        await trio.to_thread.run_sync(work.run)
+        partition.flushed(work.end)
+
+    async def delete_records(self, partition: Partition, offset: int) -> None:
+        """DeleteRecords: move the log start offset now; the segments below it are deleted in a
+        worker thread."""
+        doomed = partition.delete_records_before(offset)
+        if doomed:
+            await partition.delete_segments(doomed)
+
+    # ---- fetch -------------------------------------------------------------------------------
+    async def fetch(self, params: FetchParams, targets: list[FetchTarget]) -> list[FetchOutcome]:
+        """Read every target; wait (delayed fetch) while fewer than min_bytes are available.
+        The caller owns the regions of the returned reads and must close them."""
+        deadline = trio.current_time() + max(params.max_wait_ms, 0) / 1000
+        while True:
+            outcomes, total, answer_now = await self._read_all(params, targets)
+            if total >= params.min_bytes or answer_now or not targets or trio.current_time() >= deadline:
+                if params.replica_id >= 0:
+                    self._count_throttled(targets, outcomes)
+                return outcomes
+            _close_regions(outcomes)
+            await _wait_for_data([t.partition for t in targets if t.partition is not None], deadline)
+
+    async def _read_all(self, params: FetchParams, targets: list[FetchTarget]) -> tuple[list[FetchOutcome], int, bool]:
+        """Every target's read, the bytes read, and whether to answer at once without waiting
+        for min_bytes (an error, or a consumer sent to another replica, as Kafka does)."""
+        remaining = params.max_bytes
+        total = 0
+        answer_now = False
+        outcomes = []
+        brokers = None  # the live brokers, read once if a consumer is to be sent to one
+        for t in targets:
+            p = t.partition
+            if p is None or not p.online:
+                outcomes.append(FetchOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+                answer_now = True
+                continue
+            try:
+                p.check_leader_epoch(t.current_leader_epoch)
+                if not p.is_leader and (params.replica_id >= 0 or params.client_rack is None):
+                    raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                if params.client_rack and self.rack_aware_reads and p.is_leader:
+                    brokers = brokers if brokers is not None else self.metadata.brokers(params.listener)
+                    preferred = preferred_read_replica(p, brokers, params.client_rack, t.fetch_offset, self.now_ms())
+                    if preferred != NO_PREFERENCE:  # no read: the consumer goes to that replica
+                        outcomes.append(FetchOutcome(ErrorCode.NONE, ReadResult(
+                            None, p.high_watermark, p.last_stable_offset, p.log_start_offset), preferred))
+                        answer_now = True
+                        continue
+                isolation = params.isolation
+                budget = min(t.max_bytes, remaining)
+                min_one = total == 0
+                if params.replica_id >= 0:
+                    p.record_follower_fetch(params.replica_id, t.fetch_offset, t.log_start_offset)
+                    isolation = Isolation.LOG_END
+                    if self._holds_back(p, params.replica_id):
+                        budget, min_one = 0, False  # throttled: no records, the watermarks only
+                result = p.read(t.fetch_offset, max(budget, 0), isolation, min_one=min_one)
+                if result.cold is not None:  # data not in the page cache: read it off the loop
+                    result.region = await trio.to_thread.run_sync(result.cold)
+                    result.cold = None
+                    if result.aborted is not None:
+                        result.aborted = p.aborted_transactions(t.fetch_offset, result.region)
+            except KafkaApiError as exc:
+                outcomes.append(FetchOutcome(exc.code))
+                answer_now = True
+                continue
+            total += result.size
+            remaining -= result.size
+            outcomes.append(FetchOutcome(ErrorCode.NONE, result))
+        return outcomes, total, answer_now
+
+    def _holds_back(self, p: Partition, replica_id: int) -> bool:
+        """Kafka's shouldLeaderThrottle: a replica out of the ISR, fetching a throttled partition,
+        while the leader quota is exceeded."""
+        q = self.quotas
+        return replica_id not in p.replica_set.isr and q.leader_throttled(p.topic, p.index) and q.leader.exceeded()
+
+    def _count_throttled(self, targets: list[FetchTarget], outcomes: list[FetchOutcome]) -> None:
+        """Count the replicated bytes of throttled partitions against the leader quota, whoever
+        fetched them (in-sync replicas' too, as Kafka counts them)."""
+        for t, o in zip(targets, outcomes):
+            if o.read is not None and o.read.size and t.partition is not None \
+                    and self.quotas.leader_throttled(t.partition.topic, t.partition.index):
+                self.quotas.leader.record(o.read.size)
+
+
+async def _wait_for_data(partitions: list[Partition], deadline: float) -> None:
+    """Sleep until any of the partitions' high watermark moves (or it goes offline), or deadline."""
+    woken = trio.Event()
+    for p in partitions:
+        p.add_data_waiter(woken)
+    try:
+        with trio.move_on_at(deadline):
+            await woken.wait()
+    finally:
+        for p in partitions:
+            p.remove_data_waiter(woken)
+
+
+def _close_regions(outcomes: list[FetchOutcome]) -> None:
+    for o in outcomes:
+        if o.read is not None and o.read.region is not None:
+            o.read.region.close()

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric import ed448
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 import trio
 import trio.testing
 
@@ -157,6 +159,31 @@ def test_duplicate_claim_names_are_refused(keys, key_set) -> None:
 def test_rsa_keys_under_2048_bits_do_not_verify() -> None:
     weak = SigningKey.generate("RS256", "weak", rsa_bits=1024)
     assert refusal(weak.sign(claims()), jwt.parse_jwks(jwks(weak))) == "JWS signature is invalid"
+
+
+def test_an_ec_key_of_another_curve_does_not_verify(keys) -> None:
+    """A P-384 key (kid and all) does not verify an ES256 token, even one made to fit its size."""
+    p384 = keys["ES384"]
+    token = p384.sign(claims(), alg="ES256", kid=p384.kid)
+    listed = jwt.parse_jwks(json.dumps({"keys": [p384.jwk(alg=None)]}))
+    assert refusal(token, listed) == "JWS signature is invalid"
+
+
+def test_hmac_keys_shorter_than_their_hash_do_not_verify() -> None:
+    short = SigningKey("HS256", "short", b"k" * 31)
+    assert refusal(short.sign(claims()), jwt.parse_jwks(jwks(short))) == "JWS signature is invalid"
+    exact = SigningKey("HS256", "exact", b"k" * 32)
+    assert jwt.validate(exact.sign(claims()), jwt.parse_jwks(jwks(exact)), RULES, NOW).principal == "alice"
+
+
+def test_ed448_keys_verify() -> None:
+    private = ed448.Ed448PrivateKey.generate()
+    raw = private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    member = {"kty": "OKP", "crv": "Ed448", "x": b64url(raw), "kid": "ed448"}
+    header = b64url(json.dumps({"alg": "EdDSA", "kid": "ed448"}).encode())
+    payload = b64url(json.dumps(claims()).encode())
+    token = f"{header}.{payload}.{b64url(private.sign(f'{header}.{payload}'.encode()))}"
+    assert jwt.validate(token, jwt.parse_jwks(json.dumps({"keys": [member]})), RULES, NOW).principal == "alice"
 
 
 def test_jwks_keys_of_unknown_types_are_left_out(keys) -> None:

@@ -2,7 +2,9 @@
 OAuthBearerValidatorCallbackHandler with its BrokerJwtValidator, which hands the token to jose4j).
 
 Why its own module: the checks are jose4j's JwtConsumer as Kafka builds it, plus Kafka's claim
-rules after it, and none of it touches the wire. In order:
+rules after it, and none of it touches the wire. Reading JWKs and the signature algorithms
+themselves are PyJWT's (a maintained JOSE library); which key is tried, which are too weak and
+every claim rule are jose4j's and Kafka's, kept here. In order:
 - a JWS compact serialization (three base64url parts) whose header JSON names an algorithm other
   than "none" (DISALLOW_NONE); a "crit" header is refused, as jose4j knows no extension;
 - its key: the JWKS keys matching its `kid` (when it has one), the algorithm's key type, a `use`
@@ -25,23 +27,19 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
 import json
 import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519, ed448, padding, rsa
-from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+from cryptography.hazmat.primitives.asymmetric import ec
+from jwt import PyJWK, PyJWTError
+from jwt.algorithms import get_default_algorithms
 
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]*")
-_HASHES = {"256": hashes.SHA256, "384": hashes.SHA384, "512": hashes.SHA512}
-_CURVES = {"ES256": ("P-256", ec.SECP256R1, 32), "ES384": ("P-384", ec.SECP384R1, 48),
-           "ES512": ("P-521", ec.SECP521R1, 66)}
-_CURVE_BY_NAME = {name: curve for name, curve, _ in _CURVES.values()}
+_HASHES = ("256", "384", "512")
+_CURVES = {"ES256": ec.SECP256R1, "ES384": ec.SECP384R1, "ES512": ec.SECP521R1}
 MIN_RSA_BITS = 2048  # jose4j's minimum RSA key size
 
 
@@ -88,38 +86,32 @@ class VerifiedToken:
 
 
 # ---- the JWKS ---------------------------------------------------------------------------------------
-def _b64decode(text: Any, what: str) -> bytes:
-    if not isinstance(text, str) or not _BASE64URL.fullmatch(text) or len(text) % 4 == 1:
-        raise ValueError(f"{what} is not base64url")
-    try:
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except (binascii.Error, ValueError):
-        raise ValueError(f"{what} is not base64url") from None
-
-
-def _int_member(jwk: dict[str, Any], name: str) -> int:
-    return int.from_bytes(_b64decode(jwk.get(name), name), "big")
-
-
-def _public_key(jwk: dict[str, Any]) -> Any:
-    kty = jwk.get("kty")
+def _default_algorithm(kty: Any, crv: Any) -> str | None:
+    """The algorithm PyJWT should read a key as: by its type and curve alone, never its `alg`
+    member, since jose4j selects keys by `alg` later (_candidates) rather than refusing them here."""
     if kty == "RSA":
-        return rsa.RSAPublicNumbers(_int_member(jwk, "e"), _int_member(jwk, "n")).public_key()
+        return "RS256"
     if kty == "EC":
-        curve = _CURVE_BY_NAME.get(jwk.get("crv", ""))
-        if curve is None:
-            raise ValueError(f"unsupported EC curve {jwk.get('crv')}")
-        return ec.EllipticCurvePublicNumbers(_int_member(jwk, "x"), _int_member(jwk, "y"), curve()).public_key()
+        return {"P-256": "ES256", "P-384": "ES384", "P-521": "ES512"}.get(crv)
     if kty == "OKP":
-        raw = _b64decode(jwk.get("x"), "x")
-        if jwk.get("crv") == "Ed25519":
-            return ed25519.Ed25519PublicKey.from_public_bytes(raw)
-        if jwk.get("crv") == "Ed448":
-            return ed448.Ed448PublicKey.from_public_bytes(raw)
-        raise ValueError(f"unsupported OKP curve {jwk.get('crv')}")
+        return "EdDSA" if crv in ("Ed25519", "Ed448") else None
     if kty == "oct":
-        return _b64decode(jwk.get("k"), "k")
-    raise ValueError(f"unsupported key type {kty}")
+        return "HS256"
+    return None
+
+
+def _public_key(member: dict[str, Any]) -> Any:
+    """The verification key of one JWKS member (a cryptography public key, or bytes for "oct"),
+    read by PyJWT; ValueError for a key jose4j would not know."""
+    algorithm = _default_algorithm(member.get("kty"), member.get("crv"))
+    if algorithm is None:
+        raise ValueError(f"unsupported key type {member.get('kty')} {member.get('crv') or ''}".rstrip())
+    try:
+        key = PyJWK(member, algorithm).key
+    except (PyJWTError, ValueError, TypeError, KeyError, binascii.Error) as exc:
+        raise ValueError(f"unreadable {member.get('kty')} key: {exc}") from None
+    # a JWKS should hold public keys; a published private one verifies as its public half
+    return key.public_key() if hasattr(key, "public_key") else key
 
 
 def parse_jwks(text: str | bytes) -> tuple[Jwk, ...]:
@@ -159,32 +151,18 @@ def _key_type(alg: str) -> str | None:
 
 
 def _verifies(alg: str, key: Any, signing_input: bytes, signature: bytes) -> bool:
-    """Whether the signature is the key's over the signing input, by jose4j's rules for alg."""
+    """Whether the signature is the key's over the signing input: jose4j's key checks (RSA of at
+    least 2048 bits, the curve the algorithm names, an HMAC key as long as its hash), then PyJWT's
+    implementation of the algorithm."""
     try:
-        if alg[:2] in ("RS", "PS"):
-            if key.key_size < MIN_RSA_BITS:
-                return False
-            digest = _HASHES[alg[2:]]()
-            pad = (padding.PKCS1v15() if alg[:2] == "RS"
-                   else padding.PSS(mgf=padding.MGF1(digest), salt_length=digest.digest_size))
-            key.verify(signature, signing_input, pad, digest)
-            return True
-        if alg in _CURVES:
-            _, curve, size = _CURVES[alg]
-            if not isinstance(key.curve, curve) or len(signature) != 2 * size:
-                return False
-            der = encode_dss_signature(int.from_bytes(signature[:size], "big"), int.from_bytes(signature[size:], "big"))
-            key.verify(der, signing_input, ec.ECDSA(_HASHES[alg[2:]]()))
-            return True
-        if alg == "EdDSA":
-            key.verify(signature, signing_input)
-            return True
-        bits = int(alg[2:])
-        if len(key) * 8 < bits:
+        if alg[:2] in ("RS", "PS") and key.key_size < MIN_RSA_BITS:
             return False
-        expected = hmac.new(key, signing_input, getattr(hashlib, f"sha{bits}")).digest()
-        return hmac.compare_digest(expected, signature)
-    except (InvalidSignature, AttributeError, TypeError, ValueError):
+        if alg in _CURVES and not isinstance(key.curve, _CURVES[alg]):
+            return False
+        if alg[:2] == "HS" and len(key) * 8 < int(alg[2:]):
+            return False
+        return bool(get_default_algorithms()[alg].verify(signing_input, key, signature))
+    except (InvalidSignature, PyJWTError, AttributeError, TypeError, ValueError):
         return False
 
 
@@ -197,6 +175,16 @@ def _candidates(keys: Sequence[Jwk], header: dict[str, Any], alg: str) -> list[J
 
 
 # ---- the token --------------------------------------------------------------------------------------
+def _b64decode(text: Any, what: str) -> bytes:
+    """A token part, strictly base64url without padding, as jose4j reads it."""
+    if not isinstance(text, str) or not _BASE64URL.fullmatch(text) or len(text) % 4 == 1:
+        raise ValueError(f"{what} is not base64url")
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (binascii.Error, ValueError):
+        raise ValueError(f"{what} is not base64url") from None
+
+
 def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for name, value in pairs:

@@ -44,7 +44,7 @@ from testsupport.java_tools import realkafka
 from wirekafka.security.kerberos import gssapi_binding
 from wirekafka.broker.replication.peer_client import PeerClient, PeerSecurity
 from wirekafka.startup_errors import ConfigError
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 
 pytestmark = pytest.mark.skipif(not kdc_support.available() or shutil.which("kcat") is None,
                                 reason="MIT Kerberos KDC or kcat not installed (scripts/install_system_deps.sh)")

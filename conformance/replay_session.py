@@ -22,7 +22,7 @@ from conformance.recordings import Recording, load, paths
 from conformance.replay import replay
 from conformance.replay_verdict import Outcome, check, report, summary
 from testsupport.broker_process import BrokerProcess
-from wirekafka.config.broker_config import BROKER_KEYS
+from wirekafka.config.broker_keys import BROKER_KEYS
 
 log = logging.getLogger("conformance.replay_session")
 

@@ -18,7 +18,7 @@ from wirekafka.security.acl.authorizer import (AccessControlEntry, AclBinding, A
                                          PermissionType, ResourcePattern, ResourceType)
 from wirekafka.broker.state import BrokerState
 from wirekafka.startup_errors import StartupError
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from tests.test_admin_handlers import call
 

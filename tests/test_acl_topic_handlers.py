@@ -20,7 +20,7 @@ from wirekafka.security.acl.authorizer import (AccessControlEntry, AclBinding, A
                                          PatternType, ResourcePattern, ResourceType)
 from wirekafka.broker.context import CloseConnection, RequestContext
 from wirekafka.broker.state import BrokerState
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 from wirekafka.protocol import served_versions as api_versions, codec, records
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.protocol.response_parts import RegionResponse

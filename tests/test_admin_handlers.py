@@ -26,7 +26,8 @@ from wirekafka.config import topic as topic_config
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.replica.partition import AppendOrigin
 from wirekafka.broker.state import BrokerState
-from wirekafka.config.broker_config import BROKER_KEYS, KAFKA3_ONLY_KEYS, build_config
+from wirekafka.config.broker_keys import BROKER_KEYS, KAFKA3_ONLY_KEYS
+from wirekafka.config.loader import build_config
 from wirekafka.startup_errors import ConfigError
 from wirekafka.protocol import served_versions as api_versions, codec, records
 from wirekafka.protocol.errors import ErrorCode

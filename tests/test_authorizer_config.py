@@ -8,7 +8,7 @@ import pytest
 
 from wirekafka.broker.state import BrokerState
 from wirekafka.startup_errors import ConfigError
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"

@@ -24,7 +24,7 @@ from wirekafka.broker.quotas.entities import (
 from wirekafka.broker.quotas.stats import Rate, TokenBucket, java_int, java_round, throttle_ms
 from wirekafka.broker.metadata.zk import layout as zl
 from wirekafka.startup_errors import ConfigError
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 
 
 def _client(name: str | None):

@@ -8,7 +8,7 @@ import pytest
 
 from wirekafka.broker.metadata.broker_id import stored_broker_id
 from wirekafka.startup_errors import ConfigError
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 
 ZK = {"log.dirs": "/tmp/unused", "zookeeper.connect": "127.0.0.1:2181"}
 

@@ -7,12 +7,13 @@ import logging
 
 import pytest
 
-from wirekafka.config.broker_config import BROKER_KEYS, INERT_KEYS, build_config
+from wirekafka.config.broker_keys import BROKER_KEYS, INERT_KEYS
+from wirekafka.config.loader import build_config
 
 
 def _build(caplog: pytest.LogCaptureFixture, **props: str) -> list[str]:
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="wirekafka.config.broker_config"):
+    with caplog.at_level(logging.WARNING, logger="wirekafka.config.loader"):
         build_config({"log.dirs": "/tmp/unused", **props})
     return [r.getMessage() for r in caplog.records]
 

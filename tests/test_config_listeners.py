@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from wirekafka.startup_errors import ConfigError
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 
 
 def _refused(**props: str) -> str:

@@ -7,7 +7,8 @@ import trio
 
 from wirekafka.config.dynamic import DEFAULT_ENTITY, DynamicBrokerConfigs
 from wirekafka.startup_errors import ConfigError
-from wirekafka.config.broker_config import build_config, parse_ip_overrides
+from wirekafka.config.ip_overrides import parse_ip_overrides
+from wirekafka.config.loader import build_config
 from wirekafka.server.connection_quotas import ConnectionQuotas
 
 

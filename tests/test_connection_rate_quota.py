@@ -12,7 +12,7 @@ import trio.testing
 
 from wirekafka.broker.quotas.entities import CONNECTION_CREATION_RATE, IP, ClientQuotas, entity_of
 from wirekafka.config.dynamic import DynamicBrokerConfigs
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 from wirekafka.server.connection_quotas import ConnectionQuotas, hold_then_close
 
 A, B, C = "127.0.0.1", "127.0.0.2", "127.0.0.3"

@@ -13,7 +13,8 @@ import trio
 from wirekafka.config import dynamic as dc
 from wirekafka.broker.state import BrokerState
 from wirekafka.startup_errors import ConfigError
-from wirekafka.config.broker_config import build_config, parse_csv_map
+from wirekafka.config.ip_overrides import parse_csv_map
+from wirekafka.config.loader import build_config
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 

@@ -25,7 +25,7 @@ from tests.test_admin_handlers import call, reopen
 from wirekafka.config import dynamic as dc
 from wirekafka.config.listener_tls import incompatibility, java_dn, java_sans
 from wirekafka.broker.state import BrokerState
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.security.tls import CertEntry
 

@@ -25,7 +25,7 @@ from testsupport import kdc as kdc_support
 from wirekafka.security.kerberos import gssapi_binding
 from wirekafka.broker.replication.peer_client import PeerSecurity
 from wirekafka.startup_errors import ConfigError
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 from wirekafka.security.kerberos.keytab_login import host_name
 from wirekafka.security.sasl.gssapi import GssapiClient
 from wirekafka.protocol.errors import ErrorCode

@@ -9,11 +9,11 @@ import uuid
 from kafka.protocol.producer.produce import ProduceRequest
 
 from wirekafka.broker.handlers.create_topics import kafka_name_sets
-from wirekafka.broker.handlers.describe_configs import java_double, listener_base_key
+from wirekafka.config.describe_types import java_double, listener_base_key
 from wirekafka.broker.handlers.metadata import kafka_set_order
 from wirekafka.broker.handlers.produce import _refused
 from wirekafka.jvm import java_hashmap_order, scala_hashset_order
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 from wirekafka.protocol.errors import ErrorCode
 
 

@@ -9,7 +9,8 @@ import logging
 import pytest
 
 from wirekafka.config import kafka_only_keys
-from wirekafka.config.broker_config import BROKER_KEYS, build_config
+from wirekafka.config.broker_keys import BROKER_KEYS
+from wirekafka.config.loader import build_config
 from wirekafka.startup_errors import ConfigError
 
 
@@ -41,7 +42,7 @@ def test_values_of_the_wrong_type_stop_startup(key: str, value: str) -> None:
 
 
 def test_other_values_are_logged_as_having_no_effect(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="wirekafka.config.broker_config"):
+    with caplog.at_level(logging.WARNING, logger="wirekafka.config.loader"):
         build_config({"sasl.kerberos.kinit.cmd": "/opt/kinit", "inter.broker.protocol.version": "3.9",
                       "log.message.format.version": "3.0-IV1", "controller.quorum.voters": ""})
     assert [r.getMessage() for r in caplog.records] == [

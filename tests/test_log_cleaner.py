@@ -13,7 +13,7 @@ import trio.testing
 from wirekafka.broker.replica import cleaner_scheduler as log_cleaner
 from wirekafka.broker.replica.partition import AppendOrigin, Partition
 from wirekafka.broker.state import BrokerState
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 from wirekafka.protocol import records
 from wirekafka.storage import checkpoint
 from wirekafka.storage.cleaner import CHECKPOINT_FILE, CLEANED_SUFFIX, SWAP_SUFFIX

@@ -19,7 +19,7 @@ from testsupport.jwt_signing import SigningKey, b64url, jwks
 from wirekafka.security import jvm_properties
 from wirekafka.security.oauth import validator as oauth_validator
 from wirekafka.startup_errors import ConfigError
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 from wirekafka.security.oauth import jwt_validation as jwt
 from wirekafka.security.sasl import oauthbearer as oauth
 from wirekafka.security.oauth import secured as oauth_secured

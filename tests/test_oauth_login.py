@@ -16,7 +16,7 @@ import trio
 
 from tests.test_sasl_oauthbearer import LISTENERS, MODULE
 from wirekafka.startup_errors import ConfigError
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 from wirekafka.security.oauth.token_login import (LoginConfig, LoginConfigError, LoginFailed, LoginToken, SecuredLogin, check_token,
                                    configure, refresh_at_ms, request_body, retrieve)
 

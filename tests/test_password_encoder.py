@@ -23,7 +23,7 @@ from wirekafka.security.password_encoder import (
     is_password_config,
 )
 from wirekafka.broker.metadata.zk.broker_passwords import BrokerPasswords
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 
 FIXTURE = Path(__file__).parent / "data" / "kafka39_encoded_passwords.json"
 KAFKA_VALUES = json.loads(FIXTURE.read_text())["values"]

@@ -24,7 +24,7 @@ from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
 from wirekafka.broker.replication import peer_client as peer_client_module
 from wirekafka.broker.replication.peer_client import (PeerClient, PeerPool, PeerProtocolError, PeerSasl, PeerSecurity,
                                                       PeerUnavailable, SetupTimeout)
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 from wirekafka.protocol import codec
 
 Reply = Callable[[trio.SocketStream, codec.Request, int], Awaitable[None]]

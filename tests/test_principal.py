@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wirekafka.startup_errors import ConfigError
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 from wirekafka.security.principal import NoMatchingRule, SslPrincipalMapper
 
 RULES = ("RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/,"

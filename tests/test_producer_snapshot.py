@@ -16,7 +16,7 @@ import trio.testing
 
 from wirekafka.broker.replica.partition import AppendOrigin, Isolation, Partition
 from wirekafka.broker.state import BrokerState
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.server.background import producer_expiration_task, write_producer_snapshots

@@ -12,7 +12,7 @@ import trio.testing
 from wirekafka.broker.replica.partition import Isolation
 from wirekafka.broker.replica.replica_manager import FetchParams, FetchTarget, ProduceEntry
 from wirekafka.broker.state import BrokerState
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.storage.segment import LogSegment

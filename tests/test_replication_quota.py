@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from wirekafka.config import dynamic as dc
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 from wirekafka.broker.quotas.stats import SimpleRate
 from wirekafka.broker.quotas.replication_quota import ALL, ReplicationQuota, lists_partition, throttled_partitions
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from wirekafka.startup_errors import ConfigError
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 from wirekafka.security.sasl import oauthbearer as oauth
 
 NOW_S = 1_800_000_000.0

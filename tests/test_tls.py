@@ -12,7 +12,7 @@ import pytest
 
 from testsupport.self_signed import PASSWORD, make_stores
 from wirekafka.startup_errors import ConfigError
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 
 
 @pytest.fixture(scope="module")

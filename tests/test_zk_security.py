@@ -20,7 +20,7 @@ from wirekafka.broker.metadata.zk.security import (GSSAPI_MECHANISM, AclKazooCli
                                                       ZkClientSecurity, client_security, default_acls)
 from wirekafka.security.sasl.gssapi import GssapiServer
 from wirekafka.startup_errors import StartupError
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 from wirekafka.security.jaas import JaasError, parse_file
 
 CREATOR_ALL = ACL(31, Id("auth", ""))

@@ -10,7 +10,7 @@ from pathlib import Path
 import trio
 
 from wirekafka.startup_errors import ConfigError, StartupError
-from wirekafka.config.broker_config import load_config
+from wirekafka.config.loader import load_config
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -43,7 +43,7 @@ from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.config.broker_config import BrokerConfig
 from wirekafka.startup_errors import StartupError
 from wirekafka.broker.replica.cleaner_scheduler import LogCleaner
-from wirekafka.storage import checkpoint
+from wirekafka.storage import checkpoint, properties_file
 from wirekafka.storage.epoch_cache import LeaderEpochCache
 from wirekafka.storage.log import PartitionLog
 
@@ -150,7 +150,7 @@ class BrokerState:
     def _load_meta(self) -> None:
         meta_path = self.log_dir / "meta.properties"
         if meta_path.exists():
-            meta = checkpoint.read_properties(meta_path)
+            meta = properties_file.read_properties(meta_path)
             if int(meta.get("node.id", self.node_id)) != self.node_id:
                 raise StartupError(
                     f"node.id {self.node_id} does not match {meta['node.id']} in {meta_path}"
@@ -158,7 +158,7 @@ class BrokerState:
             self.cluster_id = meta["cluster.id"]
             return
         self.cluster_id = new_cluster_id()
-        checkpoint.write_properties(
+        properties_file.write_properties(
             meta_path,
             {
                 "cluster.id": self.cluster_id,
@@ -174,7 +174,7 @@ class BrokerState:
         for another cluster or broker is refused, as Kafka refuses it."""
         meta_path = self.log_dir / "meta.properties"
         if meta_path.exists():
-            meta = checkpoint.read_properties(meta_path)
+            meta = properties_file.read_properties(meta_path)
             stored = meta.get("cluster.id")
             if stored and stored != zk_cluster_id:
                 raise StartupError(
@@ -186,7 +186,7 @@ class BrokerState:
                 raise StartupError(f"Stored node id {stored_id} doesn't match previous node id {self.node_id} "
                                    f"in {meta_path}")
         else:
-            checkpoint.write_properties(meta_path, {"version": "0", "broker.id": str(self.node_id),
+            properties_file.write_properties(meta_path, {"version": "0", "broker.id": str(self.node_id),
                                                     "cluster.id": zk_cluster_id})
             log.info("formatted %s for cluster %s", self.log_dir, zk_cluster_id)
         self.cluster_id = zk_cluster_id

@@ -11,7 +11,7 @@ broker (resource name "<id>") or as a cluster-wide default (resource name ""). w
   min.insync.replicas), which reach every topic that does not override them at once;
 - the thread-pool sizes Kafka can resize (num.io.threads, ...), which wirekafka stores and
   reports as Kafka does; it has no such pools, so they change nothing else (as their static
-  settings, config.py INERT_KEYS);
+  settings, broker_keys.py INERT_KEYS);
 - a TLS listener's key and trust stores, per broker and with the listener prefix only
   (listener.name.<l>.ssl.keystore.location, ...: broker/listener_tls.py checks and applies
   them to new connections). As in Kafka, the same keys without the prefix are refused ("only
@@ -45,7 +45,9 @@ from wirekafka.config.enums import (
     TYPE_STRING,
 )
 from wirekafka.config.listener_tls import SSL_STORE_KEYS, ListenerTls, listener_store_key
-from wirekafka.config.broker_config import BROKER_KEYS, LONG_MAX, SENSITIVE_KEYS, BrokerConfig, between, gzip_level, parse_csv_map
+from wirekafka.config.broker_config import BrokerConfig
+from wirekafka.config.broker_keys import BROKER_KEYS, LONG_MAX, SENSITIVE_KEYS, as_int, at_least, between, gzip_level
+from wirekafka.config.ip_overrides import parse_csv_map
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 DEFAULT_ENTITY = "<default>"  # the cluster-wide default's entity name, as Kafka writes it in ZooKeeper
@@ -70,11 +72,7 @@ class BrokerKeyDef:
     choices: tuple[str, ...] = ()
 
 
-def _at_least(lo: int) -> Callable[[object], str | None]:
-    return lambda n: None if n >= lo else f"Value must be at least {lo}"  # type: ignore[operator]
-
-
-_THREADS = BrokerKeyDef(TYPE_INT, _at_least(1))
+_THREADS = BrokerKeyDef(TYPE_INT, at_least(1))
 #: Kafka's thread pools (DynamicThreadPool, and the network threads): a change may at most halve
 #: or double the current size.
 THREAD_POOL_KEYS = ("num.io.threads", "num.network.threads", "num.replica.fetchers",
@@ -83,24 +81,24 @@ CLEANER_THREADS = "log.cleaner.threads"
 PER_IP, PER_IP_OVERRIDES = "max.connections.per.ip", "max.connections.per.ip.overrides"
 #: The keys a broker accepts at runtime besides the throttles, with Kafka 4's types and validators.
 UPDATABLE: dict[str, BrokerKeyDef] = {
-    "log.segment.bytes": BrokerKeyDef(TYPE_INT, _at_least(1024 * 1024)),
+    "log.segment.bytes": BrokerKeyDef(TYPE_INT, at_least(1024 * 1024)),
     "log.roll.ms": BrokerKeyDef(TYPE_LONG),
     "log.roll.jitter.ms": BrokerKeyDef(TYPE_LONG),
-    "log.index.size.max.bytes": BrokerKeyDef(TYPE_INT, _at_least(4)),
-    "log.flush.interval.messages": BrokerKeyDef(TYPE_LONG, _at_least(1)),
+    "log.index.size.max.bytes": BrokerKeyDef(TYPE_INT, at_least(4)),
+    "log.flush.interval.messages": BrokerKeyDef(TYPE_LONG, at_least(1)),
     "log.flush.interval.ms": BrokerKeyDef(TYPE_LONG),
     "log.retention.bytes": BrokerKeyDef(TYPE_LONG),
     "log.retention.ms": BrokerKeyDef(TYPE_LONG),
-    "message.max.bytes": BrokerKeyDef(TYPE_INT, _at_least(0)),
-    "log.index.interval.bytes": BrokerKeyDef(TYPE_INT, _at_least(0)),
-    "log.cleaner.delete.retention.ms": BrokerKeyDef(TYPE_LONG, _at_least(0)),
-    "log.cleaner.min.compaction.lag.ms": BrokerKeyDef(TYPE_LONG, _at_least(0)),
-    "log.cleaner.max.compaction.lag.ms": BrokerKeyDef(TYPE_LONG, _at_least(1)),
-    "log.segment.delete.delay.ms": BrokerKeyDef(TYPE_LONG, _at_least(0)),
+    "message.max.bytes": BrokerKeyDef(TYPE_INT, at_least(0)),
+    "log.index.interval.bytes": BrokerKeyDef(TYPE_INT, at_least(0)),
+    "log.cleaner.delete.retention.ms": BrokerKeyDef(TYPE_LONG, at_least(0)),
+    "log.cleaner.min.compaction.lag.ms": BrokerKeyDef(TYPE_LONG, at_least(0)),
+    "log.cleaner.max.compaction.lag.ms": BrokerKeyDef(TYPE_LONG, at_least(1)),
+    "log.segment.delete.delay.ms": BrokerKeyDef(TYPE_LONG, at_least(0)),
     "log.cleaner.min.cleanable.ratio": BrokerKeyDef(TYPE_DOUBLE, between(0, 1)),
     "log.cleanup.policy": BrokerKeyDef(TYPE_LIST, choices=("compact", "delete")),
     "unclean.leader.election.enable": BrokerKeyDef(TYPE_BOOLEAN),
-    MIN_ISR: BrokerKeyDef(TYPE_INT, _at_least(1)),
+    MIN_ISR: BrokerKeyDef(TYPE_INT, at_least(1)),
     "compression.type": BrokerKeyDef(TYPE_STRING, choices=("uncompressed", "zstd", "lz4", "snappy", "gzip",
                                                            "producer")),
     "compression.gzip.level": BrokerKeyDef(TYPE_INT, gzip_level),
@@ -108,25 +106,25 @@ UPDATABLE: dict[str, BrokerKeyDef] = {
     "compression.zstd.level": BrokerKeyDef(TYPE_INT, between(-131072, 22)),
     "log.preallocate": BrokerKeyDef(TYPE_BOOLEAN),
     "log.message.timestamp.type": BrokerKeyDef(TYPE_STRING, choices=("CreateTime", "LogAppendTime")),
-    "log.message.timestamp.before.max.ms": BrokerKeyDef(TYPE_LONG, _at_least(0)),
-    "log.message.timestamp.after.max.ms": BrokerKeyDef(TYPE_LONG, _at_least(0)),
-    "log.local.retention.ms": BrokerKeyDef(TYPE_LONG, _at_least(-2)),
-    "log.local.retention.bytes": BrokerKeyDef(TYPE_LONG, _at_least(-2)),
+    "log.message.timestamp.before.max.ms": BrokerKeyDef(TYPE_LONG, at_least(0)),
+    "log.message.timestamp.after.max.ms": BrokerKeyDef(TYPE_LONG, at_least(0)),
+    "log.local.retention.ms": BrokerKeyDef(TYPE_LONG, at_least(-2)),
+    "log.local.retention.bytes": BrokerKeyDef(TYPE_LONG, at_least(-2)),
     **{key: _THREADS for key in THREAD_POOL_KEYS},
     # the log cleaner's (Kafka restarts its cleaner threads with them)
-    CLEANER_THREADS: BrokerKeyDef(TYPE_INT, _at_least(0)),
+    CLEANER_THREADS: BrokerKeyDef(TYPE_INT, at_least(0)),
     "log.cleaner.dedupe.buffer.size": BrokerKeyDef(TYPE_LONG),
     "log.cleaner.io.buffer.load.factor": BrokerKeyDef(TYPE_DOUBLE),
-    "log.cleaner.io.buffer.size": BrokerKeyDef(TYPE_INT, _at_least(0)),
+    "log.cleaner.io.buffer.size": BrokerKeyDef(TYPE_INT, at_least(0)),
     "log.cleaner.io.max.bytes.per.second": BrokerKeyDef(TYPE_DOUBLE),
-    "log.cleaner.backoff.ms": BrokerKeyDef(TYPE_LONG, _at_least(0)),
+    "log.cleaner.backoff.ms": BrokerKeyDef(TYPE_LONG, at_least(0)),
     # connection limits (server/connection_quotas.py)
-    "max.connections": BrokerKeyDef(TYPE_INT, _at_least(0)),
-    "max.connection.creation.rate": BrokerKeyDef(TYPE_INT, _at_least(0)),
-    PER_IP: BrokerKeyDef(TYPE_INT, _at_least(0)),
+    "max.connections": BrokerKeyDef(TYPE_INT, at_least(0)),
+    "max.connection.creation.rate": BrokerKeyDef(TYPE_INT, at_least(0)),
+    PER_IP: BrokerKeyDef(TYPE_INT, at_least(0)),
     PER_IP_OVERRIDES: BrokerKeyDef(TYPE_STRING),
     # producer state (KIP-890 verification and idle producer expiry)
-    "producer.id.expiration.ms": BrokerKeyDef(TYPE_INT, _at_least(1)),
+    "producer.id.expiration.ms": BrokerKeyDef(TYPE_INT, at_least(1)),
     "transaction.partition.verification.enable": BrokerKeyDef(TYPE_BOOLEAN),
 }
 _MIB = 1024 * 1024
@@ -178,7 +176,7 @@ def check_value(key: str, value: str) -> None:
     key is a STRING or PASSWORD, which takes any value (its stores are checked on loading)."""
     if listener_store_key(key) is not None:
         return
-    d = UPDATABLE.get(key, BrokerKeyDef(TYPE_LONG, _at_least(0)))  # else a throttle: a LONG, at least 0
+    d = UPDATABLE.get(key, BrokerKeyDef(TYPE_LONG, at_least(0)))  # else a throttle: a LONG, at least 0
 
     def refuse(shown: object, reason: str) -> KafkaApiError:
         return KafkaApiError(ErrorCode.INVALID_REQUEST, f"Invalid value {shown} for configuration {key}: {reason}")
@@ -204,7 +202,7 @@ def check_value(key: str, value: str) -> None:
             raise refuse(wrong, f"String must be one of: {', '.join(d.choices)}")
     problem = d.check(parsed) if d.check is not None else None
     if problem is not None:
-        raise refuse(java_double(parsed) if isinstance(parsed, float) else parsed, problem)  # type: ignore[arg-type]
+        raise refuse(java_double(parsed) if isinstance(parsed, float) else parsed, problem)
     if key == PER_IP_OVERRIDES:
         try:
             parse_csv_map(value)
@@ -245,7 +243,7 @@ class DynamicBrokerConfigs:
         return self.static[key] if found is None else BROKER_KEYS[key][0](found[0])
 
     def current_int(self, key: str) -> int:
-        return int(self.current(key))  # type: ignore[call-overload]
+        return as_int(self.current(key))
 
     def check_change(self, entity: str, configs: Mapping[str, str]) -> None:
         """Kafka's checks of the whole broker config a change of entity would give this broker

@@ -32,7 +32,8 @@ from typing import Callable, Mapping
 import trio
 
 from wirekafka.jvm import java_hash, java_hashmap_order
-from wirekafka.config.broker_config import TLS_PROTOCOLS, BrokerConfig
+from wirekafka.config.broker_config import BrokerConfig
+from wirekafka.config.listeners import TLS_PROTOCOLS
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.security.tls import CertEntry, Lookup, ServerTls, TlsConfigError, client_context, handshake, server_tls
 

@@ -27,7 +27,8 @@ from wirekafka.config.enums import (  # noqa: F401 - DescribeConfigs' enums, re-
     TYPE_STRING,
 )
 from wirekafka.config.dynamic import DynamicBrokerConfigs
-from wirekafka.config.broker_config import MIN_SEGMENT_BYTES, BrokerConfig
+from wirekafka.config.broker_config import BrokerConfig
+from wirekafka.config.broker_keys import MIN_SEGMENT_BYTES
 from wirekafka.storage.log import LogConfig
 
 
@@ -234,7 +235,7 @@ def effective(name: str, overrides: Mapping[str, str], broker: BrokerConfig,
     its broker key set dynamically (this broker's, else the cluster default's), else the static
     broker value — static when any key of its synonym chain is set (log.roll.jitter.hours for
     segment.jitter.ms), as Kafka's CreateTopics says (its DescribeConfigs names the first key's
-    source only: describe_configs.broker_synonyms). Only a broker key's first synonym is dynamic,
+    source only: describe_types.broker_synonyms). Only a broker key's first synonym is dynamic,
     so a dynamic value beats every static one."""
     if name in overrides:
         return overrides[name], SOURCE_DYNAMIC_TOPIC

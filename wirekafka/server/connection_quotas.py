@@ -38,7 +38,7 @@ import trio
 from wirekafka.broker.quotas.entities import CONNECTION_CREATION_RATE, IP, ClientQuotas
 from wirekafka.config.dynamic import DynamicBrokerConfigs
 from wirekafka.broker.quotas.stats import INT_MAX, RateSensors, violation_ms
-from wirekafka.config.broker_config import resolve_ip_overrides
+from wirekafka.config.ip_overrides import resolve_ip_overrides
 
 log = logging.getLogger(__name__)
 CREATION_RATE = "max.connection.creation.rate"

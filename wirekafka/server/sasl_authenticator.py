@@ -42,7 +42,8 @@ from kafka.protocol.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
 
 from wirekafka.security.kerberos import gssapi_binding
 from wirekafka.jvm import java_hashmap_order
-from wirekafka.config.broker_config import SASL_PROTOCOLS, BrokerConfig
+from wirekafka.config.broker_config import BrokerConfig
+from wirekafka.config.listeners import SASL_PROTOCOLS
 from wirekafka.security.kerberos.keytab_login import KerberosLogin
 from wirekafka.security.principal import NoMatchingRule
 from wirekafka.protocol import served_versions as api_versions, codec

@@ -16,7 +16,8 @@ import trio
 from wirekafka.broker.dispatch import check_table, enable_zk_broker_apis
 from wirekafka.broker.metadata.broker_id import resolve_broker_id
 from wirekafka.broker.state import BrokerState
-from wirekafka.config.broker_config import SASL_PROTOCOLS, BrokerConfig
+from wirekafka.config.broker_config import BrokerConfig
+from wirekafka.config.listeners import SASL_PROTOCOLS
 from wirekafka.startup_errors import StartupError
 from wirekafka.security.oauth.token_login import LoginFailed, SecuredLogin
 from wirekafka.security.sasl import oauthbearer as oauth

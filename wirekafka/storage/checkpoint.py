@@ -1,4 +1,5 @@
-"""Kafka's small text files: offset checkpoints, leader-epoch checkpoints, meta.properties.
+"""Kafka's small text files: offset checkpoints and leader-epoch checkpoints (meta.properties is
+properties_file's).
 
 Checkpoint format (as Kafka writes it): a version line "0", a count line, then one entry per
 line. Written to a temp file, fsynced and renamed, so a crash leaves the old or the new file."""
@@ -49,19 +50,4 @@ def read_leader_epochs(path: Path) -> list[tuple[int, int]]:
     for line in lines[2 : 2 + int(lines[1])]:
         e, o = line.split()
         out.append((int(e), int(o)))
-    return out
-
-
-def write_properties(path: Path, props: dict[str, str]) -> None:
-    body = "".join(f"{k}={v}\n" for k, v in sorted(props.items()))
-    atomic_write(path, "#\n" + body)
-
-
-def read_properties(path: Path) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#") and "=" in line:
-            k, v = line.split("=", 1)
-            out[k.strip()] = v.strip()
     return out

@@ -48,12 +48,12 @@ from wirekafka.security.password_encoder import PasswordConfigError
 from wirekafka.security.acl.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
 from wirekafka.config.enums import TYPE_LIST
-from wirekafka.broker.handlers.describe_configs import (
+from wirekafka.broker.handlers.describe_configs import config_refusal
+from wirekafka.config.describe_types import (
     RESOURCE_BROKER,
     RESOURCE_CLIENT_METRICS,
     RESOURCE_GROUP,
     RESOURCE_TOPIC,
-    config_refusal,
     render,
 )
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError

@@ -43,7 +43,7 @@ from wirekafka.broker.handlers.alter_configs import (
     run_resources,
     unknown_type,
 )
-from wirekafka.broker.handlers.describe_configs import (
+from wirekafka.config.describe_types import (
     RESOURCE_BROKER_LOGGER,
     RESOURCE_CLIENT_METRICS,
     RESOURCE_GROUP,

@@ -14,7 +14,7 @@ from kazoo.exceptions import NoNodeError
 from wirekafka.broker.metadata.zk import layout as zl
 from wirekafka.broker.metadata.zk.zk_metadata import ZkMetadata
 from wirekafka.config.broker_config import BrokerConfig
-from wirekafka.storage import checkpoint
+from wirekafka.storage import properties_file
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ async def resolve_broker_id(config: BrokerConfig) -> BrokerConfig:
 def stored_broker_id(log_dir: Path) -> int | None:
     """The broker id in a log dir's meta.properties, if it was formatted."""
     meta = log_dir / "meta.properties"
-    return broker_id_in(checkpoint.read_properties(meta)) if meta.exists() else None
+    return broker_id_in(properties_file.read_properties(meta)) if meta.exists() else None
 
 
 def broker_id_in(meta: dict[str, str]) -> int | None:

@@ -32,7 +32,7 @@ from wirekafka.broker.metadata.cluster_metadata import ClusterMetadata, Topic
 from wirekafka.broker.replica.partition import AppendOrigin, AppendResult, Isolation, Partition, ReadResult
 from wirekafka.broker.replica.replica_selector import NO_PREFERENCE, preferred_read_replica
 from wirekafka.broker.quotas.replication_quota import ReplicationQuotas
-from wirekafka.config.broker_config import RACK_AWARE_SELECTOR
+from wirekafka.config.broker_keys import RACK_AWARE_SELECTOR
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.storage import batch_filter

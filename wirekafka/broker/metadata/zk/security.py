@@ -36,7 +36,8 @@ from kazoo.security import ACL, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAF
 from wirekafka.security import jaas, tls
 from wirekafka.security.kerberos import keytab_login as kerberos_login
 from wirekafka.broker.metadata.zk import layout as zl
-from wirekafka.config.broker_config import ZK_SECURE_CLIENT_PROPERTY, ZK_TLS_KEYS, BrokerConfig
+from wirekafka.config.broker_config import BrokerConfig
+from wirekafka.config.broker_keys import ZK_SECURE_CLIENT_PROPERTY, ZK_TLS_KEYS
 from wirekafka.startup_errors import StartupError
 from wirekafka.security.jvm_properties import LOGIN_CONFIG, system_property
 from wirekafka.security.sasl.gssapi import GssapiClient, GssapiFailure

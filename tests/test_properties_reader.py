@@ -170,3 +170,11 @@ def test_a_malformed_escape_in_server_properties_stops_start_up(tmp_path: Path) 
     path.write_text("broker.rack=\\uZZZZ\n")
     with pytest.raises(ConfigError, match="Malformed"):
         load_config(path, [])
+
+
+def test_files_are_read_as_iso_8859_1_as_kafka_reads_them(tmp_path: Path) -> None:
+    """Kafka loads server.properties from an InputStream: bytes are ISO-8859-1 characters, and
+    other characters are written as \\uXXXX."""
+    path = tmp_path / "server.properties"
+    path.write_bytes(b"latin=caf\xe9\nutf8=caf\xc3\xa9\nescaped=caf\\u00e9\n")
+    assert read_properties(path) == {"latin": "café", "utf8": "cafÃ©", "escaped": "café"}

@@ -61,7 +61,7 @@ def load_config(path: Path | None, overrides: list[str]) -> BrokerConfig:
     values as given (a listener's own settings)."""
     try:
         props = {k: v.strip() for k, v in read_properties(path).items()} if path else {}
-    except ValueError as exc:  # a malformed \uXXXX escape, or text that is not UTF-8
+    except ValueError as exc:  # a malformed \uXXXX escape
         raise ConfigError(f"{path}: {exc}") from None
     for item in overrides:
         if "=" not in item:

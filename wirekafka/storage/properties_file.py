@@ -23,9 +23,10 @@ _NEWLINE = re.compile(r"\r\n|\r|\n")  # Properties' line terminators, and no oth
 
 
 def read_properties(path: Path) -> dict[str, str]:
-    """A .properties file's keys and values (read as UTF-8, the Reader wirekafka gives it).
+    """A .properties file's keys and values, read as ISO-8859-1 as Kafka reads server.properties
+    and meta.properties (Properties.load of an InputStream; other characters come as \\uXXXX).
     ValueError for a malformed \\uXXXX escape, as Properties.load refuses one."""
-    return parse_properties(path.read_text(encoding="utf-8"))
+    return parse_properties(path.read_text(encoding="iso-8859-1"))
 
 
 def parse_properties(text: str) -> dict[str, str]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from testsupport.java_tools import realkafka
+from wirekafka.broker.coordinator.groups import partition_for
 
 
 @dataclass(frozen=True)
@@ -200,20 +201,10 @@ def kafka_index_entries(batches: list[DumpedBatch], interval_bytes: int, *, clos
     return offsets, times
 
 
-def java_string_hash(text: str) -> int:
-    """Java's String.hashCode: over UTF-16 code units, signed 32 bit."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
 def offsets_partition(group: str, partitions: int = 50) -> int:
-    """The __consumer_offsets partition Kafka keeps a group in (GroupCoordinatorService.partitionFor):
-    Utils.abs(groupId.hashCode()) % partitions, where Utils.abs is Math.abs except MIN_VALUE -> 0."""
-    h = java_string_hash(group)
-    return (0 if h == -(1 << 31) else abs(h)) % partitions
+    """The __consumer_offsets partition Kafka keeps a group in (GroupCoordinatorService.partitionFor),
+    with Kafka's default of 50 partitions."""
+    return partition_for(group, partitions)
 
 
 # ---- kafka-dump-log on producer snapshots ------------------------------------------------------

@@ -16,9 +16,9 @@ from java_tools import PROBLEM_MARKERS, ok, parse_log_dump, parse_offsets_dump
 
 from testsupport.java_tools import load_script
 from testsupport.txn_log import check_kafka_record, value_from_kafka_json
-from wirekafka.broker.coordinator.groups import java_string_hash
 from wirekafka.broker.coordinator.txn_records import (TransactionLogValue, TxnPartitions, TxnState, encode_key, encode_value,
                                           partition_for)
+from wirekafka.jvm import java_string_hash
 from wirekafka.protocol.records import assign_offsets, build_batch
 
 pytestmark = pytest.mark.java

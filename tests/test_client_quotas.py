@@ -21,7 +21,8 @@ from wirekafka.broker.quotas.entities import (
     java_double_text,
     stored_text,
 )
-from wirekafka.broker.quotas.stats import Rate, TokenBucket, java_int, java_round, throttle_ms
+from wirekafka.broker.quotas.stats import Rate, TokenBucket, java_round, throttle_ms
+from wirekafka.jvm import java_int
 from wirekafka.broker.metadata.zk import layout as zl
 from wirekafka.startup_errors import ConfigError
 from wirekafka.config.loader import build_config

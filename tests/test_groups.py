@@ -9,9 +9,10 @@ import pytest
 import trio
 import trio.testing
 
-from wirekafka.broker.coordinator.groups import GroupState, java_string_hash, partition_for
+from wirekafka.broker.coordinator.groups import GroupState, partition_for
 from wirekafka.broker.state import BrokerState
 from wirekafka.config.loader import build_config
+from wirekafka.jvm import java_string_hash
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 PROTOCOLS = [("range", b"meta-r"), ("roundrobin", b"meta-rr")]

@@ -74,9 +74,9 @@ def test_doubles_are_written_as_java_writes_them() -> None:
 
 def test_a_topic_id_hashes_as_kafkas_uuid() -> None:
     """Uuid.hashCode: the high and low 32 bits of (most ^ least significant 64 bits), xor-ed."""
-    from wirekafka.jvm import _hash
-    assert _hash(uuid.UUID("00000000-0000-0001-0000-000000000002")) == 3
-    assert _hash(uuid.UUID("ffffffff-0000-0000-0000-000000000000")) == 0xFFFFFFFF
-    assert _hash(uuid.UUID("12345678-9abc-def0-0fed-cba987654321")) == (0x12345678 ^ 0x0FEDCBA9) ^ (0x9ABCDEF0 ^ 0x87654321)
+    from wirekafka.jvm import java_hash
+    assert java_hash(uuid.UUID("00000000-0000-0001-0000-000000000002")) == 3
+    assert java_hash(uuid.UUID("ffffffff-0000-0000-0000-000000000000")) == 0xFFFFFFFF
+    assert java_hash(uuid.UUID("12345678-9abc-def0-0fed-cba987654321")) == (0x12345678 ^ 0x0FEDCBA9) ^ (0x9ABCDEF0 ^ 0x87654321)
     ids = [uuid.UUID(int=i << 64 | i * 7) for i in range(1, 7)]
     assert scala_hashset_order(ids) == scala_hashset_order(list(reversed(ids)))

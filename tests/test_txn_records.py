@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from wirekafka.broker.coordinator.groups import java_string_hash
+from wirekafka.jvm import java_string_hash
 from testsupport.txn_log import check_kafka_record
 from wirekafka.broker.coordinator.txn_records import (VALUE_VERSION, TransactionLogKey, TransactionLogValue, TxnPartitions,
                                           TxnState, UnknownValueVersion, decode_key, decode_value, encode_key,
@@ -139,6 +139,52 @@ def test_partition_for() -> None:
     assert partition_for("polygenelubricants", 50) == 0
     assert java_string_hash("world!") < 0
     assert partition_for("world!", 50) == abs(java_string_hash("world!")) % 50
+
+
+# ---- the bytes of the hand-written codec this one replaced --------------------------------------
+# Captured from it (commit 0977755) before the codec was rebuilt on Kafka's JSON schemas: these
+# records sit on disk and Kafka's tools read them, so the bytes must not move.
+
+_TAGGED = dict(previous_producer_id=11, next_producer_id=12, client_transaction_version=2, next_producer_epoch=3)
+_FENCED = dict(state=TxnState.PREPARE_EPOCH_FENCE, client_transaction_version=2, partitions=[TxnPartitions("t", [])])
+TXN_BYTES = [  # (value, its bytes at version 0, at version 1)
+    (_ongoing(),
+     "0000000000000000109200070000ea60010000000200066f72646572730000000300000003000000000000000100087061796d656e"
+     "747300000001000000020000018bcfe5687b0000018bcfe56864",
+     "0001000000000000109200070000ea600103076f72646572730400000003000000000000000100097061796d656e74730200000002"
+     "000000018bcfe5687b0000018bcfe5686400"),
+    (_ongoing(state=TxnState.EMPTY, partitions=[], start_timestamp_ms=-1),
+     "0000000000000000109200070000ea6000ffffffff0000018bcfe5687bffffffffffffffff",
+     "0001000000000000109200070000ea6000000000018bcfe5687bffffffffffffffff00"),
+    (_ongoing(state=TxnState.COMPLETE_COMMIT, partitions=[]),
+     "0000000000000000109200070000ea6004000000000000018bcfe5687b0000018bcfe56864",
+     "0001000000000000109200070000ea6004010000018bcfe5687b0000018bcfe5686400"),
+    (_ongoing(**_TAGGED),
+     "0000000000000000109200070000ea60010000000200066f72646572730000000300000003000000000000000100087061796d656e"
+     "747300000001000000020000018bcfe5687b0000018bcfe56864",
+     "0001000000000000109200070000ea600103076f72646572730400000003000000000000000100097061796d656e74730200000002"
+     "000000018bcfe5687b0000018bcfe56864040008000000000000000b0108000000000000000c0202000203020003"),
+    (_ongoing(**_FENCED),
+     "0000000000000000109200070000ea600700000001000174000000000000018bcfe5687b0000018bcfe56864",
+     "0001000000000000109200070000ea600702027401000000018bcfe5687b0000018bcfe568640102020002"),
+]
+
+
+def test_key_bytes() -> None:
+    for transactional_id, expected in (("tx-1", "0000000474782d31"), ("tx-é", "0000000574782dc3a9")):
+        assert encode_key(transactional_id).hex() == expected
+        assert decode_key(bytes.fromhex(expected)) == TransactionLogKey(transactional_id)
+
+
+@pytest.mark.parametrize("value, version, expected", [(value, version, by_version[version])
+                                                     for value, *by_version in TXN_BYTES for version in (0, 1)])
+def test_value_bytes(value: TransactionLogValue, version: int, expected: str) -> None:
+    """Each state's layout at both versions; version 0 drops the tagged fields, as Kafka does."""
+    assert encode_value(value, version).hex() == expected
+    read = decode_value(bytes.fromhex(expected))
+    assert read == (value if version == 1 else _ongoing(**{name: getattr(value, name) for name in (
+        "state", "partitions", "start_timestamp_ms")}))
+    assert read is not None and encode_value(read, version).hex() == expected
 
 
 # ---- against real Kafka 4.3.1 ----------------------------------------------------------------

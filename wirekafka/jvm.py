@@ -1,12 +1,19 @@
-"""The order in which a Kafka 3.9 broker's JVM collections list their contents.
+"""What a Kafka broker's JVM computes that its output depends on: Java's and Kafka's hash codes,
+and the order in which Kafka's Java and Scala collections list their contents.
 
-Kafka builds most of its znode JSON from hash maps and words several error messages from Scala
-collections, so what it writes comes out in hash order, not in the order things were added. A JSON
-reader does not care, but a byte-for-byte comparison with a real broker's znodes and error messages
-does; these functions reproduce that order for the collections Kafka uses there (Scala 2.13's
-`mutable.HashMap` and immutable `Map`/`Set`, and `java.util.Properties`, which since Java 9 keeps its
-entries in a `ConcurrentHashMap`). Keys are `str` (Java's `String.hashCode`), `int` (an `Int`
-hashes to itself), `uuid.UUID` (Kafka's `Uuid.hashCode`) or TopicPartitionKey."""
+Kafka places a consumer group or a transactional id by `String.hashCode`, builds most of its
+znode JSON from hash maps, and words many answers and error messages from Scala collections, so
+what it writes comes out in hash order, not in the order things were added. A client or a JSON
+reader does not care, but placing a group where Kafka does and a byte-for-byte comparison with a
+real broker's znodes, answers and error messages do. So the hashes live here,
+once: Java's `String.hashCode`, `Integer.hashCode` (an int hashes to itself), `Objects.hash`,
+Kafka's `Uuid.hashCode` and `TopicPartition.hashCode`; and with them the iteration orders of the
+collections Kafka uses there (Scala 2.13's `mutable.HashMap` and immutable `Map`/`Set`,
+`java.util.HashMap`, and `java.util.Properties`, which since Java 9 keeps its entries in a
+`ConcurrentHashMap`). Keys are `str`, `int`, `uuid.UUID` or TopicPartitionKey.
+
+Hashes are unsigned 32-bit values (a Java int's bits) unless the name says otherwise;
+`java_int` turns one into the signed int Java sees."""
 
 from __future__ import annotations
 
@@ -20,16 +27,19 @@ _MASK = 0xFFFFFFFF
 
 
 class TopicPartitionKey(NamedTuple):
-    """A key that hashes as Kafka's TopicPartition: 31 * (31 + partition) + the topic's hash."""
+    """A key that hashes as Kafka's TopicPartition: Objects.hash(partition, topic)."""
 
     topic: str
     partition: int
 
 
-def _hash(key: object) -> int:
-    """The JVM hash (`##`) of a key, as an unsigned 32-bit value."""
+def java_hash(key: object) -> int:
+    """`hashCode()` (Scala's `##`) of a Java String, an Integer, Kafka's Uuid or TopicPartition,
+    or 0 for null."""
+    if key is None:
+        return 0
     if isinstance(key, TopicPartitionKey):
-        return (31 * (31 + key.partition) + _hash(key.topic)) & _MASK
+        return java_objects_hash(key.partition, java_hash(key.topic))
     if isinstance(key, str):
         h = 0
         for unit in _utf16_units(key):
@@ -37,10 +47,36 @@ def _hash(key: object) -> int:
         return h
     if isinstance(key, int):
         return key & _MASK
-    if isinstance(key, uuid.UUID):  # Kafka's Uuid.hashCode: the two halves of (msb ^ lsb) xor-ed
-        xor = (key.int >> 64) ^ (key.int & 0xFFFFFFFFFFFFFFFF)
-        return ((xor >> 32) ^ xor) & _MASK
+    if isinstance(key, uuid.UUID):
+        return kafka_uuid_hash(key)
     raise TypeError(f"no JVM hash for {type(key).__name__}")
+
+
+def java_int(x: int) -> int:
+    """A Java (int) cast: the low 32 bits, signed."""
+    x &= _MASK
+    return x - (1 << 32) if x & 0x80000000 else x
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode (over UTF-16 code units) as the signed int Java sees."""
+    return java_int(java_hash(s))
+
+
+def kafka_uuid_hash(u: uuid.UUID) -> int:
+    """Kafka's Uuid.hashCode: the two halves of (most ^ least significant 64 bits) xor-ed."""
+    xor = (u.int >> 64) ^ (u.int & 0xFFFFFFFFFFFFFFFF)
+    return ((xor >> 32) ^ xor) & _MASK
+
+
+def java_objects_hash(*hashes: int) -> int:
+    """Java's Objects.hash (Arrays.hashCode) of values with these hash codes: 31 * the hash so far
+    + the next, from 1. Also the shape of Kafka's TopicPartition and TopicIdPartition hashCode and
+    of a List's."""
+    h = 1
+    for element in hashes:
+        h = (31 * h + element) & _MASK
+    return h
 
 
 def _utf16_units(s: str) -> Iterable[int]:
@@ -52,10 +88,6 @@ def _utf16_units(s: str) -> Iterable[int]:
             cp -= 0x10000
             yield 0xD800 + (cp >> 10)
             yield 0xDC00 + (cp & 0x3FF)
-
-
-def _signed(h: int) -> int:
-    return h - (1 << 32) if h & 0x80000000 else h
 
 
 def scala_mutable_hashmap_order(keys: Iterable[K]) -> list[K]:
@@ -71,8 +103,8 @@ def scala_mutable_hashmap_order(keys: Iterable[K]) -> list[K]:
             size *= 2
 
     def folded(key: K) -> int:
-        h = _hash(key)
-        return _signed(h ^ (h >> 16))
+        h = java_hash(key)
+        return java_int(h ^ (h >> 16))
 
     return sorted(distinct, key=lambda k: (folded(k) & (size - 1), folded(k)))
 
@@ -109,7 +141,7 @@ def scala_hashset_order(keys: Iterable[K]) -> list[K]:
             return group
         by_fragment: dict[int, list[K]] = {}
         for k in group:
-            by_fragment.setdefault((_improve(_hash(k)) >> shift) & 31, []).append(k)
+            by_fragment.setdefault((_improve(java_hash(k)) >> shift) & 31, []).append(k)
         fragments = sorted(by_fragment)
         out = [by_fragment[f][0] for f in fragments if len(by_fragment[f]) == 1]
         for f in fragments:
@@ -131,7 +163,7 @@ def java_properties_order(keys: Iterable[str]) -> list[str]:
     bins: list[list[str]] = [[] for _ in range(size)]
 
     def spread(key: str) -> int:
-        h = _hash(key)
+        h = java_hash(key)
         return (h ^ (h >> 16)) & 0x7FFFFFFF
 
     for count, key in enumerate(dict.fromkeys(keys), start=1):
@@ -168,7 +200,7 @@ def java_hashmap_order(keys: Iterable[K], capacity: int = 16, hash: Callable[[K]
     while size < capacity:
         size *= 2
     buckets: list[list[K]] = [[] for _ in range(size)]
-    key_hash = hash or _hash
+    key_hash = hash or java_hash
 
     def spread(key: K) -> int:
         h = key_hash(key) & _MASK
@@ -184,11 +216,6 @@ def java_hashmap_order(keys: Iterable[K], capacity: int = 16, hash: Callable[[K]
                     grown[spread(k) & (size - 1)].append(k)
             buckets = grown
     return [k for chain in buckets for k in chain]
-
-
-def java_hash(key: object) -> int:
-    """`hashCode()` of a Java String or Integer, or 0 for null, as an unsigned 32-bit value."""
-    return 0 if key is None else _hash(key)
 
 
 def kafka_grouped(answers: dict[TopicPartitionKey, V]) -> list[tuple[str, list[V]]]:

@@ -31,7 +31,7 @@ from typing import Callable, Mapping
 
 import trio
 
-from wirekafka.jvm import java_hash, java_hashmap_order
+from wirekafka.jvm import java_hash, java_hashmap_order, java_objects_hash
 from wirekafka.config.broker_config import BrokerConfig
 from wirekafka.config.listeners import TLS_PROTOCOLS
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
@@ -246,7 +246,7 @@ def java_sans(sans: tuple[tuple[int, str], ...]) -> str:
 
 def _java_list_hash(name: tuple[int, str]) -> int:
     """Java's List.hashCode of [Integer type, String value]."""
-    return (31 * (31 + name[0]) + java_hash(name[1])) & 0xFFFFFFFF
+    return java_objects_hash(name[0], java_hash(name[1]))
 
 
 def _dynamic(listener: str, own: Mapping[str, str]) -> tuple[str | None, ...]:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Iterable
 import trio
 
 from wirekafka.broker.coordinator import group_records as gr
+from wirekafka.jvm import java_string_hash
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 if TYPE_CHECKING:
@@ -48,15 +49,6 @@ class GroupState(str, Enum):
     COMPLETING_REBALANCE = "CompletingRebalance"
     STABLE = "Stable"
     DEAD = "Dead"
-
-
-def java_string_hash(s: str) -> int:
-    """Java's String.hashCode over UTF-16 code units, as a signed 32-bit int."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
 
 
 def partition_for(group_id: str, partitions: int) -> int:

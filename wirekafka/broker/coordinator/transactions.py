@@ -148,9 +148,7 @@ class TransactionCoordinator:
         for partition in partitions:
             await self._replay_partition(partition)
         log.info("loaded %d transactional ids from %s", len(self.transactions), TXN_TOPIC)
-        for meta in list(self.transactions.values()):
-            if meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
-                await self._complete(meta, meta.state is TxnState.PREPARE_COMMIT)
+        await self._finish_decided(list(self.transactions.values()))
 
     async def _replay_partition(self, partition: "Partition") -> None:
         self.loading.add(partition.index)
@@ -165,7 +163,13 @@ class TransactionCoordinator:
         """Replay one partition of __transaction_state (this broker became its leader) and
         finish its transactions whose decision was written but not all of their markers."""
         await self._replay_partition(partition)
-        for meta in [m for m in self.transactions.values() if self.partition_of(m.transactional_id) == partition.index]:
+        await self._finish_decided([m for m in self.transactions.values()
+                                    if self.partition_of(m.transactional_id) == partition.index])
+
+    async def _finish_decided(self, loaded: list[TransactionMetadata]) -> None:
+        """Complete the loaded transactions left in PrepareCommit or PrepareAbort: their decision
+        is durable, their markers may not all be written."""
+        for meta in loaded:
             if meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
                 await self._complete(meta, meta.state is TxnState.PREPARE_COMMIT)
 

@@ -1,19 +1,16 @@
 """Records of the internal `__transaction_state` topic, in the formats of Kafka 4.3.1's transaction
 coordinator, so that a log written by wirekafka is one Kafka (and its tools) can load, and back.
+The bytes come from Kafka's own schemas (`wirekafka.protocol.coordinator_records`); this module
+keeps the broker's types for them and Kafka's rules on what is written and read.
 
 Key (never flexible): int16 record type 0 (Kafka's CoordinatorRecordType.TRANSACTION_LOG, which is
 also the only TransactionLogKey version ever written), then the transactional id as an int16-length
 string. Kafka's loader skips keys of any other type with a warning.
 
-Value (TransactionLogValue): int16 version, then
-  ProducerId int64, ProducerEpoch int16, TransactionTimeoutMs int32, TransactionStatus int8
-  (TxnState id), TransactionPartitions (nullable array of {Topic string, PartitionIds [int32]}),
-  TransactionLastUpdateTimestampMs int64, TransactionStartTimestampMs int64.
-Version 0 uses classic encodings (int16 string lengths, int32 array lengths, -1 for null).
-Version 1 is flexible: compact strings and arrays (length + 1 as an unsigned varint, 0 for null),
-an empty tag section after each partitions entry, and after the fields a tag section holding, in
-tag order and only when not at their defaults: 0 PreviousProducerId int64 (-1), 1 NextProducerId
-int64 (-1), 2 ClientTransactionVersion int16 (0), 3 NextProducerEpoch int16 (-1).
+Value: int16 version, then TransactionLogValue at that version (schemas/TransactionLogValue.json):
+version 0 in classic encodings; version 1 flexible, with PreviousProducerId, NextProducerId,
+ClientTransactionVersion and NextProducerEpoch as tagged fields, written only when not at their
+defaults.
 
 What Kafka 4.3.1 writes (TransactionLog.valueToBytes, checked against a real broker's segments):
 version 1 when the cluster's transaction.version feature is >= 1 (a freshly formatted 4.3.1 cluster
@@ -23,15 +20,13 @@ transaction completed. A null value is a tombstone (an expired transactional id)
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Iterable
 
-from wirekafka.broker.coordinator.group_records import _Reader
 from wirekafka.broker.coordinator.groups import partition_for as _coordinator_partition_for
+from wirekafka.protocol import coordinator_records as cr
 from wirekafka.protocol.records import NO_PRODUCER_ID
-from wirekafka.protocol.varint import encode_uvarint
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 
@@ -43,17 +38,6 @@ VALUE_VERSION = 1
 VALUE_VERSIONS = (0, 1)
 
 NO_PRODUCER_EPOCH = -1
-
-_TAG_PREVIOUS_PRODUCER_ID = 0
-_TAG_NEXT_PRODUCER_ID = 1
-_TAG_CLIENT_TRANSACTION_VERSION = 2
-_TAG_NEXT_PRODUCER_EPOCH = 3
-
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
-#: ProducerId, ProducerEpoch, TransactionTimeoutMs, TransactionStatus: the fixed-size head of a value.
-_VALUE_HEAD = struct.Struct(">qhib")
 
 
 class TxnState(IntEnum):
@@ -131,23 +115,17 @@ def group_partitions(topic_partitions: Iterable[tuple[str, int]]) -> list[TxnPar
 
 
 def encode_key(transactional_id: str) -> bytes:
-    raw = transactional_id.encode()
-    return _I16.pack(KEY_TYPE) + _I16.pack(len(raw)) + raw
+    return cr.encode_key(cr.TransactionLogKey(transactional_id=transactional_id))
 
 
 def decode_key(data: bytes) -> TransactionLogKey | None:
     """None for a record type other than the transaction log's (Kafka skips those)."""
-    r = _Reader(data)
-    if r.i16() != KEY_TYPE:
+    if cr.record_type(data) != KEY_TYPE:
         return None
-    transactional_id = r.string()
+    transactional_id = cr.read(cr.TransactionLogKey, data, 0).transactional_id
     if transactional_id is None:
         raise ValueError("__transaction_state key with a null transactional id")
     return TransactionLogKey(transactional_id)
-
-
-def _tag(tag: int, payload: bytes) -> bytes:
-    return encode_uvarint(tag) + encode_uvarint(len(payload)) + payload
 
 
 def encode_value(value: TransactionLogValue, version: int = VALUE_VERSION) -> bytes:
@@ -157,95 +135,45 @@ def encode_value(value: TransactionLogValue, version: int = VALUE_VERSION) -> by
         raise ValueError(f"cannot write __transaction_state value version {version}")
     if value.state is TxnState.EMPTY and value.partitions:
         raise ValueError(f"an Empty transaction has no partitions, got {value.partitions}")
-    flexible = version >= 1
-    out = bytearray(_I16.pack(version))
-    out += _VALUE_HEAD.pack(value.producer_id, value.producer_epoch, value.timeout_ms, value.state)
-    if value.state is TxnState.EMPTY:
-        out += encode_uvarint(0) if flexible else _I32.pack(-1)
-    else:
-        out += encode_uvarint(len(value.partitions) + 1) if flexible else _I32.pack(len(value.partitions))
-        for entry in value.partitions:
-            topic = entry.topic.encode()
-            out += encode_uvarint(len(topic) + 1) if flexible else _I16.pack(len(topic))
-            out += topic
-            ids = entry.partition_ids
-            out += encode_uvarint(len(ids) + 1) if flexible else _I32.pack(len(ids))
-            out += struct.pack(f">{len(ids)}i", *ids)
-            if flexible:
-                out += encode_uvarint(0)  # the entry's (empty) tag section
-    out += _I64.pack(value.last_update_timestamp_ms) + _I64.pack(value.start_timestamp_ms)
-    if flexible:
-        tags = []
-        if value.previous_producer_id != NO_PRODUCER_ID:
-            tags.append(_tag(_TAG_PREVIOUS_PRODUCER_ID, _I64.pack(value.previous_producer_id)))
-        if value.next_producer_id != NO_PRODUCER_ID:
-            tags.append(_tag(_TAG_NEXT_PRODUCER_ID, _I64.pack(value.next_producer_id)))
-        if value.client_transaction_version != 0:
-            tags.append(_tag(_TAG_CLIENT_TRANSACTION_VERSION, _I16.pack(value.client_transaction_version)))
-        if value.next_producer_epoch != NO_PRODUCER_EPOCH:
-            tags.append(_tag(_TAG_NEXT_PRODUCER_EPOCH, _I16.pack(value.next_producer_epoch)))
-        out += encode_uvarint(len(tags))
-        for tag in tags:
-            out += tag
-    return bytes(out)
+    partitions = None if value.state is TxnState.EMPTY else [
+        cr.TransactionLogValue.PartitionsSchema(topic=p.topic, partition_ids=p.partition_ids) for p in value.partitions]
+    return cr.encode_value(cr.TransactionLogValue(
+        producer_id=value.producer_id, producer_epoch=value.producer_epoch, transaction_timeout_ms=value.timeout_ms,
+        transaction_status=value.state, transaction_partitions=partitions,
+        transaction_last_update_timestamp_ms=value.last_update_timestamp_ms,
+        transaction_start_timestamp_ms=value.start_timestamp_ms, previous_producer_id=value.previous_producer_id,
+        next_producer_id=value.next_producer_id, next_producer_epoch=value.next_producer_epoch,
+        client_transaction_version=value.client_transaction_version), version)
 
 
-def _read_tags(r: _Reader, value: TransactionLogValue) -> None:
-    """Fill the tagged fields; unknown tags are skipped (Kafka's metadata drops them too)."""
-    for _ in range(r.uvarint()):
-        tag, size = r.uvarint(), r.uvarint()
-        payload = r.data[r.pos:r.pos + size]
-        if len(payload) != size:
-            raise ValueError(f"tagged field {tag} runs past the end of the value")
-        r.pos += size
-        if tag in (_TAG_PREVIOUS_PRODUCER_ID, _TAG_NEXT_PRODUCER_ID):
-            if size != _I64.size:
-                raise ValueError(f"tagged field {tag} has {size} bytes, not 8")
-            if tag == _TAG_PREVIOUS_PRODUCER_ID:
-                (value.previous_producer_id,) = _I64.unpack(payload)
-            else:
-                (value.next_producer_id,) = _I64.unpack(payload)
-        elif tag in (_TAG_CLIENT_TRANSACTION_VERSION, _TAG_NEXT_PRODUCER_EPOCH):
-            if size != _I16.size:
-                raise ValueError(f"tagged field {tag} has {size} bytes, not 2")
-            if tag == _TAG_CLIENT_TRANSACTION_VERSION:
-                (value.client_transaction_version,) = _I16.unpack(payload)
-            else:
-                (value.next_producer_epoch,) = _I16.unpack(payload)
+def _partitions(stored: list | None) -> list[TxnPartitions]:
+    """TransactionPartitions as read; ValueError for the nulls Kafka's schema does not allow."""
+    partitions = []
+    for entry in stored or []:
+        if entry.topic is None:
+            raise ValueError("__transaction_state value with a null topic")
+        if entry.partition_ids is None:
+            raise ValueError(f"__transaction_state value with null partition ids for {entry.topic}")
+        partitions.append(TxnPartitions(entry.topic, list(entry.partition_ids)))
+    return partitions
 
 
 def decode_value(data: bytes | None) -> TransactionLogValue | None:
     """None for a tombstone. Raises UnknownValueVersion for versions Kafka 4.3.1 cannot read, and
     ValueError for an unknown state id or truncated data. Partitions stored with an Empty state
-    are ignored, as Kafka's loader ignores them."""
+    are ignored, as Kafka's loader ignores them; so are tagged fields Kafka 4.3.1 does not know."""
     if data is None:
         return None
-    r = _Reader(data)
-    try:
-        version = r.i16()
-        if version not in VALUE_VERSIONS:
-            raise UnknownValueVersion(version)
-        flexible = version >= 1
-        producer_id, producer_epoch, timeout_ms, status = _VALUE_HEAD.unpack_from(data, r.pos)
-        r.pos += _VALUE_HEAD.size
-        state = TxnState(status)
-        partitions = []
-        for _ in range(max(r.array_len(flexible), 0)):
-            topic = r.string(flexible)
-            if topic is None:
-                raise ValueError("__transaction_state value with a null topic")
-            count = r.array_len(flexible)
-            if count < 0:
-                raise ValueError(f"__transaction_state value with null partition ids for {topic}")
-            ids = list(struct.unpack_from(f">{count}i", data, r.pos))
-            r.pos += 4 * count
-            r.skip_tags(flexible)
-            partitions.append(TxnPartitions(topic, ids))
-        value = TransactionLogValue(
-            producer_id, producer_epoch, timeout_ms, state, last_update_timestamp_ms=r.i64(),
-            start_timestamp_ms=r.i64(), partitions=[] if state is TxnState.EMPTY else partitions)
-        if flexible:
-            _read_tags(r, value)
-    except (struct.error, IndexError) as exc:
-        raise ValueError(f"truncated __transaction_state value: {exc}") from exc
-    return value
+    version = cr.record_type(data)
+    if version not in VALUE_VERSIONS:
+        raise UnknownValueVersion(version)
+    v = cr.read(cr.TransactionLogValue, data, version)
+    state = TxnState(v.transaction_status)
+    partitions = _partitions(v.transaction_partitions)
+    return TransactionLogValue(
+        v.producer_id, v.producer_epoch, v.transaction_timeout_ms, state,
+        last_update_timestamp_ms=v.transaction_last_update_timestamp_ms,
+        start_timestamp_ms=v.transaction_start_timestamp_ms,
+        partitions=[] if state is TxnState.EMPTY else partitions, previous_producer_id=v.previous_producer_id,
+        next_producer_id=v.next_producer_id, next_producer_epoch=v.next_producer_epoch,
+        client_transaction_version=v.client_transaction_version)

@@ -19,7 +19,7 @@ from kafka.protocol.admin.groups import DescribeGroupsResponse
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.coordinator.groups import OFFSETS_TOPIC, GroupState
-from wirekafka.jvm import java_hash, java_hashmap_order
+from wirekafka.jvm import TopicPartitionKey, java_hash, java_hashmap_order
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 NOT_FOUND_ERROR_FROM = 6
@@ -65,13 +65,11 @@ def _describe(ctx: RequestContext, group_id: str, with_ops: bool) -> _Group:
 
 def _coordinator_order(ctx: RequestContext, group_ids: list[str]) -> list[str]:
     """`group_ids` as Kafka's coordinator answers them: per partition of __consumer_offsets, in
-    the order of a java.util.HashMap keyed by TopicPartition (whose hashCode is
-    31 * (31 + partition) + the topic's String hash)."""
+    the order of a java.util.HashMap keyed by TopicPartition."""
     by_partition: dict[int, list[str]] = {}
     for group_id in group_ids:
         by_partition.setdefault(ctx.state.groups.partition_of(group_id), []).append(group_id)
-    topic_hash = java_hash(OFFSETS_TOPIC)
-    order = java_hashmap_order(by_partition, hash=lambda p: 31 * (31 + p) + topic_hash)
+    order = java_hashmap_order(by_partition, hash=lambda p: java_hash(TopicPartitionKey(OFFSETS_TOPIC, p)))
     return [group_id for p in order for group_id in by_partition[p]]
 
 

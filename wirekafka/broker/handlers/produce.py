@@ -41,7 +41,7 @@ from wirekafka.broker.context import CloseConnection, RequestContext
 from wirekafka.broker.metadata.leader_hints import leader_hint
 from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
 from wirekafka.broker.replica.replica_manager import ProduceEntry
-from wirekafka.jvm import java_hash, java_hashmap_order
+from wirekafka.jvm import TopicPartitionKey, java_hash, java_hashmap_order, java_objects_hash
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.protocol.produce_response import FastProduceResponse, PartitionAnswer, TopicAnswer
 
@@ -75,13 +75,9 @@ def _refused(request: object, code: ErrorCode) -> FastProduceResponse:
 
 def _topic_id_partition_hash(part: tuple[str, uuid.UUID | None, int]) -> int:
     """hashCode() of Kafka's TopicIdPartition(topic id, partition, name): a request by name has
-    the zero id."""
+    the zero id, which hashes to 0 as null does."""
     name, topic_id, index = part
-    bits = topic_id.int if topic_id is not None else 0
-    folded = (bits >> 64) ^ (bits & 0xFFFFFFFFFFFFFFFF)
-    id_hash = ((folded >> 32) ^ folded) & 0xFFFFFFFF
-    partition_hash = 31 * (31 + index) + java_hash(name)
-    return (31 * (31 + id_hash) + partition_hash) & 0xFFFFFFFF
+    return java_objects_hash(java_hash(topic_id), java_hash(TopicPartitionKey(name, index)))
 
 
 async def handle(ctx: RequestContext, request: object) -> FastProduceResponse | None:

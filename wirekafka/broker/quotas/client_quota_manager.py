@@ -29,7 +29,8 @@ from wirekafka.broker.quotas.entities import (
     Entity,
     entity_of,
 )
-from wirekafka.broker.quotas.stats import INT_MAX, RateSensors, TokenBucket, java_int, java_round, violation_ms
+from wirekafka.broker.quotas.stats import INT_MAX, RateSensors, TokenBucket, java_round, violation_ms
+from wirekafka.jvm import java_int
 from wirekafka.config.broker_config import BrokerConfig
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from typing import Generic, Hashable, TypeVar
 
+from wirekafka.jvm import java_int
+
 INT_MAX = 2**31 - 1
 SENSOR_EXPIRY_MS = 3600 * 1000  # Kafka drops a quota sensor idle this long
 _EXPIRY_CHECK_MS = 30_000  # and looks for idle ones this often (Metrics' ExpireSensorTask)
@@ -139,7 +141,8 @@ class TokenBucket:
         self.tokens = min(self.burst, self.tokens - permits)
 
     def throttle_ms(self, now_ms: int) -> int:
-        """How long until the bucket is no longer in debt (0 when it is not)."""
+        """How long until the bucket is no longer in debt (0 when it is not). Kafka casts it to an
+        int: an overflowed throttle wraps, and Kafka then does not throttle at all."""
         tokens = self.refill(now_ms)
         return java_int(java_round(-tokens / self.rate * 1000)) if tokens < 0 else 0
 
@@ -153,13 +156,6 @@ def java_round(x: float) -> int:
     if x <= -(2**63):
         return -(2**63)
     return math.floor(x + 0.5)
-
-
-def java_int(x: int) -> int:
-    """A Java (int) cast of a long: the low 32 bits, signed (an overflowed throttle wraps, and
-    Kafka then does not throttle at all)."""
-    x &= 0xFFFFFFFF
-    return x - 2**32 if x & 0x80000000 else x
 
 
 def violation_ms(rate: Rate, bound: float, now_ms: int, cap_ms: int | None = None) -> int:

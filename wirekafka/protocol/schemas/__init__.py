@@ -1,6 +1,8 @@
 """Kafka message schemas that kafka-python does not ship, as JSON in Kafka's schema language, read
-by kafka-python's schema-driven classes (`ApiMessage` with ``load_json=`` this package).
+by kafka-python's schema-driven classes (``load_json=`` this package).
 
-Only APIs a ZooKeeper-mode Kafka 3.9 broker serves and Kafka 4's client schemas dropped live here:
-AlterPartition (key 56), which leaders send to the controller, and ControlledShutdown (key 7),
-which a broker that is stopping sends it."""
+Two kinds live here. APIs a ZooKeeper-mode Kafka 3.9 broker serves and Kafka 4's client schemas
+dropped: AlterPartition (key 56), which leaders send to the controller, and ControlledShutdown
+(key 7), which a broker that is stopping sends it. And the records of Kafka's internal coordinator
+topics, as Kafka 4.3.1's group and transaction coordinators ship them (OffsetCommitKey/Value,
+GroupMetadataKey/Value, TransactionLogKey/Value; see `wirekafka.protocol.coordinator_records`)."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from testsupport.java_tools import realkafka
-from wirekafka.broker.coordinator.groups import partition_for
+from wirekafka.broker.coordinator.group_model import partition_for
 
 
 @dataclass(frozen=True)

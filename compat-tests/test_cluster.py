@@ -40,7 +40,7 @@ from testsupport.tls_material import make as make_tls_material
 from testsupport.oauth_provider import OAuthProvider
 from testsupport.two_listeners import KerberosRealm, check_two_listeners, listener_overrides
 from testsupport.znodes import check_kafka39_znodes
-from wirekafka.broker.coordinator.groups import partition_for
+from wirekafka.broker.coordinator.group_model import partition_for
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode
 

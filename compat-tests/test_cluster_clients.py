@@ -33,7 +33,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from java_tools import ok, run
 from testsupport.cluster import WirekafkaCluster
 from testsupport.java_tools import realkafka
-from wirekafka.broker.coordinator.groups import partition_for
+from wirekafka.broker.coordinator.group_model import partition_for
 
 pytestmark = pytest.mark.slow
 

@@ -27,7 +27,7 @@ from conformance import transcript
 from conformance.scenarios import fetch
 from conformance.wire import Connection, create_topic, ensure_group_coordinator, metadata, poll, retry_transient, unique
 from wirekafka.broker.coordinator import group_records
-from wirekafka.broker.coordinator.groups import partition_for
+from wirekafka.broker.coordinator.group_model import partition_for
 from wirekafka.protocol import records
 
 # A consumer-protocol subscription (v0, no topics): Kafka parses it, so keep it well formed.

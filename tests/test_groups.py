@@ -9,7 +9,7 @@ import pytest
 import trio
 import trio.testing
 
-from wirekafka.broker.coordinator.groups import GroupState, partition_for
+from wirekafka.broker.coordinator.group_model import GroupState, partition_for
 from wirekafka.broker.state import BrokerState
 from wirekafka.config.loader import build_config
 from wirekafka.jvm import java_string_hash
@@ -106,12 +106,12 @@ def test_error_codes_where_kafka_returns_them(tmp_path: Path) -> None:
             g.delete_group("never-existed")
         assert info.value.code == ErrorCode.GROUP_ID_NOT_FOUND
         with pytest.raises(KafkaApiError) as info:
-            g.validate_commit("g", a.generation + 1, a.member_id, None, ErrorCode.ILLEGAL_GENERATION)
+            g.offsets.validate_commit("g", a.generation + 1, a.member_id, None, ErrorCode.ILLEGAL_GENERATION)
         assert info.value.code == ErrorCode.ILLEGAL_GENERATION
         with pytest.raises(KafkaApiError) as info:
-            g.validate_commit("fresh-group", 3, "m", None, ErrorCode.GROUP_ID_NOT_FOUND)
+            g.offsets.validate_commit("fresh-group", 3, "m", None, ErrorCode.GROUP_ID_NOT_FOUND)
         assert info.value.code == ErrorCode.GROUP_ID_NOT_FOUND
-        assert g.validate_commit("standalone", -1, "", None, ErrorCode.ILLEGAL_GENERATION).state == GroupState.EMPTY
+        assert g.offsets.validate_commit("standalone", -1, "", None, ErrorCode.ILLEGAL_GENERATION).state == GroupState.EMPTY
 
     _run(tmp_path, body)
 
@@ -130,10 +130,10 @@ def test_static_member_fencing_and_rejoin(tmp_path: Path) -> None:
             g.heartbeat("g", again.generation, a.member_id, "i-1")  # the old instance is fenced
         assert info.value.code == ErrorCode.FENCED_INSTANCE_ID
         with pytest.raises(KafkaApiError) as info:
-            g.validate_commit("g", again.generation, a.member_id, "i-1", ErrorCode.ILLEGAL_GENERATION)
+            g.offsets.validate_commit("g", again.generation, a.member_id, "i-1", ErrorCode.ILLEGAL_GENERATION)
         assert info.value.code == ErrorCode.FENCED_INSTANCE_ID
         for call in (lambda: g.heartbeat("g", again.generation, again.member_id, "i-unknown"),
-                     lambda: g.validate_commit("g", again.generation, again.member_id, "i-unknown",
+                     lambda: g.offsets.validate_commit("g", again.generation, again.member_id, "i-unknown",
                                                ErrorCode.ILLEGAL_GENERATION)):
             with pytest.raises(KafkaApiError) as info:
                 call()
@@ -159,17 +159,17 @@ def test_offsets_survive_a_reload(tmp_path: Path) -> None:
 
     async def body(state, nursery):
         await state.metadata.create_topic("t", 2)
-        grp = state.groups.validate_commit("c", -1, "", None, ErrorCode.ILLEGAL_GENERATION)
+        grp = state.groups.offsets.validate_commit("c", -1, "", None, ErrorCode.ILLEGAL_GENERATION)
         now = state.now_ms()  # a 1970 stamp would expire at a reload's first retention check
-        await state.groups.commit(grp, {("t", 0): gr.OffsetValue(42, 0, "meta", now),
+        await state.groups.offsets.commit(grp, {("t", 0): gr.OffsetValue(42, 0, "meta", now),
                                         ("t", 1): gr.OffsetValue(7, -1, "", now)})
-        await state.groups.commit(grp, {("t", 0): gr.OffsetValue(43, 0, "", now)})
+        await state.groups.offsets.commit(grp, {("t", 0): gr.OffsetValue(43, 0, "", now)})
 
     _run(tmp_path, body)
 
     async def reload(state, nursery):
         await state.groups.load()
-        committed = state.groups.committed("c")
+        committed = state.groups.offsets.committed("c")
         assert committed[("t", 0)].offset == 43 and committed[("t", 1)].offset == 7
 
     _run(tmp_path, reload)
@@ -183,9 +183,9 @@ def test_the_offsets_topic_codec_compresses_every_coordinator_batch(tmp_path: Pa
 
     async def body(state, nursery):
         await state.metadata.create_topic("t", 2)
-        grp = state.groups.validate_commit("c", -1, "", None, ErrorCode.ILLEGAL_GENERATION)
+        grp = state.groups.offsets.validate_commit("c", -1, "", None, ErrorCode.ILLEGAL_GENERATION)
         now = state.now_ms()  # a 1970 stamp would expire at a reload's first retention check
-        await state.groups.commit(grp, {("t", 0): gr.OffsetValue(42, 0, "meta", now),
+        await state.groups.offsets.commit(grp, {("t", 0): gr.OffsetValue(42, 0, "meta", now),
                                         ("t", 1): gr.OffsetValue(7, -1, "", now)})
         joined = await _join_new(state)  # the group's record, written once its leader syncs
         assert (await state.groups.sync("g", 1, joined.member_id, None, "consumer", "range",
@@ -200,7 +200,7 @@ def test_the_offsets_topic_codec_compresses_every_coordinator_batch(tmp_path: Pa
 
     async def reload(state, nursery):
         await state.groups.load()
-        committed = state.groups.committed("c")
+        committed = state.groups.offsets.committed("c")
         assert (committed[("t", 0)].offset, committed[("t", 1)].offset) == (42, 7)
 
     _run(tmp_path, reload)
@@ -220,13 +220,13 @@ def test_offsets_committed_with_a_retention_expire_at_their_own_timestamp(tmp_pa
 
     async def body(state, nursery):
         await state.metadata.create_topic("t", 3)
-        grp = state.groups.validate_commit("c", -1, "", None, ErrorCode.ILLEGAL_GENERATION)
+        grp = state.groups.offsets.validate_commit("c", -1, "", None, ErrorCode.ILLEGAL_GENERATION)
         now = state.now_ms()
-        await state.groups.commit(grp, {("t", 0): gr.OffsetValue(1, -1, "", now, now),
+        await state.groups.offsets.commit(grp, {("t", 0): gr.OffsetValue(1, -1, "", now, now),
                                         ("t", 1): gr.OffsetValue(2, -1, "", now, now + 3_600_000),
                                         ("t", 2): gr.OffsetValue(3, -1, "", now)})
-        state.groups.expire_offsets()
-        assert set(state.groups.committed("c")) == {("t", 1), ("t", 2)}
+        state.groups.offsets.expire_offsets()
+        assert set(state.groups.offsets.committed("c")) == {("t", 1), ("t", 2)}
 
     _run(tmp_path, body)
 
@@ -284,8 +284,8 @@ def test_offsets_reload_from_a_cleaned_log(tmp_path: Path) -> None:
     async def commit_all(state, value_base: int) -> None:
         for r in range(20):
             for gid in ("a", "b", "c", "d"):
-                grp = state.groups.validate_commit(gid, -1, "", None, ErrorCode.ILLEGAL_GENERATION)
-                await state.groups.commit(grp, {("t", i): gr.OffsetValue(value_base + 100 * r + i, -1, "",
+                grp = state.groups.offsets.validate_commit(gid, -1, "", None, ErrorCode.ILLEGAL_GENERATION)
+                await state.groups.offsets.commit(grp, {("t", i): gr.OffsetValue(value_base + 100 * r + i, -1, "",
                                                                          state.now_ms()) for i in range(6)})
                 now[0] += 1
 
@@ -293,11 +293,11 @@ def test_offsets_reload_from_a_cleaned_log(tmp_path: Path) -> None:
         g = state.groups
         await state.metadata.create_topic("t", 6)
         await commit_all(state, 0)
-        g.delete_offsets("a", [("t", 1), ("t", 2)])
+        g.offsets.delete_offsets("a", [("t", 1), ("t", 2)])
         g.delete_group("b")
         for pid, gid, commit in ((900, "c", True), (901, "d", False)):
-            grp = g.validate_txn_commit(gid, -1, "", None)
-            await g.txn_commit(grp, pid, 0, {("t", 0): gr.OffsetValue(5000 + pid, -1, "", state.now_ms())})
+            grp = g.offsets.validate_txn_commit(gid, -1, "", None)
+            await g.offsets.txn_commit(grp, pid, 0, {("t", 0): gr.OffsetValue(5000 + pid, -1, "", state.now_ms())})
             assert await state.write_txn_marker(OFFSETS_TOPIC, g.partition_of(gid), pid, 0, 0, commit) == \
                 ErrorCode.NONE
         for p in state.metadata.topic(OFFSETS_TOPIC).partitions:
@@ -308,8 +308,8 @@ def test_offsets_reload_from_a_cleaned_log(tmp_path: Path) -> None:
         late = ("a", "e", "f")  # new dirty data on every partition: a log is cleaned only then, as in Kafka
         assert {g.partition_of(gid) for gid in late} == {0, 1}
         for gid in late:
-            grp = g.validate_commit(gid, -1, "", None, ErrorCode.ILLEGAL_GENERATION)
-            await g.commit(grp, {("t", 5): gr.OffsetValue(77, -1, "", state.now_ms())})
+            grp = g.offsets.validate_commit(gid, -1, "", None, ErrorCode.ILLEGAL_GENERATION)
+            await g.offsets.commit(grp, {("t", 5): gr.OffsetValue(77, -1, "", state.now_ms())})
         for p in state.metadata.topic(OFFSETS_TOPIC).partitions:
             p._log.roll()
         clean_all(state)  # now they go
@@ -355,15 +355,15 @@ def test_an_empty_group_without_offsets_is_deleted_with_tombstones(tmp_path: Pat
         await state.metadata.create_topic("t", 2)
         old = state.now_ms() - 2 * 60_000  # older than offsets.retention.minutes=1
         for gid, stamp in (("expired", old), ("kept", state.now_ms())):
-            grp = g.validate_commit(gid, -1, "", None, ErrorCode.ILLEGAL_GENERATION)
-            await g.commit(grp, {("t", 0): gr.OffsetValue(1, -1, "", stamp), ("t", 1): gr.OffsetValue(2, -1, "", stamp)})
+            grp = g.offsets.validate_commit(gid, -1, "", None, ErrorCode.ILLEGAL_GENERATION)
+            await g.offsets.commit(grp, {("t", 0): gr.OffsetValue(1, -1, "", stamp), ("t", 1): gr.OffsetValue(2, -1, "", stamp)})
         a = await _join_new(state, group="left")
         await g.sync("left", a.generation, a.member_id, None, None, None, {a.member_id: b"x"})
         g.leave("left", [(a.member_id, None)])
         assert g.groups["left"].state == GroupState.EMPTY
-        in_flight = g.validate_commit("writing", -1, "", None, ErrorCode.ILLEGAL_GENERATION)
+        in_flight = g.offsets.validate_commit("writing", -1, "", None, ErrorCode.ILLEGAL_GENERATION)
         in_flight.offset_writes += 1  # as while its commit waits for the write
-        g.expire_offsets()
+        g.offsets.expire_offsets()
         assert set(g.groups) == {"kept", "writing"}
         written = [(gr.decode_key(r.key), r.value) for p in state.metadata.topic(OFFSETS_TOPIC).partitions
                    for h, read in p.iter_batches(0) for r in records.iter_records(read())]
@@ -494,7 +494,7 @@ def test_an_existing_member_refused_while_rebalancing_is_removed(tmp_path: Path)
         await _join_in_background(state, nursery, newcomer.member_id, results)
         grp = g.groups["g"]
         assert len(grp.members) == 3 and grp.awaiting_join() == 2
-        assert g._accepts_joining_member(grp, leader) and not g._accepts_joining_member(grp, follower)
+        assert grp.accepts_joining_member(leader, 2) and not grp.accepts_joining_member(follower, 2)
         assert _refused(await _join(state, member=follower))
         assert set(grp.members) == {leader, newcomer.member_id}
         with pytest.raises(KafkaApiError) as info:

@@ -284,7 +284,7 @@ class BrokerState:
         code = await self.replicas.write_txn_marker(topic, index, producer_id, producer_epoch, coordinator_epoch,
                                                     commit, self.config.int("request.timeout.ms"))
         if code == ErrorCode.NONE and topic == OFFSETS_TOPIC:
-            self.groups.complete_transaction(index, producer_id, commit)
+            self.groups.offsets.complete_transaction(index, producer_id, commit)
         return code
 
     async def _write_marker(self, tp: tuple[str, int], producer_id: int, producer_epoch: int,

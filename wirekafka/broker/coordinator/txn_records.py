@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Iterable
 
-from wirekafka.broker.coordinator.groups import partition_for as _coordinator_partition_for
+from wirekafka.broker.coordinator.group_model import partition_for as _coordinator_partition_for
 from wirekafka.protocol import coordinator_records as cr
 from wirekafka.protocol.records import NO_PRODUCER_ID
 

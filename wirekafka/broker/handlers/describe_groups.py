@@ -18,7 +18,8 @@ from kafka.protocol.admin.groups import DescribeGroupsResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.coordinator.groups import OFFSETS_TOPIC, GroupState
+from wirekafka.broker.coordinator.group_model import GroupState
+from wirekafka.broker.coordinator.groups import OFFSETS_TOPIC
 from wirekafka.jvm import TopicPartitionKey, java_hash, java_hashmap_order
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 

@@ -16,7 +16,7 @@ from kafka.protocol.consumer.group import JoinGroupResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.coordinator.groups import JoinResult
+from wirekafka.broker.coordinator.group_model import JoinResult
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 

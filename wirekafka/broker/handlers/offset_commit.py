@@ -147,7 +147,7 @@ async def handle(ctx: RequestContext, request: object) -> OffsetCommitResponse:
     if not valid:
         return OffsetCommitResponse(version=v, throttle_time_ms=0, topics=answer.topics)
     try:
-        group = state.groups.validate_commit(
+        group = state.groups.offsets.validate_commit(
             r.group_id, r.generation_id_or_member_epoch, r.member_id,  # type: ignore[attr-defined]
             getattr(r, "group_instance_id", None),
             ErrorCode.GROUP_ID_NOT_FOUND if v >= GROUP_ID_NOT_FOUND_FROM else ErrorCode.ILLEGAL_GENERATION)
@@ -158,7 +158,7 @@ async def handle(ctx: RequestContext, request: object) -> OffsetCommitResponse:
     accepted, accepted_parts = _coordinator_answer(ctx, valid, answer, group_error, retention)
     if group is not None and accepted:
         try:
-            await state.groups.commit(group, accepted)
+            await state.groups.offsets.commit(group, accepted)
         except KafkaApiError as exc:  # not replicated in time: every accepted partition fails
             for part in accepted_parts:
                 part.error_code = exc.code

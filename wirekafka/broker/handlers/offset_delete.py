@@ -50,7 +50,7 @@ def handle(ctx: RequestContext, request: object) -> OffsetDeleteResponse:
     answer: dict[str, list[_Part]] = {}
     valid = _sort_out(ctx, request, answer)
     try:
-        codes = ctx.state.groups.delete_offsets(request.group_id, valid)  # type: ignore[attr-defined]
+        codes = ctx.state.groups.offsets.delete_offsets(request.group_id, valid)  # type: ignore[attr-defined]
     except KafkaApiError as exc:
         return _error(ctx, exc.code)
     for name, partition in valid:

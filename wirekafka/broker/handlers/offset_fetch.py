@@ -36,12 +36,12 @@ def _answer(ctx: RequestContext, group_id: str, wanted: list | None, by_id: bool
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
     groups = ctx.state.groups
     try:
-        committed = groups.committed(group_id)
+        committed = groups.offsets.committed(group_id)
     except KafkaApiError as exc:
         return exc.code, []
 
     def part(topic: str, p: int, missing: ErrorCode = ErrorCode.NONE) -> Answer:
-        if require_stable and groups.has_pending_offsets(group_id, topic, p):
+        if require_stable and groups.offsets.has_pending_offsets(group_id, topic, p):
             return p, NO_OFFSET, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT
         v = committed.get((topic, p))
         return (p, v.offset, v.leader_epoch, v.metadata, ErrorCode.NONE) if v else (p, NO_OFFSET, -1, "", missing)

@@ -111,7 +111,7 @@ async def _commit(ctx: RequestContext, r: object, valid: list[tuple[str, list]])
     state = ctx.state
     group = None
     try:
-        group = state.groups.validate_txn_commit(r.group_id, getattr(r, "generation_id", -1),  # type: ignore[attr-defined]
+        group = state.groups.offsets.validate_txn_commit(r.group_id, getattr(r, "generation_id", -1),  # type: ignore[attr-defined]
                                                  getattr(r, "member_id", ""), getattr(r, "group_instance_id", None))
         error = _check_transaction(ctx, r)
     except KafkaApiError as exc:
@@ -134,7 +134,7 @@ async def _commit(ctx: RequestContext, r: object, valid: list[tuple[str, list]])
         topics.append(_Topic(name=name, partitions=parts))
     if group is not None and accepted and error == ErrorCode.NONE:
         try:
-            await state.groups.txn_commit(group, r.producer_id, r.producer_epoch, accepted)  # type: ignore[attr-defined]
+            await state.groups.offsets.txn_commit(group, r.producer_id, r.producer_epoch, accepted)  # type: ignore[attr-defined]
         except KafkaApiError as exc:
             for part in accepted_parts:
                 part.error_code = exc.code

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from wirekafka.protocol.records import BatchHeader
-from wirekafka.storage.region import FileRegion
 from wirekafka.storage.cleaner import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX
+from wirekafka.storage.log_loader import load_segments
+from wirekafka.storage.region import FileRegion
 from wirekafka.storage.segment import NO_TIMESTAMP, Buffer, LogSegment, file_paths
 from wirekafka.storage.txn_index import AbortedTxn
 
@@ -75,84 +76,11 @@ class PartitionLog:
         self.config = config
         self.clock = clock
         directory.mkdir(parents=True, exist_ok=True)
-        self.segments: list[LogSegment] = []
-        self._load(recovery_point, clean_shutdown)
+        self.segments: list[LogSegment] = load_segments(directory, config.index_interval_bytes, recovery_point,
+                                                        clean_shutdown, int(clock() * 1000))
         self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
         self.recovery_point = min(max(recovery_point, 0), self.log_end_offset)
         self._unflushed_messages = 0
-
-    # ---- loading & recovery -----------------------------------------------------------------
-    def _load(self, recovery_point: int, clean_shutdown: bool) -> None:
-        for stray in self.dir.glob("*.tmp"):
-            stray.unlink()
-        swapped = self._finish_interrupted_cleaning()
-        bases = sorted(int(p.stem) for p in self.dir.glob("*.log") if p.stem.isdigit())
-        self._delete_orphaned_indexes(set(bases))
-        segments = []
-        for i, base in enumerate(bases):
-            seg = LogSegment(self.dir, base, self.config.index_interval_bytes)
-            segments.append(seg)
-            if (clean_shutdown or seg.base_offset < recovery_point and base != bases[-1]) and base not in swapped:
-                seg.load()
-            elif seg.recover():
-                # Invalid data mid-log: everything after it is unreachable, as in Kafka.
-                for later in bases[i + 1:]:
-                    log.warning("deleting segment %d of %s after a truncated segment", later, self.dir)
-                    LogSegment(self.dir, later, self.config.index_interval_bytes).delete()
-                break
-        # A segment whose offsets no longer follow the previous segment's end is garbage from a
-        # crash: drop it. (An empty segment is legitimate: the cleaner leaves one where every
-        # record of a group was superseded, as Kafka's does.)
-        kept: list[LogSegment] = []
-        for seg in segments:
-            if kept and seg.base_offset < kept[-1].next_offset:
-                log.warning("removing segment %s left inconsistent by a crash", seg.log_path)
-                seg.delete()
-                continue
-            kept.append(seg)
-        if not kept:
-            kept.append(LogSegment(self.dir, 0, self.config.index_interval_bytes))
-        for seg in kept:
-            seg.created_ms = int(self.clock() * 1000)
-        self.segments = kept
-
-    def _delete_orphaned_indexes(self, bases: set[int]) -> None:
-        """Index files whose log file is gone (a crash while a segment was being deleted) are
-        deleted, as Kafka's loader does: a later segment at that base must not inherit them."""
-        for path in self.dir.iterdir():
-            stem, _, kind = path.name.partition(".")
-            if kind in ("index", "timeindex", "txnindex") and stem.isdigit() and int(stem) not in bases:
-                log.warning("deleting orphaned index file %s (no log file)", path)
-                path.unlink()
-
-    def _finish_interrupted_cleaning(self) -> set[int]:
-        """Kafka's rules for a cleaner interrupted by a crash: an unfinished `.cleaned` segment
-        (and anything `.deleted`) is removed, the old segments being intact; a `.swap` segment
-        was complete when the swap was decided, so the swap is completed: the segments it
-        replaces are deleted and it takes its final name. Returns the base offsets of the
-        segments swapped in, which are recovered (indexes rebuilt, aborts re-indexed)."""
-        for path in list(self.dir.iterdir()):
-            if path.name.endswith((CLEANED_SUFFIX, DELETED_SUFFIX)):
-                path.unlink()
-        swap_logs = sorted(self.dir.glob("*.log" + SWAP_SUFFIX))
-        for path in self.dir.glob("*" + SWAP_SUFFIX):
-            if not path.name.endswith(".log" + SWAP_SUFFIX):
-                path.unlink()  # indexes are rebuilt from the swapped log
-        swapped: set[int] = set()
-        for path in swap_logs:
-            base = int(path.name.split(".")[0])
-            seg = LogSegment(self.dir, base, self.config.index_interval_bytes, SWAP_SUFFIX)
-            seg.recover()
-            end = seg.next_offset
-            for old in self.dir.glob("*.log"):
-                if old.stem.isdigit() and base <= int(old.stem) < max(end, base + 1):
-                    log.info("completing an interrupted swap in %s: deleting segment %s", self.dir, old.name)
-                    for stale in file_paths(self.dir, int(old.stem)):
-                        stale.unlink(missing_ok=True)
-            seg.rename_files("")
-            seg.close()
-            swapped.add(base)
-        return swapped
 
     # ---- state ----------------------------------------------------------------------------
     @property

@@ -44,7 +44,7 @@ def _append(p: Partition, entries: list[tuple[bytes | None, bytes | None]], cloc
 
 
 def _plan(p: Partition, clock: Clock, checkpoint: int | None = None, map_bytes: int = 10**7):
-    return p.cleaning_plan(p.cleanable_range(checkpoint, clock.ms), map_bytes, 0.9, float("inf"), clock.ms)
+    return p.cleaning.cleaning_plan(p.cleaning.cleanable_range(checkpoint, clock.ms), map_bytes, 0.9, float("inf"), clock.ms)
 
 
 def _clean(p: Partition, clock: Clock, checkpoint: int | None = None, map_bytes: int = 10**7) -> int:
@@ -239,7 +239,7 @@ def _crash_mid_swap(tmp_path: Path, stop_after: str) -> tuple[Path, dict]:
     latest = _fill(p, clock, rounds=8)
     plan, segments = _plan(p, clock)
     group = run_round(plan).groups[0]
-    cleaned = p.open_cleaned(group.base_offset)
+    cleaned = p.cleaning.open_cleaned(group.base_offset)
     if stop_after in ("swap-rename", "old-deleted"):
         cleaned.rename_files(SWAP_SUFFIX)
     if stop_after == "old-deleted":
@@ -294,7 +294,7 @@ def test_recovery_keeps_the_batches_the_cleaner_rewrote(tmp_path: Path, crash: s
     else:
         plan, segments = _plan(p, clock)
         group = run_round(plan).groups[0]
-        cleaned = p.open_cleaned(group.base_offset)
+        cleaned = p.cleaning.open_cleaned(group.base_offset)
         cleaned.rename_files(SWAP_SUFFIX)
         segments[group.sources[0]].delete()  # killed while deleting the old segments
     expected = _records(p) if crash == "after-cleaning" else None
@@ -339,8 +339,8 @@ def test_a_crash_at_any_file_operation_of_the_swap_recovers_a_whole_log(
     plan, segments = _plan(p, clock)
     group = [segments[base] for base in run_round(plan).groups[0].sources]
     assert len(group) == 2  # 3 renames to .swap, 2 x 4 unlinks, 3 renames back: 14 operations
-    cleaned = p.open_cleaned(group[0].base_offset)
-    assert p.swap_cleaned(cleaned, group)
+    cleaned = p.cleaning.open_cleaned(group[0].base_offset)
+    assert p.cleaning.swap_cleaned(cleaned, group)
     end = p.log_end_offset
     ops = [0]
     real_replace, real_unlink = os.replace, os.unlink
@@ -384,15 +384,15 @@ def test_cleanable_range_stops_at_young_segments_and_open_transactions(tmp_path:
     clock.ms += 120_000  # old enough now
     first_young = p.log_end_offset
     _fill(p, clock, rounds=3)  # young segments
-    young = p.cleanable_range(None, clock.ms)
+    young = p.cleaning.cleanable_range(None, clock.ms)
     holding = next(s.base_offset for s in reversed(p._log.segments) if s.base_offset <= first_young)
     assert young.first_dirty == 0 and 0 < young.first_uncleanable == holding  # the young ones wait
     clock.ms += 120_000
-    assert p.cleanable_range(None, clock.ms).first_uncleanable == p._log.active.base_offset
+    assert p.cleaning.cleanable_range(None, clock.ms).first_uncleanable == p._log.active.base_offset
     _append(p, [(b"t", b"open")], clock, producer_id=3, producer_epoch=0, base_sequence=0, transactional=True)
     open_at = p.log_end_offset - 1
     _fill(p, clock, rounds=3)
-    pending = p.cleanable_range(None, clock.ms)
+    pending = p.cleaning.cleanable_range(None, clock.ms)
     assert pending.first_uncleanable <= open_at < p.log_end_offset  # never past the last stable offset
     assert pending.first_uncleanable == next(s.base_offset for s in reversed(p._log.segments)
                                              if s.base_offset <= open_at)
@@ -404,11 +404,11 @@ def test_max_compaction_lag_makes_a_log_due_whatever_its_dirty_ratio(tmp_path: P
     _fill(p, clock, rounds=6, keys=8)
     checkpoint = _clean(p, clock)
     _fill(p, clock, rounds=1, keys=8)  # a little dirty data after a cleaned section: a low ratio
-    fresh = p.cleanable_range(checkpoint, clock.ms)
+    fresh = p.cleaning.cleanable_range(checkpoint, clock.ms)
     assert fresh.cleanable_bytes > 0 and fresh.ratio < 0.99
     assert not fresh.needs_compaction_now and not fresh.worth_cleaning(0.99)
     clock.ms += 61_000
-    due = p.cleanable_range(checkpoint, clock.ms)
+    due = p.cleaning.cleanable_range(checkpoint, clock.ms)
     assert due.needs_compaction_now and due.worth_cleaning(0.99)
 
 
@@ -416,8 +416,8 @@ def test_a_checkpoint_outside_the_log_restarts_from_the_log_start(tmp_path: Path
     clock = Clock()
     p = _open(tmp_path / "t-0", clock)
     _fill(p, clock, rounds=3)
-    assert p.cleanable_range(10**6, clock.ms).checkpoint_reset  # past the log end
+    assert p.cleaning.cleanable_range(10**6, clock.ms).checkpoint_reset  # past the log end
     p.delete_records_before(5)
-    reset = p.cleanable_range(2, clock.ms)  # below the log start
+    reset = p.cleaning.cleanable_range(2, clock.ms)  # below the log start
     assert reset.checkpoint_reset and reset.first_dirty == 5
-    assert not p.cleanable_range(7, clock.ms).checkpoint_reset
+    assert not p.cleaning.cleanable_range(7, clock.ms).checkpoint_reset

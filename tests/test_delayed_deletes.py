@@ -190,15 +190,15 @@ def test_segments_replaced_by_the_cleaner_go_after_the_delay(tmp_path: Path) -> 
         for i in range(30):
             b = records.build_batch([(b"key-%d" % (i % 3), b"v%d" % i, NOW + i)])
             p.append(b, records.validate_batch(b), AppendOrigin.CLIENT)
-        cleanable = p.cleanable_range(None, NOW + 10**6)
-        plan, segments = p.cleaning_plan(cleanable, 10**7, 0.9, float("inf"), NOW + 10**6)
+        cleanable = p.cleaning.cleanable_range(None, NOW + 10**6)
+        plan, segments = p.cleaning.cleaning_plan(cleanable, 10**7, 0.9, float("inf"), NOW + 10**6)
         groups = run_round(plan).groups
         assert len(groups) > 1
         for group in groups:
-            cleaned = p.open_cleaned(group.base_offset)
+            cleaned = p.cleaning.open_cleaned(group.base_offset)
             sources = [segments[base] for base in group.sources]
-            assert p.swap_cleaned(cleaned, sources)
-            await p.finish_swap(cleaned, sources)
+            assert p.cleaning.swap_cleaned(cleaned, sources)
+            await p.cleaning.finish_swap(cleaned, sources)
             # checked before any await: a worker thread lets the mock clock reach earlier removals
             retired = [seg.log_path for seg in sources]
             assert all(path.name.endswith(".log.deleted") and path.exists() for path in retired)

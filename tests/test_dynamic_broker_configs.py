@@ -104,7 +104,7 @@ def test_a_change_reaches_every_topic_and_survives_a_restart(tmp_path: Path) -> 
                                                                "log.cleanup.policy": "compact,delete"})
         for p in topic.partitions:
             assert (p.log_config.retention_ms, p.log_config.compact) == (3_600_000, True)
-            assert (p.min_insync_replicas, p.producer_id_expiration_ms) == (2, 5000)
+            assert (p.min_insync_replicas, p.producer_state.expiration_ms) == (2, 5000)
             assert p.effective_min_isr(p.min_insync_replicas) == 1  # one replica: Kafka counts at most that
         assert kept.partitions[0].log_config.retention_ms == 1000  # the topic's override wins
 
@@ -115,7 +115,7 @@ def test_a_change_reaches_every_topic_and_survives_a_restart(tmp_path: Path) -> 
     again = BrokerState(build_config(props))
     again.load()
     assert again.metadata.topic("t").partitions[0].log_config.retention_ms == 3_600_000
-    assert again.metadata.topic("t").partitions[0].producer_id_expiration_ms == 5000
+    assert again.metadata.topic("t").partitions[0].producer_state.expiration_ms == 5000
     again.shutdown()
 
 

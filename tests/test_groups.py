@@ -268,7 +268,7 @@ def test_offsets_reload_from_a_cleaned_log(tmp_path: Path) -> None:
 
     def clean_all(state) -> None:
         for p in state.metadata.topic(OFFSETS_TOPIC).partitions:
-            cleanable = p.cleanable_range(state.cleaner.checkpoints.get((p.topic, p.index)), state.now_ms())
+            cleanable = p.cleaning.cleanable_range(state.cleaner.checkpoints.get((p.topic, p.index)), state.now_ms())
             if not cleanable.cleanable_bytes:
                 continue
             state.cleaner.checkpoints[(p.topic, p.index)] = clean_partition(

@@ -82,7 +82,7 @@ def test_a_round_whose_log_changed_meanwhile_is_discarded(tmp_path: Path, monkey
 
         def racing_round(plan):  # DeleteRecords takes the first segment while the round runs
             result = real(plan)
-            cut = p.cleaning_plan(p.cleanable_range(None, NOW_MS), 10**6, 0.9, float("inf"), NOW_MS)[0].segments[1]
+            cut = p.cleaning.cleaning_plan(p.cleaning.cleanable_range(None, NOW_MS), 10**6, 0.9, float("inf"), NOW_MS)[0].segments[1]
             trio.from_thread.run_sync(lambda: doomed.extend(p.delete_records_before(cut.base_offset)),
                                       trio_token=token)
             return result

@@ -77,7 +77,7 @@ def _snapshots(d: Path) -> list[int]:
 
 def _drain(p: Partition) -> None:
     """What the broker's background task does with a partition's pending snapshot work."""
-    work = p.producer_snapshot_work()
+    work = p.producer_state.work()
     if work is not None:
         work.run()
 
@@ -358,7 +358,7 @@ def test_truncation_deletes_later_snapshots_and_rebuilds_from_an_earlier_one(tmp
     bases = sorted(int(path.stem) for path in d.glob("*.log"))
     while len(list(d.glob("*.log"))) < 5:
         prod.send(2)
-    in_flight = p.producer_snapshot_work()  # the next roll's snapshot, handed to a worker not yet run
+    in_flight = p.producer_state.work()  # the next roll's snapshot, handed to a worker not yet run
     assert in_flight is not None
     target = bases[2] + 2
     calls = _count_replayed(monkeypatch)
@@ -465,7 +465,7 @@ def test_topic_deletion_stops_snapshot_writes(tmp_path: Path) -> None:
     prod = Producer(p, 1)
     while len(list(d.glob("*.log"))) < 2:
         prod.send(2)
-    work = p.producer_snapshot_work()
+    work = p.producer_state.work()
     p.take_offline()
     p.retire_files()
     work.run()

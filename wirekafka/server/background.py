@@ -64,7 +64,7 @@ async def flush_task(state: BrokerState, *, task_status=trio.TASK_STATUS_IGNORED
 async def write_producer_snapshots(state: BrokerState) -> None:
     """Run each partition's pending snapshot work in a worker thread."""
     for p in list(state.metadata.iter_partitions()):
-        work = p.producer_snapshot_work()
+        work = p.producer_state.work()
         if work is not None:
             await trio.to_thread.run_sync(work.run)
 

@@ -238,7 +238,7 @@ class TopicIndex:
         for p in topic.local_partitions():
             p.set_log_config(cfg)
             p.min_insync_replicas = min_isr
-            p.producer_id_expiration_ms = expiration_ms
+            p.producer_state.expiration_ms = expiration_ms
 
     def apply_all_configs(self) -> None:
         """The dynamic broker configs changed: every topic inherits anew."""

@@ -146,7 +146,7 @@ class LogCleaner:
             key = (partition.topic, partition.index)
             if not partition.log_config.compact or key in self._in_progress or key in self._uncleanable:
                 continue
-            cleanable = partition.cleanable_range(self.checkpoints.get(key), now_ms)
+            cleanable = partition.cleaning.cleanable_range(self.checkpoints.get(key), now_ms)
             if cleanable.checkpoint_reset:
                 self.checkpoints[key] = cleanable.first_dirty
             if cleanable.worth_cleaning(partition.log_config.min_cleanable_ratio) and (
@@ -160,7 +160,7 @@ class LogCleaner:
         """One round on partition: planned on the loop, run in a cleaner process, each cleaned
         group swapped in on the loop and its files finished in a worker thread."""
         key = (partition.topic, partition.index)
-        plan, segments = partition.cleaning_plan(cleanable, self.map_bytes, self.load_factor, self.io_rate,
+        plan, segments = partition.cleaning.cleaning_plan(cleanable, self.map_bytes, self.load_factor, self.io_rate,
                                                  self.state.now_ms())
         log.info("building offset map for log %s over [%d, %d) (%d segments); cleaning follows", plan.name,
                  cleanable.first_dirty, cleanable.first_uncleanable, len(plan.segments))
@@ -171,15 +171,15 @@ class LogCleaner:
                 unswapped = [g.base_offset for g in result.groups[i:]]
                 if not partition.online:
                     raise CleaningAborted(f"{plan.name} went offline while it was cleaned")
-                cleaned = await trio.to_thread.run_sync(partition.open_cleaned, group.base_offset)
+                cleaned = await trio.to_thread.run_sync(partition.cleaning.open_cleaned, group.base_offset)
                 sources = [segments[base] for base in group.sources]
-                if not partition.swap_cleaned(cleaned, sources):
+                if not partition.cleaning.swap_cleaned(cleaned, sources):
                     cleaned.close()
-                    await trio.to_thread.run_sync(partition.discard_cleaned, unswapped)
+                    await trio.to_thread.run_sync(partition.cleaning.discard_cleaned, unswapped)
                     raise CleaningAborted(f"{plan.name} changed while it was cleaned")
                 log.info("swapping in cleaned segment %d for segments %s of %s", group.base_offset,
                          list(group.sources), plan.name)
-                await partition.finish_swap(cleaned, sources)
+                await partition.cleaning.finish_swap(cleaned, sources)
             log.info("%s", result.stats.summary(plan.name, cleanable.first_dirty, result.end_offset))
             self.checkpoints[key] = result.end_offset
             self.rounds_done += 1

@@ -31,7 +31,7 @@ and when a snapshot is loaded).
 Threading: every method here runs on the event loop and only changes in-memory state or appends
 (page-cache writes); the slow file work (fsync, segment deletion, recovery, snapshot files) is
 returned as work for a worker thread (`flush_work`, the segments detached by retention,
-`producer_snapshot_work`) or done at open/close. `truncate_to` (a follower's operation) does its
+`producer_state.work()`) or done at open/close. `truncate_to` (a follower's operation) does its
 file work on the caller's thread, as the log's own truncation does."""
 
 from __future__ import annotations
@@ -51,13 +51,12 @@ from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.protocol.records import BatchHeader
 from wirekafka.broker.replica.delayed_deletes import DelayedDeletes, delete_directory_name
-from wirekafka.broker.replica.producer_state import CompletedTxn, ProducerStateTable
+from wirekafka.broker.replica.producer_state import ProducerStateTable
+from wirekafka.broker.replica.partition_cleaning import PartitionCleaning
+from wirekafka.broker.replica.producer_state_manager import ProducerStateManager
 from wirekafka.broker.replica.replica_set import ReplicaSet
-from wirekafka.storage.cleaner import (CleanableRange, CleanerLogConfig, LastRecord, RoundPlan, SegmentInfo,
-                                       cleanable_range)
 from wirekafka.storage.epoch_cache import LeaderEpochCache
 from wirekafka.storage.log import FlushWork, LogConfig, PartitionLog
-from wirekafka.storage.producer_snapshot import ProducerSnapshots, SnapshotEntry, SnapshotWork
 from wirekafka.storage.region import FileRegion
 from wirekafka.storage.segment import ColdData, LogSegment
 from wirekafka.storage.txn_index import AbortedTxn
@@ -129,23 +128,16 @@ class Partition:
         self.epochs = epoch_cache
         self.leader_epoch = leader_epoch
         self.clock = clock
-        self.producer_id_expiration_ms = producer_id_expiration_ms
-        self.producers = ProducerStateTable()
-        self.snapshots = ProducerSnapshots(log.dir)
+        self.producer_state = ProducerStateManager(log.dir, producer_id_expiration_ms, log.log_start_offset)
         self.online = True
         self.replica_set = ReplicaSet.single(node_id)
         self.min_insync_replicas = 1
         self._high_watermark = 0
         self._data_waiters: set[trio.Event] = set()
-        # Kafka's lastSnapOffset: the newest snapshot taken or loaded; another one is only worth
-        # taking at a higher offset. Snapshots to write and the log start to clean below wait
-        # for producer_snapshot_work.
-        self._snapshot_offset = log.log_start_offset
-        self._pending_snapshots: list[tuple[int, tuple[SnapshotEntry, ...]]] = []
-        self._pending_delete_below: int | None = None
-        self.snapshots.remove_strays(s.base_offset for s in log.segments)
+        self.cleaning = PartitionCleaning(self, log)
+        self.producer_state.remove_strays(s.base_offset for s in log.segments)
         self._load_producer_state()
-        work = self.producer_snapshot_work()
+        work = self.producer_state.work()
         if work is not None:
             work.run()
         if lead:
@@ -327,7 +319,7 @@ class Partition:
         active = self._log.active
         flush_due = self._log.append(parts, assigned)
         if self._log.active is not active:  # rolled: the state so far covers exactly the old segments
-            self._take_snapshot(assigned.base_offset)
+            self.producer_state.take_snapshot(assigned.base_offset)
         append_time = -1 if log_append_time_ms is None else log_append_time_ms
         if assigned.has_producer_id and not assigned.is_control:  # markers: see append_marker
             self.producers.record(assigned)
@@ -346,10 +338,8 @@ class Partition:
         self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
         batch = records.build_marker_batch(producer_id, producer_epoch, coordinator_epoch, commit, timestamp_ms)
         result = self.append(batch, records.parse_header(batch), AppendOrigin.COORDINATOR)
-        completed = self.producers.complete(producer_id, producer_epoch, coordinator_epoch, result.base_offset,
-                                            timestamp_ms, aborted=not commit)
-        self._index_if_aborted(completed, self._log.active)
-        self.producers.close_transaction(producer_id)
+        self._complete_transaction(producer_id, producer_epoch, coordinator_epoch, result.base_offset, timestamp_ms,
+                                   not commit, self._log.active)
         self._wake_readers()  # read_committed fetches wait on the last stable offset too
         return result
 
@@ -360,61 +350,39 @@ class Partition:
             marker = records.parse_marker(batch)
         except records.InvalidBatch:
             return  # a control batch that is not a transaction marker
-        completed = self.producers.complete(header.producer_id, header.producer_epoch, marker.coordinator_epoch,
-                                            header.base_offset, header.max_timestamp, aborted=not marker.commit)
-        if index_in is not None:
-            self._index_if_aborted(completed, index_in)
-        self.producers.close_transaction(header.producer_id)
+        self._complete_transaction(header.producer_id, header.producer_epoch, marker.coordinator_epoch,
+                                   header.base_offset, header.max_timestamp, not marker.commit, index_in)
 
-    def _index_if_aborted(self, completed: CompletedTxn, segment: LogSegment) -> None:
-        if completed.aborted:
-            segment.txn_index.append(AbortedTxn(completed.producer_id, completed.first_offset, completed.last_offset,
-                                                self.producers.stable_offset_after(completed)))
+    def _complete_transaction(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, marker_offset: int,
+                              timestamp_ms: int, aborted: bool, index_in: LogSegment | None) -> None:
+        """Close the producer's transaction at its marker; an abort goes into index_in's
+        transaction index when given, with the last stable offset after it (Kafka's
+        completeTxn and its AbortedTxn's lastStableOffset)."""
+        completed = self.producers.complete(producer_id, producer_epoch, coordinator_epoch, marker_offset,
+                                            timestamp_ms, aborted=aborted)
+        if index_in is not None and completed.aborted:
+            index_in.txn_index.append(AbortedTxn(completed.producer_id, completed.first_offset, completed.last_offset,
+                                                 self.producers.stable_offset_after(completed)))
+        self.producers.close_transaction(producer_id)
 
     # ---- producer state and its snapshots ------------------------------------------------------
+    @property
+    def producers(self) -> ProducerStateTable:
+        return self.producer_state.table
+
     def _load_producer_state(self) -> None:
-        """Kafka's rebuildProducerState: drop snapshots outside the log, load the newest one at or
-        below the first segment recovery re-validated (else the log end), replay the batch headers
-        after it, and take a snapshot at the log end if the replay went past it."""
-        start, end = self._log.log_start_offset, self._log.log_end_offset
-        self.snapshots.retain(start, end)
-        self._pending_snapshots.clear()  # taken before the log changed under them
+        """Kafka's rebuildProducerState: producer state from the newest snapshot at or below the
+        first segment recovery re-validated (else the log end), the batch headers after it
+        replayed, and a snapshot at the log end if the replay went past it."""
+        end = self._log.log_end_offset
         upper = next((seg.base_offset for seg in self._log.segments if seg.recovered), end)
-        loaded = self.snapshots.latest(upper)
-        if loaded is None:
-            self.producers.forget_all()
-            self._snapshot_offset = start
-        else:
-            offset, entries = loaded
-            self.producers.restore(entries, self._now_ms(), self.producer_id_expiration_ms)
-            self._snapshot_offset = offset
-            logger.info("%s-%d: producer state loaded from the snapshot at offset %d (%d producers), replaying "
-                        "to %d", self.topic, self.index, offset, len(self.producers.entries), end)
-        self._replay_producer_state(self._snapshot_offset)  # retain left no snapshot at or below the start
-        self._take_snapshot(end)
-
-    def _take_snapshot(self, offset: int) -> None:
-        """Kafka's takeSnapshot: the state now, as the snapshot at offset, unless one at or past
-        it was taken already; the file is written by producer_snapshot_work's worker."""
-        if offset > self._snapshot_offset:
-            self._pending_snapshots.append((offset, self.producers.snapshot_entries()))
-            self._snapshot_offset = offset
-
-    def producer_snapshot_work(self) -> SnapshotWork | None:
-        """The snapshot files to write and delete since the last call, taken on the loop (the
-        entries are already copied); run() it in a worker thread. None when there is nothing."""
-        if not self._pending_snapshots and self._pending_delete_below is None:
-            return None
-        work = SnapshotWork(self.snapshots, tuple(self._pending_snapshots), self._pending_delete_below,
-                            self.snapshots.generation)
-        self._pending_snapshots = []
-        self._pending_delete_below = None
-        return work
+        self._replay_producer_state(self.producer_state.load(self._log.log_start_offset, end, upper, self._now_ms()))
+        self.producer_state.take_snapshot(end)
 
     def remove_expired_producers(self) -> None:
         """Kafka's periodic producer expiration: forget producers idle for
         producer.id.expiration.ms that have no open transaction."""
-        gone = self.producers.remove_expired(self._now_ms(), self.producer_id_expiration_ms)
+        gone = self.producer_state.remove_expired(self._now_ms())
         if gone:
             logger.info("%s-%d: expired producer ids %s", self.topic, self.index, gone)
 
@@ -537,62 +505,17 @@ class Partition:
         active = self._log.active
         doomed = self._log.apply_retention(self._high_watermark, delete_policy)
         if self._log.active is not active:
-            self._take_snapshot(self._log.active.base_offset)
+            self.producer_state.take_snapshot(self._log.active.base_offset)
         if doomed:
             self.epochs.truncate_from_start(self._log.log_start_offset)
         self._log_start_moved(before)
         return doomed
 
     def _log_start_moved(self, before: int) -> None:
-        """Snapshots below the new log start describe data that is gone: producer_snapshot_work
+        """Snapshots below the new log start describe data that is gone: producer_state.work()
         deletes them."""
         if self._log.log_start_offset > before:
-            self._pending_delete_below = self._log.log_start_offset
-
-    # ---- compaction ---------------------------------------------------------------------------
-    def cleanable_range(self, checkpoint: int | None, now_ms: int) -> CleanableRange:
-        """How much of the log the cleaner may clean now, from its checkpointed first dirty offset
-        (never past the last stable offset)."""
-        return cleanable_range(self._log.segments, self._log.log_start_offset, self._log.log_end_offset,
-                               self.last_stable_offset, checkpoint, self._cleaner_config(), now_ms)
-
-    def _cleaner_config(self) -> CleanerLogConfig:
-        cfg = self._log.config
-        return CleanerLogConfig(cfg.segment_bytes, cfg.max_index_bytes, cfg.delete_retention_ms,
-                                cfg.min_cleanable_ratio, cfg.min_compaction_lag_ms, cfg.max_compaction_lag_ms)
-
-    def cleaning_plan(self, cleanable: CleanableRange, map_bytes: int, load_factor: float,
-                      io_bytes_per_second: float, now_ms: int) -> tuple[RoundPlan, dict[int, LogSegment]]:
-        """A cleaning round over the log as it is now — its sealed segments below the first
-        uncleanable offset and each live producer's last batch, which the cleaner keeps — and
-        those segments by base offset, for the swaps."""
-        last = {pid: LastRecord(e.batches[-1].last_offset if e.batches else None, e.epoch)
-                for pid, e in self.producers.entries.items()}
-        segments = [s for s in self._log.segments[:-1] if s.base_offset < cleanable.first_uncleanable]
-        plan = RoundPlan(f"{self.topic}-{self.index}", str(self._log.dir), self._log.config.index_interval_bytes,
-                         cleanable, self._cleaner_config(), last, now_ms,
-                         tuple(SegmentInfo.of(s, cleanable.first_dirty) for s in segments), map_bytes, load_factor,
-                         io_bytes_per_second)
-        return plan, {s.base_offset: s for s in segments}
-
-    def open_cleaned(self, base_offset: int) -> LogSegment:
-        """The cleaner's output segment, opened (worker thread: it scans the batch headers)."""
-        return self._log.open_cleaned(base_offset)
-
-    def discard_cleaned(self, base_offsets: list[int]) -> None:
-        """Remove cleaned segments that will not be swapped in (worker thread)."""
-        self._log.discard_cleaned(base_offsets)
-
-    def swap_cleaned(self, cleaned: LogSegment, old: list[LogSegment]) -> bool:
-        """Put a cleaned segment in place of the ones it was written from; False when the log
-        changed meanwhile (the caller discards it). Then finish_swap in a worker."""
-        return self.online and self._log.replace_segments(cleaned, old)
-
-    async def finish_swap(self, cleaned: LogSegment, old: list[LogSegment]) -> None:
-        """The swap's file work in a worker; the replaced segments go file.delete.delay.ms later,
-        as Kafka's replaceSegments deletes them."""
-        await trio.to_thread.run_sync(PartitionLog.finish_swap, cleaned, old)
-        self._schedule_deletion(old)
+            self.producer_state.delete_below(self._log.log_start_offset)
 
     @property
     def log_config(self) -> LogConfig:
@@ -617,8 +540,8 @@ class Partition:
         """Clean shutdown (worker thread, the loop no longer running): the pending snapshot work,
         then a snapshot at the log end so that the next start replays nothing, as Kafka's
         UnifiedLog.close does; then the log."""
-        self._take_snapshot(self._log.log_end_offset)
-        work = self.producer_snapshot_work()
+        self.producer_state.take_snapshot(self._log.log_end_offset)
+        work = self.producer_state.work()
         if work is not None:
             work.run()
         self._log.close()
@@ -627,9 +550,9 @@ class Partition:
         """Delete segments detached by retention, DeleteRecords or truncation, as Kafka does:
         renamed `.deleted` now (worker thread), unlinked file.delete.delay.ms later."""
         await trio.to_thread.run_sync(PartitionLog.retire_segments, segments)
-        self._schedule_deletion(segments)
+        self.schedule_deletion(segments)
 
-    def _schedule_deletion(self, retired: list[LogSegment]) -> None:
+    def schedule_deletion(self, retired: list[LogSegment]) -> None:
         self.deletes.schedule(self._log.config.file_delete_delay_ms,
                               functools.partial(PartitionLog.delete_segments, retired))
 
@@ -646,7 +569,7 @@ class Partition:
 
     def retire_files(self) -> Path:
         """Close the partition's files and rename its directory for deletion (worker thread)."""
-        self.snapshots.close()
+        self.producer_state.close()
         self._log.close()
         return self._log.retire_directory(delete_directory_name(self.topic, self.index, uuid.uuid4().hex))
 

@@ -59,7 +59,7 @@ from wirekafka.broker.handlers import (
     txn_offset_commit,
     write_txn_markers,
 )
-from wirekafka.protocol import served_versions as protocol_versions
+from wirekafka.protocol import schema_meta, served_versions as protocol_versions
 from wirekafka.protocol.served_versions import SUPPORTED, response_class
 from wirekafka.protocol.inter_broker import AlterPartitionRequest, ControlledShutdownRequest
 from wirekafka.protocol.response_parts import RegionResponse
@@ -138,7 +138,7 @@ async def dispatch(ctx: RequestContext, body: Any) -> Any:
     try:
         result = handler(ctx, body)
         if inspect.isawaitable(result):
-            result = await result  # type: ignore[misc]
+            result = await result
     except CloseConnection:
         request_quota.record(ctx)
         raise
@@ -158,19 +158,18 @@ def set_throttle(response: Any, throttle_ms: int) -> None:
     if throttle_ms <= 0 or response is None:
         return
     body = response.body if isinstance(response, RegionResponse) else response
-    if hasattr(body, "throttle_time_ms"):
-        body.throttle_time_ms = max(body.throttle_time_ms or 0, throttle_ms)
+    if hasattr(body, "throttle_time_ms"):  # any response class, so read and written by name
+        setattr(body, "throttle_time_ms", max(getattr(body, "throttle_time_ms") or 0, throttle_ms))
         if isinstance(response, RegionResponse):
             response.frame = None  # encoded before the change
 
 
 def _error_response(ctx: RequestContext, code: ErrorCode, message: str | None) -> Any:
     cls = response_class(ctx.header.api_key)
-    fields = cls.fields
-    if "error_code" not in fields:
+    if not schema_meta.has_field(cls, "error_code"):
         raise CloseConnection(f"no way to report {code.name} for api {ctx.header.api_key}")
     kwargs: dict[str, Any] = {"error_code": code}
-    if "error_message" in fields:
+    if schema_meta.has_field(cls, "error_message"):
         kwargs["error_message"] = message
     return cls(version=ctx.version, **kwargs)
 

@@ -88,20 +88,20 @@ class BrokerState:
             self.metadata = LocalMetadata(self.log_dir, config, self._open_partition)
         self.quotas = ReplicationQuotas(self.metadata, config)
         self.client_quotas = ClientQuotaManagers(self.metadata.client_quotas, config)
-        if config.zookeeper_mode:
-            self.fetchers = ReplicaFetchers(config, self.quotas, peer_security)
+        if self.peer_security is not None:  # ZooKeeper mode
+            self.fetchers = ReplicaFetchers(config, self.quotas, self.peer_security)
         # KIP-227 fetch sessions, on the event loop like the rest of the request state
         self.fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"), self.now_ms)
         self.replicas = ReplicaManager(self.metadata, self.now_ms, self.quotas,
-                                       config["replica.selector.class"])  # type: ignore[arg-type]
+                                       config["replica.selector.class"])
         runtime = CoordinatorRuntime(self.metadata, self.replicas, config, self.now_ms)
         self.groups = GroupCoordinator(runtime)
         self.transactions = TransactionCoordinator(runtime, self._write_marker, self.metadata.allocate_producer_id)
         self.replicas.verify_transaction = self.transactions.verify_produce
         self.markers: RemoteMarkers | None = None
-        if config.zookeeper_mode:
+        if self.peer_security is not None:  # ZooKeeper mode
             self.replicas.verify_transaction = self._verify_transaction
-            self.markers = RemoteMarkers(self.metadata, config, peer_security)
+            self.markers = RemoteMarkers(self.metadata, config, self.peer_security)
         self.cleaner = LogCleaner(self)
         # None without authorizer.class.name (Kafka's default: every request is allowed)
         self.authorizer = (Authorizer(parse_super_users(str(config["super.users"])),

@@ -12,7 +12,7 @@ from typing import Any
 
 from kafka.protocol.api_message import ApiMessage
 
-from wirekafka.protocol import served_versions as api_versions
+from wirekafka.protocol import schema_meta, served_versions as api_versions
 from wirekafka.protocol.response_parts import Part, RegionResponse, part_size, splice
 
 _HEADER = struct.Struct(">hhi")
@@ -48,7 +48,7 @@ class Request:
         return self.header.api_version
 
 
-def _read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+def _read_uvarint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     shift = 0
     value = 0
     while True:
@@ -62,7 +62,7 @@ def _read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _skip_tagged_fields(buf: bytes | memoryview, pos: int) -> int:
+def _skip_tagged_fields(buf: bytes | bytearray | memoryview, pos: int) -> int:
     count, pos = _read_uvarint(buf, pos)
     for _ in range(count):
         _tag, pos = _read_uvarint(buf, pos)
@@ -73,7 +73,7 @@ def _skip_tagged_fields(buf: bytes | memoryview, pos: int) -> int:
     return pos
 
 
-def parse_header(frame: bytes) -> RequestHeader:
+def parse_header(frame: bytes | bytearray) -> RequestHeader:
     """Parse request header v1 (or v2 for flexible versions): key, version, correlation, client id;
     or v0 (no client id) for the one request that still uses it, ControlledShutdown v0.
 
@@ -101,7 +101,7 @@ def parse_header(frame: bytes) -> RequestHeader:
     return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
 
 
-def decode_body(header: RequestHeader, frame: bytes) -> Any:
+def decode_body(header: RequestHeader, frame: bytes | bytearray) -> Any:
     """Decode the request body with the schema class for (api key, version)."""
     request_class = api_versions.request_class(header.api_key)
     try:
@@ -136,7 +136,10 @@ def encode_response_parts(api_key: int, api_version: int, correlation_id: int,
     parts = splice(payload, body.flexible_version_q(api_version), response.placements)
     header = _response_header(api_key, api_version, correlation_id, body)
     size = len(header) + sum(part_size(p) for p in parts)
-    parts[0] = _INT32.pack(size) + header + parts[0]
+    first = parts[0]
+    if not isinstance(first, bytes):  # splice starts every frame with the body's leading bytes
+        raise TypeError("a spliced response must start with bytes")
+    parts[0] = _INT32.pack(size) + header + first
     response.frame = parts
     return parts
 
@@ -148,5 +151,6 @@ def warm_up() -> None:
         for version in range(lo, hi + 1):
             for cls in (api_versions.request_class(api_key), api_versions.response_class(api_key)):
                 flexible = cls.flexible_version_q(version)
-                cls._struct.compiled_encode_into(version, compact=flexible, tagged=flexible)
-                cls._struct.compiled_decode_from(version, compact=flexible, tagged=flexible, data_class=cls)
+                struct = schema_meta.compiled_struct(cls)
+                struct.compiled_encode_into(version, compact=flexible, tagged=flexible)
+                struct.compiled_decode_from(version, compact=flexible, tagged=flexible, data_class=cls)

@@ -104,7 +104,7 @@ class ErrorCode(IntEnum):
 class KafkaApiError(Exception):
     """A Kafka-level failure that a handler turns into an error code in its response."""
 
-    def __init__(self, code: ErrorCode, message: str = "") -> None:
+    def __init__(self, code: ErrorCode, message: str | None = "") -> None:
         super().__init__(f"{code.name}: {message}" if message else code.name)
         self.code = code
         self.message = message or None

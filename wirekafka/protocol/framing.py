@@ -30,7 +30,7 @@ class FrameReader:
         self._large: bytearray | None = None  # a large frame being received in place
         self._filled = 0
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes | bytearray) -> None:
         self._buf += data
 
     def set_max_frame_size(self, size: int) -> None:

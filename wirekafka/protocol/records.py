@@ -120,7 +120,7 @@ def batch_bounds(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[int
     return base, LOG_OVERHEAD + length, base + last_delta
 
 
-def parse_header(buf: bytes | memoryview, pos: int = 0) -> BatchHeader:
+def parse_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
     return BatchHeader(*_HEADER.unpack_from(buf, pos))
 
 

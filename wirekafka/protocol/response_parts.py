@@ -15,7 +15,7 @@ from __future__ import annotations
 import secrets
 import struct
 from dataclasses import dataclass, field
-from typing import Protocol, Union
+from typing import Generic, Protocol, TypeVar, Union
 
 from kafka.protocol.api_message import ApiMessage
 
@@ -29,19 +29,29 @@ _TOKEN_PREFIX = _INT32.pack(TOKEN_SIZE)
 
 
 class Region(Protocol):
-    """Anything with a byte length that the connection knows how to send (a FileRegion)."""
+    """A byte range of an open file that the connection sends (storage's FileRegion): with
+    sendfile from fd at position on a plaintext socket, else read as bytes; closed once sent."""
 
+    fd: int
+    position: int
     length: int
+
+    def read(self) -> bytes: ...
+
+    def close(self) -> None: ...
 
 
 Part = Union[bytes, Region]
 
 
+B = TypeVar("B", bound="ApiMessage")  # a string: the class itself is falsy (its metaclass has __len__)
+
+
 @dataclass
-class RegionResponse:
+class RegionResponse(Generic[B]):
     """A response body plus the regions its placeholder tokens stand for, in encoding order."""
 
-    body: ApiMessage
+    body: B
     placements: list[tuple[bytes, Region]] = field(default_factory=list)
     # the encoded frame, once made (codec.encode_response_parts): a handler that must know the
     # answer's size (a fetch charged to a byte quota) and the connection share one encoding;

@@ -62,6 +62,7 @@ from kafka.protocol.admin.groups import (
 )
 from kafka.protocol.api_message import ApiMessage
 
+from wirekafka.protocol import schema_meta
 from wirekafka.protocol.inter_broker import (AlterPartitionRequest, AlterPartitionResponse, ControlledShutdownRequest,
                                              ControlledShutdownResponse)
 from kafka.protocol.consumer.group import (
@@ -196,10 +197,10 @@ KAFKA_RANGES: dict[int, tuple[int, int]] = {0: (0, 13), 22: (0, 5)}
 def register(request_class: type[ApiMessage], response_class: type[ApiMessage]) -> None:
     """Advertise an API at the version range Kafka 4.3.1 advertises for it, and serve the part of
     that range its schema defines."""
-    key = request_class.API_KEY
+    key = schema_meta.api_key(request_class)
     REQUEST_CLASSES[key] = request_class
     RESPONSE_CLASSES[key] = response_class
-    lo, hi = request_class.valid_versions
+    lo, hi = schema_meta.valid_versions(request_class)
     advertised = KAFKA_RANGES.get(key, (lo, hi))
     SUPPORTED[key] = advertised
     SERVED[key] = (max(lo, advertised[0]), min(hi, advertised[1]))

@@ -24,7 +24,7 @@ from wirekafka.broker.state import BrokerState
 from wirekafka.protocol import served_versions as api_versions, codec
 from wirekafka.protocol.framing import FrameError, FrameReader
 from wirekafka.security.principal import NoMatchingRule, SslPrincipalMapper
-from wirekafka.protocol.response_parts import Part, RegionResponse
+from wirekafka.protocol.response_parts import Part, Region, RegionResponse
 from wirekafka.server.idle_connections import IdleConnections
 from wirekafka.server.listener_security import PLAINTEXT, ListenerSecurity
 from wirekafka.server.sasl_authenticator import SASL_HANDSHAKE, SaslServerAuthenticator
@@ -120,7 +120,7 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
 _SERVE, _ANSWERED, _CLOSE = object(), object(), object()
 
 
-async def _authenticate(auth: SaslServerAuthenticator, payload: bytes, channel: trio.abc.Stream, reader: FrameReader,
+async def _authenticate(auth: SaslServerAuthenticator, payload: bytes | bytearray, channel: trio.abc.Stream, reader: FrameReader,
                         state: BrokerState, peer: str) -> object:
     """A SASL listener's gate before a frame is served: the exchange until the client is
     authenticated, re-authentication when it asks, and the close of an expired session."""
@@ -148,7 +148,7 @@ async def _authenticate(auth: SaslServerAuthenticator, payload: bytes, channel: 
     return _SERVE if step.dispatch else _ANSWERED
 
 
-def _api_key(frame: bytes) -> int:
+def _api_key(frame: bytes | bytearray) -> int:
     return int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
 
 
@@ -177,7 +177,7 @@ async def _send_parts(channel: trio.abc.Stream, parts: list[Part]) -> None:
                 part.close()
 
 
-async def _sendfile(sock: trio.socket.SocketType, region: FileRegion) -> None:
+async def _sendfile(sock: trio.socket.SocketType, region: Region) -> None:
     """os.sendfile on the non-blocking socket, waiting for room when the socket buffer is full."""
     out = sock.fileno()
     offset, remaining = region.position, region.length
@@ -194,7 +194,7 @@ async def _sendfile(sock: trio.socket.SocketType, region: FileRegion) -> None:
         await trio.lowlevel.checkpoint()
 
 
-async def _handle_frame(payload: bytes, state: BrokerState, listener: str, peer: str, principal: str
+async def _handle_frame(payload: bytes | bytearray, state: BrokerState, listener: str, peer: str, principal: str
                         ) -> tuple[bytes | list[Part] | None, float]:
     """The encoded response (None: none is sent) and until when the connection stays muted."""
     header = codec.parse_header(payload)
@@ -213,7 +213,7 @@ async def _handle_frame(payload: bytes, state: BrokerState, listener: str, peer:
                                                response), ctx.mute_until
         except BaseException:
             for region in response.regions():
-                region.close()  # type: ignore[attr-defined]
+                region.close()
             raise
     return codec.encode_response(header.api_key, header.api_version, header.correlation_id, response), ctx.mute_until
 

@@ -57,7 +57,7 @@ class IdleConnections:
             oldest = next(iter(self._waiting.values()), now)
             await trio.sleep_until(oldest + self.timeout_s)
 
-    async def receive(self, channel: trio.abc.Stream, sock: trio.socket.SocketType) -> bytes | None:
+    async def receive(self, channel: trio.abc.Stream, sock: trio.socket.SocketType) -> bytes | bytearray | None:
         """The next bytes from channel (whose socket is sock): b"" at end of stream, or when
         shutdown closed the wait; None when nothing came within the timeout."""
         if self.shutting_down:
@@ -87,7 +87,7 @@ class IdleConnections:
             except BlockingIOError:  # woken without data: wait again
                 continue
 
-    async def _receive_tls(self, channel: trio.abc.Stream) -> bytes | None:
+    async def _receive_tls(self, channel: trio.abc.Stream) -> bytes | bytearray | None:
         """TLS: decrypted bytes may already be buffered, and a read may write first (TLS 1.3
         session tickets), a yield during which no task waits on the socket for notify_closing to
         wake; so this wait is a cancel scope, which the expiry or shutdown cancels."""

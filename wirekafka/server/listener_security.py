@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import ssl
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, cast
 
 from wirekafka.config.listener_tls import ListenerTls
 from wirekafka.config.broker_config import BrokerConfig
@@ -37,7 +37,8 @@ class ListenerSecurity:
         context = functools.partial(tls.context, listener) if listener in tls.listeners() else None
         return cls(context, SaslSettings.of_listener(config, listener, scram),
                    SslPrincipalMapper.parse(str(config.listener_value(listener, "ssl.principal.mapping.rules"))),
-                   int(config.listener_value(listener, "sasl.server.max.receive.size")))  # type: ignore[arg-type]
+                   # listener_value is typed object; this key's value is an int or its text
+                   int(cast("int | str", config.listener_value(listener, "sasl.server.max.receive.size"))))
 
 
 PLAINTEXT = ListenerSecurity()

@@ -46,7 +46,7 @@ from wirekafka.config.broker_config import BrokerConfig
 from wirekafka.config.listeners import SASL_PROTOCOLS
 from wirekafka.security.kerberos.keytab_login import KerberosLogin
 from wirekafka.security.principal import NoMatchingRule
-from wirekafka.protocol import served_versions as api_versions, codec
+from wirekafka.protocol import codec, schema_meta, served_versions as api_versions
 from wirekafka.security.sasl import gssapi
 from wirekafka.security.sasl import oauthbearer as oauth
 from wirekafka.protocol.errors import ErrorCode
@@ -171,7 +171,7 @@ class SaslServerAuthenticator:
         self.state = _State.REAUTH_HANDSHAKE
         return True
 
-    def step(self, frame: bytes) -> Step:
+    def step(self, frame: bytes | bytearray) -> Step:
         if self.state is _State.RAW_TOKEN:
             return self._authenticate(frame, None)
         if self.state is _State.REAUTH_BAD_MECHANISM:
@@ -192,7 +192,7 @@ class SaslServerAuthenticator:
             if not api_versions.is_served(key, version):
                 return self._failed(f"Version {version} is not supported for SaslAuthenticate")
             request = codec.decode_body(header, frame)
-            return self._authenticate(request.auth_bytes, header)  # type: ignore[attr-defined]
+            return self._authenticate(request.auth_bytes, header)
         if key not in (API_VERSIONS, SASL_HANDSHAKE):
             return self._failed(f"Unexpected Kafka request of type {key} during SASL handshake.")
         if key == API_VERSIONS:
@@ -203,7 +203,7 @@ class SaslServerAuthenticator:
             return Step(dispatch=True)
         if not api_versions.is_served(key, version):
             return self._failed(f"Version {version} is not supported for SaslHandshake")
-        mechanism = codec.decode_body(header, frame).mechanism  # type: ignore[attr-defined]
+        mechanism = codec.decode_body(header, frame).mechanism
         enabled = list(self.settings.mechanisms)
         if mechanism not in enabled:
             answer = SaslHandshakeResponse(version=version, error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM,
@@ -287,7 +287,7 @@ class SaslServerAuthenticator:
         left = max(0, self._oauth.expires_ms - int(time.time() * 1000))
         return min(left, limit) if limit > 0 else left
 
-    def _authenticate(self, token: bytes, header: codec.RequestHeader | None) -> Step:
+    def _authenticate(self, token: bytes | bytearray, header: codec.RequestHeader | None) -> Step:
         """Evaluate a token; header is the SaslAuthenticate request's (None for a bare token)."""
         try:
             try:
@@ -344,7 +344,7 @@ def _illegal_state_answer(header: codec.RequestHeader) -> bytes | None:
     if not api_versions.is_served(header.api_key, header.api_version):
         return None
     cls = api_versions.response_class(header.api_key)
-    if "error_code" not in cls.fields:
+    if not schema_meta.has_field(cls, "error_code"):
         return None
     body = cls(version=header.api_version, error_code=ErrorCode.ILLEGAL_SASL_STATE)
     return codec.encode_response(header.api_key, header.api_version, header.correlation_id, body)

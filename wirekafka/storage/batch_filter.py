@@ -20,7 +20,7 @@ delta is re-encoded when the batch's base timestamp changes. Kafka's rules for t
 from __future__ import annotations
 
 import struct
-from typing import Iterator
+from typing import Final, Iterator
 
 import crc32c
 import kafka.codec as codecs
@@ -115,7 +115,14 @@ def _skip_varint(buf: bytes, pos: int) -> int:
 # A record as the cleaner sees it: (start, rest, end, timestamp delta, offset delta, key, has value).
 # start is its length varint, rest its offset delta (everything from there on is copied as is).
 RawRecord = tuple[int, int, int, int, int, "bytes | None", bool]
-START, REST, END, TIMESTAMP_DELTA, OFFSET_DELTA, KEY, HAS_VALUE = range(7)
+# the positions as literals, so that a type checker knows each field's type
+START: Final = 0
+REST: Final = 1
+END: Final = 2
+TIMESTAMP_DELTA: Final = 3
+OFFSET_DELTA: Final = 4
+KEY: Final = 5
+HAS_VALUE: Final = 6
 
 
 def iter_records(section: bytes) -> Iterator[RawRecord]:

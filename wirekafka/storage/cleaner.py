@@ -35,13 +35,13 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence, TypeVar
 
 from wirekafka.protocol import records
 from wirekafka.protocol.records import BatchHeader
 from wirekafka.storage import batch_filter
 from wirekafka.storage.segment import LogSegment, file_paths, iter_batches
-from wirekafka.storage.txn_index import AbortedTxn
+from wirekafka.storage.txn_index import AbortedTxn, TransactionIndex
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,12 @@ ENTRY_COST_BYTES = 150
 _MAX_RAW_KEY = 15  # longer keys are stored as their 16-byte MD5 (Kafka's hash): never equal to a raw key
 
 
-_S = TypeVar("_S")  # LogSegment on the loop, SegmentInfo in a round: anything with a base_offset
+class _HasBaseOffset(Protocol):
+    @property
+    def base_offset(self) -> int: ...
+
+
+_S = TypeVar("_S", bound=_HasBaseOffset)  # LogSegment on the loop, SegmentInfo in a round
 
 
 class CleaningAborted(Exception):
@@ -262,7 +267,7 @@ class TransactionTracker:
         self._seq = 0
         self._ongoing_aborted: dict[int, _AbortedTxnState] = {}
         self._ongoing_committed: set[int] = set()
-        self.cleaned_index = None  # the TransactionIndex being written, if any
+        self.cleaned_index: TransactionIndex | None = None  # the one being written, if any
 
     def add_aborted(self, txns: Iterable[AbortedTxn]) -> None:
         for txn in txns:

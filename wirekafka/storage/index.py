@@ -37,7 +37,7 @@ class _IndexFile:
         for a, b in self.entry.iter_unpack(data[:whole]):
             self._add(a, b)
 
-    def _add(self, a: int, b: int) -> None:
+    def _add(self, a: int, b: int, /) -> None:
         raise NotImplementedError
 
     def __len__(self) -> int:

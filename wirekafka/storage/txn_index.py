@@ -33,11 +33,11 @@ class TransactionIndex:
         self._fd: int | None = None
         self.entries: list[AbortedTxn] = []
         if path.exists():
-            self._open()
-            data = os.pread(self._fd, os.fstat(self._fd).st_size, 0)  # type: ignore[arg-type]
+            fd = self._open()
+            data = os.pread(fd, os.fstat(fd).st_size, 0)
             whole = len(data) - len(data) % _ENTRY.size
             if whole != len(data):  # a torn trailing entry from a crash
-                os.ftruncate(self._fd, whole)  # type: ignore[arg-type]
+                os.ftruncate(fd, whole)
             for version, pid, first, last, lso in _ENTRY.iter_unpack(data[:whole]):
                 if version != _VERSION:
                     raise ValueError(f"{path}: unknown transaction index entry version {version}")

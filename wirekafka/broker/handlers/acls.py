@@ -49,7 +49,14 @@ import logging
 from enum import IntEnum
 from typing import Any, TypeVar
 
-from kafka.protocol.admin.acl import CreateAclsResponse, DeleteAclsResponse, DescribeAclsResponse
+from kafka.protocol.admin.acl import (
+    CreateAclsRequest,
+    CreateAclsResponse,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+)
 
 from wirekafka.security.acl.authorizer import (CLUSTER_NAME, AccessControlEntry, AclBinding, AclBindingFilter, AclOperation,
                                          PatternType, PermissionType, ResourcePattern, ResourceType)
@@ -90,7 +97,7 @@ def _denied(ctx: RequestContext, api: str, operation: AclOperation) -> str | Non
 
 
 # ---- DescribeAcls -----------------------------------------------------------------------------
-def handle_describe(ctx: RequestContext, request: Any) -> DescribeAclsResponse:
+def handle_describe(ctx: RequestContext, request: DescribeAclsRequest) -> DescribeAclsResponse:
     _close_on_unknown([request], *FILTER_FIELDS)
     denied = _denied(ctx, "DescribeAcls", AclOperation.DESCRIBE)
     if denied is not None:
@@ -134,7 +141,7 @@ def _selector(f: Any) -> AclBindingFilter:
 
 
 # ---- CreateAcls -------------------------------------------------------------------------------
-async def handle_create(ctx: RequestContext, request: Any) -> CreateAclsResponse:
+async def handle_create(ctx: RequestContext, request: CreateAclsRequest) -> CreateAclsResponse:
     creations = request.creations
     _close_on_unknown(creations, "resource_type", "resource_pattern_type", "operation", "permission_type")
     denied = _denied(ctx, "CreateAcls", AclOperation.ALTER)
@@ -239,7 +246,7 @@ def _create_response(ctx: RequestContext, results: list[tuple[ErrorCode, str | N
 
 
 # ---- DeleteAcls -------------------------------------------------------------------------------
-async def handle_delete(ctx: RequestContext, request: Any) -> DeleteAclsResponse:
+async def handle_delete(ctx: RequestContext, request: DeleteAclsRequest) -> DeleteAclsResponse:
     filters = request.filters
     _close_on_unknown(filters, *FILTER_FIELDS)
     denied = _denied(ctx, "DeleteAcls", AclOperation.ALTER)

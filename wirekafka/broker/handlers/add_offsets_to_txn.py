@@ -7,7 +7,7 @@ transaction, so that TxnOffsetCommit may write there and the markers reach it.
 
 from __future__ import annotations
 
-from kafka.protocol.producer.transaction import AddOffsetsToTxnResponse
+from kafka.protocol.producer.transaction import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
@@ -24,15 +24,15 @@ def _refusal(ctx: RequestContext, transactional_id: str, group_id: str) -> Error
     return ErrorCode.NONE
 
 
-async def handle(ctx: RequestContext, request: object) -> AddOffsetsToTxnResponse:
+async def handle(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
     r = request
-    code = _refusal(ctx, r.transactional_id, r.group_id)  # type: ignore[attr-defined]
+    code = _refusal(ctx, r.transactional_id, r.group_id)
     if code == ErrorCode.NONE:
         try:
             await ctx.state.groups.ensure_offsets_topic()
-            partition = ctx.state.groups.partition_of(r.group_id)  # type: ignore[attr-defined]
-            await ctx.state.transactions.add_partitions(r.transactional_id, r.producer_id,  # type: ignore[attr-defined]
-                                                        r.producer_epoch, [(OFFSETS_TOPIC, partition)])  # type: ignore[attr-defined]
+            partition = ctx.state.groups.partition_of(r.group_id)
+            await ctx.state.transactions.add_partitions(r.transactional_id, r.producer_id,
+                                                        r.producer_epoch, [(OFFSETS_TOPIC, partition)])
         except KafkaApiError as exc:
             code = fenced_error(exc.code, ctx.version, 2)
     return AddOffsetsToTxnResponse(version=ctx.version, throttle_time_ms=0, error_code=code)

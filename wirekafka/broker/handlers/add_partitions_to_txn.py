@@ -17,7 +17,7 @@
 
 from __future__ import annotations
 
-from kafka.protocol.producer.transaction import AddPartitionsToTxnResponse
+from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
@@ -29,13 +29,28 @@ from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 _Result = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
 _TopicResult = _Result.AddPartitionsToTxnTopicResult
 _PartResult = _TopicResult.AddPartitionsToTxnPartitionResult
+# v3 and below: the same fields, in the schema's own (top-level) classes
+_V3TopicResult = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
+_V3PartResult = _V3TopicResult.AddPartitionsToTxnPartitionResult
+
+
+def _by_topic(codes: dict[tuple[str, int], ErrorCode]) -> dict[str, list[tuple[int, ErrorCode]]]:
+    by_topic: dict[str, list[tuple[int, ErrorCode]]] = {}
+    for (topic, index), code in codes.items():
+        by_topic.setdefault(topic, []).append((index, code))
+    return by_topic
 
 
 def _shape(codes: dict[tuple[str, int], ErrorCode]) -> list[_TopicResult]:
-    by_topic: dict[str, list[_PartResult]] = {}
-    for (topic, index), code in codes.items():
-        by_topic.setdefault(topic, []).append(_PartResult(partition_index=index, partition_error_code=code))
-    return [_TopicResult(name=t, results_by_partition=parts) for t, parts in by_topic.items()]
+    return [_TopicResult(name=t, results_by_partition=[_PartResult(partition_index=i, partition_error_code=c)
+                                                       for i, c in parts])
+            for t, parts in _by_topic(codes).items()]
+
+
+def _shape_v3(codes: dict[tuple[str, int], ErrorCode]) -> list[_V3TopicResult]:
+    return [_V3TopicResult(name=t, results_by_partition=[_V3PartResult(partition_index=i, partition_error_code=c)
+                                                         for i, c in parts])
+            for t, parts in _by_topic(codes).items()]
 
 
 async def _one(ctx: RequestContext, transactional_id: str, producer_id: int, producer_epoch: int,
@@ -81,18 +96,18 @@ def _exists(ctx: RequestContext, topic: str, index: int) -> bool:
     return t is not None and 0 <= index < len(t.partitions)
 
 
-async def handle(ctx: RequestContext, request: object) -> AddPartitionsToTxnResponse:
+async def handle(ctx: RequestContext, request: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
     r = request
     v = ctx.version
     if v < 4:
-        codes = await _one(ctx, r.v3_and_below_transactional_id, r.v3_and_below_producer_id,  # type: ignore[attr-defined]
-                           r.v3_and_below_producer_epoch, r.v3_and_below_topics, verify_only=False)  # type: ignore[attr-defined]
-        return AddPartitionsToTxnResponse(version=v, throttle_time_ms=0, results_by_topic_v3_and_below=_shape(codes))
+        codes = await _one(ctx, r.v3_and_below_transactional_id, r.v3_and_below_producer_id,
+                           r.v3_and_below_producer_epoch, r.v3_and_below_topics, verify_only=False)
+        return AddPartitionsToTxnResponse(version=v, throttle_time_ms=0, results_by_topic_v3_and_below=_shape_v3(codes))
     if not ctx.authorized_cluster(AclOperation.CLUSTER_ACTION):
         return AddPartitionsToTxnResponse(version=v, throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                           results_by_transaction=[])
     results = []
-    for txn in r.transactions:  # type: ignore[attr-defined]
+    for txn in r.transactions:
         codes = await _one(ctx, txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.topics,
                            verify_only=txn.verify_only)
         results.append(_Result(transactional_id=txn.transactional_id, topic_results=_shape(codes)))

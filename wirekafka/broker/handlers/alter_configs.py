@@ -37,10 +37,10 @@
 from __future__ import annotations
 
 from collections import Counter
-from types import SimpleNamespace
-from typing import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Protocol, Sequence, TypeVar
 
-from kafka.protocol.admin.configs import AlterConfigsResponse
+from kafka.protocol.admin.configs import AlterConfigsRequest, AlterConfigsResponse
 
 from wirekafka.config import dynamic as dynamic_config, topic as topic_config
 from wirekafka.config.listener_tls import ListenerContext, listener_store_key
@@ -58,14 +58,47 @@ from wirekafka.config.describe_types import (
 )
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
-# A resource's change: validates the request's configs against the topic's current overrides
-# and returns the new override set (raising KafkaApiError for Kafka's per-resource errors).
-ConfigChange = Callable[[object, dict[str, str]], dict[str, str]]
+
+class _Config(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def value(self) -> str | None: ...
+
+
+class ConfigResource(Protocol):
+    """What a resource of AlterConfigs and one of IncrementalAlterConfigs both have."""
+
+    @property
+    def resource_type(self) -> int: ...
+
+    @property
+    def resource_name(self) -> str: ...
+
+    @property
+    def configs(self) -> Sequence[_Config]: ...
+
+
+@dataclass(frozen=True)
+class _SetOp:
+    """An IncrementalAlterConfigs APPEND or SUBTRACT on a broker resource, turned into a SET."""
+
+    name: str
+    value: str | None
+    config_operation: int
+
+
+R = TypeVar("R", bound=ConfigResource)
+# A resource's change: validates a resource's configs against the topic's current overrides and
+# returns the new override set (raising KafkaApiError for Kafka's per-resource errors). It gets the
+# request's entries, or for a broker resource also _SetOps, so each change types its own.
+ConfigChange = Callable[[Sequence[Any], dict[str, str]], dict[str, str]]
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # IncrementalAlterConfigs' operations
 ELR_MIN_ISR_REMOVED = "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."
 ELR_BROKER_MIN_ISR = "Broker-level min.insync.replicas cannot be altered while ELR is enabled."
 # The answer for a resource type other than TOPIC and BROKER.
-OtherType = Callable[[RequestContext, object], None]
+OtherType = Callable[[RequestContext, R], None]
 
 
 def merge_list(op: int, base: str | None, value: str | None) -> str:
@@ -89,10 +122,10 @@ def check_request_configs(names: Iterable[str], null_names: list[str]) -> None:
         raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {', '.join(null_names)}")
 
 
-def check_authorized(ctx: RequestContext, resource: object) -> None:
+def check_authorized(ctx: RequestContext, resource: ConfigResource) -> None:
     """ALTER_CONFIGS on the resource, as Kafka's controller checks it: raises its refusal."""
-    refusal = config_refusal(ctx, AclOperation.ALTER_CONFIGS, resource.resource_type,  # type: ignore[attr-defined]
-                             resource.resource_name)  # type: ignore[attr-defined]
+    refusal = config_refusal(ctx, AclOperation.ALTER_CONFIGS, resource.resource_type,
+                             resource.resource_name)
     if refusal is not None:
         raise refusal
 
@@ -109,11 +142,11 @@ def check_broker_name(ctx: RequestContext, name: str) -> None:
                                 f"Unexpected broker id, expected {ctx.state.node_id}, but received {name}")
 
 
-def _list_ops_as_sets(ctx: RequestContext, entity: str, configs: list) -> list:
+def _list_ops_as_sets(ctx: RequestContext, entity: str, configs: Sequence[_Config]) -> list[_Config]:
     """IncrementalAlterConfigs' APPEND/SUBTRACT on a broker resource as SETs: the items added to
     (skipping ones present) or removed from the entity's value, else the static one. Kafka finds
     no broker config by a throttle's name, and refuses the operation on other non-list keys."""
-    out = []
+    out: list[_Config] = []
     for c in configs:
         op = getattr(c, "config_operation", SET)
         if op not in (APPEND, SUBTRACT):
@@ -125,17 +158,17 @@ def _list_ops_as_sets(ctx: RequestContext, entity: str, configs: list) -> list:
             verb = "append" if op == APPEND else "subtract"
             raise KafkaApiError(ErrorCode.INVALID_CONFIG, f"Config value {verb} is not allowed for config key: {c.name}")
         current = ctx.state.metadata.broker_configs.of(entity).get(c.name, render(ctx.state.config[c.name]))
-        out.append(SimpleNamespace(name=c.name, config_operation=SET, value=merge_list(op, current, c.value)))
+        out.append(_SetOp(name=c.name, config_operation=SET, value=merge_list(op, current, c.value)))
     return out
 
 
-async def _apply_broker(ctx: RequestContext, resource: object, change: ConfigChange, validate_only: bool,
+async def _apply_broker(ctx: RequestContext, resource: ConfigResource, change: ConfigChange, validate_only: bool,
                         replaces_all: bool) -> None:
     """Validate a broker resource's change and store it (unless validate_only). Kafka writes
     even an unchanged set (in ZooKeeper mode: the znode and a change notification)."""
-    name = resource.resource_name  # type: ignore[attr-defined]
+    name = resource.resource_name
     check_broker_name(ctx, name)
-    configs = list(resource.configs)  # type: ignore[attr-defined]
+    configs = list(resource.configs)
     static = [c.name for c in configs
               if not dynamic_config.is_dynamic(c.name) and c.name not in dynamic_config.SSL_STORE_KEYS]
     if static:
@@ -148,7 +181,7 @@ async def _apply_broker(ctx: RequestContext, resource: object, change: ConfigCha
         if c.value is not None and getattr(c, "config_operation", SET) == SET:
             dynamic_config.check_value(c.name, c.value)
     dynamic = ctx.state.metadata.broker_configs
-    new = change(SimpleNamespace(configs=configs), dynamic.of(entity))
+    new = change(configs, dynamic.of(entity))
     dynamic_config.check_per_broker(entity, new)
     dynamic.check_change(entity, new)
     tls = await _prepare_tls(ctx, entity, new)
@@ -177,17 +210,17 @@ async def _prepare_tls(ctx: RequestContext, entity: str, new: dict[str, str]) ->
     return await ctx.state.metadata.broker_configs.listener_tls.prepare(new)
 
 
-def unknown_type(ctx: RequestContext, resource: object) -> None:
+def unknown_type(ctx: RequestContext, resource: ConfigResource) -> None:
     """The legacy API's answer for the types it does not serve (GROUP and CLIENT_METRICS, which
     wirekafka does not have, only once the principal may alter them)."""
-    if resource.resource_type in (RESOURCE_GROUP, RESOURCE_CLIENT_METRICS):  # type: ignore[attr-defined]
+    if resource.resource_type in (RESOURCE_GROUP, RESOURCE_CLIENT_METRICS):
         check_authorized(ctx, resource)
-    raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource.resource_type}")  # type: ignore[attr-defined]
+    raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource.resource_type}")
 
 
-async def _apply(ctx: RequestContext, resource: object, change: ConfigChange, validate_only: bool,
-                 other_type: OtherType, replaces_all: bool) -> None:
-    rtype, name = resource.resource_type, resource.resource_name  # type: ignore[attr-defined]
+async def _apply(ctx: RequestContext, resource: R, change: ConfigChange, validate_only: bool,
+                 other_type: OtherType[R], replaces_all: bool) -> None:
+    rtype, name = resource.resource_type, resource.resource_name
     if rtype == RESOURCE_BROKER:
         await _apply_broker(ctx, resource, change, validate_only, replaces_all)
         return
@@ -198,7 +231,7 @@ async def _apply(ctx: RequestContext, resource: object, change: ConfigChange, va
     topic = ctx.state.metadata.topic(name)
     if topic is None:
         raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-    new = change(resource, dict(topic.configs))
+    new = change(resource.configs, dict(topic.configs))
     for k, v in new.items():
         reason = topic_config.invalid_reason(k, v)
         if reason:
@@ -207,11 +240,11 @@ async def _apply(ctx: RequestContext, resource: object, change: ConfigChange, va
         await ctx.state.metadata.set_topic_configs(topic, new)
 
 
-async def run_resources(ctx: RequestContext, request: object, response_cls: type, change: ConfigChange,
-                        null_names: Callable[[object], list[str]], other_type: OtherType,
-                        replaces_all: bool = False) -> object:
-    """Answer each resource of an AlterConfigs (replaces_all) or IncrementalAlterConfigs request."""
-    resources = list(request.resources)  # type: ignore[attr-defined]
+async def run_resources(ctx: RequestContext, resources: Sequence[R], validate_only: bool,
+                        change: ConfigChange, null_names: Callable[[R], list[str]], other_type: OtherType[R],
+                        replaces_all: bool = False) -> list[tuple[R, ErrorCode, str | None]]:
+    """Answer each resource of an AlterConfigs (replaces_all) or IncrementalAlterConfigs request:
+    (the resource, its error, its error message)."""
     counts = Counter((r.resource_type, r.resource_name) for r in resources)
     out = []
     for r in resources:
@@ -219,24 +252,28 @@ async def run_resources(ctx: RequestContext, request: object, response_cls: type
             if counts[(r.resource_type, r.resource_name)] > 1:
                 raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
             check_request_configs((c.name for c in r.configs), null_names(r))
-            await _apply(ctx, r, change, bool(request.validate_only), other_type,  # type: ignore[attr-defined]
-                         replaces_all)
+            await _apply(ctx, r, change, validate_only, other_type, replaces_all)
             code, message = ErrorCode.NONE, None
         except KafkaApiError as exc:
             code, message = exc.code, exc.message
-        out.append(response_cls.AlterConfigsResourceResponse(
-            error_code=code, error_message=message, resource_type=r.resource_type, resource_name=r.resource_name))
-    return response_cls(version=ctx.version, throttle_time_ms=0, responses=out)
+        out.append((r, code, message))
+    return out
 
 
-def _replace_all(resource: object, _current: dict[str, str]) -> dict[str, str]:
-    return {c.name: c.value for c in resource.configs}  # type: ignore[attr-defined]
+def _replace_all(configs: Sequence[AlterConfigsRequest.AlterConfigsResource.AlterableConfig],
+                 _current: dict[str, str]) -> dict[str, str]:
+    # a null value is refused before (check_request_configs), so every value here is a string
+    return {c.name: c.value for c in configs if c.value is not None}
 
 
-def _nulls(resource: object) -> list[str]:
-    return [c.name for c in resource.configs if c.value is None]  # type: ignore[attr-defined]
+def _nulls(resource: AlterConfigsRequest.AlterConfigsResource) -> list[str]:
+    return [c.name for c in resource.configs if c.value is None]
 
 
-async def handle(ctx: RequestContext, request: object) -> AlterConfigsResponse:
-    return await run_resources(ctx, request, AlterConfigsResponse,  # type: ignore[return-value]
-                               _replace_all, _nulls, unknown_type, replaces_all=True)
+async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
+    answers = await run_resources(ctx, request.resources, bool(request.validate_only),
+                                  _replace_all, _nulls, unknown_type, replaces_all=True)
+    answer = AlterConfigsResponse.AlterConfigsResourceResponse
+    return AlterConfigsResponse(version=ctx.version, throttle_time_ms=0, responses=[
+        answer(error_code=code, error_message=message, resource_type=r.resource_type, resource_name=r.resource_name)
+        for r, code, message in answers])

@@ -10,6 +10,9 @@ CLUSTER_AUTHORIZATION_FAILED for the request. Answers are exempt from quotas."""
 
 from __future__ import annotations
 
+import uuid
+from typing import Protocol, runtime_checkable
+
 from wirekafka.security.acl.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.metadata.zk.controller import AlterTopic, IsrAnswer, IsrProposal
@@ -47,14 +50,26 @@ def response(version: int, error: ErrorCode, topics: list[AlterTopic]) -> AlterP
                                    leader_epoch=a.state.leader_epoch, isr=list(a.state.isr),
                                    leader_recovery_state=a.state.leader_recovery_state,
                                    partition_epoch=a.partition_epoch))
-        answered.append(_Topic(topic_id=t.name_or_id, partitions=parts) if version >= 2
-                        else _Topic(topic_name=t.name_or_id, partitions=parts))
+        key = t.name_or_id  # a topic id from v2, as the request gave it
+        answered.append(_Topic(topic_id=key, partitions=parts) if isinstance(key, uuid.UUID)
+                        else _Topic(topic_name=key, partitions=parts))
     return AlterPartitionResponse(version=version, throttle_time_ms=0, error_code=error, topics=answered)
+
+
+@runtime_checkable
+class _IsrController(Protocol):
+    """The ZooKeeper-mode metadata's controller side that answers AlterPartition."""
+
+    async def alter_partitions(self, broker_id: int, broker_epoch: int, topics: list[AlterTopic],
+                               request_version: int) -> tuple[ErrorCode, list[AlterTopic]]: ...
 
 
 async def handle(ctx: RequestContext, request: AlterPartitionRequest) -> AlterPartitionResponse:
     if not ctx.authorized_cluster(AclOperation.CLUSTER_ACTION):
         raise KafkaApiError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-    error, topics = await ctx.state.metadata.alter_partitions(  # type: ignore[union-attr]
+    metadata = ctx.state.metadata
+    if not isinstance(metadata, _IsrController):  # registered only in ZooKeeper mode (dispatch)
+        raise KafkaApiError(ErrorCode.UNSUPPORTED_VERSION)
+    error, topics = await metadata.alter_partitions(
         request.broker_id, request.broker_epoch, proposals(request, ctx.version), ctx.version)
     return response(ctx.version, error, topics)

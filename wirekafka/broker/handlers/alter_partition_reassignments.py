@@ -14,7 +14,8 @@
 
 from __future__ import annotations
 
-from kafka.protocol.admin import AlterPartitionReassignmentsResponse
+from kafka.protocol.admin.topics import AlterPartitionReassignmentsResponse
+from kafka.protocol.admin.topics import AlterPartitionReassignmentsRequest
 
 from wirekafka.security.acl.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
@@ -24,24 +25,24 @@ _Topic = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
 _Part = _Topic.ReassignablePartitionResponse
 
 
-def _refused(ctx: RequestContext, request: object) -> AlterPartitionReassignmentsResponse:
+def _refused(ctx: RequestContext, request: AlterPartitionReassignmentsRequest) -> AlterPartitionReassignmentsResponse:
     """Kafka's answer to a request it refuses as a whole: the error everywhere."""
     code, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
     return AlterPartitionReassignmentsResponse(
         version=ctx.version, throttle_time_ms=0, allow_replication_factor_change=True, error_code=code,
         error_message=message, responses=[_Topic(name=t.name, partitions=[
             _Part(partition_index=p.partition_index, error_code=code, error_message=message) for p in t.partitions])
-            for t in request.topics])  # type: ignore[attr-defined]
+            for t in request.topics])
 
 
-async def handle(ctx: RequestContext, request: object) -> AlterPartitionReassignmentsResponse:
+async def handle(ctx: RequestContext, request: AlterPartitionReassignmentsRequest) -> AlterPartitionReassignmentsResponse:
     if not ctx.authorized_cluster(AclOperation.ALTER):
         return _refused(ctx, request)
     changes = [(t.name, p.partition_index, None if p.replicas is None else list(p.replicas))
-               for t in request.topics for p in t.partitions]  # type: ignore[attr-defined]
+               for t in request.topics for p in t.partitions]
     answers = await ctx.state.metadata.alter_reassignments(changes)
     topics = []
-    for t in request.topics:  # type: ignore[attr-defined]
+    for t in request.topics:
         parts = []
         for p in t.partitions:
             code, message = answers[(t.name, p.partition_index)]

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from kafka.protocol.metadata.api_versions import ApiVersionsResponse
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 
 from wirekafka.broker.context import RequestContext
 from wirekafka.protocol.served_versions import SUPPORTED
@@ -23,7 +23,7 @@ def _keys(only: int | None = None) -> list:
     ]
 
 
-def handle(ctx: RequestContext, request: object) -> ApiVersionsResponse:
+def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
     return ApiVersionsResponse(
         version=ctx.version,
         error_code=ErrorCode.NONE,

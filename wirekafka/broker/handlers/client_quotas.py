@@ -29,7 +29,12 @@ import math
 import socket
 
 import trio
-from kafka.protocol.admin.client_quotas import AlterClientQuotasResponse, DescribeClientQuotasResponse
+from kafka.protocol.admin.client_quotas import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
+)
 
 from wirekafka.security.acl.authorizer import AclOperation
 from wirekafka.broker.quotas.entities import (
@@ -65,20 +70,20 @@ class _Invalid(Exception):
 
 
 # ---- AlterClientQuotas ---------------------------------------------------------------------------
-def _refused_alter(ctx: RequestContext, request: object) -> AlterClientQuotasResponse:
+def _refused_alter(ctx: RequestContext, request: AlterClientQuotasRequest) -> AlterClientQuotasResponse:
     return AlterClientQuotasResponse(version=ctx.version, throttle_time_ms=0, entries=[
         _AlterEntry(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=_CLUSTER_REFUSAL, entity=[
             _AlterEntry.EntityData(entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity])
-        for entry in request.entries])  # type: ignore[attr-defined]
+        for entry in request.entries])
 
 
-async def handle_alter(ctx: RequestContext, request: object) -> AlterClientQuotasResponse:
+async def handle_alter(ctx: RequestContext, request: AlterClientQuotasRequest) -> AlterClientQuotasResponse:
     if not ctx.authorized_cluster(AclOperation.ALTER_CONFIGS):
         return _refused_alter(ctx, request)
     results: dict[Entity, tuple[ErrorCode, str | None]] = {}
     shapes: dict[Entity, list[tuple[str, str | None]]] = {}  # each entity as its request listed it
     changes: dict[Entity, dict[str, float | None]] = {}
-    for entry in request.entries:  # type: ignore[attr-defined]
+    for entry in request.entries:
         pairs = [(e.entity_type, e.entity_name) for e in entry.entity]
         entity = entity_of(pairs)
         shapes.setdefault(entity, pairs)
@@ -99,7 +104,7 @@ async def handle_alter(ctx: RequestContext, request: object) -> AlterClientQuota
         if change:
             changes[entity] = change
         results[entity] = (ErrorCode.NONE, None)
-    if changes and not request.validate_only:  # type: ignore[attr-defined]
+    if changes and not request.validate_only:
         await ctx.state.metadata.alter_client_quotas(changes)
     entries = []
     for entity in java_hashmap_order(results, hash=entity_hash):
@@ -171,17 +176,17 @@ def _checked_change(ctx: RequestContext, entity: Entity, ops: dict[str, float | 
 
 
 # ---- DescribeClientQuotas ------------------------------------------------------------------------
-def handle_describe(ctx: RequestContext, request: object) -> DescribeClientQuotasResponse:
+def handle_describe(ctx: RequestContext, request: DescribeClientQuotasRequest) -> DescribeClientQuotasResponse:
     if not ctx.authorized_cluster(AclOperation.DESCRIBE_CONFIGS):
         return DescribeClientQuotasResponse(version=ctx.version, throttle_time_ms=0,
                                             error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=None,
                                             entries=None)
     try:
-        exact, specified = _filter(request.components)  # type: ignore[attr-defined]
+        exact, specified = _filter(request.components)
     except _Invalid as exc:
         return DescribeClientQuotasResponse(version=ctx.version, throttle_time_ms=0, error_code=exc.code,
                                             error_message=str(exc), entries=None)
-    found = ctx.state.metadata.client_quotas.describe(exact, specified, request.strict)  # type: ignore[attr-defined]
+    found = ctx.state.metadata.client_quotas.describe(exact, specified, request.strict)
     entries = [_DescribeEntry(
         entity=[_DescribeEntry.EntityData(entity_type=t, entity_name=n) for t, n in entity_entries(entity)],
         values=[_DescribeEntry.ValueData(key=k, value=v) for k, v in quotas.items()])

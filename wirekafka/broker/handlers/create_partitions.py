@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from kafka.protocol.admin.topics import CreatePartitionsResponse
+from kafka.protocol.admin.topics import CreatePartitionsRequest, CreatePartitionsResponse
 
 from wirekafka.broker.quotas import mutation_quota
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
@@ -48,9 +48,9 @@ def _check_assignment(state: BrokerState, broker_ids: list[int]) -> None:
         previous = broker
 
 
-def _check(state: BrokerState, t: object) -> Topic:
+def _check(state: BrokerState, t: CreatePartitionsRequest.CreatePartitionsTopic) -> Topic:
     """The topic to grow, or KafkaApiError with Kafka's code and message."""
-    name, count, assignments = t.name, t.count, t.assignments  # type: ignore[attr-defined]
+    name, count, assignments = t.name, t.count, t.assignments
     topic = state.metadata.topic(name)
     if topic is None:
         raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -70,9 +70,9 @@ def _check(state: BrokerState, t: object) -> Topic:
     return topic
 
 
-async def handle(ctx: RequestContext, request: object) -> CreatePartitionsResponse:
+async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
     state = ctx.state
-    counts = Counter(t.name for t in request.topics)  # type: ignore[attr-defined]
+    counts = Counter(t.name for t in request.topics)
     results = [_Result(name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name.")
                for name, n in counts.items() if n > 1]
     alterable = ctx.authorized_names(AclOperation.ALTER, ResourceType.TOPIC,
@@ -80,13 +80,13 @@ async def handle(ctx: RequestContext, request: object) -> CreatePartitionsRespon
     results += [_Result(name=name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message=None)
                 for name, n in counts.items() if n == 1 and name not in alterable]
     permits = mutation_quota.permits(ctx, STRICT_QUOTA_FROM)
-    for t in request.topics:  # type: ignore[attr-defined]
+    for t in request.topics:
         if counts[t.name] > 1 or t.name not in alterable:
             continue
         try:
             topic = _check(state, t)
             permits.take(t.count - len(topic.partitions))
-            if not request.validate_only:  # type: ignore[attr-defined]
+            if not request.validate_only:
                 await state.metadata.add_partitions(topic, t.count)
             results.append(_Result(name=t.name, error_code=ErrorCode.NONE, error_message=None))
         except KafkaApiError as exc:

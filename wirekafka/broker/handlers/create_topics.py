@@ -20,9 +20,9 @@
 from __future__ import annotations
 
 import uuid
-from typing import Iterable
+from typing import Iterable, cast
 
-from kafka.protocol.admin.topics import CreateTopicsResponse
+from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
 
 from wirekafka.broker.quotas import mutation_quota
 from wirekafka.config import topic as topic_config
@@ -74,52 +74,57 @@ def kafka_name_sets(requested: Iterable[str]) -> tuple[list[str], list[str]]:
     return java_hashmap_order(once, capacity=table), java_hashmap_order(duplicates)
 
 
-def _refused(name: str, code: ErrorCode, message: str) -> _Result:
+def _refused(name: str, code: ErrorCode, message: str | None) -> _Result:
     return _Result(name=name, topic_id=uuid.UUID(int=0), error_code=code, error_message=message,
                    num_partitions=-1, replication_factor=-1, configs=[])
 
 
-async def _create(ctx: RequestContext, t: object, validate_only: bool, permits: MutationPermits,
+async def _create(ctx: RequestContext, t: CreateTopicsRequest.CreatableTopic, validate_only: bool, permits: MutationPermits,
                   describable: bool) -> _Result:
     """Validate and create one topic; its answer (configs only when `describable`)."""
     state = ctx.state
-    configs = {c.name: c.value for c in t.configs}  # type: ignore[attr-defined]
-    if t.assignments:  # type: ignore[attr-defined]
-        if t.num_partitions != -1 or t.replication_factor != -1:  # type: ignore[attr-defined]
+    configs = {c.name: c.value for c in t.configs}
+    if t.assignments:
+        if t.num_partitions != -1 or t.replication_factor != -1:
             raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Both numPartitions or replicationFactor "
                                 "and replicasAssignments were set. Both cannot be used at the same time.")
-        indexes = sorted(a.partition_index for a in t.assignments)  # type: ignore[attr-defined]
+        indexes = sorted(a.partition_index for a in t.assignments)
         if indexes != list(range(len(indexes))):
             raise KafkaApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "partitions must be numbered from 0")
-        assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments}  # type: ignore[attr-defined]
+        assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments}
         partitions, rf = len(indexes), len(assignment[0])
     else:
         assignment = None
-        partitions = state.config.int("num.partitions") if t.num_partitions == -1 else t.num_partitions  # type: ignore[attr-defined]
-        rf = state.config.int("default.replication.factor") if t.replication_factor == -1 else t.replication_factor  # type: ignore[attr-defined]
-    name = t.name  # type: ignore[attr-defined]
-    state.metadata.validate_new_topic(name, partitions, rf, configs, assignment)
+        partitions = state.config.int("num.partitions") if t.num_partitions == -1 else t.num_partitions
+        rf = state.config.int("default.replication.factor") if t.replication_factor == -1 else t.replication_factor
+    name = t.name
+    # it refuses null values, which its interface's dict[str, str] leaves out
+    state.metadata.validate_new_topic(name, partitions, rf, cast("dict[str, str]", configs), assignment)
+    overrides = {k: v for k, v in configs.items() if v is not None}  # all of them: nulls were refused
     permits.take(partitions)  # Kafka 4 charges validate_only too
     if validate_only:
         topic_id = uuid.uuid4()
     else:
-        topic_id = (await state.metadata.create_topic(name, partitions, configs, rf, assignment)).topic_id
+        created = await state.metadata.create_topic(name, partitions, overrides, rf, assignment)
+        if created is None:  # only a create_topic told not to wait returns none
+            raise RuntimeError(f"topic {name} was not created")
+        topic_id = created.topic_id
     if not describable:
         return _Result(name=name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
                        num_partitions=-1, replication_factor=-1, configs=[],
                        topic_config_error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     return _Result(name=name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
-                   num_partitions=partitions, replication_factor=rf, configs=_config_entries(ctx, configs))
+                   num_partitions=partitions, replication_factor=rf, configs=_config_entries(ctx, overrides))
 
 
-async def handle(ctx: RequestContext, request: object) -> CreateTopicsResponse:
+async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
     validate_only = bool(getattr(request, "validate_only", False))
-    names, duplicates = kafka_name_sets(t.name for t in request.topics)  # type: ignore[attr-defined]
+    names, duplicates = kafka_name_sets(t.name for t in request.topics)
     creatable = _creatable(ctx, names)
     describable = ctx.authorized_names(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, names)
     results = []
     permits = mutation_quota.permits(ctx, STRICT_QUOTA_FROM)
-    for t in request.topics:  # type: ignore[attr-defined]
+    for t in request.topics:
         if t.name not in creatable:
             continue
         try:

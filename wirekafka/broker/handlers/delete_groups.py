@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from kafka.protocol.admin.groups import DeleteGroupsResponse
+from kafka.protocol.admin.groups import DeleteGroupsRequest, DeleteGroupsResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
@@ -26,8 +26,8 @@ def _delete(ctx: RequestContext, group_id: str) -> ErrorCode:
     return ErrorCode.NONE
 
 
-def handle(ctx: RequestContext, request: object) -> DeleteGroupsResponse:
-    wanted = list(dict.fromkeys(request.groups_names))  # type: ignore[attr-defined]
+def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
+    wanted = list(dict.fromkeys(request.groups_names))
     deletable = ctx.authorized_names(AclOperation.DELETE, ResourceType.GROUP, wanted)
     results = [_Result(group_id=g, error_code=_delete(ctx, g)) for g in wanted if g in deletable]
     results += [_Result(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED) for g in wanted

@@ -17,7 +17,7 @@
 
 from __future__ import annotations
 
-from kafka.protocol.admin.topics import DeleteRecordsResponse
+from kafka.protocol.admin.topics import DeleteRecordsRequest, DeleteRecordsResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
@@ -35,6 +35,8 @@ async def _delete_before(state: BrokerState, topic: str, index: int, requested: 
     """Move the log start of one partition; returns it and whether the start moved."""
     partition = state.metadata.partition(topic, index)
     t = state.metadata.topic(topic)
+    if t is None:  # partition() has refused an unknown topic
+        raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if t.is_internal:
         raise KafkaApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot delete records of internal topic {topic}")
     if "delete" not in state.metadata.topic_config_value(t, "cleanup.policy").split(","):
@@ -55,12 +57,12 @@ def _exists(state: BrokerState, topic: str, index: int) -> bool:
     return t is not None and 0 <= index < len(t.partitions)
 
 
-async def handle(ctx: RequestContext, request: object) -> DeleteRecordsResponse:
+async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
     state = ctx.state
     allowed: dict[str, bool] = {}
     refused: dict[TopicPartitionKey, _Part] = {}  # not authorized, or no such partition
     offsets: dict[TopicPartitionKey, int] = {}  # the last offset asked for each partition, as Kafka keeps it
-    for t in request.topics:  # type: ignore[attr-defined]
+    for t in request.topics:
         if t.name not in allowed:
             allowed[t.name] = ctx.authorized(AclOperation.DELETE, ResourceType.TOPIC, t.name)
         for p in t.partitions:

@@ -27,7 +27,7 @@ import uuid
 from collections import Counter
 from typing import Callable
 
-from kafka.protocol.admin.topics import DeleteTopicsResponse
+from kafka.protocol.admin.topics import DeleteTopicsRequest, DeleteTopicsResponse
 
 from wirekafka.broker.quotas import mutation_quota
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
@@ -48,11 +48,11 @@ def _result(name: str | None, topic_id: uuid.UUID | None, code: ErrorCode, messa
     return _Result(name=name, topic_id=topic_id or ZERO_UUID, error_code=code, error_message=message)
 
 
-def _requested(ctx: RequestContext, request: object) -> list[tuple[str | None, uuid.UUID]]:
+def _requested(ctx: RequestContext, request: DeleteTopicsRequest) -> list[tuple[str | None, uuid.UUID]]:
     """(name, id) pairs as the client gave them; before v6 only names."""
     if ctx.version >= 6:
-        return [(t.name, t.topic_id or ZERO_UUID) for t in request.topics]  # type: ignore[attr-defined]
-    return [(name, ZERO_UUID) for name in request.topic_names]  # type: ignore[attr-defined]
+        return [(t.name, t.topic_id or ZERO_UUID) for t in request.topics]
+    return [(name, ZERO_UUID) for name in request.topic_names]
 
 
 def _disabled(ctx: RequestContext, wanted: list[tuple[str | None, uuid.UUID]]) -> DeleteTopicsResponse:
@@ -81,7 +81,7 @@ async def _delete(state: BrokerState, topic: Topic) -> _Result:
     return _result(topic.name, topic.topic_id, ErrorCode.NONE)
 
 
-async def handle(ctx: RequestContext, request: object) -> DeleteTopicsResponse:
+async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
     state = ctx.state
     wanted = _requested(ctx, request)
     if not state.config.bool("delete.topic.enable"):

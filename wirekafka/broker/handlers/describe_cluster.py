@@ -13,10 +13,10 @@ Every field is filled: the Java AdminClient waits on this response."""
 
 from __future__ import annotations
 
-from kafka.protocol.admin.cluster import DescribeClusterResponse
+from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeClusterResponse
 
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.handlers.metadata import cluster_operations
+from wirekafka.broker.handlers.metadata import NOT_REQUESTED, cluster_operations
 from wirekafka.protocol.errors import ErrorCode
 
 BROKERS, CONTROLLERS = 1, 2
@@ -26,10 +26,10 @@ def _error(ctx: RequestContext, code: ErrorCode, message: str) -> DescribeCluste
     """Kafka's error answer: endpoint type 1, no cluster id, no controller, no brokers."""
     return DescribeClusterResponse(
         version=ctx.version, throttle_time_ms=0, error_code=code, error_message=message, endpoint_type=BROKERS,
-        cluster_id="", controller_id=-1, brokers=[], authorized_operations=None)
+        cluster_id="", controller_id=-1, brokers=[], authorized_operations=NOT_REQUESTED)
 
 
-def handle(ctx: RequestContext, request: object) -> DescribeClusterResponse:
+def handle(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
     """Describe the cluster's live brokers and controller, or refuse an endpoint type as Kafka's broker listener does."""
     state = ctx.state
     endpoint_type = getattr(request, "endpoint_type", BROKERS)
@@ -38,7 +38,7 @@ def handle(ctx: RequestContext, request: object) -> DescribeClusterResponse:
                       "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER")
     if endpoint_type != BROKERS:
         return _error(ctx, ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {endpoint_type}")
-    with_ops = bool(request.include_cluster_authorized_operations)  # type: ignore[attr-defined]
+    with_ops = bool(request.include_cluster_authorized_operations)
     return DescribeClusterResponse(
         version=ctx.version,
         throttle_time_ms=0,
@@ -50,5 +50,5 @@ def handle(ctx: RequestContext, request: object) -> DescribeClusterResponse:
         brokers=[DescribeClusterResponse.DescribeClusterBroker(
             broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack, is_fenced=False)
             for b in state.metadata.brokers(ctx.listener)],
-        authorized_operations=cluster_operations(ctx) if with_ops else None,
+        authorized_operations=cluster_operations(ctx) if with_ops else NOT_REQUESTED,
     )

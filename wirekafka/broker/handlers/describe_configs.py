@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import logging
 
-from kafka.protocol.admin.configs import DescribeConfigsResponse
+from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
 
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.metadata.cluster_metadata import MAX_TOPIC_NAME, Topic, topic_name_error
@@ -213,8 +213,8 @@ def _logger_entries(ctx: RequestContext, name: str) -> list[_Entry]:
             for n in names]
 
 
-def _entries(ctx: RequestContext, resource: object, with_synonyms: bool) -> list[_Entry]:
-    rtype, name = resource.resource_type, resource.resource_name  # type: ignore[attr-defined]
+def _entries(ctx: RequestContext, resource: DescribeConfigsRequest.DescribeConfigsResource, with_synonyms: bool) -> list[_Entry]:
+    rtype, name = resource.resource_type, resource.resource_name
     if rtype == RESOURCE_TOPIC:
         return _topic_entries(ctx, name, with_synonyms)
     if rtype == RESOURCE_BROKER:
@@ -242,22 +242,22 @@ def config_refusal(ctx: RequestContext, operation: AclOperation, resource_type: 
     return None if allowed else KafkaApiError(*_REFUSALS[resource_type])
 
 
-def _result(ctx: RequestContext, resource: object, with_synonyms: bool) -> _Result:
+def _result(ctx: RequestContext, resource: DescribeConfigsRequest.DescribeConfigsResource, with_synonyms: bool) -> _Result:
     r = resource
-    wanted = set(r.configuration_keys or ())  # type: ignore[attr-defined]
+    wanted = set(r.configuration_keys or ())
     try:
         entries = [e for e in _entries(ctx, r, with_synonyms) if not wanted or e.name in wanted]
         code, message = ErrorCode.NONE, ""
     except KafkaApiError as exc:
         entries, code, message = [], exc.code, exc.message if exc.message is not None else ""
-    return _Result(error_code=code, error_message=message, resource_type=r.resource_type,  # type: ignore[attr-defined]
-                   resource_name=r.resource_name, configs=entries)  # type: ignore[attr-defined]
+    return _Result(error_code=code, error_message=message, resource_type=r.resource_type,
+                   resource_name=r.resource_name, configs=entries)
 
 
-def handle(ctx: RequestContext, request: object) -> DescribeConfigsResponse:
+def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
     with_synonyms = bool(getattr(request, "include_synonyms", False))
     allowed, refused = [], []
-    for r in request.resources:  # type: ignore[attr-defined]
+    for r in request.resources:
         refusal = config_refusal(ctx, AclOperation.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
         if refusal is None:
             allowed.append(_result(ctx, r, with_synonyms))

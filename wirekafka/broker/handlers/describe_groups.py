@@ -14,10 +14,11 @@
 
 from __future__ import annotations
 
-from kafka.protocol.admin.groups import DescribeGroupsResponse
+from kafka.protocol.admin.groups import DescribeGroupsRequest, DescribeGroupsResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
+from wirekafka.broker.handlers.metadata import NOT_REQUESTED
 from wirekafka.broker.coordinator.group_model import GroupState
 from wirekafka.broker.coordinator.groups import OFFSETS_TOPIC
 from wirekafka.jvm import TopicPartitionKey, java_hash, java_hashmap_order
@@ -31,7 +32,7 @@ _Member = _Group.DescribedGroupMember
 
 def _error(group_id: str, code: ErrorCode, state: str = "", message: str | None = None) -> _Group:
     return _Group(error_code=code, error_message=message, group_id=group_id, group_state=state, protocol_type="",
-                  protocol_data="", members=[], authorized_operations=None)
+                  protocol_data="", members=[], authorized_operations=NOT_REQUESTED)
 
 
 def _operations(ctx: RequestContext, group_id: str) -> set[int]:
@@ -48,7 +49,7 @@ def _describe(ctx: RequestContext, group_id: str, with_ops: bool) -> _Group:
         return _error(group_id, exc.code)
     if g is None and ctx.version >= NOT_FOUND_ERROR_FROM:
         return _error(group_id, ErrorCode.GROUP_ID_NOT_FOUND, "Dead", f"Group {group_id} not found.")
-    operations = _operations(ctx, group_id) if with_ops else None
+    operations = _operations(ctx, group_id) if with_ops else NOT_REQUESTED
     if g is None:
         return _Group(error_code=ErrorCode.NONE, error_message=None, group_id=group_id, group_state="Dead",
                       protocol_type="", protocol_data="", members=[], authorized_operations=operations)
@@ -74,9 +75,9 @@ def _coordinator_order(ctx: RequestContext, group_ids: list[str]) -> list[str]:
     return [group_id for p in order for group_id in by_partition[p]]
 
 
-def handle(ctx: RequestContext, request: object) -> DescribeGroupsResponse:
+def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
     with_ops = ctx.version >= OPERATIONS_FROM and bool(getattr(request, "include_authorized_operations", False))
-    wanted = request.groups  # type: ignore[attr-defined]
+    wanted = request.groups
     describable = ctx.authorized_names(AclOperation.DESCRIBE, ResourceType.GROUP, wanted)
     refused = [_error(g, ErrorCode.GROUP_AUTHORIZATION_FAILED) for g in wanted if g not in describable]
     described = [_describe(ctx, g, with_ops) for g in _coordinator_order(ctx, [g for g in wanted if g in describable])]

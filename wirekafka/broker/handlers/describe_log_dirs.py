@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 
 import trio
-from kafka.protocol.admin.cluster import DescribeLogDirsResponse
+from kafka.protocol.admin.cluster import DescribeLogDirsRequest, DescribeLogDirsResponse
 
 from wirekafka.security.acl.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
@@ -38,9 +38,9 @@ def _volume(path: str) -> tuple[int, int]:
     return min(st.f_blocks * st.f_frsize, LONG_MAX), min(st.f_bavail * st.f_frsize, LONG_MAX)
 
 
-def _requested(ctx: RequestContext, request: object) -> list[Partition]:
+def _requested(ctx: RequestContext, request: DescribeLogDirsRequest) -> list[Partition]:
     metadata = ctx.state.metadata
-    topics = request.topics  # type: ignore[attr-defined]
+    topics = request.topics
     if topics is None:
         return list(metadata.iter_partitions())
     held = []
@@ -53,7 +53,7 @@ def _requested(ctx: RequestContext, request: object) -> list[Partition]:
     return held
 
 
-async def handle(ctx: RequestContext, request: object) -> DescribeLogDirsResponse:
+async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     if not ctx.authorized_cluster(AclOperation.DESCRIBE):
         return DescribeLogDirsResponse(version=ctx.version, throttle_time_ms=0,
                                        error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results=[])

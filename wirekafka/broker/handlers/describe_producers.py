@@ -9,7 +9,7 @@ partition beyond the topic's UNKNOWN_TOPIC_OR_PARTITION without one, as Kafka an
 
 from __future__ import annotations
 
-from kafka.protocol.admin.transactions import DescribeProducersResponse
+from kafka.protocol.admin.transactions import DescribeProducersRequest, DescribeProducersResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
@@ -50,9 +50,9 @@ def _partition(ctx: RequestContext, name: str, index: int) -> _Part:
         for pid, e in sorted(partition.producers.entries.items())])
 
 
-def handle(ctx: RequestContext, request: object) -> DescribeProducersResponse:
+def handle(ctx: RequestContext, request: DescribeProducersRequest) -> DescribeProducersResponse:
     topics = []
-    for t in request.topics:  # type: ignore[attr-defined]
+    for t in request.topics:
         error = _topic_error(ctx, t.name)
         if error is not None:
             parts = [_Part(partition_index=i, error_code=error[0], error_message=error[1], active_producers=[])

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import uuid
 
-from kafka.protocol.admin.topics import DescribeTopicPartitionsResponse
+from kafka.protocol.admin.topics import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
@@ -39,10 +39,10 @@ ZERO_UUID = uuid.UUID(int=0)
 NOT_REQUESTED = -2**31  # the schema's default of topic_authorized_operations
 
 
-def handle(ctx: RequestContext, request: object) -> DescribeTopicPartitionsResponse:
+def handle(ctx: RequestContext, request: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse:
     state = ctx.state
-    asked = [t.name for t in request.topics]  # type: ignore[attr-defined]
-    cursor = request.cursor  # type: ignore[attr-defined]
+    asked = [t.name for t in request.topics]
+    cursor = request.cursor
     cursor_topic = cursor.topic_name if cursor is not None else ""
     every = not asked
     names = sorted({n for n in ([t.name for t in state.metadata.all_topics()] if every else asked)
@@ -53,7 +53,7 @@ def handle(ctx: RequestContext, request: object) -> DescribeTopicPartitionsRespo
             _Topic(error_code=ErrorCode.INVALID_REQUEST, name=name, topic_id=ZERO_UUID, is_internal=False,
                    partitions=[], topic_authorized_operations=NOT_REQUESTED) for name in asked])
     remaining = max(min(state.config.int("max.request.partition.size.limit"),
-                        request.response_partition_limit), 1)  # type: ignore[attr-defined]
+                        request.response_partition_limit), 1)
     reachable = {b.node_id for b in state.metadata.brokers(ctx.listener)}
     topics, refused, next_cursor = [], [], None
     for name in names:

@@ -7,7 +7,7 @@ are only those of topics the principal may DESCRIBE, as Kafka filters them."""
 
 from __future__ import annotations
 
-from kafka.protocol.admin.transactions import DescribeTransactionsResponse
+from kafka.protocol.admin.transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
@@ -39,6 +39,6 @@ def _described(ctx: RequestContext, tid: str) -> _State:
                   topics=[_Topic(topic=t, partitions=p) for t, p in by_topic.items() if t in visible])
 
 
-def handle(ctx: RequestContext, request: object) -> DescribeTransactionsResponse:
-    states = [_described(ctx, tid) for tid in request.transactional_ids]  # type: ignore[attr-defined]
+def handle(ctx: RequestContext, request: DescribeTransactionsRequest) -> DescribeTransactionsResponse:
+    states = [_described(ctx, tid) for tid in request.transactional_ids]
     return DescribeTransactionsResponse(version=ctx.version, throttle_time_ms=0, transaction_states=states)

@@ -14,7 +14,8 @@
 
 from __future__ import annotations
 
-from kafka.protocol.admin import ElectLeadersResponse
+from kafka.protocol.admin.topics import ElectLeadersResponse
+from kafka.protocol.admin.topics import ElectLeadersRequest
 
 from wirekafka.security.acl.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
@@ -24,25 +25,25 @@ _Result = ElectLeadersResponse.ReplicaElectionResult
 _Part = _Result.PartitionResult
 
 
-def _refused(ctx: RequestContext, request: object) -> ElectLeadersResponse:
+def _refused(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLeadersResponse:
     """Kafka's answer to an ElectLeaders it refuses as a whole: the error everywhere."""
     code, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
-    requested = request.topic_partitions or []  # type: ignore[attr-defined]
+    requested = request.topic_partitions or []
     return ElectLeadersResponse(version=ctx.version, throttle_time_ms=0, error_code=code, replica_election_results=[
         _Result(topic=t.topic, partition_result=[_Part(partition_id=p, error_code=code, error_message=message)
                                                  for p in t.partitions]) for t in requested])
 
 
-async def handle(ctx: RequestContext, request: object) -> ElectLeadersResponse:
+async def handle(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLeadersResponse:
     if not ctx.authorized_cluster(AclOperation.ALTER):
         return _refused(ctx, request)
     election_type = getattr(request, "election_type", 0)
     if election_type not in (0, 1):
         return ElectLeadersResponse(version=ctx.version, throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
                                     replica_election_results=[])
-    requested = request.topic_partitions  # type: ignore[attr-defined]
+    requested = request.topic_partitions
     wanted = None if requested is None else [(t.topic, p) for t in requested for p in t.partitions]
-    answers = await ctx.state.metadata.elect_leaders(election_type, wanted, request.timeout_ms / 1000)  # type: ignore[attr-defined]
+    answers = await ctx.state.metadata.elect_leaders(election_type, wanted, request.timeout_ms / 1000)
     by_topic: dict[str, list[_Part]] = {}
     if wanted is None:
         for t in ctx.state.metadata.all_topics():

@@ -7,7 +7,7 @@ the answer carries it). Without WRITE on the transactional id: TRANSACTIONAL_ID_
 
 from __future__ import annotations
 
-from kafka.protocol.producer.transaction import EndTxnResponse
+from kafka.protocol.producer.transaction import EndTxnRequest, EndTxnResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
@@ -15,15 +15,15 @@ from wirekafka.broker.coordinator.transactions import fenced_error
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 
-async def handle(ctx: RequestContext, request: object) -> EndTxnResponse:
+async def handle(ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
     r = request
-    if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, r.transactional_id):  # type: ignore[attr-defined]
+    if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, r.transactional_id):
         return EndTxnResponse(version=ctx.version, throttle_time_ms=0,
                               error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_id=-1,
                               producer_epoch=-1)
     try:
         pid, epoch = await ctx.state.transactions.end_txn(
-            r.transactional_id, r.producer_id, r.producer_epoch, r.committed,  # type: ignore[attr-defined]
+            r.transactional_id, r.producer_id, r.producer_epoch, r.committed,
             bump_epoch=ctx.version >= 5)
         code = ErrorCode.NONE
     except KafkaApiError as exc:

@@ -41,19 +41,21 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
+from typing import cast
 
-from kafka.protocol.consumer.fetch import FetchResponse
+from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 
 from wirekafka.broker.quotas import request_quota
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.replica.fetch_sessions import FINAL_EPOCH, Answer, Key, NoSuchShard, SessionPartition
 from wirekafka.broker.metadata.leader_hints import leader_hint
-from wirekafka.broker.metadata.cluster_metadata import ZERO_UUID, BrokerInfo
+from wirekafka.broker.metadata.cluster_metadata import ZERO_UUID, BrokerInfo, ClusterMetadata, Topic
 from wirekafka.broker.replica.partition import Isolation, Partition, ReadResult
 from wirekafka.broker.quotas.stats import INT_MAX
-from wirekafka.broker.replica.replica_manager import FetchParams, FetchTarget, fetching_replica
+from wirekafka.broker.replica.replica_manager import FetchOutcome, FetchParams, FetchTarget, fetching_replica
 from wirekafka.protocol import codec
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.protocol.response_parts import RegionResponse, part_size
@@ -79,12 +81,12 @@ class _Answer(Answer):
             self.read.region.close()
 
 
-def _wanted(request: object, by_id: bool, metadata: object) -> dict[Key, SessionPartition]:
+def _wanted(request: FetchRequest, by_id: bool, metadata: ClusterMetadata) -> dict[Key, SessionPartition]:
     """The request's partitions keyed as Kafka keys them (a repeated partition counts once, in
     its first place, with its last values); names resolved from topic ids from v13, None for
     an unknown id."""
     wanted: dict[Key, SessionPartition] = {}
-    for ft in request.topics:  # type: ignore[attr-defined]
+    for ft in request.topics:
         name = _topic_name(metadata, ft.topic_id) if by_id else ft.topic
         topic_id = ft.topic_id if by_id else ZERO_UUID
         for fp in ft.partitions:
@@ -95,12 +97,12 @@ def _wanted(request: object, by_id: bool, metadata: object) -> dict[Key, Session
     return wanted
 
 
-def _topic_name(metadata: object, topic_id: object) -> str | None:
-    topic, _ = metadata.resolve(None, topic_id, by_id=True)  # type: ignore[attr-defined]
+def _topic_name(metadata: ClusterMetadata, topic_id: uuid.UUID) -> str | None:
+    topic, _ = metadata.resolve(None, topic_id, by_id=True)
     return topic.name if topic is not None else None
 
 
-def _forgotten(request: object, by_id: bool) -> list[Key]:
+def _forgotten(request: FetchRequest, by_id: bool) -> list[Key]:
     return [((ft.topic_id if by_id else ft.topic), p)
             for ft in getattr(request, "forgotten_topics_data", None) or [] for p in ft.partitions]
 
@@ -126,7 +128,7 @@ def _classify(ctx: RequestContext, parts: list[SessionPartition],
             else:
                 named.append(p)
     allowed: dict[str, bool] = {}
-    topics: dict[str, object] = {}  # each topic looked up once, as its READ is asked once
+    topics: dict[str, Topic | None] = {}  # each topic looked up once, as its READ is asked once
     for p in named:
         if p.topic is None:  # a follower's unknown topic id
             erroneous.append(_Answer(p, ErrorCode.UNKNOWN_TOPIC_ID))
@@ -141,14 +143,14 @@ def _classify(ctx: RequestContext, parts: list[SessionPartition],
         topic = topics.get(p.topic)
         if topic is None and p.topic not in topics:
             topic = topics[p.topic] = metadata.resolve(p.topic, None, by_id=False)[0]
-        if topic is None or not 0 <= p.partition < len(topic.partitions):  # type: ignore[attr-defined]
+        if topic is None or not 0 <= p.partition < len(topic.partitions):
             erroneous.append(_Answer(p, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
         else:
-            readable.append((p, topic.partitions[p.partition]))  # type: ignore[attr-defined]
+            readable.append((p, topic.partitions[p.partition]))
     return readable, erroneous
 
 
-def _request_error(request: object, v: int, code: ErrorCode) -> FetchResponse:
+def _request_error(request: FetchRequest, v: int, code: ErrorCode) -> FetchResponse:
     """Kafka's answer to a fetch that failed as a whole: the error at the top, the request's
     session id echoed, and, before v13, the error on every partition asked for too."""
     topics = [] if v >= 13 else [
@@ -156,18 +158,18 @@ def _request_error(request: object, v: int, code: ErrorCode) -> FetchResponse:
             _PartResp(partition_index=fp.partition, error_code=code, high_watermark=-1, last_stable_offset=-1,
                       log_start_offset=-1, aborted_transactions=[], preferred_read_replica=-1, records=b"")
             for fp in ft.partitions])
-        for ft in request.topics]  # type: ignore[attr-defined]
+        for ft in request.topics]
     return FetchResponse(version=v, throttle_time_ms=0, error_code=code,
-                         session_id=request.session_id, responses=topics, node_endpoints=[])  # type: ignore[attr-defined]
+                         session_id=request.session_id, responses=topics, node_endpoints=[])
 
 
-async def handle(ctx: RequestContext, request: object) -> FetchResponse | RegionResponse:
+async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse | RegionResponse:
     v = ctx.version
     read_committed = getattr(request, "isolation_level", 0) == 1
     replica = fetching_replica(request)
     follower = replica >= 0
     by_id = v >= 13
-    session_id, epoch = (request.session_id, request.session_epoch) if v >= 7 else (0, FINAL_EPOCH)  # type: ignore[attr-defined]
+    session_id, epoch = (request.session_id, request.session_epoch) if v >= 7 else (0, FINAL_EPOCH)
     try:
         context = ctx.state.fetch_sessions.new_context(by_id, session_id, epoch, follower,
                                                        _wanted(request, by_id, ctx.state.metadata),
@@ -179,8 +181,8 @@ async def handle(ctx: RequestContext, request: object) -> FetchResponse | Region
     quota = ctx.state.client_quotas.fetch
     # a consumer gets at most what its byte quota allows in one window; followers have no client quota
     window_bytes = INT_MAX if follower else quota.max_value_in_window(user, client_id)
-    max_bytes = min(request.max_bytes, ctx.state.config.int("fetch.max.bytes"), window_bytes)  # type: ignore[attr-defined]
-    params = FetchParams(max_bytes, min(request.min_bytes, max_bytes), request.max_wait_ms,  # type: ignore[attr-defined]
+    max_bytes = min(request.max_bytes, ctx.state.config.int("fetch.max.bytes"), window_bytes)
+    params = FetchParams(max_bytes, min(request.min_bytes, max_bytes), request.max_wait_ms,
                          Isolation.READ_COMMITTED if read_committed else Isolation.READ_UNCOMMITTED,
                          replica, getattr(request, "rack_id", None) if v >= 11 else None,
                          ctx.listener)
@@ -209,21 +211,22 @@ async def handle(ctx: RequestContext, request: object) -> FetchResponse | Region
     return response
 
 
-def _answered(part: SessionPartition, o: object) -> _Answer:
-    r = o.read  # type: ignore[attr-defined]
+def _answered(part: SessionPartition, o: FetchOutcome) -> _Answer:
+    r = o.read
     if r is None:  # Kafka answers -1 watermarks with a partition error
-        return _Answer(part, o.error, aborted_transactions=None)  # type: ignore[attr-defined]
+        return _Answer(part, o.error, aborted_transactions=None)
     if r.region is not None and r.region.length == 0:
         r.region.close()
         r.region = None
     return _Answer(part, ErrorCode.NONE, r.high_watermark, r.log_start_offset,
-                   r.region.length if r.region is not None else 0, o.preferred_read_replica,  # type: ignore[attr-defined]
+                   r.region.length if r.region is not None else 0, o.preferred_read_replica,
                    r.last_stable_offset, r,
                    None if r.aborted is None else [_Aborted(producer_id=a.producer_id, first_offset=a.first_offset)
                                                    for a in r.aborted])
 
 
-def _shaped(ctx: RequestContext, error: ErrorCode, session_id: int, answers: list[_Answer]) -> RegionResponse:
+def _shaped(ctx: RequestContext, error: ErrorCode, session_id: int,
+            answers: list[_Answer]) -> RegionResponse[FetchResponse]:
     """The response: the answers' partitions, records as file regions. From v16 a partition
     answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries the leader this broker knows,
     and the response lists that leader's endpoint (KIP-951)."""
@@ -250,12 +253,13 @@ def _shaped(ctx: RequestContext, error: ErrorCode, session_id: int, answers: lis
     return response
 
 
-def _append(body: FetchResponse, topic: str | None, topic_id: object, part: _PartResp) -> None:
+def _append(body: FetchResponse, topic: str | None, topic_id: uuid.UUID, part: _PartResp) -> None:
     """Add a partition's answer as Kafka's FetchResponse lists them: consecutive partitions of one
     topic under one topic entry."""
     responses = body.responses
     if not responses or responses[-1].topic != topic or responses[-1].topic_id != topic_id:
-        responses.append(_TopicResp(topic=topic, topic_id=topic_id, partitions=[]))
+        # no name from v13 (by topic id): the stubs type fields without their versions
+        responses.append(_TopicResp(topic=cast(str, topic), topic_id=topic_id, partitions=[]))
     responses[-1].partitions.append(part)
 
 

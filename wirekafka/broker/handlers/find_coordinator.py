@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from kafka.protocol.metadata.find_coordinator import FindCoordinatorResponse
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
@@ -54,17 +54,17 @@ async def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCo
     return ErrorCode.NONE, "", node
 
 
-async def handle(ctx: RequestContext, request: object) -> FindCoordinatorResponse:
+async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
     key_type = getattr(request, "key_type", GROUP)
     if ctx.version >= 4:
         coordinators = []
-        for key in request.coordinator_keys:  # type: ignore[attr-defined]
+        for key in request.coordinator_keys:
             code, message, node = await _lookup(ctx, key, key_type)
             coordinators.append(FindCoordinatorResponse.Coordinator(
                 key=key, node_id=node.node_id, host=node.host, port=node.port, error_code=code,
                 error_message=message))
         return FindCoordinatorResponse(version=ctx.version, throttle_time_ms=0, coordinators=coordinators)
-    code, message, node = await _lookup(ctx, request.key, key_type)  # type: ignore[attr-defined]
+    code, message, node = await _lookup(ctx, request.key, key_type)
     if code == ErrorCode.NONE:
         message = code.name
     return FindCoordinatorResponse(version=ctx.version, throttle_time_ms=0, error_code=code, error_message=message,

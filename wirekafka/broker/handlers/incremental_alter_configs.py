@@ -28,7 +28,9 @@ changes, CLIENT_METRICS (16) and GROUP (32) configs."""
 
 from __future__ import annotations
 
-from kafka.protocol.admin.configs import IncrementalAlterConfigsResponse
+from typing import Protocol, Sequence
+
+from kafka.protocol.admin.configs import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 
 from wirekafka.config import topic as topic_config
 from wirekafka.security.acl.authorizer import AclOperation
@@ -54,6 +56,19 @@ from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 _OP_NAMES = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
 
+class _IncrementalOp(Protocol):
+    """An entry of IncrementalAlterConfigs, or a list operation a broker resource made a SET."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def value(self) -> str | None: ...
+
+    @property
+    def config_operation(self) -> int: ...
+
+
 def _list_change(name: str, op: int, value: str, current: dict[str, str]) -> str:
     d = topic_config.TOPIC_CONFIGS.get(name)
     if d is None or d.type != topic_config.TYPE_LIST:
@@ -65,12 +80,14 @@ def _list_change(name: str, op: int, value: str, current: dict[str, str]) -> str
     return merge_list(op, base, value)
 
 
-def _incremental(resource: object, current: dict[str, str]) -> dict[str, str]:
-    for op in resource.configs:  # type: ignore[attr-defined]
-        if op.config_operation == SET:
-            current[op.name] = op.value
-        elif op.config_operation == DELETE:
+def _incremental(configs: Sequence[_IncrementalOp], current: dict[str, str]) -> dict[str, str]:
+    for op in configs:
+        if op.config_operation == DELETE:
             current.pop(op.name, None)
+        elif op.value is None:  # refused before any change (check_request_configs)
+            raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {op.name}")
+        elif op.config_operation == SET:
+            current[op.name] = op.value
         elif op.config_operation in (APPEND, SUBTRACT):
             current[op.name] = _list_change(op.name, op.config_operation, op.value, current)
         else:
@@ -78,13 +95,13 @@ def _incremental(resource: object, current: dict[str, str]) -> dict[str, str]:
     return current
 
 
-def _nulls(resource: object) -> list[str]:
-    configs = resource.configs  # type: ignore[attr-defined]
+def _nulls(resource: IncrementalAlterConfigsRequest.AlterConfigsResource) -> list[str]:
+    configs = resource.configs
     return [c.name for c in configs if c.value is None and c.config_operation != DELETE]
 
 
-def _other_type(ctx: RequestContext, resource: object) -> None:
-    rtype = resource.resource_type  # type: ignore[attr-defined]
+def _other_type(ctx: RequestContext, resource: IncrementalAlterConfigsRequest.AlterConfigsResource) -> None:
+    rtype = resource.resource_type
     if rtype == RESOURCE_BROKER_LOGGER:
         if not ctx.authorized_cluster(AclOperation.ALTER_CONFIGS):
             raise KafkaApiError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
@@ -95,6 +112,10 @@ def _other_type(ctx: RequestContext, resource: object) -> None:
     unknown_type(ctx, resource)
 
 
-async def handle(ctx: RequestContext, request: object) -> IncrementalAlterConfigsResponse:
-    return await run_resources(ctx, request, IncrementalAlterConfigsResponse, _incremental,  # type: ignore[return-value]
-                         _nulls, _other_type)
+async def handle(ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
+    answers = await run_resources(ctx, request.resources, bool(request.validate_only), _incremental,
+                                  _nulls, _other_type)
+    answer = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
+    return IncrementalAlterConfigsResponse(version=ctx.version, throttle_time_ms=0, responses=[
+        answer(error_code=code, error_message=message, resource_type=r.resource_type, resource_name=r.resource_name)
+        for r, code, message in answers])

@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from kafka.protocol.producer.transaction import InitProducerIdResponse
+from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
@@ -38,16 +38,16 @@ def _answer(ctx: RequestContext, code: ErrorCode, producer_id: int = -1, epoch: 
                                   producer_epoch=epoch)
 
 
-async def handle(ctx: RequestContext, request: object) -> InitProducerIdResponse:
+async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
     r = request
-    refused = _refusal(ctx, r.transactional_id)  # type: ignore[attr-defined]
+    refused = _refusal(ctx, r.transactional_id)
     if refused is not None:
         return _answer(ctx, refused)
-    if r.transactional_id is None:  # type: ignore[attr-defined]
+    if r.transactional_id is None:
         return _answer(ctx, ErrorCode.NONE, await ctx.state.metadata.allocate_producer_id(), 0)
     try:
         pid, epoch = await ctx.state.transactions.init_producer_id(
-            r.transactional_id, r.transaction_timeout_ms,  # type: ignore[attr-defined]
+            r.transactional_id, r.transaction_timeout_ms,
             getattr(r, "producer_id", -1), getattr(r, "producer_epoch", -1))
     except KafkaApiError as exc:
         return _answer(ctx, fenced_error(exc.code, ctx.version, 4))

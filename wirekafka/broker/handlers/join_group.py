@@ -12,7 +12,9 @@
 
 from __future__ import annotations
 
-from kafka.protocol.consumer.group import JoinGroupResponse
+from typing import cast
+
+from kafka.protocol.consumer.group import JoinGroupRequest, JoinGroupResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
@@ -24,19 +26,20 @@ def client_host(ctx: RequestContext) -> str:
     return "/" + ctx.peer.rsplit(":", 1)[0] if ctx.peer else ""
 
 
-async def handle(ctx: RequestContext, request: object) -> JoinGroupResponse:
+async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
     r = request
-    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, r.group_id):  # type: ignore[attr-defined]
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, r.group_id):
         return _response(ctx, JoinResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     try:
         result = await ctx.state.groups.join(
-            r.group_id, r.member_id, getattr(r, "group_instance_id", None),  # type: ignore[attr-defined]
-            ctx.client_id, client_host(ctx), r.session_timeout_ms,  # type: ignore[attr-defined]
-            r.rebalance_timeout_ms if ctx.version >= 1 else r.session_timeout_ms,  # type: ignore[attr-defined]
-            r.protocol_type, [(p.name, p.metadata) for p in r.protocols],  # type: ignore[attr-defined]
+            r.group_id, r.member_id, getattr(r, "group_instance_id", None),
+            ctx.client_id, client_host(ctx), r.session_timeout_ms,
+            r.rebalance_timeout_ms if ctx.version >= 1 else r.session_timeout_ms,
+            # kafka-python types the field bytes | ApiData; a decoded request holds the bytes
+            r.protocol_type, [(p.name, cast(bytes, p.metadata)) for p in r.protocols],
             require_known_member_id=ctx.version >= 4)
     except KafkaApiError as exc:
-        result = JoinResult(exc.code, member_id=r.member_id)  # type: ignore[attr-defined]
+        result = JoinResult(exc.code, member_id=r.member_id)
     return _response(ctx, result)
 
 

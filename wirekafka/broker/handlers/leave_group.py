@@ -7,24 +7,24 @@
 
 from __future__ import annotations
 
-from kafka.protocol.consumer.group import LeaveGroupResponse
+from kafka.protocol.consumer.group import LeaveGroupRequest, LeaveGroupResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 
-def handle(ctx: RequestContext, request: object) -> LeaveGroupResponse:
+def handle(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
     r = request
-    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, r.group_id):  # type: ignore[attr-defined]
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, r.group_id):
         return LeaveGroupResponse(version=ctx.version, throttle_time_ms=0,
                                   error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, members=[])
     if ctx.version >= 3:
-        wanted = [(m.member_id, m.group_instance_id) for m in r.members]  # type: ignore[attr-defined]
+        wanted: list[tuple[str, str | None]] = [(m.member_id, m.group_instance_id) for m in r.members]
     else:
-        wanted = [(r.member_id, None)]  # type: ignore[attr-defined]
+        wanted = [(r.member_id, None)]
     try:
-        codes = ctx.state.groups.leave(r.group_id, wanted)  # type: ignore[attr-defined]
+        codes = ctx.state.groups.leave(r.group_id, wanted)
     except KafkaApiError as exc:
         return LeaveGroupResponse(version=ctx.version, throttle_time_ms=0, error_code=exc.code, members=[])
     if ctx.version >= 3:

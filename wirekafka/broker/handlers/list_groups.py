@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from kafka.protocol.admin.groups import ListGroupsResponse
+from kafka.protocol.admin.groups import ListGroupsRequest, ListGroupsResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
@@ -16,7 +16,7 @@ from wirekafka.protocol.errors import ErrorCode
 GROUP_TYPE = "classic"
 
 
-def handle(ctx: RequestContext, request: object) -> ListGroupsResponse:
+def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
     states = {s.lower() for s in (getattr(request, "states_filter", None) or [])}
     types = {t.lower() for t in (getattr(request, "types_filter", None) or [])}
     groups = list(ctx.state.groups.groups.values())

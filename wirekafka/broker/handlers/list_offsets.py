@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from kafka.protocol.consumer.offsets import ListOffsetsResponse
+from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
@@ -77,15 +77,15 @@ def lookup(partition: Partition, timestamp: int, read_committed: bool) -> tuple[
     return NOT_FOUND
 
 
-def handle(ctx: RequestContext, request: object) -> ListOffsetsResponse:
+def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
     state = ctx.state
     read_committed = getattr(request, "isolation_level", 0) == 1
-    mentions = Counter((rt.name, rp.partition_index) for rt in request.topics  # type: ignore[attr-defined]
+    mentions = Counter((rt.name, rp.partition_index) for rt in request.topics
                        for rp in rt.partitions)
     allowed: dict[str, bool] = {}
     answers: dict[TopicPartitionKey, _PartResp] = {}  # Kafka's statusByPartition: one per partition
     refused = []
-    for rt in request.topics:  # type: ignore[attr-defined]
+    for rt in request.topics:
         if rt.name not in allowed:
             allowed[rt.name] = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, rt.name)
         if not allowed[rt.name]:

@@ -7,7 +7,8 @@ replica lists (Kafka's error answer to the whole request)."""
 
 from __future__ import annotations
 
-from kafka.protocol.admin import ListPartitionReassignmentsResponse
+from kafka.protocol.admin.topics import ListPartitionReassignmentsResponse
+from kafka.protocol.admin.topics import ListPartitionReassignmentsRequest
 
 from wirekafka.security.acl.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
@@ -25,8 +26,8 @@ def _refused(ctx: RequestContext, requested: list | None) -> ListPartitionReassi
             for p in t.partition_indexes]) for t in requested or []])
 
 
-def handle(ctx: RequestContext, request: object) -> ListPartitionReassignmentsResponse:
-    requested = request.topics  # type: ignore[attr-defined]
+def handle(ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> ListPartitionReassignmentsResponse:
+    requested = request.topics
     if not ctx.authorized_cluster(AclOperation.DESCRIBE):
         return _refused(ctx, requested)
     wanted = None if requested is None else [(t.name, p) for t in requested for p in t.partition_indexes]

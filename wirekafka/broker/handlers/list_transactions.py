@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from kafka.protocol.admin.transactions import ListTransactionsResponse
+from kafka.protocol.admin.transactions import ListTransactionsRequest, ListTransactionsResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
@@ -18,9 +18,9 @@ _State = ListTransactionsResponse.TransactionState
 _KNOWN = {s.kafka_name for s in TxnState}
 
 
-def handle(ctx: RequestContext, request: object) -> ListTransactionsResponse:
+def handle(ctx: RequestContext, request: ListTransactionsRequest) -> ListTransactionsResponse:
     r = request
-    wanted = set(r.state_filters)  # type: ignore[attr-defined]
+    wanted = set(r.state_filters)
     unknown = sorted(wanted - _KNOWN)
     pattern = getattr(r, "transactional_id_pattern", None) or None
     if pattern is not None:
@@ -30,7 +30,7 @@ def handle(ctx: RequestContext, request: object) -> ListTransactionsResponse:
             return ListTransactionsResponse(version=ctx.version, throttle_time_ms=0,
                                             error_code=ErrorCode.INVALID_REQUEST, unknown_state_filters=[],
                                             transaction_states=[])
-    found = ctx.state.transactions.list(wanted & _KNOWN if wanted else set(), set(r.producer_id_filters),  # type: ignore[attr-defined]
+    found = ctx.state.transactions.list(wanted & _KNOWN if wanted else set(), set(r.producer_id_filters),
                                         getattr(r, "duration_filter", -1), pattern)
     if wanted and not wanted & _KNOWN:
         found = []

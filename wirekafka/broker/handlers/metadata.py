@@ -32,9 +32,9 @@
 from __future__ import annotations
 
 import uuid
-from typing import Callable, Iterable
+from typing import Callable, Iterable, cast
 
-from kafka.protocol.metadata.metadata import MetadataResponse
+from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from wirekafka.security.acl.authorizer import CLUSTER_NAME, OPERATIONS, AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
@@ -51,6 +51,11 @@ _REFUSED_CREATION, _REFUSED = "refused creation", "refused"
 
 _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = _Topic.MetadataResponsePartition
+
+
+# An authorized-operations bit field left out: kafka-python types the field set[int] but encodes
+# None as Kafka's "not requested" (-2^31)
+NOT_REQUESTED = cast("set[int]", None)
 
 
 def operations(ctx: RequestContext, resource_type: ResourceType, name: str) -> set[int]:
@@ -95,12 +100,12 @@ def topic_metadata(ctx: RequestContext, topic: Topic, with_ops: bool, reachable:
         topic_id=topic.topic_id,
         is_internal=topic.is_internal,
         partitions=[_partition_metadata(ctx, topic, i, reachable) for i in range(len(topic.partitions))],
-        authorized_operations=operations(ctx, ResourceType.TOPIC, topic.name) if with_ops else None,
+        authorized_operations=operations(ctx, ResourceType.TOPIC, topic.name) if with_ops else NOT_REQUESTED,
     )
 
 
 def _error_topic(code: ErrorCode, name: str | None, topic_id: uuid.UUID = ZERO_UUID,
-                 ops: set[int] | None = None, is_internal: bool = False) -> _Topic:
+                 ops: set[int] = NOT_REQUESTED, is_internal: bool = False) -> _Topic:
     return _Topic(error_code=code, name=name, topic_id=topic_id, is_internal=is_internal, partitions=[],
                   authorized_operations=ops)
 
@@ -140,7 +145,7 @@ async def _named_topic(ctx: RequestContext, name: str, auto: bool, may_create: C
     """A describable topic asked for by name: what became of it (for the order of the answers)
     and its answer."""
     state = ctx.state
-    ops = operations(ctx, ResourceType.TOPIC, name) if with_ops else None
+    ops = operations(ctx, ResourceType.TOPIC, name) if with_ops else NOT_REQUESTED
     topic = state.metadata.topic(name)
     if topic is not None:
         return _FOUND, topic_metadata(ctx, topic, with_ops, reachable)
@@ -175,11 +180,11 @@ def _creation_check(ctx: RequestContext) -> Callable[[str], bool]:
     return may_create
 
 
-async def handle(ctx: RequestContext, request: object) -> MetadataResponse:
+async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     v = ctx.version
     state = ctx.state
     with_ops = bool(getattr(request, "include_topic_authorized_operations", False)) and v >= 8
-    requested = request.topics  # type: ignore[attr-defined]
+    requested = request.topics
     brokers = state.metadata.brokers(ctx.listener)
     reachable = {b.node_id for b in brokers}
     topics: list[_Topic] = []
@@ -193,7 +198,7 @@ async def handle(ctx: RequestContext, request: object) -> MetadataResponse:
         ids = [getattr(t, "topic_id", None) or ZERO_UUID for t in requested]
         if any(i != ZERO_UUID for i in ids):
             return _response(ctx, request, brokers, _by_id_in_kafka_order(ctx, ids, with_ops, reachable))
-        auto = state.config.bool("auto.create.topics.enable") and (v < 4 or request.allow_auto_topic_creation)  # type: ignore[attr-defined]
+        auto = state.config.bool("auto.create.topics.enable") and (v < 4 or request.allow_auto_topic_creation)
         may_create = _creation_check(ctx)
         by_name: dict[str, tuple[str, _Topic]] = {}
         for req_topic in requested:
@@ -211,7 +216,7 @@ async def handle(ctx: RequestContext, request: object) -> MetadataResponse:
     return _response(ctx, request, brokers, topics)
 
 
-def _response(ctx: RequestContext, request: object, brokers: list, topics: list[_Topic]) -> MetadataResponse:
+def _response(ctx: RequestContext, request: MetadataRequest, brokers: list, topics: list[_Topic]) -> MetadataResponse:
     v = ctx.version
     include_cluster_ops = 8 <= v <= 10 and bool(getattr(request, "include_cluster_authorized_operations", False))
     return MetadataResponse(
@@ -222,7 +227,7 @@ def _response(ctx: RequestContext, request: object, brokers: list, topics: list[
         cluster_id=ctx.state.cluster_id,
         controller_id=ctx.state.metadata.controller_id(),
         topics=topics,
-        authorized_operations=cluster_operations(ctx) if include_cluster_ops else None,
+        authorized_operations=cluster_operations(ctx) if include_cluster_ops else NOT_REQUESTED,
         error_code=ErrorCode.NONE,
     )
 

@@ -23,7 +23,7 @@
 
 from __future__ import annotations
 
-from kafka.protocol.consumer.group import OffsetCommitResponse
+from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetCommitResponse
 
 from wirekafka.broker.coordinator import group_records as gr
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
@@ -46,54 +46,59 @@ class _Answer:
         self._by_key: dict[object, _Topic] = {}
         self._by_id = by_id
 
-    def entry(self, t: object) -> _Topic:
+    def entry(self, t: OffsetCommitRequest.OffsetCommitRequestTopic) -> _Topic:
         """The entry of request topic `t`, made at the end if there is none yet."""
-        key = t.topic_id if self._by_id else t.name  # type: ignore[attr-defined]
+        key = t.topic_id if self._by_id else t.name
         topic = self._by_key.get(key)
         if topic is None:
-            topic = self._by_key[key] = _Topic(name=t.name, topic_id=t.topic_id, partitions=[])  # type: ignore[attr-defined]
+            topic = self._by_key[key] = _Topic(name=t.name, topic_id=t.topic_id, partitions=[])
             self.topics.append(topic)
         return topic
 
-    def add(self, t: object, partition: int, code: ErrorCode) -> None:
+    def add(self, t: OffsetCommitRequest.OffsetCommitRequestTopic, partition: int, code: ErrorCode) -> None:
         self.entry(t).partitions.append(_Part(partition_index=partition, error_code=code))
 
 
-def _refused(ctx: RequestContext, request: object, code: ErrorCode) -> OffsetCommitResponse:
+def _refused(ctx: RequestContext, request: OffsetCommitRequest, code: ErrorCode) -> OffsetCommitResponse:
     """Every partition answered `code`, in request order."""
     return OffsetCommitResponse(version=ctx.version, throttle_time_ms=0, topics=[
         _Topic(name=t.name, topic_id=t.topic_id, partitions=[
             _Part(partition_index=p.partition_index, error_code=code) for p in t.partitions])
-        for t in request.topics])  # type: ignore[attr-defined]
+        for t in request.topics])
 
 
-def _topic_error(t: object, topic: Topic | None, unknown: ErrorCode, readable: set[str], by_id: bool
+def _topic_error(t: OffsetCommitRequest.OffsetCommitRequestTopic, topic: Topic | None, unknown: ErrorCode, readable: set[str], by_id: bool
                  ) -> ErrorCode | None:
     """What every partition of request topic `t` is answered by KafkaApis (None: look at each)."""
     if by_id and topic is None:
         return unknown
-    if (topic.name if topic else t.name) not in readable:  # type: ignore[attr-defined]
+    if (topic.name if topic else t.name) not in readable:
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED
     return unknown if topic is None else None
 
 
-def _sort_out(ctx: RequestContext, request: object, answer: _Answer) -> list[tuple[object, Topic, list]]:
+# a request topic, its topic, and the request's partitions of it that exist
+_Valid = tuple[OffsetCommitRequest.OffsetCommitRequestTopic, Topic,
+               list[OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition]]
+
+
+def _sort_out(ctx: RequestContext, request: OffsetCommitRequest, answer: _Answer) -> list[_Valid]:
     """Answer the partitions KafkaApis refuses or does not know; return the rest, per request
     topic: (request topic, topic, [request partition])."""
     by_id = ctx.version >= TOPIC_IDS_FROM
-    resolved = [(t, *ctx.state.metadata.resolve(t.name, t.topic_id, by_id)) for t in request.topics]  # type: ignore[attr-defined]
+    resolved = [(t, *ctx.state.metadata.resolve(t.name, t.topic_id, by_id)) for t in request.topics]
     readable = ctx.authorized_names(AclOperation.READ, ResourceType.TOPIC,
                                     {topic.name if topic else t.name for t, topic, _ in resolved})
-    valid = []
+    valid: list[_Valid] = []
     for t, topic, unknown in resolved:
         code = _topic_error(t, topic, unknown, readable, by_id)
-        known = []
+        known: list[OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition] = []
         for p in t.partitions:
-            if code is None and 0 <= p.partition_index < len(topic.partitions):
+            if code is None and topic is not None and 0 <= p.partition_index < len(topic.partitions):
                 known.append(p)
             else:
                 answer.add(t, p.partition_index, code or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        if known:
+        if known and topic is not None:
             valid.append((t, topic, known))
     return valid
 
@@ -109,7 +114,7 @@ def commit_error(group_error: ErrorCode, metadata: str | None, max_metadata: int
     return ErrorCode.NONE
 
 
-def _coordinator_answer(ctx: RequestContext, valid: list[tuple[object, Topic, list]], answer: _Answer,
+def _coordinator_answer(ctx: RequestContext, valid: list[_Valid], answer: _Answer,
                         group_error: ErrorCode, retention: int) -> tuple[dict[tuple[str, int], gr.OffsetValue], list[_Part]]:
     """Answer the partitions left for the coordinator; return the offsets to write and their
     answers (which a failed write turns into its error)."""
@@ -122,7 +127,7 @@ def _coordinator_answer(ctx: RequestContext, valid: list[tuple[object, Topic, li
     # twice included; else each of its topics joins the entry of that topic
     merge = bool(answer.topics)
     for t, topic, partitions in valid:
-        entry = answer.entry(t) if merge else _Topic(name=t.name, topic_id=t.topic_id, partitions=[])  # type: ignore[attr-defined]
+        entry = answer.entry(t) if merge else _Topic(name=t.name, topic_id=t.topic_id, partitions=[])
         if not merge:
             answer.topics.append(entry)
         for p in partitions:
@@ -136,11 +141,11 @@ def _coordinator_answer(ctx: RequestContext, valid: list[tuple[object, Topic, li
     return accepted, accepted_parts
 
 
-async def handle(ctx: RequestContext, request: object) -> OffsetCommitResponse:
+async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
     r = request
     state = ctx.state
     v = ctx.version
-    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, r.group_id):  # type: ignore[attr-defined]
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, r.group_id):
         return _refused(ctx, r, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     answer = _Answer(by_id=v >= TOPIC_IDS_FROM)
     valid = _sort_out(ctx, r, answer)
@@ -148,13 +153,13 @@ async def handle(ctx: RequestContext, request: object) -> OffsetCommitResponse:
         return OffsetCommitResponse(version=v, throttle_time_ms=0, topics=answer.topics)
     try:
         group = state.groups.offsets.validate_commit(
-            r.group_id, r.generation_id_or_member_epoch, r.member_id,  # type: ignore[attr-defined]
+            r.group_id, r.generation_id_or_member_epoch, r.member_id,
             getattr(r, "group_instance_id", None),
             ErrorCode.GROUP_ID_NOT_FOUND if v >= GROUP_ID_NOT_FOUND_FROM else ErrorCode.ILLEGAL_GENERATION)
         group_error = ErrorCode.NONE
     except KafkaApiError as exc:
         group, group_error = None, exc.code
-    retention = r.retention_time_ms if v <= 4 else NO_RETENTION  # type: ignore[attr-defined]
+    retention = r.retention_time_ms if v <= 4 else NO_RETENTION
     accepted, accepted_parts = _coordinator_answer(ctx, valid, answer, group_error, retention)
     if group is not None and accepted:
         try:

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from kafka.protocol.consumer.group import OffsetDeleteResponse
+from kafka.protocol.consumer.group import OffsetDeleteRequest, OffsetDeleteResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
@@ -26,11 +26,11 @@ def _error(ctx: RequestContext, code: ErrorCode) -> OffsetDeleteResponse:
     return OffsetDeleteResponse(version=ctx.version, error_code=code, throttle_time_ms=0, topics=[])
 
 
-def _sort_out(ctx: RequestContext, request: object, answer: dict[str, list[_Part]]) -> list[tuple[str, int]]:
+def _sort_out(ctx: RequestContext, request: OffsetDeleteRequest, answer: dict[str, list[_Part]]) -> list[tuple[str, int]]:
     """Answer the partitions refused or unknown; return the others, (topic, partition)."""
-    readable = ctx.authorized_names(AclOperation.READ, ResourceType.TOPIC, {t.name for t in request.topics})  # type: ignore[attr-defined]
+    readable = ctx.authorized_names(AclOperation.READ, ResourceType.TOPIC, {t.name for t in request.topics})
     valid = []
-    for t in request.topics:  # type: ignore[attr-defined]
+    for t in request.topics:
         topic = ctx.state.metadata.topic(t.name)
         for p in t.partitions:
             if t.name not in readable:
@@ -44,13 +44,13 @@ def _sort_out(ctx: RequestContext, request: object, answer: dict[str, list[_Part
     return valid
 
 
-def handle(ctx: RequestContext, request: object) -> OffsetDeleteResponse:
-    if not ctx.authorized(AclOperation.DELETE, ResourceType.GROUP, request.group_id):  # type: ignore[attr-defined]
+def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
+    if not ctx.authorized(AclOperation.DELETE, ResourceType.GROUP, request.group_id):
         return _error(ctx, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     answer: dict[str, list[_Part]] = {}
     valid = _sort_out(ctx, request, answer)
     try:
-        codes = ctx.state.groups.offsets.delete_offsets(request.group_id, valid)  # type: ignore[attr-defined]
+        codes = ctx.state.groups.offsets.delete_offsets(request.group_id, valid)
     except KafkaApiError as exc:
         return _error(ctx, exc.code)
     for name, partition in valid:

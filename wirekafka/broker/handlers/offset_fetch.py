@@ -16,12 +16,14 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Callable
 
-from kafka.protocol.consumer.group import OffsetFetchResponse
+from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
+from wirekafka.broker.metadata.cluster_metadata import ZERO_UUID
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 NO_OFFSET = -1
@@ -30,7 +32,7 @@ Answer = tuple[int, int, int, str, ErrorCode]  # partition, offset, leader epoch
 
 
 def _answer(ctx: RequestContext, group_id: str, wanted: list | None, by_id: bool, require_stable: bool
-            ) -> tuple[ErrorCode, list[tuple[str, object, list[Answer]]]]:
+            ) -> tuple[ErrorCode, list[tuple[str, uuid.UUID, list[Answer]]]]:
     """(group error, [(topic name, topic id, [(partition, offset, epoch, metadata, error)])])."""
     if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
@@ -46,7 +48,7 @@ def _answer(ctx: RequestContext, group_id: str, wanted: list | None, by_id: bool
         v = committed.get((topic, p))
         return (p, v.offset, v.leader_epoch, v.metadata, ErrorCode.NONE) if v else (p, NO_OFFSET, -1, "", missing)
 
-    out = []
+    out: list[tuple[str, uuid.UUID, list[Answer]]] = []
     if wanted is None:
         by_topic: dict[str, list] = {}
         for t, p in sorted(committed):
@@ -55,13 +57,13 @@ def _answer(ctx: RequestContext, group_id: str, wanted: list | None, by_id: bool
         for t, parts in by_topic.items():
             if t in describable:
                 topic = ctx.state.metadata.topic(t)
-                out.append((t, topic.topic_id if topic else None, parts))
+                out.append((t, topic.topic_id if topic else ZERO_UUID, parts))  # the same bytes as a null id
         return ErrorCode.NONE, out
     return ErrorCode.NONE, _named(ctx, wanted, by_id, part)
 
 
 def _named(ctx: RequestContext, wanted: list, by_id: bool, part: Callable[..., Answer]
-           ) -> list[tuple[str, object, list[Answer]]]:
+           ) -> list[tuple[str, uuid.UUID, list[Answer]]]:
     """The answers for the topics asked for by name (or id), those without DESCRIBE last; an
     unknown topic id has no name to authorize and is answered in place."""
     resolved = []
@@ -79,13 +81,13 @@ def _named(ctx: RequestContext, wanted: list, by_id: bool, part: Callable[..., A
     return shown + hidden
 
 
-def handle(ctx: RequestContext, request: object) -> OffsetFetchResponse:
+def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
     v = ctx.version
     R = OffsetFetchResponse
     if v >= 8:
         groups = []
-        stable = request.require_stable  # type: ignore[attr-defined]
-        for g in request.groups:  # type: ignore[attr-defined]
+        stable = request.require_stable
+        for g in request.groups:
             code, topics = _answer(ctx, g.group_id, g.topics, by_id=v >= 10, require_stable=stable)
             T = R.OffsetFetchResponseGroup.OffsetFetchResponseTopics
             groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[
@@ -94,11 +96,11 @@ def handle(ctx: RequestContext, request: object) -> OffsetFetchResponse:
                                                     metadata=m, error_code=err) for p, o, e, m, err in parts])
                 for name, tid, parts in topics]))
         return R(version=v, throttle_time_ms=0, groups=groups)
-    code, topics = _answer(ctx, request.group_id, request.topics, by_id=False,  # type: ignore[attr-defined]
+    code, topics = _answer(ctx, request.group_id, request.topics, by_id=False,
                            require_stable=getattr(request, "require_stable", False))
     if code != ErrorCode.NONE and v < GROUP_ERROR_FROM:
         topics = [(t.name, None, [(p, NO_OFFSET, -1, "", code) for p in t.partition_indexes])
-                  for t in request.topics or []]  # type: ignore[attr-defined]
+                  for t in request.topics or []]
     T = R.OffsetFetchResponseTopic
     return R(version=v, throttle_time_ms=0, error_code=code, topics=[
         T(name=name, partitions=[T.OffsetFetchResponsePartition(

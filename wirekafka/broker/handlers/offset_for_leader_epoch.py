@@ -15,7 +15,7 @@ Answered from the partition's leader-epoch cache (leader-epoch-checkpoint), Kafk
 
 from __future__ import annotations
 
-from kafka.protocol.consumer.offsets import OffsetForLeaderEpochResponse
+from kafka.protocol.consumer.offsets import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
@@ -26,16 +26,16 @@ _Topic = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
 _Part = _Topic.EpochEndOffset
 
 
-def _refused(t: object) -> _Topic:
-    return _Topic(topic=t.topic, partitions=[  # type: ignore[attr-defined]
+def _refused(t: OffsetForLeaderEpochRequest.OffsetForLeaderTopic) -> _Topic:
+    return _Topic(topic=t.topic, partitions=[
         _Part(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, partition=p.partition, leader_epoch=UNDEFINED,
-              end_offset=UNDEFINED) for p in t.partitions])  # type: ignore[attr-defined]
+              end_offset=UNDEFINED) for p in t.partitions])
 
 
-def handle(ctx: RequestContext, request: object) -> OffsetForLeaderEpochResponse:
+def handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
     topics, refused = [], []
     cluster_action = ctx.authorized_cluster(AclOperation.CLUSTER_ACTION)
-    for t in request.topics:  # type: ignore[attr-defined]
+    for t in request.topics:
         if not cluster_action and not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, t.topic):
             refused.append(_refused(t))
             continue

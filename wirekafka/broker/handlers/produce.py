@@ -32,8 +32,9 @@ at those versions closes the connection (protocol/api_versions.py).
 from __future__ import annotations
 
 import uuid
+from typing import cast
 
-from kafka.protocol.producer.produce import ProduceResponse
+from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.replica.batch_validation import request_records_error, starts_transactional
@@ -49,22 +50,28 @@ _UNAUTHORIZED_TOPIC = KafkaApiError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 LEADER_HINTS_FROM = 10  # KIP-951: the current leader and its endpoint in Produce v10+
 
 
-def _transactional_id_refused(ctx: RequestContext, request: object) -> bool:
+def _records(pd: ProduceRequest.TopicProduceData.PartitionProduceData) -> bytes | memoryview | None:
+    """A partition's records as decoded: kafka-python types a records field `bytes | ApiData |
+    None`, but decoding a request leaves the bytes as they came."""
+    return cast("bytes | memoryview | None", pd.records)
+
+
+def _transactional_id_refused(ctx: RequestContext, request: ProduceRequest) -> bool:
     """Kafka's first check: a request holding a transaction's batch needs a transactional id,
     and WRITE on it (always granted without an authorizer; a missing id is refused even then)."""
-    if not any(starts_transactional(pd.records) for td in request.topic_data  # type: ignore[attr-defined]
+    if not any(starts_transactional(_records(pd)) for td in request.topic_data
                for pd in td.partition_data):
         return False
-    txn_id = request.transactional_id  # type: ignore[attr-defined]
+    txn_id = request.transactional_id
     return txn_id is None or not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id)
 
 
-def _refused(request: object, code: ErrorCode) -> FastProduceResponse:
+def _refused(request: ProduceRequest, code: ErrorCode) -> FastProduceResponse:
     """Kafka's error answer to the whole request (ProduceRequest.getErrorResponse): every
     partition gets the error, without a message. Kafka walks a HashMap of the request's
     partitions (a partition named twice answers once), opening a topic entry at its first
     partition met."""
-    parts = [(td.name, td.topic_id, pd.index) for td in request.topic_data  # type: ignore[attr-defined]
+    parts = [(td.name, td.topic_id, pd.index) for td in request.topic_data
              for pd in td.partition_data]
     topics: dict[tuple[str, uuid.UUID | None], TopicAnswer] = {}
     for name, topic_id, index in java_hashmap_order(parts, hash=_topic_id_partition_hash):
@@ -80,17 +87,17 @@ def _topic_id_partition_hash(part: tuple[str, uuid.UUID | None, int]) -> int:
     return java_objects_hash(java_hash(topic_id), java_hash(TopicPartitionKey(name, index)))
 
 
-async def handle(ctx: RequestContext, request: object) -> FastProduceResponse | None:
+async def handle(ctx: RequestContext, request: ProduceRequest) -> FastProduceResponse | ProduceResponse | None:
     v = ctx.version
     state = ctx.state
-    acks = request.acks  # type: ignore[attr-defined]
+    acks = request.acks
     if _transactional_id_refused(ctx, request):
         if acks == 0:
             raise CloseConnection("acks=0 produce refused: transactional id not authorized")
         return _refused(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     entries: list[ProduceEntry] = []
     rejected: list[KafkaApiError | None] = []  # per partition: refused before any append
-    for td in request.topic_data:  # type: ignore[attr-defined]
+    for td in request.topic_data:
         topic, unknown = state.metadata.resolve(td.name, td.topic_id, by_id=v >= 13)
         name = topic.name if topic is not None else td.name
         # an unknown topic id has no name to authorize: UNKNOWN_TOPIC_ID, as Kafka answers
@@ -100,18 +107,18 @@ async def handle(ctx: RequestContext, request: object) -> FastProduceResponse | 
                 rejected.append(_UNAUTHORIZED_TOPIC)
                 continue
             known = topic is not None and 0 <= pd.index < len(topic.partitions)
-            rejected.append(request_records_error(v, pd.records) if known else None)
+            rejected.append(request_records_error(v, _records(pd)) if known else None)
             if rejected[-1] is None:
-                entries.append(ProduceEntry(topic, pd.index, pd.records, unknown))
+                entries.append(ProduceEntry(topic, pd.index, _records(pd), unknown))
     if acks not in (-1, 0, 1):
         outcomes = None
     else:
-        outcomes = iter(await state.replicas.append_records(entries, acks, request.timeout_ms,  # type: ignore[attr-defined]
+        outcomes = iter(await state.replicas.append_records(entries, acks, request.timeout_ms,
                                                             ctx.header.client_id))
     topics = []
     failed = False
     refusals = iter(rejected)
-    for td in request.topic_data:  # type: ignore[attr-defined]
+    for td in request.topic_data:
         parts = []
         for pd in td.partition_data:
             refusal = next(refusals)
@@ -160,7 +167,8 @@ def _with_leader_hints(ctx: RequestContext, topics: list[TopicAnswer], throttle:
                 if hint.node is not None:
                     nodes[hint.node.node_id] = hint.node
             parts.append(part)
-        responses.append(T(name=t.name, topic_id=t.topic_id, partition_responses=parts))
+        # None where the version lacks the field (the stubs type fields without their versions)
+        responses.append(T(name=cast(str, t.name), topic_id=cast(uuid.UUID, t.topic_id), partition_responses=parts))
     return ProduceResponse(version=ctx.version, responses=responses, throttle_time_ms=throttle, node_endpoints=[
         ProduceResponse.NodeEndpoint(node_id=n.node_id, host=n.host, port=n.port, rack=n.rack)
         for _, n in sorted(nodes.items())])

@@ -6,17 +6,22 @@ the connection's: server/sasl_authenticator.py."""
 
 from __future__ import annotations
 
-from kafka.protocol.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
 
 from wirekafka.broker.context import RequestContext
 from wirekafka.protocol.errors import ErrorCode
 
 
-def handle_handshake(ctx: RequestContext, request: object) -> SaslHandshakeResponse:
+def handle_handshake(ctx: RequestContext, request: SaslHandshakeRequest) -> SaslHandshakeResponse:
     return SaslHandshakeResponse(version=ctx.version, error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
 
 
-def handle_authenticate(ctx: RequestContext, request: object) -> SaslAuthenticateResponse:
+def handle_authenticate(ctx: RequestContext, request: SaslAuthenticateRequest) -> SaslAuthenticateResponse:
     return SaslAuthenticateResponse(version=ctx.version, error_code=ErrorCode.ILLEGAL_SASL_STATE,
                                     error_message="SaslAuthenticate request received after successful authentication",
                                     auth_bytes=b"", session_lifetime_ms=0)

@@ -21,7 +21,12 @@ ScramImage and ScramControlManager answer them.
 
 from __future__ import annotations
 
-from kafka.protocol.admin.users import AlterUserScramCredentialsResponse, DescribeUserScramCredentialsResponse
+from kafka.protocol.admin.users import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+)
 
 from wirekafka.security.acl.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
@@ -53,30 +58,30 @@ def _name_and_mechanism(name: str, mechanism: int) -> tuple[ErrorCode, str] | No
     return None
 
 
-def _refused_alter(ctx: RequestContext, request: object) -> AlterUserScramCredentialsResponse:
-    users = {d.name for d in request.deletions} | {u.name for u in request.upsertions}  # type: ignore[attr-defined]
+def _refused_alter(ctx: RequestContext, request: AlterUserScramCredentialsRequest) -> AlterUserScramCredentialsResponse:
+    users = {d.name for d in request.deletions} | {u.name for u in request.upsertions}
     return AlterUserScramCredentialsResponse(version=ctx.version, throttle_time_ms=0, results=[
         _AlterResult(user=name, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=_CLUSTER_REFUSAL)
         for name in sorted(users)])
 
 
-def _refused_describe(ctx: RequestContext, request: object) -> DescribeUserScramCredentialsResponse:
+def _refused_describe(ctx: RequestContext, request: DescribeUserScramCredentialsRequest) -> DescribeUserScramCredentialsResponse:
     """Kafka's error answer: one unnamed result per user asked (none for a null list)."""
     code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     return DescribeUserScramCredentialsResponse(
         version=ctx.version, throttle_time_ms=0, error_code=code, error_message=None,
         results=[_DescribeResult(user="", error_code=code, error_message=None, credential_infos=[])
-                 for _ in request.users or ()])  # type: ignore[attr-defined]
+                 for _ in request.users or ()])
 
 
-async def handle_alter(ctx: RequestContext, request: object) -> AlterUserScramCredentialsResponse:
+async def handle_alter(ctx: RequestContext, request: AlterUserScramCredentialsRequest) -> AlterUserScramCredentialsResponse:
     if not ctx.authorized_cluster(AclOperation.ALTER):
         return _refused_alter(ctx, request)
     store = ctx.state.metadata.scram
-    deletions: dict[str, object] = {}
-    upsertions: dict[str, object] = {}
+    deletions: dict[str, AlterUserScramCredentialsRequest.ScramCredentialDeletion] = {}
+    upsertions: dict[str, AlterUserScramCredentialsRequest.ScramCredentialUpsertion] = {}
     errors: dict[str, tuple[ErrorCode, str]] = {}
-    for deletion in request.deletions:  # type: ignore[attr-defined]
+    for deletion in request.deletions:
         name = deletion.name
         if name in errors:
             continue
@@ -90,7 +95,7 @@ async def handle_alter(ctx: RequestContext, request: object) -> AlterUserScramCr
             errors[name] = error
         else:
             deletions[name] = deletion
-    for upsertion in request.upsertions:  # type: ignore[attr-defined]
+    for upsertion in request.upsertions:
         name = upsertion.name
         if name in errors:
             continue
@@ -108,11 +113,11 @@ async def handle_alter(ctx: RequestContext, request: object) -> AlterUserScramCr
             upsertions[name] = upsertion
     changes: dict[str, dict[str, ScramCredential]] = {}
     for name, deletion in deletions.items():
-        changes.setdefault(name, store.of(name)).pop(MECHANISM_TYPES[deletion.mechanism], None)  # type: ignore[attr-defined]
+        changes.setdefault(name, store.of(name)).pop(MECHANISM_TYPES[deletion.mechanism], None)
     for name, upsertion in upsertions.items():
-        mechanism = MECHANISM_TYPES[upsertion.mechanism]  # type: ignore[attr-defined]
+        mechanism = MECHANISM_TYPES[upsertion.mechanism]
         changes.setdefault(name, store.of(name))[mechanism] = ScramCredential.from_salted_password(
-            mechanism, bytes(upsertion.salt), bytes(upsertion.salted_password), upsertion.iterations)  # type: ignore[attr-defined]
+            mechanism, bytes(upsertion.salt), bytes(upsertion.salted_password), upsertion.iterations)
     if changes:
         await ctx.state.metadata.set_scram_credentials(changes)
     results = [_AlterResult(user=name, error_code=ErrorCode.NONE, error_message=None)
@@ -122,11 +127,11 @@ async def handle_alter(ctx: RequestContext, request: object) -> AlterUserScramCr
     return AlterUserScramCredentialsResponse(version=ctx.version, throttle_time_ms=0, results=results)
 
 
-def handle_describe(ctx: RequestContext, request: object) -> DescribeUserScramCredentialsResponse:
+def handle_describe(ctx: RequestContext, request: DescribeUserScramCredentialsRequest) -> DescribeUserScramCredentialsResponse:
     if not ctx.authorized_cluster(AclOperation.DESCRIBE):
         return _refused_describe(ctx, request)
     store = ctx.state.metadata.scram
-    asked = request.users  # type: ignore[attr-defined]
+    asked = request.users
     duplicated: dict[str, bool] = {}
     if not asked:
         duplicated = {name: False for name in store.users()}

@@ -10,7 +10,9 @@
 
 from __future__ import annotations
 
-from kafka.protocol.consumer.group import SyncGroupResponse
+from typing import cast
+
+from kafka.protocol.consumer.group import SyncGroupRequest, SyncGroupResponse
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
@@ -24,18 +26,19 @@ def _error(ctx: RequestContext, code: ErrorCode) -> SyncGroupResponse:
                              protocol_name=None, assignment=b"")
 
 
-async def handle(ctx: RequestContext, request: object) -> SyncGroupResponse:
+async def handle(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
     r = request
-    if ctx.version >= PROTOCOL_FIELDS_FROM and (r.protocol_type is None or r.protocol_name is None):  # type: ignore[attr-defined]
+    if ctx.version >= PROTOCOL_FIELDS_FROM and (r.protocol_type is None or r.protocol_name is None):
         return _error(ctx, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, r.group_id):  # type: ignore[attr-defined]
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, r.group_id):
         return _error(ctx, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     try:
         code, assignment, ptype, pname = await ctx.state.groups.sync(
-            r.group_id, r.generation_id, r.member_id, getattr(r, "group_instance_id", None),  # type: ignore[attr-defined]
-            r.protocol_type if ctx.version >= PROTOCOL_FIELDS_FROM else None,  # type: ignore[attr-defined]
-            r.protocol_name if ctx.version >= PROTOCOL_FIELDS_FROM else None,  # type: ignore[attr-defined]
-            {a.member_id: a.assignment for a in r.assignments})  # type: ignore[attr-defined]
+            r.group_id, r.generation_id, r.member_id, getattr(r, "group_instance_id", None),
+            r.protocol_type if ctx.version >= PROTOCOL_FIELDS_FROM else None,
+            r.protocol_name if ctx.version >= PROTOCOL_FIELDS_FROM else None,
+            # kafka-python types the field bytes | ApiData; a decoded request holds the bytes
+            {a.member_id: cast(bytes, a.assignment) for a in r.assignments})
     except KafkaApiError as exc:
         code, assignment, ptype, pname = exc.code, b"", None, None
     return SyncGroupResponse(version=ctx.version, throttle_time_ms=0, error_code=code, protocol_type=ptype,

@@ -16,7 +16,7 @@ its transaction; they take effect with the COMMIT marker.
 
 from __future__ import annotations
 
-from kafka.protocol.producer.transaction import TxnOffsetCommitResponse
+from kafka.protocol.producer.transaction import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
 from wirekafka.broker.coordinator import group_records as gr
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
@@ -29,11 +29,11 @@ _Topic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
 _Part = _Topic.TxnOffsetCommitResponsePartition
 
 
-def _check_transaction(ctx: RequestContext, r: object) -> ErrorCode:
+def _check_transaction(ctx: RequestContext, r: TxnOffsetCommitRequest) -> ErrorCode:
     coordinator = ctx.state.transactions
-    offsets_partition = ctx.state.groups.partition_of(r.group_id)  # type: ignore[attr-defined]
+    offsets_partition = ctx.state.groups.partition_of(r.group_id)
     try:
-        codes = coordinator.verify_only(r.transactional_id, r.producer_id, r.producer_epoch,  # type: ignore[attr-defined]
+        codes = coordinator.verify_only(r.transactional_id, r.producer_id, r.producer_epoch,
                                         [(OFFSETS_TOPIC, offsets_partition)])
     except KafkaApiError as exc:
         return ErrorCode.INVALID_PRODUCER_EPOCH if exc.code is ErrorCode.PRODUCER_FENCED else exc.code
@@ -41,19 +41,19 @@ def _check_transaction(ctx: RequestContext, r: object) -> ErrorCode:
     return ErrorCode.INVALID_TXN_STATE if code is ErrorCode.TRANSACTION_ABORTABLE else code
 
 
-def _refusal(ctx: RequestContext, r: object) -> ErrorCode:
+def _refusal(ctx: RequestContext, r: TxnOffsetCommitRequest) -> ErrorCode:
     """The error of every partition when the request is not authorized, NONE when it is."""
-    if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, r.transactional_id):  # type: ignore[attr-defined]
+    if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, r.transactional_id):
         return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, r.group_id):  # type: ignore[attr-defined]
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, r.group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED
     return ErrorCode.NONE
 
 
-def _refused_response(ctx: RequestContext, r: object, code: ErrorCode) -> TxnOffsetCommitResponse:
+def _refused_response(ctx: RequestContext, r: TxnOffsetCommitRequest, code: ErrorCode) -> TxnOffsetCommitResponse:
     return TxnOffsetCommitResponse(version=ctx.version, throttle_time_ms=0, topics=[
         _Topic(name=t.name, partitions=[_Part(partition_index=p.partition_index, error_code=code) for p in t.partitions])
-        for t in r.topics])  # type: ignore[attr-defined]
+        for t in r.topics])
 
 
 def _sorted_out(ctx: RequestContext, topics: list) -> tuple[dict[str, list[_Part]], list[tuple[str, list]]]:
@@ -65,9 +65,8 @@ def _sorted_out(ctx: RequestContext, topics: list) -> tuple[dict[str, list[_Part
     valid: list[tuple[str, list]] = []
     for t in topics:
         topic = ctx.state.metadata.topic(t.name)
-        code = ErrorCode.TOPIC_AUTHORIZATION_FAILED if t.name not in readable else \
-            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if topic is None else None
-        if code is not None:
+        if t.name not in readable or topic is None:
+            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED if t.name not in readable else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             refused.setdefault(t.name, []).extend(_Part(partition_index=p.partition_index, error_code=code)
                                                   for p in t.partitions)
             continue
@@ -96,22 +95,22 @@ def _merged(refused: dict[str, list[_Part]], answered: list[_Topic]) -> list[_To
     return topics
 
 
-async def handle(ctx: RequestContext, request: object) -> TxnOffsetCommitResponse:
+async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
     r = request
     refused_all = _refusal(ctx, r)
     if refused_all != ErrorCode.NONE:
         return _refused_response(ctx, r, refused_all)
-    refused, valid = _sorted_out(ctx, r.topics)  # type: ignore[attr-defined]
+    refused, valid = _sorted_out(ctx, r.topics)
     answered = await _commit(ctx, r, valid) if valid else []
     return TxnOffsetCommitResponse(version=ctx.version, throttle_time_ms=0, topics=_merged(refused, answered))
 
 
-async def _commit(ctx: RequestContext, r: object, valid: list[tuple[str, list]]) -> list[_Topic]:
+async def _commit(ctx: RequestContext, r: TxnOffsetCommitRequest, valid: list[tuple[str, list]]) -> list[_Topic]:
     """The coordinator's part: the transaction and group checks, then the offsets."""
     state = ctx.state
     group = None
     try:
-        group = state.groups.offsets.validate_txn_commit(r.group_id, getattr(r, "generation_id", -1),  # type: ignore[attr-defined]
+        group = state.groups.offsets.validate_txn_commit(r.group_id, getattr(r, "generation_id", -1),
                                                  getattr(r, "member_id", ""), getattr(r, "group_instance_id", None))
         error = _check_transaction(ctx, r)
     except KafkaApiError as exc:
@@ -134,7 +133,7 @@ async def _commit(ctx: RequestContext, r: object, valid: list[tuple[str, list]])
         topics.append(_Topic(name=name, partitions=parts))
     if group is not None and accepted and error == ErrorCode.NONE:
         try:
-            await state.groups.offsets.txn_commit(group, r.producer_id, r.producer_epoch, accepted)  # type: ignore[attr-defined]
+            await state.groups.offsets.txn_commit(group, r.producer_id, r.producer_epoch, accepted)
         except KafkaApiError as exc:
             for part in accepted_parts:
                 part.error_code = exc.code

@@ -8,7 +8,7 @@ CLUSTER_AUTHORIZATION_FAILED and nothing written."""
 
 from __future__ import annotations
 
-from kafka.protocol.producer.transaction import WriteTxnMarkersResponse
+from kafka.protocol.producer.transaction import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
 from wirekafka.security.acl.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
@@ -19,19 +19,19 @@ _Topic = _Marker.WritableTxnMarkerTopicResult
 _Part = _Topic.WritableTxnMarkerPartitionResult
 
 
-def _refused(ctx: RequestContext, request: object) -> WriteTxnMarkersResponse:
+def _refused(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
     return WriteTxnMarkersResponse(version=ctx.version, markers=[
         _Marker(producer_id=m.producer_id, topics=[
             _Topic(name=t.name, partitions=[_Part(partition_index=i, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
                                             for i in t.partition_indexes]) for t in m.topics])
-        for m in request.markers])  # type: ignore[attr-defined]
+        for m in request.markers])
 
 
-async def handle(ctx: RequestContext, request: object) -> WriteTxnMarkersResponse:
+async def handle(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
     if not (ctx.authorized_cluster(AclOperation.ALTER) or ctx.authorized_cluster(AclOperation.CLUSTER_ACTION)):
         return _refused(ctx, request)
     results = []
-    for m in request.markers:  # type: ignore[attr-defined]
+    for m in request.markers:
         topics = []
         for t in m.topics:
             parts = []

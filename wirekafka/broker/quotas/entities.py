@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import decimal
 import math
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, cast
 
 from wirekafka.jvm import java_hash, java_hashmap_order
 
@@ -81,11 +81,13 @@ def java_double_text(value: float) -> str:
     if value == 0 or 1e-3 <= abs(value) < 1e7 or not math.isfinite(value):
         return repr(float(value)) if math.isfinite(value) else {math.inf: "Infinity", -math.inf: "-Infinity"}.get(value, "NaN")
     sign, digits, exponent = decimal.Decimal(repr(float(value))).as_tuple()
+    if not isinstance(exponent, int):  # 'n', 'N', 'F': NaN and infinities, answered above
+        raise ValueError(f"not a finite double: {value!r}")
     figures = list(digits)
     while len(figures) > 1 and figures[-1] == 0:
         figures.pop()
-        exponent += 1  # type: ignore[operator]
-    scientific = len(figures) - 1 + exponent  # type: ignore[operator]
+        exponent += 1
+    scientific = len(figures) - 1 + exponent
     rest = "".join(map(str, figures[1:])) or "0"
     return f"{'-' if sign else ''}{figures[0]}.{rest}E{scientific}"
 
@@ -135,8 +137,9 @@ class ClientQuotas:
         return [{"entity": [list(p) for p in e], "quotas": dict(q)} for e, q in self._quotas.items()]
 
     def load(self, saved: Iterable[Mapping[str, object]]) -> None:
-        self._quotas = {entity_of(tuple(p) for p in item["entity"]): dict(item["quotas"])  # type: ignore[arg-type,union-attr]
-                        for item in saved}
+        # the stored form (snapshot) read back from JSON
+        self._quotas = {entity_of((p[0], p[1]) for p in cast("list[tuple[str, str | None]]", item["entity"])):
+                        dict(cast("dict[str, float]", item["quotas"])) for item in saved}
         self.version += 1
 
     def describe(self, exact: Mapping[str, str | None], specified: set[str], strict: bool
@@ -160,6 +163,6 @@ def _apply_keys(quotas: Mapping[str, float], change: Mapping[str, float | None])
     """ClientQuotaDelta.apply: kept keys in the image's order, then new ones in the change's."""
     kept = [(k, change.get(k, v) if k in change else v) for k, v in quotas.items()]
     kept = [(k, v) for k, v in kept if v is not None]
-    added = [(k, change[k]) for k in java_hashmap_order(change) if k not in quotas and change[k] is not None]
+    added = [(k, v) for k in java_hashmap_order(change) if k not in quotas and (v := change[k]) is not None]
     items = dict(kept + added)
-    return {k: items[k] for k in java_hashmap_order(list(items), capacity=len(quotas))}  # type: ignore[misc]
+    return {k: items[k] for k in java_hashmap_order(list(items), capacity=len(quotas))}

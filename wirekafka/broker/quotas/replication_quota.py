@@ -52,7 +52,7 @@ def lists_partition(value: str | None, broker_id: int, partition: int) -> bool:
     if not value:
         return False
     listed = throttled_partitions(value, broker_id)
-    return listed is ALL or partition in listed
+    return listed is None or partition in listed  # None: ALL
 
 
 class ReplicationQuota:

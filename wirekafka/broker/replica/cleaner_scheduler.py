@@ -80,8 +80,8 @@ class LogCleaner:
         self.threads = max(settings.current_int("log.cleaner.threads"), 1)
         self.backoff_s = settings.current_int("log.cleaner.backoff.ms") / 1000
         self.map_bytes = settings.current_int("log.cleaner.dedupe.buffer.size") // self.threads
-        self.load_factor = float(current("log.cleaner.io.buffer.load.factor"))  # type: ignore[arg-type]
-        self.io_rate = float(current("log.cleaner.io.max.bytes.per.second")) / self.threads  # type: ignore[arg-type]
+        self.load_factor = float(current("log.cleaner.io.buffer.load.factor"))
+        self.io_rate = float(current("log.cleaner.io.max.bytes.per.second")) / self.threads
 
     def _settings(self) -> tuple[int, float, int, float, float]:
         return self.threads, self.backoff_s, self.map_bytes, self.load_factor, self.io_rate

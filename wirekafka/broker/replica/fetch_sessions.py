@@ -36,7 +36,7 @@ import logging
 import random
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable, Hashable, Sequence
+from typing import Callable, Hashable, Sequence, TypeVar
 
 from wirekafka.protocol.errors import ErrorCode
 
@@ -114,6 +114,9 @@ class Answer:
     log_start_offset: int = -1
     records_size: int = 0
     preferred_read_replica: int = -1
+
+
+A = TypeVar("A", bound=Answer)  # what a context answers with: the Fetch handler's own answers
 
 
 @dataclass(eq=False)
@@ -210,7 +213,7 @@ class FetchContext:
         """The partitions to answer, in order."""
         return list(self.wanted.values())
 
-    def answer(self, answers: list[Answer], commit: bool) -> tuple[ErrorCode, int, list[Answer]]:
+    def answer(self, answers: list[A], commit: bool) -> tuple[ErrorCode, int, list[A]]:
         """The answer's error, session id and partitions; with commit, the session takes them
         (without, nothing changes: a response's size is known before it is charged to a quota)."""
         return ErrorCode.NONE, INVALID_SESSION_ID, answers
@@ -225,7 +228,7 @@ class SessionErrorContext(FetchContext):
         super().__init__({})
         self.error = error
 
-    def answer(self, answers: list[Answer], commit: bool) -> tuple[ErrorCode, int, list[Answer]]:
+    def answer(self, answers: list[A], commit: bool) -> tuple[ErrorCode, int, list[A]]:
         return self.error, INVALID_SESSION_ID, []
 
 
@@ -237,7 +240,7 @@ class FullFetchContext(FetchContext):
         super().__init__(wanted)
         self.cache, self.uses_topic_ids, self.privileged = cache, uses_topic_ids, privileged
 
-    def answer(self, answers: list[Answer], commit: bool) -> tuple[ErrorCode, int, list[Answer]]:
+    def answer(self, answers: list[A], commit: bool) -> tuple[ErrorCode, int, list[A]]:
         if not commit:
             return ErrorCode.NONE, INVALID_SESSION_ID, answers
         partitions: dict[Key, SessionPartition] = {}
@@ -266,7 +269,7 @@ class IncrementalFetchContext(FetchContext):
         """False when another request of this session was answered meanwhile (a duplicate)."""
         return self.session.epoch == next_epoch(self.request_epoch)
 
-    def answer(self, answers: list[Answer], commit: bool) -> tuple[ErrorCode, int, list[Answer]]:
+    def answer(self, answers: list[A], commit: bool) -> tuple[ErrorCode, int, list[A]]:
         if not self._current():
             log.info("fetch session %d expected epoch %d, got %d: a duplicate request?", self.session.id,
                      next_epoch(self.request_epoch), self.session.epoch)

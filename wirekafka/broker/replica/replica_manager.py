@@ -111,7 +111,7 @@ TransactionVerifier = Callable[[int, int, str, int], ErrorCode]
 
 class ReplicaManager:
     def __init__(self, metadata: ClusterMetadata, now_ms: Callable[[], int], quotas: ReplicationQuotas,
-                 replica_selector: str | None = None) -> None:
+                 replica_selector: object = None) -> None:
         self.metadata = metadata
         self.now_ms = now_ms
         self.quotas = quotas
@@ -145,7 +145,8 @@ class ReplicaManager:
                 if topic.is_internal and client_id != ADMIN_CLIENT_ID:
                     raise RefusedBeforeLog(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                         f"Cannot append to internal topic {topic.name}")
-                header = validate_client_batch(entry.records, policy, now, topic.name, entry.index)
+                data = entry.records or b""  # none (or empty) fails validation as INVALID_RECORD
+                header = validate_client_batch(data, policy, now, topic.name, entry.index)
                 if header.is_transactional and self._verify_transactions():
                     code = self.verify_transaction(header.producer_id, header.producer_epoch, topic.name, entry.index)
                     if code == ErrorCode.INVALID_TXN_STATE:
@@ -153,7 +154,7 @@ class ReplicaManager:
                                                            f"producer's ongoing transaction")
                     if code != ErrorCode.NONE:
                         raise RefusedBeforeLog(code)
-                batch = entry.records if len(entry.records) == header.size else memoryview(entry.records)[:header.size]
+                batch = data if len(data) == header.size else memoryview(data)[:header.size]
                 if policy.codec is not None and policy.codec != header.compression:
                     # the topic's compression.type is not the producer's: stored recompressed, as Kafka does
                     batch = batch_filter.recompress(batch, header, policy.codec, policy.compression_level)
@@ -166,7 +167,7 @@ class ReplicaManager:
                         ErrorCode.NOT_ENOUGH_REPLICAS,
                         f"The size of the current ISR {partition.in_sync_replica_count} is insufficient to "
                         f"satisfy the min.isr requirement of {min_isr} for partition {topic.name}-{entry.index}")
-                result = partition.append(batch, header, AppendOrigin.CLIENT,  # type: ignore[arg-type]
+                result = partition.append(batch, header, AppendOrigin.CLIENT,
                                           now if policy.log_append_time else None)
             except RefusedBeforeLog as exc:
                 outcomes.append(ProduceOutcome(exc.code, exc.message if exc.explained else None))

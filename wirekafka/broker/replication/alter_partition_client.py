@@ -20,7 +20,7 @@ import trio
 
 from wirekafka.broker.replica.partition import Partition
 from wirekafka.broker.metadata.zk.controller import RECOVERED
-from wirekafka.broker.replication.peer_client import PeerPool, PeerUnavailable
+from wirekafka.broker.replication.peer_client import PeerPool, PeerUnavailable, answer_of
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.protocol.inter_broker import AlterPartitionRequest, AlterPartitionResponse
 
@@ -107,7 +107,7 @@ class IsrProposer:
 
             async def exchange() -> None:
                 try:
-                    answer.append(await client.send(request))  # type: ignore[arg-type]
+                    answer.append(answer_of(await client.send(request), AlterPartitionResponse))
                 except PeerUnavailable as exc:
                     log.info("AlterPartition to controller %d failed: %s", target, exc)
                 nursery.cancel_scope.cancel()

@@ -25,13 +25,18 @@ import logging
 from dataclasses import dataclass
 
 import trio
-from kafka.protocol.consumer.fetch import FetchRequest
-from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
+from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from kafka.protocol.consumer.offsets import (
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
 
 from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
 from wirekafka.broker.replica.partition import Partition
 from wirekafka.broker.replication.fetch_session_handler import FetchSessionHandler, PartitionFetch
-from wirekafka.broker.replication.peer_client import PeerClient, PeerSecurity, PeerUnavailable, SetupTimeout
+from wirekafka.broker.replication.peer_client import PeerClient, PeerSecurity, PeerUnavailable, SetupTimeout, answer_of
 from wirekafka.broker.quotas.replication_quota import ReplicationQuotas
 from wirekafka.config.broker_config import BrokerConfig
 from wirekafka.protocol import records
@@ -131,7 +136,7 @@ class LeaderFetcher:
             _E(topic=t, partitions=[_E.OffsetForLeaderPartition(
                 partition=f.partition.index, current_leader_epoch=f.partition.leader_epoch,
                 leader_epoch=f.partition.epochs.latest_epoch) for f in fs]) for t, fs in by_topic.items()])
-        response = await self.client.send(request)
+        response = answer_of(await self.client.send(request), OffsetForLeaderEpochResponse)
         answers = {(t.topic, p.partition): p for t in response.topics for p in t.partitions}
         for f in with_epoch:
             a = answers.get((f.partition.topic, f.partition.index))
@@ -180,11 +185,11 @@ class LeaderFetcher:
             version=FETCH_VERSION, replica_id=self.node_id, max_wait_ms=cfg.int("replica.fetch.wait.max.ms"),
             min_bytes=cfg.int("replica.fetch.min.bytes"), max_bytes=cfg.int("replica.fetch.response.max.bytes"),
             isolation_level=0, session_id=nxt.session_id, session_epoch=nxt.epoch, rack_id="",
-            forgotten_topics_data=[FetchRequest.ForgottenTopic(topic=t, topic_id=None, partitions=ps)
+            forgotten_topics_data=[FetchRequest.ForgottenTopic(topic=t, partitions=ps)
                                    for t, ps in forgotten.items()],
-            topics=[_F(topic=t, topic_id=None, partitions=ps) for t, ps in by_topic.items()])
+            topics=[_F(topic=t, partitions=ps) for t, ps in by_topic.items()])
         try:
-            response = await self.client.send(request)
+            response = answer_of(await self.client.send(request), FetchResponse)
         except PeerUnavailable:
             self.session.restart()
             raise
@@ -247,7 +252,7 @@ class LeaderFetcher:
                                      topics=[T(name=p.topic, partitions=[T.ListOffsetsPartition(
                                          partition_index=p.index, current_leader_epoch=p.leader_epoch,
                                          timestamp=EARLIEST)])])
-        response = await self.client.send(request)
+        response = answer_of(await self.client.send(request), ListOffsetsResponse)
         earliest = response.topics[0].partitions[0]
         if earliest.error_code != ErrorCode.NONE:
             return

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import logging
 
-from kafka.protocol.producer.transaction import WriteTxnMarkersRequest
+from kafka.protocol.producer.transaction import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
 from wirekafka.broker.metadata.cluster_metadata import BrokerInfo, ClusterMetadata
-from wirekafka.broker.replication.peer_client import PeerPool, PeerSecurity, PeerUnavailable
+from wirekafka.broker.replication.peer_client import PeerPool, PeerSecurity, PeerUnavailable, answer_of
 from wirekafka.config.broker_config import BrokerConfig
 from wirekafka.protocol.errors import ErrorCode
 
@@ -44,7 +44,7 @@ class RemoteMarkers:
             producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
             coordinator_epoch=coordinator_epoch, topics=[_T(name=tp[0], partition_indexes=[tp[1]])])])
         try:
-            response = await client.send(request)
+            response = answer_of(await client.send(request), WriteTxnMarkersResponse)
         except PeerUnavailable as exc:
             log.info("transaction marker for %s-%d: leader %d unreachable: %s", tp[0], tp[1], leader, exc)
             return ErrorCode.NOT_LEADER_OR_FOLLOWER

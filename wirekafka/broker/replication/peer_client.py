@@ -52,7 +52,12 @@ import trio
 from kafka.protocol.api_header import ResponseHeader
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse
-from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
 
 from wirekafka.security.kerberos import gssapi_binding
 from wirekafka.config.broker_config import BrokerConfig
@@ -64,6 +69,7 @@ from wirekafka.security.sasl.plain import MECHANISM as PLAIN
 from wirekafka.security.sasl.plain import client_message
 from wirekafka.security.sasl.scram import ScramClient, ScramFailure
 from wirekafka.broker.replication.receive import receive_into
+from wirekafka.protocol.schema_meta import compiled_struct, request_version, response_class_of
 
 if TYPE_CHECKING:
     from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
@@ -72,6 +78,7 @@ _SIZE = struct.Struct(">i")
 DEFAULT_MAX_RESPONSE_BYTES = 128 * 1024 * 1024
 _API_VERSIONS_KEY = ApiVersionsResponse.API_KEY
 T = TypeVar("T")
+R = TypeVar("R", bound="ApiMessage")  # a string: the class itself is falsy (its metaclass has __len__)
 
 
 @dataclass(frozen=True)
@@ -137,11 +144,19 @@ class PeerProtocolError(PeerUnavailable):
     bad frame size, undecodable body). The connection is dropped; a retry reconnects."""
 
 
-def _response_header_decoder(flexible: bool):
+def answer_of(answer: ApiMessage | None, response_type: type[R]) -> R:
+    """A peer's answer as the response class its request implies (send decodes it with that
+    class); PeerProtocolError for anything else."""
+    if not isinstance(answer, response_type):
+        raise PeerProtocolError(f"expected a {response_type.__name__}, got {type(answer).__name__}")
+    return answer
+
+
+def _response_header_decoder(flexible: bool) -> Callable[..., tuple[ResponseHeader, int]]:
     # ResponseHeader v0: correlation id; v1 adds tagged fields. ApiHeader.decode wants a file-like
     # object; the struct's compiled decoder reads straight from the frame's memoryview instead.
     version = 1 if flexible else 0
-    return ResponseHeader._struct.compiled_decode_from(version, compact=False, tagged=flexible,
+    return compiled_struct(ResponseHeader).compiled_decode_from(version, compact=False, tagged=flexible,
                                                        data_class=ResponseHeader)
 
 
@@ -234,8 +249,7 @@ class PeerClient:
 
         Raises PeerUnavailable (or its PeerProtocolError) when the peer fails; ValueError for a
         request without a version; trio.ClosedResourceError after aclose()."""
-        if request.API_VERSION is None:
-            raise ValueError(f"{type(request).__name__} has no version: build it with version=...")
+        request_version(request)  # a request without one fails before it takes the connection
         async with self._lock:
             stream = await self._ready()
             return await self._dropping_on_failure(self._exchange(stream, request, timeout_s))
@@ -272,33 +286,36 @@ class PeerClient:
         correlation_id = self._correlation_id
         request.with_header(correlation_id=correlation_id, client_id=self.client_id)
         frame = request.encode(header=True, framed=True)
-        response_class = request.header.get_response_class() if request.expect_response() else None
+        response_class = response_class_of(request) if request.expect_response() else None
         if request.expect_response() and response_class is None:
             raise ValueError(f"no response class for {type(request).__name__}")
+        version = request_version(request)
+        body: bytearray | None = None
         with trio.move_on_after(timeout_s) as scope:
             await stream.send_all(frame)
             if response_class is None:
                 return None
             body = await self._receive_frame(stream)
-        if scope.cancelled_caught:
+        if scope.cancelled_caught or body is None or response_class is None:
             raise PeerUnavailable(f"{self!r}: no response to {type(request).__name__} "
-                                  f"v{request.API_VERSION} within {timeout_s}s")
-        return self._decode(response_class, request.API_VERSION, correlation_id, body)
+                                  f"v{version} within {timeout_s}s")
+        return self._decode(response_class, version, correlation_id, body)
 
     async def _authenticate(self, stream: trio.abc.Stream, login: PeerSasl) -> None:
         """SASL on a new connection; PeerUnavailable if the peer refuses it."""
         mechanism = login.mechanism
-        handshake = await self._exchange(stream, SaslHandshakeRequest(version=1, mechanism=mechanism))
-        if handshake.error_code:  # type: ignore[union-attr]
-            raise PeerUnavailable(f"{self!r}: SASL mechanism {mechanism} refused (error {handshake.error_code}); "  # type: ignore[union-attr]
-                                  f"the peer enables {handshake.mechanisms}")  # type: ignore[union-attr]
+        handshake = answer_of(await self._exchange(stream, SaslHandshakeRequest(version=1, mechanism=mechanism)),
+                              SaslHandshakeResponse)
+        if handshake.error_code:
+            raise PeerUnavailable(f"{self!r}: SASL mechanism {mechanism} refused (error {handshake.error_code}); "
+                                  f"the peer enables {handshake.mechanisms}")
         if login.kerberos is not None:
             await self._authenticate_gssapi(stream, login.kerberos)
             return
         token, scram = await login.first_token()
         while True:
             answer = await self._sasl_step(stream, token, login.username, mechanism)
-            challenge = bytes(answer.auth_bytes)  # type: ignore[union-attr]
+            challenge = bytes(answer.auth_bytes)
             if mechanism == oauth.MECHANISM and challenge:  # the token's refusal: acknowledge it, hear why
                 if token == oauth.CONTROL_A:
                     raise PeerUnavailable(f"{self!r}: unexpected OAUTHBEARER answer {challenge!r}")
@@ -312,7 +329,7 @@ class PeerClient:
                     scram.verify(challenge)
                 except ScramFailure as exc:
                     raise PeerUnavailable(f"{self!r}: {exc}") from exc
-            self._renew_session_after(answer.session_lifetime_ms)  # type: ignore[union-attr]
+            self._renew_session_after(answer.session_lifetime_ms)
             return
 
     async def _authenticate_gssapi(self, stream: trio.abc.Stream, kerberos: KerberosLogin) -> None:
@@ -329,21 +346,23 @@ class PeerClient:
                 while True:
                     answer = await self._sasl_step(stream, token, kerberos.principal, gssapi.MECHANISM)
                     if client.complete:
-                        self._renew_session_after(answer.session_lifetime_ms)  # type: ignore[union-attr]
+                        self._renew_session_after(answer.session_lifetime_ms)
                         return
-                    token = await trio.to_thread.run_sync(client.evaluate, bytes(answer.auth_bytes))  # type: ignore[union-attr]
+                    token = await trio.to_thread.run_sync(client.evaluate, bytes(answer.auth_bytes))
             finally:
                 context.delete()
         except (gssapi_binding.GssError, gssapi.GssapiFailure) as exc:
             raise PeerUnavailable(f"{self!r}: GSSAPI login as {kerberos.principal} failed: {exc}") from exc
 
-    async def _sasl_step(self, stream: trio.abc.Stream, token: bytes, identity: str, mechanism: str) -> ApiMessage:
+    async def _sasl_step(self, stream: trio.abc.Stream, token: bytes, identity: str,
+                         mechanism: str) -> SaslAuthenticateResponse:
         """One SaslAuthenticate; PeerUnavailable when the peer refuses the login."""
-        answer = await self._exchange(stream, SaslAuthenticateRequest(version=2, auth_bytes=token))
-        if answer.error_code:  # type: ignore[union-attr]
+        answer = answer_of(await self._exchange(stream, SaslAuthenticateRequest(version=2, auth_bytes=token)),
+                           SaslAuthenticateResponse)
+        if answer.error_code:
             raise PeerUnavailable(f"{self!r}: SASL authentication as {identity!r} with {mechanism} failed: "
-                                  f"{answer.error_message}")  # type: ignore[union-attr]
-        return answer  # type: ignore[return-value]
+                                  f"{answer.error_message}")
+        return answer
 
     def _renew_session_after(self, lifetime_ms: int) -> None:
         """A session the peer gave a lifetime is replaced once 85% of it has passed."""

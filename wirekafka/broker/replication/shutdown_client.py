@@ -16,7 +16,7 @@ from typing import Callable
 
 import trio
 
-from wirekafka.broker.replication.peer_client import PeerPool, PeerUnavailable
+from wirekafka.broker.replication.peer_client import PeerPool, PeerUnavailable, answer_of
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.protocol.inter_broker import ControlledShutdownRequest, ControlledShutdownResponse
 
@@ -51,8 +51,8 @@ async def ask_controller(peers: PeerPool, controller: Callable[[], int], broker_
     try:
         with trio.fail_after(connect_within_ms / 1000):
             await client.ready()
-        answer: ControlledShutdownResponse = await client.send(  # type: ignore[assignment]
-            request, timeout_s=peers.config.int("request.timeout.ms") / 1000)
+        answer = answer_of(await client.send(request, timeout_s=peers.config.int("request.timeout.ms") / 1000),
+                           ControlledShutdownResponse)
     except trio.TooSlowError:
         log.info("controlled shutdown: no connection to controller %d within %d ms", target, connect_within_ms)
         return None

@@ -136,7 +136,7 @@ def _input(data: bytes) -> _Buffer:
     """A buffer over a copy of data, which the buffer keeps alive as long as itself."""
     raw = ctypes.create_string_buffer(data, len(data))
     buffer = _Buffer(len(data), ctypes.cast(raw, ctypes.c_void_p))
-    buffer._memory = raw  # type: ignore[attr-defined]
+    buffer._memory = raw
     return buffer
 
 

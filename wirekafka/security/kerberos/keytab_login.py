@@ -106,7 +106,8 @@ def configure(module_name: str, options: dict[str, str], service_name: str | Non
     if jaas_service is not None and service_name is not None and jaas_service != service_name:
         raise KerberosLoginError(f"Conflicting serviceName values found in JAAS and Kafka configs value in JAAS "
                                  f"file {jaas_service}, value in Kafka config {service_name}")
-    if jaas_service is None and service_name is None:
+    service = jaas_service or service_name
+    if service is None:  # (an empty JAAS serviceName without a Kafka one fails here too)
         raise KerberosLoginError("No serviceName defined in either JAAS or Kafka config")
     if module_name not in LOGIN_MODULES:
         raise KerberosLoginError(f"GSSAPI needs {LOGIN_MODULES[0]} in its JAAS config, not {module_name}: wirekafka "
@@ -121,7 +122,7 @@ def configure(module_name: str, options: dict[str, str], service_name: str | Non
         principal = f"{principal}@{default_realm}"  # as Krb5LoginModule completes it
     login = KerberosLogin(principal, options["keyTab"], short_namer,
                           options.get("isInitiator", "true").strip().lower() != "false",
-                          (jaas_service or service_name).strip())  # type: ignore[union-attr]
+                          service.strip())
     try:
         login.acceptor().release()
     except gssapi_binding.GssError as exc:

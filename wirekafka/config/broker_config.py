@@ -244,6 +244,11 @@ class BrokerConfig:
     def bool(self, key: str) -> bool:
         return bool(self.values[key])
 
+    def text_if_set(self, key: str) -> str | None:
+        """A STRING key without a default (broker.rack): its text, None when unset or empty."""
+        value = self.values[key]
+        return value if isinstance(value, str) and value else None
+
     @property
     def retention_ms(self) -> int:
         v = self.values

@@ -14,6 +14,7 @@ broker's own types for these records; the schemas give the bytes."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from wirekafka.protocol import coordinator_records as cr
 
@@ -108,7 +109,7 @@ def decode_key(data: bytes) -> OffsetKey | GroupKey | None:
     return None
 
 
-def _readable(schema: type[cr.R], data: bytes) -> cr.R:
+def _readable(schema: Any, data: bytes) -> Any:
     """A value read at its own version, or at the newest this codec knows for a later one
     (Kafka only adds tagged fields from there)."""
     return cr.read(schema, data, min(cr.record_type(data), schema.max_version))

@@ -76,7 +76,7 @@ class CoordinatorRuntime:
         producer (id, epoch), as part of that producer's transaction (TxnOffsetCommit): the
         records count only once its COMMIT marker follows."""
         now_ms = self.now_ms()
-        entries_ts = [(k, v, now_ms) for k, v in entries]
+        entries_ts: list[tuple[bytes | None, bytes | None, int]] = [(k, v, now_ms) for k, v in entries]
         if producer is None:
             batch = records.build_batch(entries_ts)
         else:

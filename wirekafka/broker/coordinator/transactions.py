@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any, Awaitable, Callable, Iterable
 
 import trio
 
@@ -254,14 +254,11 @@ class TransactionCoordinator:
                 or (producer_id == meta.previous_producer_id and producer_epoch >= MAX_EPOCH - 1))
 
     @staticmethod
-    def _copy(meta: TransactionMetadata, **changes: object) -> TransactionMetadata:
-        fields = dict(transactional_id=meta.transactional_id, producer_id=meta.producer_id,
-                      producer_epoch=meta.producer_epoch, timeout_ms=meta.timeout_ms, state=meta.state,
-                      partitions=set(meta.partitions), start_ms=meta.start_ms, update_ms=meta.update_ms,
-                      previous_producer_id=meta.previous_producer_id, last_producer_epoch=meta.last_producer_epoch,
-                      client_transaction_version=meta.client_transaction_version)
+    def _copy(meta: TransactionMetadata, **changes: Any) -> TransactionMetadata:
+        """The next state of a transactional id: its own set of partitions, no transition pending."""
+        fields: dict[str, Any] = {"partitions": set(meta.partitions), "pending": False}
         fields.update(changes)
-        return TransactionMetadata(**fields)  # type: ignore[arg-type]
+        return replace(meta, **fields)
 
     # ---- AddPartitionsToTxn / AddOffsetsToTxn -------------------------------------------------
     def _checked(self, transactional_id: str, producer_id: int, producer_epoch: int) -> TransactionMetadata:

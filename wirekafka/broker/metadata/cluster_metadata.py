@@ -20,7 +20,7 @@ import re
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Protocol
+from typing import Any, Callable, Iterator, Mapping, Protocol
 
 import trio
 
@@ -188,6 +188,7 @@ class TopicIndex:
     and by id and the names being created."""
 
     config: BrokerConfig
+    broker_configs: DynamicBrokerConfigs
     _topics: dict[str, Topic]
     _by_id: dict[uuid.UUID, Topic]
     _creating: set[str]
@@ -265,15 +266,15 @@ class LocalMetadata(TopicIndex):
         self.scram = ScramCredentials()
         self.client_quotas = ClientQuotas()
         # this node with its advertised endpoints, which do not change while it runs
-        self._me = BrokerInfo(config.node_id, "", -1, config["broker.rack"] or None,  # type: ignore[arg-type]
+        self._me = BrokerInfo(config.node_id, "", -1, config.text_if_set("broker.rack"),
                               {lst.name: (lst.host, lst.port) for lst in config.advertised_listeners})
 
     # ---- persistence ---------------------------------------------------------------------------
     def load(self) -> None:
         """Read the topics file and open every partition (recovering logs as needed)."""
-        saved = json.loads(self.path.read_text()) if self.path.exists() else {"topics": []}
+        saved: dict[str, Any] = json.loads(self.path.read_text()) if self.path.exists() else {"topics": []}
         # Producer ids are handed out in persisted blocks, so none is reused after a crash.
-        self._next_producer_id = self._producer_id_ceiling = saved.get("producer_id_block_end", 0)
+        self._next_producer_id = self._producer_id_ceiling = int(saved.get("producer_id_block_end", 0))
         for entity, configs in saved.get("broker_configs", {}).items():
             self.broker_configs.replace(entity, configs)
         self.scram.load(saved.get("scram_credentials", {}))
@@ -373,7 +374,7 @@ class LocalMetadata(TopicIndex):
         log.info("created topic %s with %d partitions", name, num_partitions)
         return topic
 
-    def _open_new(self, topic: Topic, first: int, total: int) -> list[Partition]:
+    def _open_new(self, topic: Topic, first: int, total: int) -> list[Partition | None]:
         """New partitions first..total-1 of topic (worker thread: nobody else sees them yet)."""
         return [self._open_partition(topic, p, True) for p in range(first, total)]
 

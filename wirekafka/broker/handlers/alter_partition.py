@@ -2,7 +2,7 @@
 
 Served only in ZooKeeper mode, as by Kafka 3.9's ZooKeeper-mode brokers (a KRaft broker, like the
 single node, does not serve it), and answered as Kafka 3.9's ZooKeeper controller answers it
-(ZkMetadata.alter_partitions): NOT_CONTROLLER from any broker but the controller, STALE_BROKER_EPOCH
+(ActiveController.alter_partitions): NOT_CONTROLLER from any broker but the controller, STALE_BROKER_EPOCH
 for a requester whose registration is not the one it names, else an answer per partition. Topics
 are named up to v2 and by id from v2; from v3 the ISR comes with broker epochs, which a ZooKeeper
 controller does not check. Only a broker may send it: CLUSTER_ACTION on the cluster, else
@@ -55,6 +55,6 @@ def response(version: int, error: ErrorCode, topics: list[AlterTopic]) -> AlterP
 async def handle(ctx: RequestContext, request: AlterPartitionRequest) -> AlterPartitionResponse:
     if not ctx.authorized_cluster(AclOperation.CLUSTER_ACTION):
         raise KafkaApiError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-    error, topics = await ctx.state.metadata.alter_partitions(  # type: ignore[union-attr]
+    error, topics = await ctx.state.controller.alter_partitions(  # type: ignore[union-attr]
         request.broker_id, request.broker_epoch, proposals(request, ctx.version), ctx.version)
     return response(ctx.version, error, topics)

@@ -2,7 +2,7 @@
 leaderships away.
 
 Served only in ZooKeeper mode, as by Kafka 3.9's ZooKeeper-mode brokers, and answered as Kafka
-3.9's ZooKeeper controller answers it (ZkMetadata.shut_down_broker): an error for the request,
+3.9's ZooKeeper controller answers it (ActiveController.shut_down_broker): an error for the request,
 or NONE with the partitions the broker still leads. The broker epoch comes from v2 (-1 before:
 not checked). Only a broker may send it: CLUSTER_ACTION on the cluster, else
 CLUSTER_AUTHORIZATION_FAILED. Answers are exempt from quotas."""
@@ -19,7 +19,7 @@ async def handle(ctx: RequestContext, request: ControlledShutdownRequest) -> Con
     if not ctx.authorized_cluster(AclOperation.CLUSTER_ACTION):
         raise KafkaApiError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     epoch = request.broker_epoch if ctx.version >= 2 else -1
-    error, remaining = await ctx.state.metadata.shut_down_broker(request.broker_id, epoch)  # type: ignore[union-attr]
+    error, remaining = await ctx.state.controller.shut_down_broker(request.broker_id, epoch)  # type: ignore[union-attr]
     return ControlledShutdownResponse(
         version=ctx.version, error_code=error,
         remaining_partitions=[ControlledShutdownResponse.RemainingPartition(topic_name=t, partition_index=p)

@@ -1,4 +1,4 @@
-"""The metadata's per-path read cache (replication/zk_cache.py) on a real ZooKeeper: after each
+"""The metadata's per-path read cache (broker/metadata/zk/cache.py) on a real ZooKeeper: after each
 kind of change a cluster sees (a partition state written, a topic added, a broker gone, a topic
 config changed) the snapshot read through the cache equals a fresh read of everything, and it
 asks ZooKeeper only for what changed (plus the few missing znodes, whose reads set no watch)."""
@@ -15,8 +15,7 @@ from kazoo.client import KazooClient
 from wirekafka.broker.metadata.zk import layout as zl
 from wirekafka.broker.metadata.zk.controller import LeaderAndIsr
 from wirekafka.broker.metadata.zk.cache import ZnodeCache
-from wirekafka.broker.metadata.zk.zk_metadata import (_create_top_level_paths, _create_topic_znodes, _encode_state,
-                                                      _read_snapshot)
+from wirekafka.broker.metadata.zk.znode_io import create_top_level_paths, create_topic_znodes, encode_state, read_snapshot
 
 pytestmark = pytest.mark.zookeeper
 PARTITIONS = 200
@@ -49,9 +48,9 @@ def _register(client: KazooClient, broker_id: int) -> None:
 
 
 def _add_topic(client: KazooClient, name: str, partitions: int) -> None:
-    _create_topic_znodes(client, name, uuid.uuid4(), {p: [1, 2] for p in range(partitions)}, {})
+    create_topic_znodes(client, name, uuid.uuid4(), {p: [1, 2] for p in range(partitions)}, {})
     for p in range(partitions):
-        client.create(zl.partition_state_path(name, p), _encode_state(LeaderAndIsr(1, 0, (1, 2), 1)), makepath=True)
+        client.create(zl.partition_state_path(name, p), encode_state(LeaderAndIsr(1, 0, (1, 2), 1)), makepath=True)
 
 
 def test_cached_reads_equal_fresh_reads_and_ask_only_for_changes(zookeeper: str, tmp_path) -> None:
@@ -64,7 +63,7 @@ def test_cached_reads_equal_fresh_reads_and_ask_only_for_changes(zookeeper: str,
     client = KazooClient(hosts=zookeeper + chroot)
     client.start(timeout=15)
     try:
-        _create_top_level_paths(client)
+        create_top_level_paths(client)
         for broker_id in (1, 2):
             _register(client, broker_id)
         _add_topic(client, "big", PARTITIONS)
@@ -74,8 +73,8 @@ def test_cached_reads_equal_fresh_reads_and_ask_only_for_changes(zookeeper: str,
         def read_both() -> int:
             """Reads sent by a snapshot read through the cache, which must equal a fresh one."""
             before = cache.reads
-            cached = _read_snapshot(cache, cache.watch, ("1",))
-            assert cached == _read_snapshot(client, None, ("1",))
+            cached = read_snapshot(cache, cache.watch, ("1",))
+            assert cached == read_snapshot(client, None, ("1",))
             return cache.reads - before
 
         first = read_both()
@@ -83,14 +82,14 @@ def test_cached_reads_equal_fresh_reads_and_ask_only_for_changes(zookeeper: str,
         idle = read_both()  # nothing changed: only the znodes found missing are asked again
         assert idle < 10, idle
         started = time.perf_counter()
-        _read_snapshot(client, None, ("1",))
+        read_snapshot(client, None, ("1",))
         fresh_s = time.perf_counter() - started
         started = time.perf_counter()
-        _read_snapshot(cache, cache.watch, ("1",))
+        read_snapshot(cache, cache.watch, ("1",))
         print(f"{PARTITIONS} partitions: {first} reads and {fresh_s * 1000:.1f} ms for a fresh snapshot; "
               f"{idle} reads and {(time.perf_counter() - started) * 1000:.1f} ms through the cache")
 
-        client.set(zl.partition_state_path("big", 7), _encode_state(LeaderAndIsr(1, 0, (1,), 1)))
+        client.set(zl.partition_state_path("big", 7), encode_state(LeaderAndIsr(1, 0, (1,), 1)))
         heard.wait_for(zl.partition_state_path("big", 7))
         assert read_both() == idle + 1
 

@@ -4,7 +4,7 @@ A real ZooKeeper starts, serves kazoo, restarts on its data, moves off a port so
 and stops cleanly; the Debian fallback serves too. Then three real Kafka 3.9 brokers join one
 ZooKeeper under a chroot, a replication-factor-3 topic is created with Kafka's own kafka-topics,
 and the znodes Kafka 3.9 wrote are read back with kazoo: their JSON is the layout wirekafka's
-cluster mode (ZkMetadata) reproduces, so the assertions pin each one's exact shape and the
+cluster mode (broker/metadata/zk) reproduces, so the assertions pin each one's exact shape and the
 test prints them verbatim (run with -s to see them).
 
 Needs java and mvn (scripts/install_system_deps.sh); the first run downloads ZooKeeper's jars

@@ -1,7 +1,7 @@
 """ControlledShutdown (key 7): the schema classes and v0's header, the controller's plan for a
 shutting-down broker and how the other decisions treat such a broker (replication/controller.py),
-the controller's memory of who is shutting down (ZkMetadata._as_controller) and the stopping
-broker's side (replication/shutdown_client.py, ZkMetadata.controlled_shutdown). A whole cluster's
+the controller's memory of who is shutting down (ActiveController.as_controller) and the stopping
+broker's side (replication/shutdown_client.py, ZkBackend.controlled_shutdown). A whole cluster's
 answers are compared with Kafka 3.9.1's in testsupport/controlled_shutdown.py."""
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from wirekafka.broker.metadata.zk.controller import (PREFERRED, UNCLEAN, Cluster
                                                      plan_controlled_shutdown, plan_state_changes)
 from wirekafka.broker.replication.peer_client import PeerUnavailable
 from wirekafka.broker.replication.shutdown_client import ShutdownAnswer, ask_controller
-from wirekafka.broker.metadata.zk.zk_metadata import ZkMetadata
+from wirekafka.broker.metadata.zk.active_controller import ActiveController
+from wirekafka.broker.metadata.zk.backend import ZkBackend
+from wirekafka.broker.metadata.zk.cluster_view import ClusterView
 from wirekafka.protocol import served_versions as api_versions, codec
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.protocol.inter_broker import ControlledShutdownRequest, ControlledShutdownResponse
@@ -145,8 +147,8 @@ def test_elect_leaders_treats_a_shutting_down_broker_as_gone() -> None:
 
 
 # ---- the controller's memory ---------------------------------------------------------------------
-def controller(node_id: int, shutting: dict[int, int]) -> ZkMetadata:
-    zk = ZkMetadata.__new__(ZkMetadata)  # only what _as_controller reads
+def controller(node_id: int, shutting: dict[int, int]) -> ActiveController:
+    zk = ActiveController.__new__(ActiveController)  # only what as_controller reads
     zk.node_id = node_id
     zk._brokers_shutting_down = dict(shutting)
     return zk
@@ -155,15 +157,15 @@ def controller(node_id: int, shutting: dict[int, int]) -> ZkMetadata:
 def test_a_broker_stays_shutting_down_while_its_registration_does() -> None:
     base = snapshot({}, {}, set())
     zk = controller(1, {2: 102, 3: 999})  # 3 registered again since it asked
-    assert zk._as_controller(base).shutting_down == {2}
+    assert zk.as_controller(base).shutting_down == {2}
     assert zk._brokers_shutting_down == {2: 102}
     gone = dataclasses.replace(base, brokers={1: base.brokers[1]}, broker_epochs={1: 101})
-    assert zk._as_controller(gone).shutting_down == frozenset()
+    assert zk.as_controller(gone).shutting_down == frozenset()
 
 
 def test_a_broker_that_is_not_the_controller_forgets_who_is_shutting_down() -> None:
     zk = controller(2, {3: 103})
-    assert zk._as_controller(snapshot({}, {}, set())).shutting_down == frozenset()
+    assert zk.as_controller(snapshot({}, {}, set())).shutting_down == frozenset()
     assert zk._brokers_shutting_down == {}
 
 
@@ -227,13 +229,15 @@ def test_ask_controller_connects_within_the_controller_socket_timeout_and_waits_
     assert trio.run(never_ready, clock=trio.testing.MockClock(autojump_threshold=0)) == (None, 5.0)
 
 
-def stopping_broker(client: FakeClient) -> ZkMetadata:
-    zk = ZkMetadata.__new__(ZkMetadata)
+def stopping_broker(client: FakeClient) -> ZkBackend:
+    zk = ZkBackend.__new__(ZkBackend)
     zk._controller_peers = pool(client)  # type: ignore[assignment]
-    zk._snapshot = snapshot({}, {}, set())
-    zk._broker_epoch = 101
-    zk._topics = {}
-    zk.on_roles = lambda change: None  # type: ignore[method-assign]
+    zk.view = ClusterView.__new__(ClusterView)
+    zk.view.snapshot = snapshot({}, {}, set())
+    zk.view._topics = {}
+    zk.view.stopping = False
+    zk.view.on_roles = lambda change: None
+    zk.registrar = SimpleNamespace(broker_epoch=101)  # type: ignore[assignment]
     return zk
 
 
@@ -249,4 +253,4 @@ def test_the_stopping_broker_asks_until_nothing_remains(answers: list, retries: 
     zk = stopping_broker(client)
     assert trio.run(zk.controlled_shutdown, retries, 0.0) is done
     assert len(client.sent) == asked
-    assert zk._shutting_down
+    assert zk.view.stopping

@@ -4,7 +4,7 @@ new partition's state this way until the safety re-read, seconds later)."""
 
 from __future__ import annotations
 
-from wirekafka.broker.metadata.zk.zk_metadata import watch_creation
+from wirekafka.broker.metadata.zk.znode_io import watch_creation
 
 
 class _Done:

@@ -36,8 +36,9 @@ from wirekafka.broker.quotas.client_quota_manager import ClientQuotaManagers
 from wirekafka.broker.quotas.replication_quota import ReplicationQuotas
 from wirekafka.broker.replication.markers import RemoteMarkers
 from wirekafka.broker.replication.peer_client import PeerSecurity
-from wirekafka.broker.metadata.zk.acl_znodes import ZkAclStore
-from wirekafka.broker.metadata.zk.zk_metadata import RoleChange, ZkMetadata
+from wirekafka.broker.metadata.cluster_role import ClusterMembership, ControllerRequests, RoleChange
+from wirekafka.broker.metadata.zk.backend import ZkBackend
+from wirekafka.broker.metadata.zk.session import session_for
 from wirekafka.broker.coordinator.transactions import TXN_TOPIC, TransactionCoordinator
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.config.broker_config import BrokerConfig
@@ -75,15 +76,19 @@ class BrokerState:
         self.node_id = config.node_id
         self.log_dir = config.log_dir
         self.cluster_id = ""
-        self.metadata: LocalMetadata | ZkMetadata
+        self.metadata: LocalMetadata | ZkBackend
+        # in a cluster (ZooKeeper mode): the broker's membership and what it answers as controller
+        self.cluster: ClusterMembership | None = None
+        self.controller: ControllerRequests | None = None
         self.fetchers: ReplicaFetchers | None = None
         self._cluster_tasks: trio.Nursery | None = None
         # how this broker connects to the others, shared by every such connection (ZooKeeper mode)
         self.peer_security: PeerSecurity | None = None
         if config.zookeeper_mode:
             self.peer_security = peer_security = PeerSecurity.of(config)
-            self.metadata = ZkMetadata(config, self._open_partition, ZkMetadata.session_for(config), peer_security)
-            self.metadata.on_roles = self._on_roles
+            backend = ZkBackend(config, self._open_partition, session_for(config), peer_security, self._on_roles)
+            self.metadata = self.cluster = backend
+            self.controller = backend.controller
         else:
             self.metadata = LocalMetadata(self.log_dir, config, self._open_partition)
         self.quotas = ReplicationQuotas(self.metadata, config)
@@ -107,12 +112,15 @@ class BrokerState:
         self.authorizer = (Authorizer(parse_super_users(str(config["super.users"])),
                                       bool(config["allow.everyone.if.no.acl.found"]))
                            if config.authorizer_enabled else None)
-        # where CreateAcls/DeleteAcls persist ACLs: the log dir's file on the single node; in
-        # ZooKeeper mode Kafka 3.9's /kafka-acl tree, loaded and followed by the metadata's session
+        # where CreateAcls/DeleteAcls persist ACLs: the log dir's file on the single node (read by
+        # load); in a cluster the cluster's own (Kafka 3.9's /kafka-acl tree), loaded as it starts
         self.acl_store: AclStore | None = None
+        self._local_acls: LocalAclStore | None = None
         if self.authorizer is not None:
-            self.acl_store = (self.metadata.follow(ZkAclStore(self.authorizer, self.metadata.zk))
-                              if isinstance(self.metadata, ZkMetadata) else LocalAclStore(self.log_dir, self.authorizer))
+            if self.cluster is not None:
+                self.acl_store = self.cluster.acl_store(self.authorizer)
+            else:
+                self.acl_store = self._local_acls = LocalAclStore(self.log_dir, self.authorizer)
         self.deletes = DelayedDeletes(lambda: int(topic_config.effective("file.delete.delay.ms", {}, config,
                                                                         self.metadata.broker_configs)[0]))
         self._recovery: dict[tuple[str, int], int] = {}
@@ -140,8 +148,8 @@ class BrokerState:
         self._high_watermarks = checkpoint.read_offsets(self.log_dir / HIGH_WATERMARK_CHECKPOINT)
         self._starts = checkpoint.read_offsets(self.log_dir / LOG_START_CHECKPOINT)
         self.metadata.load()
-        if isinstance(self.acl_store, LocalAclStore):
-            self.acl_store.load()
+        if self._local_acls is not None:
+            self._local_acls.load()
         if not self._clean and not fresh:
             log.info("log dir %s was not shut down cleanly; recovered past recovery points", self.log_dir)
         self._clean = True
@@ -194,39 +202,39 @@ class BrokerState:
     async def join_cluster(self) -> None:
         """Cluster mode start-up: connect to ZooKeeper, check the log dir against /cluster/id,
         recover the checkpoints (the partitions open when the cluster state names them)."""
-        assert isinstance(self.metadata, ZkMetadata)
-        cluster_id = await self.metadata.connect()
+        assert self.cluster is not None
+        cluster_id = await self.cluster.connect()
         await trio.to_thread.run_sync(self.load, cluster_id)
 
     async def run_cluster(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """The replica fetchers and the metadata's reconcile loop; started once the broker joined,
         it returns to the caller after the first reconcile (registered, partitions in their roles)."""
-        assert isinstance(self.metadata, ZkMetadata) and self.fetchers is not None
+        assert self.cluster is not None and self.fetchers is not None
         async with trio.open_nursery() as nursery:
             self._cluster_tasks = nursery
             await nursery.start(self.fetchers.run)
-            await self.metadata.start()
-            await nursery.start(self.metadata.run)
+            await self.cluster.start()
+            await nursery.start(self.cluster.run)
             task_status.started()
 
     async def controlled_shutdown(self) -> None:
         """Hand this broker's leaderships over before stopping (Kafka's controlled shutdown:
         controlled.shutdown.max.retries requests to the controller, retry.backoff between them),
         within shutdown.timeout.ms."""
-        assert isinstance(self.metadata, ZkMetadata)
+        assert self.cluster is not None
         cfg = self.config
         log.info("controlled shutdown: asking the controller to move leaderships away")
         with trio.move_on_after(cfg.int("shutdown.timeout.ms") / 1000) as scope:
-            if await self.metadata.controlled_shutdown(cfg.int("controlled.shutdown.max.retries"),
-                                                       cfg.int("controlled.shutdown.retry.backoff.ms") / 1000):
+            if await self.cluster.controlled_shutdown(cfg.int("controlled.shutdown.max.retries"),
+                                                      cfg.int("controlled.shutdown.retry.backoff.ms") / 1000):
                 log.info("controlled shutdown: done")
         if scope.cancelled_caught:
             log.warning("controlled shutdown: not done within shutdown.timeout.ms; stopping anyway")
 
     async def leave_cluster(self) -> None:
         """Close the ZooKeeper session at the end of a shutdown: the registration goes at once."""
-        if isinstance(self.metadata, ZkMetadata) and self.metadata.zk.connected:
-            await self.metadata.zk.close()
+        if self.cluster is not None:
+            await self.cluster.leave()
 
     def _on_roles(self, change: RoleChange) -> None:
         """Apply a reconcile's role changes: fetchers follow the new leaders; coordinators load

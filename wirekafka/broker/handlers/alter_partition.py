@@ -2,7 +2,7 @@
 
 Served only in ZooKeeper mode, as by Kafka 3.9's ZooKeeper-mode brokers (a KRaft broker, like the
 single node, does not serve it), and answered as Kafka 3.9's ZooKeeper controller answers it
-(ZkMetadata.alter_partitions): NOT_CONTROLLER from any broker but the controller, STALE_BROKER_EPOCH
+(ActiveController.alter_partitions): NOT_CONTROLLER from any broker but the controller, STALE_BROKER_EPOCH
 for a requester whose registration is not the one it names, else an answer per partition. Topics
 are named up to v2 and by id from v2; from v3 the ISR comes with broker epochs, which a ZooKeeper
 controller does not check. Only a broker may send it: CLUSTER_ACTION on the cluster, else
@@ -11,8 +11,6 @@ CLUSTER_AUTHORIZATION_FAILED for the request. Answers are exempt from quotas."""
 from __future__ import annotations
 
 import uuid
-from typing import Protocol, runtime_checkable
-
 from wirekafka.security.acl.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.metadata.zk.controller import AlterTopic, IsrAnswer, IsrProposal
@@ -56,20 +54,12 @@ def response(version: int, error: ErrorCode, topics: list[AlterTopic]) -> AlterP
     return AlterPartitionResponse(version=version, throttle_time_ms=0, error_code=error, topics=answered)
 
 
-@runtime_checkable
-class _IsrController(Protocol):
-    """The ZooKeeper-mode metadata's controller side that answers AlterPartition."""
-
-    async def alter_partitions(self, broker_id: int, broker_epoch: int, topics: list[AlterTopic],
-                               request_version: int) -> tuple[ErrorCode, list[AlterTopic]]: ...
-
-
 async def handle(ctx: RequestContext, request: AlterPartitionRequest) -> AlterPartitionResponse:
     if not ctx.authorized_cluster(AclOperation.CLUSTER_ACTION):
         raise KafkaApiError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-    metadata = ctx.state.metadata
-    if not isinstance(metadata, _IsrController):  # registered only in ZooKeeper mode (dispatch)
+    controller = ctx.state.controller
+    if controller is None:  # registered only in ZooKeeper mode (dispatch)
         raise KafkaApiError(ErrorCode.UNSUPPORTED_VERSION)
-    error, topics = await metadata.alter_partitions(
+    error, topics = await controller.alter_partitions(
         request.broker_id, request.broker_epoch, proposals(request, ctx.version), ctx.version)
     return response(ctx.version, error, topics)

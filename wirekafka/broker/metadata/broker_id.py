@@ -12,7 +12,7 @@ from pathlib import Path
 from kazoo.exceptions import NoNodeError
 
 from wirekafka.broker.metadata.zk import layout as zl
-from wirekafka.broker.metadata.zk.zk_metadata import ZkMetadata
+from wirekafka.broker.metadata.zk.session import session_for
 from wirekafka.config.broker_config import BrokerConfig
 from wirekafka.storage import properties_file
 
@@ -26,7 +26,7 @@ async def resolve_broker_id(config: BrokerConfig) -> BrokerConfig:
     stored = stored_broker_id(config.log_dir)
     if stored is not None:
         return config.with_node_id(stored)
-    session = ZkMetadata.session_for(config)
+    session = session_for(config)
     await session.start()
     try:
         sequence = await session.call(_next_sequence_id, session.client)

@@ -48,7 +48,7 @@ from wirekafka.security.acl.authorizer import (AccessControlEntry, AclBinding, A
                                          PermissionType, ResourcePattern, ResourceType)
 from wirekafka.jvm import java_hashmap_order
 from wirekafka.broker.metadata.zk.layout import ZkDataError, dump_json, load_json
-from wirekafka.broker.metadata.zk.zk_metadata import watch_creation
+from wirekafka.broker.metadata.zk.znode_io import watch_creation
 from wirekafka.broker.metadata.zk.session import ZkSession
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 

@@ -1,5 +1,5 @@
 """The controller's decisions: which partition states to write, given the cluster as read from
-ZooKeeper. Pure functions over a `ClusterSnapshot`; `ZkMetadata` writes what they return with
+ZooKeeper. Pure functions over a `ClusterSnapshot`; `active_controller.py` writes what they return with
 conditional writes, so a decision made on a stale read fails instead of overwriting.
 
 Kafka 3.9's ZooKeeper controller (KafkaController, PartitionStateMachine, ReplicaStateMachine)
@@ -81,7 +81,7 @@ class ClusterSnapshot:
     # each live broker's epoch: the czxid of its /brokers/ids registration
     broker_epochs: dict[int, int] = field(default_factory=dict)
     # live brokers the controller is shutting down (ControlledShutdown): not ZooKeeper's, the
-    # controller's own memory, as in Kafka, laid over each read (ZkMetadata)
+    # controller's own memory, as in Kafka, laid over each read (ActiveController)
     shutting_down: frozenset[int] = frozenset()
 
     @property
@@ -305,6 +305,67 @@ def completed_reassignments(snapshot: ClusterSnapshot, controller_epoch: int) ->
             new = LeaderAndIsr(leader, state.leader_epoch + 1, isr, controller_epoch)
             done.append(ReassignmentDone(StateWrite(name, index, new, version), target))
     return done
+
+
+def plan_reassignments(view: TopicView | None, items: list[tuple[int, list[int] | None]], live: set[int],
+                       require_live: bool = True):
+    """Kafka's checks of AlterPartitionReassignments for one topic, and the topic znode's new
+    assignment, adding and removing maps (None when nothing is to be written). The legacy znode's
+    moves skip the live-broker check (require_live False): Kafka starts them and they wait."""
+    result: dict[int, tuple[ErrorCode, str | None]] = {}
+    if view is None:
+        return {i: (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.") for i, _ in items}, \
+            None, None, None
+    assignment = {p: list(r) for p, r in view.assignment.items()}
+    adding = {p: list(r) for p, r in view.adding.items()}
+    removing = {p: list(r) for p, r in view.removing.items()}
+    changed = False
+    for index, target in items:
+        if index not in view.assignment:
+            result[index] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.")
+            continue
+        ongoing = index in adding or index in removing
+        original = tuple(r for r in view.assignment[index] if r not in view.adding.get(index, ()))
+        if target is None:
+            if not ongoing:
+                result[index] = (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None)
+                continue
+            assignment[index] = list(original)
+            adding.pop(index, None)
+            removing.pop(index, None)
+        else:
+            if not target:
+                result[index] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Empty replica list specified in partition "
+                                 "reassignment.")
+                continue
+            if len(set(target)) != len(target):
+                result[index] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Duplicate replica ids in partition "
+                                 f"reassignment replica list: {target}")
+                continue
+            unknown = [b for b in target if b not in live]
+            if unknown and require_live:
+                result[index] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The proposed assignment contains "
+                                 f"non-live brokers: {unknown}")
+                continue
+            replicas, add, remove = start_reassignment(original, tuple(target))
+            assignment[index] = list(replicas)
+            if add or remove:
+                adding[index], removing[index] = list(add), list(remove)
+            else:
+                adding.pop(index, None)
+                removing.pop(index, None)
+        changed = True
+        result[index] = (ErrorCode.NONE, None)
+    return result, (assignment if changed else None), adding, removing
+
+
+
+def moves_leader(w: StateWrite, snapshot: ClusterSnapshot) -> bool:
+    """A write that creates a partition's state or changes its leader."""
+    view = snapshot.topics.get(w.topic)
+    current = view.states.get(w.partition) if view is not None else None
+    return current is None or current[0].leader != w.state.leader
+
 
 
 def imbalanced_leaders(snapshot: ClusterSnapshot, controller_epoch: int, percentage: int) -> list[StateWrite]:

@@ -13,7 +13,7 @@ Session loss matters for fencing: when ZooKeeper expires the session, its epheme
 (/brokers/ids/N, /controller) are gone and another broker may lead our partitions; the loop sees
 `session_id()` change and re-registers. A chroot in zookeeper.connect is created if it is
 missing, as Kafka does. How the client logs in, over what, and which ACLs its znodes get is
-zk_security.py's."""
+security.py's."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ from kazoo.client import KazooState
 from kazoo.exceptions import AuthFailedError
 
 from wirekafka.broker.metadata.zk.cache import ZnodeCache
-from wirekafka.broker.metadata.zk.security import ZkClientSecurity
+from wirekafka.broker.metadata.zk.security import ZkClientSecurity, client_security
+from wirekafka.config.broker_config import BrokerConfig
 from wirekafka.startup_errors import StartupError
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,16 @@ def split_connect(connect: str) -> tuple[str, str]:
     if slash < 0:
         return connect, ""
     return connect[:slash], connect[slash:].rstrip("/")
+
+
+def session_for(config: BrokerConfig) -> ZkSession:
+    """The session a broker configured with `config` opens: zookeeper.connect, its session and
+    connection timeouts (the connection's defaulting to the session's, as Kafka's does), and how
+    its client logs in."""
+    connection_timeout = config["zookeeper.connection.timeout.ms"]
+    return ZkSession(str(config["zookeeper.connect"]), config.int("zookeeper.session.timeout.ms"),
+                     int(connection_timeout) if connection_timeout is not None  # type: ignore[call-overload]
+                     else config.int("zookeeper.session.timeout.ms"), client_security(config))
 
 
 class ZkSession:

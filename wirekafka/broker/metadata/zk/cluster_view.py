@@ -1,0 +1,255 @@
+"""ClusterView: a ZooKeeper-mode broker's cache of the cluster metadata, and the applier of each
+snapshot read from ZooKeeper to this broker's replicas.
+
+The view answers the look-ups of `ClusterMetadata` (topics by name and id, live brokers, the
+controller, each partition's leader and ISR) from the last snapshot this broker applied, never
+from a newer read: Metadata must not name a leader whose state this broker has not acted on.
+`apply` makes the local side match a snapshot: topics appear (this broker's replicas are
+opened, in a worker thread) or go (their files are deleted), a reassignment adds or removes a
+replica here, the dynamic broker configs, SCRAM credentials and client quotas are replaced, and
+each local partition becomes leader or follower as its state znode says; what the broker must
+do about it (fetchers, coordinators) goes out as one `RoleChange`.
+
+Who waits for the cluster to catch up (a topic created, deleted or grown; an election) asks
+for reconciles with `wait_until` until its condition holds."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from contextlib import contextmanager
+from typing import Callable, Iterator, Mapping, TypeVar
+
+import trio
+
+from wirekafka.broker.metadata import assignment as assigner
+from wirekafka.broker.metadata.cluster_metadata import BrokerInfo, OpenPartition, PartitionView, Topic, TopicIndex
+from wirekafka.broker.metadata.cluster_role import RoleChange
+from wirekafka.broker.metadata.zk import layout as zl
+from wirekafka.broker.metadata.zk.broker_passwords import BrokerPasswords
+from wirekafka.broker.metadata.zk.controller import ClusterSnapshot, LeaderAndIsr, TopicView
+from wirekafka.broker.quotas.entities import ClientQuotas
+from wirekafka.broker.replica.partition import Partition
+from wirekafka.config.broker_config import BrokerConfig
+from wirekafka.config.dynamic import DEFAULT_ENTITY, DynamicBrokerConfigs
+from wirekafka.security.scram_store import ScramCredentials
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class ClusterView(TopicIndex):
+    def __init__(self, config: BrokerConfig, open_partition: OpenPartition,
+                 ask_reconcile: Callable[[], None]) -> None:
+        """ask_reconcile: have the reconcile loop read the cluster again soon (the session's mark)."""
+        self.config = config
+        self.node_id = config.node_id
+        self._open_partition = open_partition
+        self._ask_reconcile = ask_reconcile
+        self._topics: dict[str, Topic] = {}
+        self._by_id: dict[uuid.UUID, Topic] = {}
+        self._creating: set[str] = set()
+        self.snapshot = ClusterSnapshot({}, -1, 0, -1, {})  # the last one applied
+        self._reconciled = trio.Event()
+        self._reconciles = 0  # reconciles finished, for waiters of the next one
+        self.stopping = False  # this broker is stopping: it follows no leader any more
+        self.broker_configs = DynamicBrokerConfigs(self.node_id, self.config)
+        self.broker_configs.observe(self.apply_all_configs)
+        self.passwords = BrokerPasswords(config)  # the password configs in /config/brokers, as Kafka encodes them
+        self.scram = ScramCredentials()
+        self.client_quotas = ClientQuotas()
+        # set by the broker: start/stop following a leader (the replica fetchers)
+        self.on_roles: Callable[[RoleChange], None] = lambda change: None
+
+    @property
+    def config_entities(self) -> tuple[str, ...]:
+        """The /config/brokers entities whose dynamic configs apply here."""
+        return DEFAULT_ENTITY, str(self.node_id)
+
+    @property
+    def by_name(self) -> Mapping[str, Topic]:
+        """The topics this broker has applied, by name (read-only to callers)."""
+        return self._topics
+
+    # ---- waiting for the cluster ------------------------------------------------------------------
+    def reconciled(self) -> None:
+        """A reconcile finished: wake whoever waits for one."""
+        self._reconciles += 1
+        self._reconciled.set()
+        self._reconciled = trio.Event()
+
+    async def wait_until(self, probe: Callable[[], T | None], timeout_s: float) -> T | None:
+        """Ask for reconciles, one after another, until probe() answers something (returned), or
+        None once timeout_s has passed."""
+        with trio.move_on_after(timeout_s):
+            while (found := probe()) is None:
+                self._ask_reconcile()
+                await self._reconciled.wait()
+            return found
+        return None
+
+    def next_reconcile(self) -> Callable[[], bool | None]:
+        """A probe for wait_until that holds once a reconcile has finished after this call."""
+        seen = self._reconciles
+        return lambda: True if self._reconciles > seen else None
+
+    @contextmanager
+    def creating(self, name: str) -> Iterator[None]:
+        """The topic is being created here: refused as a duplicate meanwhile (being_created)."""
+        self._creating.add(name)
+        try:
+            yield
+        finally:
+            self._creating.discard(name)
+
+    def online(self, name: str) -> Topic | None:
+        """The topic once this broker has applied it with a state for every partition."""
+        topic = self._topics.get(name)
+        view = self.snapshot.topics.get(name)
+        if topic is None or view is None or len(view.states) < len(view.assignment):
+            return None
+        return topic
+
+    # ---- look-ups (ClusterMetadata) ---------------------------------------------------------------
+    def brokers(self, listener: str) -> list[BrokerInfo]:
+        live = self.snapshot.brokers
+        return [b for b in (live[n].on(listener) for n in sorted(live)) if b is not None]
+
+    def controller_id(self) -> int:
+        return self.snapshot.controller
+
+    def partition_view(self, topic: Topic, index: int) -> PartitionView:
+        view = self.snapshot.topics.get(topic.name)
+        replicas = view.assignment.get(index, ()) if view is not None else ()
+        current = view.states.get(index) if view is not None else None
+        if current is None:
+            return PartitionView(-1, -1, replicas, (), replicas)
+        state = current[0]
+        live = self.snapshot.brokers
+        return PartitionView(state.leader if state.leader in live else -1, state.leader_epoch, replicas, state.isr,
+                             tuple(r for r in replicas if r not in live))
+
+    def broker_metadata(self) -> list[assigner.BrokerMetadata]:
+        """The live brokers as replica assignment sees them (id and rack)."""
+        live = self.snapshot.brokers
+        return [assigner.BrokerMetadata(n, live[n].rack) for n in sorted(live)]
+
+    def peer(self, snapshot: ClusterSnapshot, broker_id: int) -> BrokerInfo | None:
+        """A live broker as this one reaches it: on the inter-broker listener."""
+        info = snapshot.brokers.get(broker_id)
+        return info.on(self.config.inter_broker_listener) if info is not None else None
+
+    # ---- applying a snapshot ------------------------------------------------------------------------
+    def stop_following(self) -> None:
+        """This broker is stopping: it fetches nothing more (a caught-up follower would otherwise
+        rejoin ISRs), now and after every later reconcile."""
+        self.stopping = True
+        self.on_roles(RoleChange(stop_fetching=list(self.iter_partitions())))
+
+    async def apply(self, snapshot: ClusterSnapshot) -> None:
+        """Make the local topics, dynamic broker configs and partition roles match the snapshot."""
+        for entity in self.config_entities:
+            self.broker_configs.replace(entity, self.passwords.decoded(entity, snapshot.broker_configs.get(entity, {})))
+        await self.broker_configs.listener_tls.apply_stored()
+        self.scram.load(snapshot.users)
+        self.client_quotas.replace_all(zl.quota_entities(snapshot.quota_configs))
+        for name in [n for n in self._topics if n not in snapshot.topics]:
+            await self._drop_topic(name)
+        change = RoleChange()
+        for name, view in snapshot.topics.items():
+            topic = self._topics.get(name)
+            reconfigure = topic is None or topic.configs != view.configs
+            if topic is None or topic.topic_id != view.topic_id:
+                if topic is not None:
+                    await self._drop_topic(name)
+                topic = Topic(name, view.topic_id, configs=dict(view.configs))
+                topic.partitions = await self._open_replicas(topic, view, 0)
+                self._topics[name] = topic
+                self._by_id[topic.topic_id] = topic
+                reconfigure = True
+            else:
+                if len(topic.partitions) < len(view.assignment):
+                    topic.partitions.extend(await self._open_replicas(topic, view, len(topic.partitions)))
+                    reconfigure = True
+                await self._follow_reassignments(topic, view, change)
+            if reconfigure:
+                topic.configs = dict(view.configs)
+                self.apply_topic_configs(topic)
+            min_isr = int(self.topic_config_value(topic, "min.insync.replicas"))
+            for p in topic.local_partitions():
+                p.min_insync_replicas = min_isr  # replicas a reassignment opened here too
+                current = view.states.get(p.index)
+                if current is not None:
+                    self._apply_role(p, view.assignment.get(p.index, ()), current[0], snapshot, change)
+        self.on_roles(change)
+
+    def _apply_role(self, p: Partition, replicas: tuple[int, ...], state: LeaderAndIsr, snapshot: ClusterSnapshot,
+                    change: RoleChange) -> None:
+        isr = frozenset(state.isr)
+        rs = p.replica_set
+        if state.leader == self.node_id:
+            if not p.is_leader or p.leader_epoch != state.leader_epoch:
+                log.info("%s-%d: leader in epoch %d, ISR %s", p.topic, p.index, state.leader_epoch, sorted(isr))
+                change.stop_fetching.append(p)
+                if not p.is_leader:
+                    change.became_leader.append(p)
+                p.make_leader(state.leader_epoch, replicas, isr)
+            elif rs.isr != isr or rs.replicas != replicas:
+                rs.set_replicas(replicas)
+                p.set_isr(isr)
+            return
+        if p.is_leader or p.leader_epoch != state.leader_epoch or rs.leader != state.leader:
+            log.info("%s-%d: follower of %d in epoch %d", p.topic, p.index, state.leader, state.leader_epoch)
+            if p.is_leader:
+                change.resigned.append(p)
+            p.make_follower(state.leader_epoch, state.leader, replicas, isr)
+            change.stop_fetching.append(p)
+            leader = self.peer(snapshot, state.leader)
+            if leader is not None and not self.stopping:
+                change.follow.append((p, leader))
+        else:
+            rs.isr = isr
+            rs.replicas = replicas
+            leader = self.peer(snapshot, state.leader)
+            if leader is not None and not self.stopping:
+                change.follow.append((p, leader))  # a no-op if already following it
+
+    async def _follow_reassignments(self, topic: Topic, view: TopicView, change: RoleChange) -> None:
+        """A reassignment added this broker to a partition (open a replica: it fetches from the
+        leader) or removed it (stop, delete the replica's files)."""
+        for index, replicas in view.assignment.items():
+            if index >= len(topic.partitions):
+                continue
+            local = topic.partitions[index]
+            if local is None and self.node_id in replicas:
+                topic.partitions[index] = await trio.to_thread.run_sync(self._open_partition, topic, index, False)
+                log.info("%s-%d: new replica here (reassignment)", topic.name, index)
+            elif local is not None and self.node_id not in replicas:
+                topic.partitions[index] = None
+                local.take_offline()
+                change.stop_fetching.append(local)
+                if local.is_leader:
+                    change.resigned.append(local)
+                await local.delete_files()
+                log.info("%s-%d: replica moved away (reassignment): deleted here", topic.name, index)
+
+    async def _open_replicas(self, topic: Topic, view: TopicView, first: int) -> list[Partition | None]:
+        wanted = [i for i in range(first, len(view.assignment)) if self.node_id in view.assignment.get(i, ())]
+
+        def open_all() -> dict[int, Partition]:
+            return {i: self._open_partition(topic, i, False) for i in wanted}
+
+        opened = await trio.to_thread.run_sync(open_all)
+        return [opened.get(i) for i in range(first, len(view.assignment))]
+
+    async def _drop_topic(self, name: str) -> None:
+        topic = self._topics.pop(name)
+        self._by_id.pop(topic.topic_id, None)
+        local = topic.local_partitions()
+        for p in local:
+            p.take_offline()
+        self.on_roles(RoleChange(stop_fetching=local, resigned=[p for p in local if p.is_leader]))
+        for p in local:
+            await p.delete_files()
+        log.info("topic %s is gone: deleted its local replicas", name)

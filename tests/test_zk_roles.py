@@ -22,7 +22,7 @@ from wirekafka.broker.metadata.zk.registration import Registrar
 from wirekafka.broker.metadata.zk.session import ZkSession
 from wirekafka.broker.metadata.zk.znode_io import PRODUCER_ID_BLOCK
 from wirekafka.broker.replication.peer_client import PeerSecurity
-from wirekafka.config.broker_config import build_config
+from wirekafka.config.loader import build_config
 from wirekafka.startup_errors import StartupError
 
 CONFIG = build_config({"zookeeper.connect": "127.0.0.1:1", "broker.id": "1", "zookeeper.session.timeout.ms": "6000"})

@@ -54,6 +54,8 @@ class InitiatorContext(Protocol):
 
     def unwrap(self, token: bytes) -> tuple[bytes, int]: ...
 
+    def delete(self) -> None: ...
+
 
 class GssapiFailure(Exception):
     """A peer's token that breaks the exchange (its text is for the log, not the peer)."""

@@ -39,7 +39,8 @@ import logging
 import random
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from enum import Enum
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 import trio
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
@@ -79,14 +80,17 @@ def pascal_case(enum_name: str) -> str:
     return "".join(part[:1].upper() + part[1:].lower() for part in enum_name.split("_") if part)
 
 
-def _by_spelling(enum_type: type) -> Callable[[str], object]:
+E = TypeVar("E", bound=Enum)
+
+
+def _by_spelling(enum_type: type[E]) -> Callable[[str], E]:
     """Kafka's lookup of an ACL element by name: the Pascal-case spelling, or that spelling in
     upper case (READ, TRANSACTIONALID); anything else is UNKNOWN."""
     names = {}
     for member in enum_type:
         names[pascal_case(member.name)] = member
         names[pascal_case(member.name).upper()] = member
-    return lambda text: names.get(text, names.get(text.upper(), enum_type.UNKNOWN))
+    return lambda text: names.get(text, names.get(text.upper(), enum_type["UNKNOWN"]))
 
 
 resource_type_named = _by_spelling(ResourceType)
@@ -164,15 +168,14 @@ def decode_acls(data: bytes | None) -> list[AccessControlEntry]:
         raise ZkDataError(f"resource ACLs have no list of acls: {data!r}")
     entries: list[AccessControlEntry] = []
     for item in acls:
-        fields = [item.get(k) if isinstance(item, dict) else None
-                  for k in ("principal", "permissionType", "host", "operation")]
-        if not all(isinstance(f, str) for f in fields):
+        principal, permission, host, operation = (item.get(k) if isinstance(item, dict) else None
+                                                  for k in ("principal", "permissionType", "host", "operation"))
+        if not (isinstance(principal, str) and isinstance(permission, str) and isinstance(host, str)
+                and isinstance(operation, str)):
             raise ZkDataError(f"an ACL entry lacks a field: {item!r}")
-        principal, permission, host, operation = fields
-        if ":" not in principal:  # type: ignore[operator]
+        if ":" not in principal:
             raise ZkDataError(f"expected a string in format principalType:principalName but got {principal}")
-        entry = AccessControlEntry(principal, host, operation_named(operation),  # type: ignore[arg-type]
-                                   permission_named(permission))  # type: ignore[arg-type]
+        entry = AccessControlEntry(principal, host, operation_named(operation), permission_named(permission))
         if entry not in entries:
             entries.append(entry)
     return entries
@@ -200,10 +203,10 @@ def decode_change(directory: str, data: bytes | None) -> ResourcePattern:
                                                                      "patternType"))
     if not isinstance(version, int) or version > CHANGE_EVENT_VERSION:
         raise ZkDataError(f"Acl change event received for unsupported version: {version}")
-    if not all(isinstance(v, str) for v in (type_name, name, pattern_name)):
+    if not (isinstance(type_name, str) and isinstance(name, str) and isinstance(pattern_name, str)):
         raise ZkDataError(f"Failed to parse ACL change event: {data!r}")
-    pattern_type = PatternType.__members__.get(pattern_name, PatternType.UNKNOWN)  # type: ignore[arg-type]
-    return _pattern(type_name, name, pattern_type, data)  # type: ignore[arg-type]
+    pattern_type = PatternType.__members__.get(pattern_name, PatternType.UNKNOWN)
+    return _pattern(type_name, name, pattern_type, data)
 
 
 def _pattern(type_name: str, name: str, pattern_type: PatternType, data: object) -> ResourcePattern:
@@ -386,11 +389,11 @@ def _load_all(client) -> list[AclBinding]:
         for name in client.get_children(acl_root(pattern_type)):
             resource_type = resource_type_named(name)
             if resource_type in RESOURCE_TYPES:
-                type_dirs[f"{acl_root(pattern_type)}/{name}"] = (pattern_type, resource_type)  # type: ignore[assignment]
+                type_dirs[f"{acl_root(pattern_type)}/{name}"] = (pattern_type, resource_type)
             else:
                 log.warning("ignoring unknown ResourceType: %s", name)
     listings = {path: client.get_children_async(path) for path in type_dirs}
-    reads: dict[ResourcePattern, tuple[str, object]] = {}
+    reads: dict[ResourcePattern, tuple[str, Any]] = {}  # kazoo's IAsyncResult per znode
     for path, listing in listings.items():
         pattern_type, resource_type = type_dirs[path]
         for name in listing.get():
@@ -399,7 +402,7 @@ def _load_all(client) -> list[AclBinding]:
     bindings: list[AclBinding] = []
     for pattern, (path, read) in reads.items():
         try:
-            data = read.get()[0]  # type: ignore[attr-defined]
+            data = read.get()[0]
             bindings += [AclBinding(pattern, e) for e in decode_acls(data)]
         except NoNodeError:
             continue  # deleted since the listing

@@ -216,7 +216,7 @@ class ActiveController:
             registered = snapshot.broker_epochs.get(broker_id)
             if broker_epoch != -1 and registered is None:
                 return ErrorCode.UNKNOWN_SERVER_ERROR, []
-            if broker_epoch != -1 and broker_epoch < registered:  # type: ignore[operator]
+            if broker_epoch != -1 and registered is not None and broker_epoch < registered:
                 log.info("controller: ignoring ControlledShutdown of broker %d with stale broker epoch %d "
                          "(registered: %d)", broker_id, broker_epoch, registered)
                 return ErrorCode.STALE_BROKER_EPOCH, []

@@ -89,7 +89,7 @@ class ZnodeCache:
         """The watch every read through the cache sets (kazoo's thread): drop what the event made
         stale, then pass it on. An event without a path (or a call without one) drops everything."""
         path = getattr(event, "path", None)
-        kinds = _STALE_BY_EVENT.get(getattr(event, "type", None))
+        kinds = _STALE_BY_EVENT.get(getattr(event, "type", ""))
         if path is None or kinds is None:
             self.clear()
         else:

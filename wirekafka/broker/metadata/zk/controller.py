@@ -307,8 +307,13 @@ def completed_reassignments(snapshot: ClusterSnapshot, controller_epoch: int) ->
     return done
 
 
+# per partition (error, message); then the topic znode's new assignment, adding and removing maps
+ReassignmentPlan = tuple[dict[int, tuple[ErrorCode, str | None]], dict[int, list[int]] | None,
+                         dict[int, list[int]] | None, dict[int, list[int]] | None]
+
+
 def plan_reassignments(view: TopicView | None, items: list[tuple[int, list[int] | None]], live: set[int],
-                       require_live: bool = True):
+                       require_live: bool = True) -> ReassignmentPlan:
     """Kafka's checks of AlterPartitionReassignments for one topic, and the topic znode's new
     assignment, adding and removing maps (None when nothing is to be written). The legacy znode's
     moves skip the live-broker check (require_live False): Kafka starts them and they wait."""

@@ -11,6 +11,7 @@ the controller wrote meanwhile rules."""
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Callable
 
 import trio
@@ -77,7 +78,7 @@ class IsrManager:
         None while that state does not name this broker as leader in p's epoch."""
         view = self.view.snapshot.topics.get(p.topic)
         current = view.states.get(p.index) if view is not None else None
-        if current is None or current[0].leader != self.node_id or current[0].leader_epoch != p.leader_epoch:
+        if view is None or current is None or current[0].leader != self.node_id or current[0].leader_epoch != p.leader_epoch:
             return None
         ordered = tuple(r for r in p.replica_set.replicas if r in isr) + tuple(sorted(isr - set(p.replica_set.replicas)))
         return IsrChange(p, view.topic_id, p.leader_epoch, ordered, current[1])
@@ -88,13 +89,16 @@ class IsrManager:
         was, and one that says this broker's view is stale re-reads the cluster first."""
         for c in changes:
             c.partition.propose_isr(frozenset(c.isr))
-        outcomes: dict | ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
+        outcomes: dict[tuple[uuid.UUID, int], IsrOutcome] | ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
         try:
             outcomes = await self._proposer.propose(self._broker_epoch(), changes)
         finally:
             for c in changes:
-                outcome = outcomes.get((c.topic_id, c.partition.index)) if isinstance(outcomes, dict) else None
-                self._settle_isr(c, outcome if outcome is not None else IsrOutcome(outcomes))  # type: ignore[arg-type]
+                if isinstance(outcomes, dict):
+                    outcome = outcomes.get((c.topic_id, c.partition.index)) or IsrOutcome(ErrorCode.UNKNOWN_SERVER_ERROR)
+                else:
+                    outcome = IsrOutcome(outcomes)
+                self._settle_isr(c, outcome)
 
     def _settle_isr(self, c: IsrChange, outcome: IsrOutcome) -> None:
         p = c.partition

@@ -21,7 +21,7 @@ import logging
 import re
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar, cast
 
 from wirekafka.broker.quotas.entities import CLIENT_ID, IP, IP_KEYS, USER, USER_AND_CLIENT_KEYS, Entity, entity_of
 from wirekafka.broker.metadata.cluster_metadata import base64_to_uuid, uuid_to_base64
@@ -195,7 +195,7 @@ def _decoder(decode: _Decode) -> _Decode:
         except (ValueError, TypeError, AttributeError) as exc:
             raise ZkDataError(f"{decode.__qualname__}: malformed data: {exc}") from exc
 
-    return checked  # type: ignore[return-value]
+    return cast(_Decode, checked)  # functools.wraps keeps decode's signature; the checker cannot see it
 
 
 def dump_json(obj: Any) -> bytes:

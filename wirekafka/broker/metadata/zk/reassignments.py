@@ -41,17 +41,18 @@ class Reassignments:
         for topic, index, target in changes:
             by_topic.setdefault(topic, []).append((index, target))
         for topic, items in by_topic.items():
+            result: dict[int, tuple[ErrorCode, str | None]] = {}
             for _attempt in range(5):
                 snapshot = await self.zk.call(io.read_snapshot, self.zk.client, None)
                 view = snapshot.topics.get(topic)
                 result, assignment, adding, removing = plan_reassignments(view, items, set(snapshot.brokers))
-                if assignment is None:
+                if assignment is None or view is None:
                     break
                 await self._yield_legacy_entries(snapshot, {(topic, i) for i, (e, _) in result.items()
                                                             if e == ErrorCode.NONE})
                 try:
-                    await self.zk.call(io.set_assignment, self.zk.client, topic, view.topic_id,  # type: ignore[union-attr]
-                                       assignment, adding, removing, view.version)  # type: ignore[union-attr]
+                    await self.zk.call(io.set_assignment, self.zk.client, topic, view.topic_id,
+                                       assignment, adding, removing, view.version)
                     break
                 except BadVersionError:
                     continue

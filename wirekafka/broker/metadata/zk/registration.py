@@ -39,7 +39,7 @@ class Registrar:
             broker_id=self.node_id,
             endpoints=tuple(zl.Endpoint(adv.name, adv.host, adv.port, self.config.security_protocol(adv.name))
                             for adv in self.config.advertised_listeners),
-            rack=self.config["broker.rack"] or None,  # type: ignore[arg-type]
+            rack=self.config.text_if_set("broker.rack"),
             timestamp_ms=int(time.time() * 1000),
         ).encode()
         deadline = trio.current_time() + self.config.int("zookeeper.session.timeout.ms") / 1000 + 5

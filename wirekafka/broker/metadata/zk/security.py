@@ -180,7 +180,8 @@ class _GssapiMechanism(puresasl.mechanisms.Mechanism):
 
 
 # pure-sasl finds a mechanism by name; this one's name is local (ZooKeeper's SASL packets carry none)
-puresasl.mechanisms.mechanisms[GSSAPI_MECHANISM] = _GssapiMechanism
+_mechanisms: dict[str, Any] = puresasl.mechanisms.mechanisms  # its annotation lists only its own classes
+_mechanisms[GSSAPI_MECHANISM] = _GssapiMechanism
 
 
 # ---- TLS -------------------------------------------------------------------------------------
@@ -258,8 +259,10 @@ class AclKazooClient(KazooClient):
     """A kazoo client that creates every znode with Kafka's default ACLs for its path, unless the
     caller names others (zookeeper.set.acl=true)."""
 
-    def create_async(self, path: str, value: bytes = b"", acl: Any = None, **kwargs: Any) -> Any:
-        return super().create_async(path, value, acl=_PathAcls(default_acls(path)) if acl is None else acl, **kwargs)
+    def create_async(self, path: str, value: bytes = b"", acl: Any = None, ephemeral: bool = False,
+                     sequence: bool = False, makepath: bool = False, include_data: bool = False) -> Any:
+        return super().create_async(path, value, _PathAcls(default_acls(path)) if acl is None else acl, ephemeral,
+                                    sequence, makepath, include_data)
 
     def ensure_path_async(self, path: str, acl: Any = None) -> Any:
         return super().ensure_path_async(path, None if isinstance(acl, _PathAcls) else acl)

@@ -45,10 +45,11 @@ def session_for(config: BrokerConfig) -> ZkSession:
     """The session a broker configured with `config` opens: zookeeper.connect, its session and
     connection timeouts (the connection's defaulting to the session's, as Kafka's does), and how
     its client logs in."""
-    connection_timeout = config["zookeeper.connection.timeout.ms"]
-    return ZkSession(str(config["zookeeper.connect"]), config.int("zookeeper.session.timeout.ms"),
-                     int(connection_timeout) if connection_timeout is not None  # type: ignore[call-overload]
-                     else config.int("zookeeper.session.timeout.ms"), client_security(config))
+    session_timeout_ms = config.int("zookeeper.session.timeout.ms")
+    connection_timeout_ms = (config.int("zookeeper.connection.timeout.ms")
+                             if config["zookeeper.connection.timeout.ms"] is not None else session_timeout_ms)
+    return ZkSession(str(config["zookeeper.connect"]), session_timeout_ms, connection_timeout_ms,
+                     client_security(config))
 
 
 class ZkSession:
@@ -75,7 +76,7 @@ class ZkSession:
             if self.chroot:
                 await trio.to_thread.run_sync(self._ensure_chroot)
             self.client.add_listener(self._on_state)
-            await trio.to_thread.run_sync(functools.partial(self.client.start, timeout=self.connection_timeout_s))
+            await trio.to_thread.run_sync(functools.partial(_start, self.client, self.connection_timeout_s))
             # the SASL login runs after the connection is up: a refused one fails the first request
             await trio.to_thread.run_sync(self.client.exists, "/")
         except AuthFailedError:
@@ -85,7 +86,7 @@ class ZkSession:
 
     def _ensure_chroot(self) -> None:
         plain = self._security.client(self.hosts, self.session_timeout_ms / 1000)
-        plain.start(timeout=self.connection_timeout_s)
+        _start(plain, self.connection_timeout_s)
         try:
             plain.ensure_path(self.chroot)
         finally:
@@ -185,3 +186,9 @@ class ChangeFeed:
         self._changed = trio.Event()
         paths, self._paths = self._paths, set()
         return paths
+
+
+def _start(client: Any, timeout_s: float) -> None:
+    """KazooClient.start, waiting up to timeout_s seconds (any number: it waits on an Event;
+    the client is Any because a checker infers int from kazoo's default of 15)."""
+    client.start(timeout=timeout_s)

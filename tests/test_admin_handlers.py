@@ -649,7 +649,7 @@ def test_delete_records_survives_a_crash_and_a_clean_restart(tmp_path: Path) -> 
     create_topic(state, "t", 1)
     produce(state, "t", 6)
     for p in state.metadata.iter_partitions():
-        p.flush()
+        p.files.flush()
     assert _delete_records(state, 2, "t", 4) == (ErrorCode.NONE, 4)
     # No shutdown: the checkpoint written by the handler is all a crashed broker leaves behind.
     crashed = BrokerState(state.config)

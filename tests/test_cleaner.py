@@ -53,7 +53,7 @@ def _clean(p: Partition, clock: Clock, checkpoint: int | None = None, map_bytes:
 
 def _records(p: Partition, start: int = 0) -> list[tuple[int, bytes | None, bytes | None]]:
     out = []
-    for header, read in p.iter_batches(start):
+    for header, read in p.files.iter_batches(start):
         if header.is_control:
             continue
         out += [(r.offset, r.key, r.value) for r in records.iter_records(read())]
@@ -61,7 +61,7 @@ def _records(p: Partition, start: int = 0) -> list[tuple[int, bytes | None, byte
 
 
 def _headers(p: Partition) -> list[records.BatchHeader]:
-    return [h for h, _ in p.iter_batches(0)]
+    return [h for h, _ in p.files.iter_batches(0)]
 
 
 def _fill(p: Partition, clock: Clock, rounds: int = 6, keys: int = 4) -> dict[bytes, tuple[int, bytes]]:
@@ -209,7 +209,7 @@ def test_an_emptied_batch_that_stays_is_kafkas_empty_header(tmp_path: Path) -> N
     _append(p, [(b"pad", b"p" * 350)], clock)
     _append(p, [(b"pad", b"q" * 350)], clock)
     _clean(p, clock)
-    empty, read = next(iter(p.iter_batches(0)))
+    empty, read = next(iter(p.files.iter_batches(0)))
     assert records.compute_crc(read()) == empty.crc
     assert (empty.base_offset, empty.last_offset_delta, empty.records_count) == (0, 1, 0)
     assert (empty.base_timestamp, empty.max_timestamp) == (-1, original.max_timestamp)
@@ -226,7 +226,7 @@ def test_producer_sequence_survives_cleaning_and_restart(tmp_path: Path) -> None
     _append(p, [(b"pad", b"p" * 350)], clock)
     _append(p, [(b"pad", b"q" * 350)], clock)
     _clean(p, clock)
-    p.close()
+    p.files.close()
     for snapshot in (tmp_path / "t-0").glob("*.snapshot"):
         snapshot.unlink()  # rebuild producer state from the cleaned log itself
     p = _open(tmp_path / "t-0", clock)

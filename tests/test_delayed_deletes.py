@@ -86,7 +86,7 @@ def test_segments_are_renamed_now_and_unlinked_after_file_delete_delay(tmp_path:
         doomed = p.delete_records_before(p.log_end_offset - 1)
         names = [seg.log_path.name for seg in doomed]
         assert names
-        await p.delete_segments(doomed)
+        await p.files.delete_segments(doomed)
         for name in names:
             assert not (d / name).exists() and (d / (name + ".deleted")).exists()
             assert (d / (name[: -len(".log")] + ".index.deleted")).exists()
@@ -108,7 +108,7 @@ def test_a_reader_of_a_retired_segment_reads_it_whole(tmp_path: Path) -> None:
         result = p.read(0, 10**6, Isolation.READ_UNCOMMITTED, True)
         assert result.region is not None
         expected = result.region.length
-        await p.delete_segments(p.delete_records_before(p.log_end_offset))
+        await p.files.delete_segments(p.delete_records_before(p.log_end_offset))
         await _until(lambda: not _retired(d))
         try:
             data = result.region.read()
@@ -126,7 +126,7 @@ def test_deleted_partition_directory_takes_kafkas_name_and_goes_after_the_broker
         p = _open(d, deletes, segment_bytes=400)
         _fill(p, 5)
         p.take_offline()
-        await p.delete_files()
+        await p.files.delete_files()
         [renamed] = [path for path in tmp_path.iterdir()]
         assert not d.exists() and DELETE_DIR.match(renamed.name) and sorted(renamed.glob("*.log"))
         again = _open(d, deletes)  # the name is free at once: a re-created topic starts empty
@@ -208,7 +208,7 @@ def test_segments_replaced_by_the_cleaner_go_after_the_delay(tmp_path: Path) -> 
         await trio.sleep(0.2)
         await _until(lambda: not _retired(d))
         latest = {}
-        for header, read in p.iter_batches(0):
+        for header, read in p.files.iter_batches(0):
             for r in records.iter_records(read()):
                 latest[r.key] = r.value
         assert latest == {b"key-0": b"v27", b"key-1": b"v28", b"key-2": b"v29"}

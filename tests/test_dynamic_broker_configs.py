@@ -105,7 +105,7 @@ def test_a_change_reaches_every_topic_and_survives_a_restart(tmp_path: Path) -> 
         for p in topic.partitions:
             assert (p.log_config.retention_ms, p.log_config.compact) == (3_600_000, True)
             assert (p.min_insync_replicas, p.producer_state.expiration_ms) == (2, 5000)
-            assert p.effective_min_isr(p.min_insync_replicas) == 1  # one replica: Kafka counts at most that
+            assert p.replica_set.effective_min_isr(p.min_insync_replicas) == 1  # one replica: Kafka counts at most that
         assert kept.partitions[0].log_config.retention_ms == 1000  # the topic's override wins
 
     trio.run(main)

@@ -191,9 +191,9 @@ def test_the_offsets_topic_codec_compresses_every_coordinator_batch(tmp_path: Pa
         assert (await state.groups.sync("g", 1, joined.member_id, None, "consumer", "range",
                                         {joined.member_id: b"a"}))[0] == ErrorCode.NONE
         partition = state.groups.offsets_partition("c")
-        codecs = {header.compression for header, _ in partition.iter_batches(partition.log_start_offset)}
+        codecs = {header.compression for header, _ in partition.files.iter_batches(partition.log_start_offset)}
         partition = state.groups.offsets_partition("g")
-        codecs |= {header.compression for header, _ in partition.iter_batches(partition.log_start_offset)}
+        codecs |= {header.compression for header, _ in partition.files.iter_batches(partition.log_start_offset)}
         assert codecs == {codec}
 
     _run(tmp_path, body, **{"offsets.topic.compression.codec": str(codec)})
@@ -273,12 +273,12 @@ def test_offsets_reload_from_a_cleaned_log(tmp_path: Path) -> None:
                 continue
             state.cleaner.checkpoints[(p.topic, p.index)] = clean_partition(
                 p, state.now_ms(), state.cleaner.checkpoints.get((p.topic, p.index)), 10**6)
-            for header, _ in p.iter_batches(0):
+            for header, _ in p.files.iter_batches(0):
                 seen["horizon"] |= batch_filter.has_delete_horizon(header)
                 seen["empty"] |= header.records_count == 0
 
     def tombstones(state) -> int:
-        return sum(1 for p in state.metadata.topic(OFFSETS_TOPIC).partitions for header, read in p.iter_batches(0)
+        return sum(1 for p in state.metadata.topic(OFFSETS_TOPIC).partitions for header, read in p.files.iter_batches(0)
                    if not header.is_control for r in records.iter_records(read()) if r.value is None)
 
     async def commit_all(state, value_base: int) -> None:
@@ -366,7 +366,7 @@ def test_an_empty_group_without_offsets_is_deleted_with_tombstones(tmp_path: Pat
         g.offsets.expire_offsets()
         assert set(g.groups) == {"kept", "writing"}
         written = [(gr.decode_key(r.key), r.value) for p in state.metadata.topic(OFFSETS_TOPIC).partitions
-                   for h, read in p.iter_batches(0) for r in records.iter_records(read())]
+                   for h, read in p.files.iter_batches(0) for r in records.iter_records(read())]
         tombstoned = {k for k, v in written if v is None}
         assert tombstoned == {gr.OffsetKey("expired", "t", 0), gr.OffsetKey("expired", "t", 1),
                               gr.GroupKey("expired"), gr.GroupKey("left")}

@@ -82,3 +82,15 @@ def test_broker_parts_do_not_import_the_broker_state(module: str) -> None:
     names = _imports(PKG / "broker" / f"{module}.py")
     source = (PKG / "broker" / f"{module}.py").read_text()
     assert "wirekafka.broker.state" not in names and "wirekafka.broker.state" not in source
+
+
+def test_modules_and_classes_stay_small() -> None:
+    """One job a module and a class (issue 33's bounds): no module over 700 lines, no class over
+    400; a larger one is a sign that two concerns share it."""
+    for path in PKG.rglob("*.py"):
+        source = path.read_text()
+        assert source.count("\n") <= 700, f"{path}: {source.count(chr(10))} lines"
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ClassDef):
+                size = (node.end_lineno or node.lineno) - node.lineno + 1
+                assert size <= 400, f"{path}: class {node.name} has {size} lines"

@@ -42,7 +42,7 @@ async def _compacted(state: BrokerState, name: str, compact: bool = True) -> Par
 
 
 def _values(p: Partition) -> list[tuple[int, bytes | None, bytes | None]]:
-    return [(r.offset, r.key, r.value) for h, read in p.iter_batches(0) for r in records.iter_records(read())]
+    return [(r.offset, r.key, r.value) for h, read in p.files.iter_batches(0) for r in records.iter_records(read())]
 
 
 def _leftovers(state: BrokerState, p: Partition) -> list[str]:

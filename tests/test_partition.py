@@ -143,7 +143,7 @@ def test_cold_megabyte_fetch_moves_no_record_bytes_through_python(tmp_path: Path
     p = _open(tmp_path / "t-0")
     for _ in range(128):
         _append(p, 8, value_size=1024)  # ~8 KB batches, 1 MB in all
-    p.close()
+    p.files.close()
     p = _open(tmp_path / "t-0")
     read_bytes = []
     real_pread, real_preadv = os.pread, os.preadv

@@ -162,8 +162,8 @@ def test_open_transactions_and_aborts_survive_a_clean_restart(tmp_path: Path) ->
     aborted.send()                    # 0
     aborted.end(commit=False)         # 1
     still_open.send()                 # 2
-    p.flush()
-    p.close()
+    p.files.flush()
+    p.files.close()
     again = _open(d, clean=True)
     assert (again.high_watermark, again.last_stable_offset) == (3, 2)
     assert _read(again, 0, Isolation.READ_COMMITTED)[1].aborted == [AbortedTxn(1, 0, 1, 2)]
@@ -180,7 +180,7 @@ def test_crash_recovery_rebuilds_the_txnindex_from_the_markers(tmp_path: Path) -
     index = d / "00000000000000000000.txnindex"
     expected = index.read_bytes()
     assert len(expected) == 2 * 34
-    p.close()
+    p.files.close()
     index.write_bytes(b"\x00" * 10)   # garbage a crash could leave
     recovered = _open(d, clean=False)
     assert index.read_bytes() == expected

@@ -201,8 +201,8 @@ def test_clean_restart_reads_no_log_for_producer_state(tmp_path: Path, monkeypat
             prod.send(2)
     assert len(list(d.glob("*.log"))) > 3
     before = p.producers.snapshot_entries()
-    p.flush()
-    p.close()
+    p.files.flush()
+    p.files.close()
     end = p.log_end_offset
     assert _snapshots(d)[-1] == end
     calls = _count_replayed(monkeypatch)
@@ -220,8 +220,8 @@ def test_without_snapshots_the_log_is_replayed_and_a_snapshot_taken(tmp_path: Pa
     prod = Producer(p, 1)
     for _ in range(12):
         prod.send(2)
-    p.flush()
-    p.close()
+    p.files.flush()
+    p.files.close()
     for path in d.glob("*.snapshot"):
         path.unlink()
     calls = _count_replayed(monkeypatch)
@@ -241,7 +241,7 @@ def test_crash_after_a_roll_replays_only_the_recovered_segment(tmp_path: Path, m
     active_base = int(sorted(d.glob("*.log"))[-1].stem)
     assert active_base in _snapshots(d)
     last = prod.send(2)
-    p.flush()  # no close: a kill -9
+    p.files.flush()  # no close: a kill -9
     calls = _count_replayed(monkeypatch)
     again = _open(d, clean=False, recovery_point=p.log_end_offset)
     assert calls[0][0] == active_base and calls[0][1] == (last[1] + 1 - active_base) // 2
@@ -258,7 +258,7 @@ def test_duplicates_are_detected_across_a_restart(tmp_path: Path) -> None:
     append(p, first)                        # 0-2, seq 0-2
     last = prod.batch(2)
     append(p, last)                         # 3-4, seq 3-4
-    p.close()
+    p.files.close()
     again = _open(d)
     dup = append(again, last)
     assert dup.duplicate and (dup.base_offset, dup.last_offset) == (3, 4) and again.log_end_offset == 5
@@ -274,7 +274,7 @@ def test_log_append_time_duplicates_report_the_append_time_after_a_restart(tmp_p
     p = _open(d)
     batch = Producer(p, 9).batch(2)
     result = p.append(batch, records.validate_batch(batch), AppendOrigin.CLIENT, log_append_time_ms=NOW + 500)
-    p.close()
+    p.files.close()
     again = _open(d)
     dup = again.append(batch, records.validate_batch(batch), AppendOrigin.CLIENT, log_append_time_ms=NOW + 900)
     assert dup.duplicate and dup.log_append_time == result.log_append_time == NOW + 500
@@ -287,7 +287,7 @@ def test_open_transactions_and_the_last_stable_offset_survive_a_restart(tmp_path
     aborted.send(transactional=True)        # 0
     still_open.send(2, transactional=True)  # 1-2
     aborted.end(commit=False)               # 3
-    p.close()
+    p.files.close()
     clock = Clock(NOW + 2 * DAY)  # long after: the open transaction keeps its producer from expiring
     again = _open(d, clock=clock)
     still_open.p = again
@@ -318,7 +318,7 @@ def test_crash_recovery_reindexes_an_abort_whose_transaction_began_before_the_sn
     index = d / f"{base:020d}.txnindex"
     expected = index.read_bytes()
     assert expected == struct.pack(">hqqqq", 0, 1, 0, p.log_end_offset - 1, 1)  # LSO after it: other's first offset
-    p.flush()
+    p.files.flush()
     index.write_bytes(b"\x00" * 7)            # what a crash can leave
     calls = _count_replayed(monkeypatch)
     again = _open(d, clean=False, recovery_point=p.log_end_offset)
@@ -388,7 +388,7 @@ def test_delete_records_and_retention_delete_snapshots_below_the_log_start(tmp_p
     PartitionLog.delete_segments(p.apply_retention())
     _drain(p)
     assert p.log_start_offset == bases[-1] and _snapshots(d) == [bases[-1]]
-    p.close()
+    p.files.close()
     again = _open(d, segment_bytes=400)  # Kafka drops a snapshot at the log start at load
     assert _snapshots(d) == [again.log_end_offset]
 
@@ -438,7 +438,7 @@ def test_whole_log_expiry_keeps_producer_state_and_epochs(tmp_path: Path) -> Non
     assert idem.send(1) == (end, end)
     assert txn.end(commit=False) == end + 1
     assert p.last_stable_offset == p.high_watermark == end + 2
-    p.close()
+    p.files.close()
     again = PartitionLog(d, LogConfig(segment_bytes=400), log_start_offset=end, clean_shutdown=True, clock=clock)
     assert (again.log_start_offset, again.log_end_offset) == (end, end + 2)
 
@@ -449,7 +449,7 @@ def test_stray_snapshots_are_removed_at_open(tmp_path: Path) -> None:
     prod = Producer(p, 1)
     while len(list(d.glob("*.log"))) < 3:
         prod.send(2)
-    p.close()  # roll snapshots and the shutdown one at the log end
+    p.files.close()  # roll snapshots and the shutdown one at the log end
     bases = sorted(int(path.stem) for path in d.glob("*.log"))
     end = p.log_end_offset
     snaps = ProducerSnapshots(d)
@@ -467,7 +467,7 @@ def test_topic_deletion_stops_snapshot_writes(tmp_path: Path) -> None:
         prod.send(2)
     work = p.producer_state.work()
     p.take_offline()
-    p.retire_files()
+    p.files.retire_files()
     work.run()
     assert not d.exists()
 
@@ -496,7 +496,7 @@ def test_expired_producers_are_left_out_when_a_snapshot_is_loaded(tmp_path: Path
     d = tmp_path / "t-0"
     p = _open(d)
     Producer(p, 1).send()
-    p.close()
+    p.files.close()
     assert set(_open(d, clock=Clock(NOW + DAY - 1)).producers.entries) == {1}
     assert set(_open(d, clock=Clock(NOW + DAY)).producers.entries) == set()
 

@@ -345,7 +345,7 @@ class BrokerState:
         waiters), then delete its files in a worker thread."""
         topic = await self.metadata.delete_topic(name)
         for p in topic.local_partitions():
-            await p.delete_files()
+            await p.files.delete_files()
 
     async def checkpoint(self) -> None:
         """Snapshot on the loop, write the checkpoint files in a worker."""
@@ -363,9 +363,9 @@ class BrokerState:
         and background task has stopped."""
         partitions = list(self.metadata.iter_partitions())
         for p in partitions:
-            p.flush()
+            p.files.flush()
         self.write_checkpoints(self.checkpoint_snapshot())
         self.metadata.save()
         for p in partitions:
-            p.close()
+            p.files.close()
         checkpoint.atomic_write(self.log_dir / CLEAN_SHUTDOWN_FILE, '{"version":0,"brokerEpoch":0}')

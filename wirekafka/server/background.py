@@ -31,7 +31,7 @@ async def retention_task(state: BrokerState, *, task_status=trio.TASK_STATUS_IGN
                 if segments:
                     doomed.append((p, segments))
         for p, segments in doomed:
-            await p.delete_segments(segments)
+            await p.files.delete_segments(segments)
         if doomed:
             await state.checkpoint()
 

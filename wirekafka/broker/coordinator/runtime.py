@@ -114,7 +114,7 @@ class Replay:
 
 def _read_entries(partition: Partition, start: int, end: int) -> Replay:
     replay = Replay()
-    for header, read in partition.iter_batches(start):
+    for header, read in partition.files.iter_batches(start):
         if header.base_offset >= end:
             break
         if header.is_control:

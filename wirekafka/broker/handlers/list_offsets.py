@@ -58,18 +58,18 @@ def lookup(partition: Partition, timestamp: int, read_committed: bool) -> tuple[
     if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
         return NOT_FOUND
     if timestamp == MAX_TIMESTAMP:
-        found = partition.batch_with_max_timestamp()
+        found = partition.files.batch_with_max_timestamp()
         if found is None:
             return NOT_FOUND
         max_ts = found[0].max_timestamp
         return _first_record_at(partition, found, lambda ts: ts == max_ts) or NOT_FOUND
     if timestamp < 0:
         raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"invalid timestamp {timestamp}")
-    found = partition.batch_for_timestamp(timestamp)
+    found = partition.files.batch_for_timestamp(timestamp)
     if found is None:
         return NOT_FOUND
     # Usually the first candidate batch answers; one straddling the log start may not.
-    for candidate in partition.iter_batches(found[0].base_offset):
+    for candidate in partition.files.iter_batches(found[0].base_offset):
         if candidate[0].max_timestamp >= timestamp:
             hit = _first_record_at(partition, candidate, lambda ts: ts >= timestamp)
             if hit:

@@ -40,23 +40,22 @@ import enum
 import functools
 import logging
 import time
-import uuid
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 import trio
 
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.protocol.records import BatchHeader
-from wirekafka.broker.replica.delayed_deletes import DelayedDeletes, delete_directory_name
+from wirekafka.broker.replica.delayed_deletes import DelayedDeletes
 from wirekafka.broker.replica.producer_state import ProducerStateTable
 from wirekafka.broker.replica.partition_cleaning import PartitionCleaning
+from wirekafka.broker.replica.partition_files import PartitionFiles
 from wirekafka.broker.replica.producer_state_manager import ProducerStateManager
 from wirekafka.broker.replica.replica_set import ReplicaSet
 from wirekafka.storage.epoch_cache import LeaderEpochCache
-from wirekafka.storage.log import FlushWork, LogConfig, PartitionLog
+from wirekafka.storage.log import LogConfig, PartitionLog
 from wirekafka.storage.region import FileRegion
 from wirekafka.storage.segment import ColdData, LogSegment
 from wirekafka.storage.txn_index import AbortedTxn
@@ -135,6 +134,7 @@ class Partition:
         self._high_watermark = 0
         self._data_waiters: set[trio.Event] = set()
         self.cleaning = PartitionCleaning(self, log)
+        self.files = PartitionFiles(topic, index, log, self.producer_state, self.deletes)
         self.producer_state.remove_strays(s.base_offset for s in log.segments)
         self._load_producer_state()
         work = self.producer_state.work()
@@ -180,12 +180,6 @@ class Partition:
     def is_leader(self) -> bool:
         return self.replica_set.is_leader
 
-    def effective_min_isr(self, configured: int) -> int:
-        """min.insync.replicas as Kafka 3.7+ applies it: never more than the partition's
-        replicas (KAFKA-15583), so a topic with fewer replicas than its min.insync.replicas
-        still takes acks=all writes and moves its high watermark."""
-        return min(configured, max(len(self.replica_set.replicas), 1))
-
     @property
     def recovery_point(self) -> int:
         return self._log.recovery_point
@@ -194,7 +188,7 @@ class Partition:
         """Leader: the smallest log end among the in-sync replicas, once they are at least
         min.insync.replicas; it never moves back."""
         rs = self.replica_set
-        if not rs.is_leader or len(rs.isr) < self.effective_min_isr(self.min_insync_replicas):
+        if not rs.is_leader or len(rs.isr) < rs.effective_min_isr(self.min_insync_replicas):
             return
         new = rs.min_in_sync_end(self._log.log_end_offset)
         if new is not None and new > self._high_watermark:
@@ -440,20 +434,6 @@ class Partition:
         told about; none when nothing was read."""
         return [] if region is None else self._log.aborted_transactions(offset, region)
 
-    def iter_batches(self, start_offset: int) -> Iterator[tuple[BatchHeader, Callable[[], bytes]]]:
-        """Each batch header from start_offset with a function reading the batch's bytes: for
-        readers that decode records (ListOffsets by time, coordinator loading)."""
-        for seg, pos, header in self._log.iter_batch_headers(start_offset):
-            yield header, _batch_reader(self._log, seg, pos, header)
-
-    def batch_for_timestamp(self, timestamp: int) -> tuple[BatchHeader, Callable[[], bytes]] | None:
-        found = self._log.find_timestamp(timestamp)
-        return None if found is None else (found[2], _batch_reader(self._log, *found))
-
-    def batch_with_max_timestamp(self) -> tuple[BatchHeader, Callable[[], bytes]] | None:
-        found = self._log.max_timestamp_batch()
-        return None if found is None else (found[2], _batch_reader(self._log, *found))
-
     # ---- waiting for data ---------------------------------------------------------------------
     def add_data_waiter(self, event: trio.Event) -> None:
         self._data_waiters.add(event)
@@ -524,55 +504,7 @@ class Partition:
     def set_log_config(self, config: LogConfig) -> None:
         self._log.config = config
 
-    # ---- file work (worker threads) -----------------------------------------------------------
-    def flush_work(self) -> FlushWork:
-        """Taken on the loop; run() it in a worker thread, then call flushed(work.end)."""
-        return self._log.flush_work()
-
-    def flushed(self, end: int) -> None:
-        self._log.flushed(end)
-
-    def flush(self) -> None:
-        """fsync now, on the caller's thread (shutdown)."""
-        self._log.flush()
-
-    def close(self) -> None:
-        """Clean shutdown (worker thread, the loop no longer running): the pending snapshot work,
-        then a snapshot at the log end so that the next start replays nothing, as Kafka's
-        UnifiedLog.close does; then the log."""
-        self.producer_state.take_snapshot(self._log.log_end_offset)
-        work = self.producer_state.work()
-        if work is not None:
-            work.run()
-        self._log.close()
-
-    async def delete_segments(self, segments: list[LogSegment]) -> None:
-        """Delete segments detached by retention, DeleteRecords or truncation, as Kafka does:
-        renamed `.deleted` now (worker thread), unlinked file.delete.delay.ms later."""
-        await trio.to_thread.run_sync(PartitionLog.retire_segments, segments)
-        self.schedule_deletion(segments)
-
-    def schedule_deletion(self, retired: list[LogSegment]) -> None:
-        self.deletes.schedule(self._log.config.file_delete_delay_ms,
-                              functools.partial(PartitionLog.delete_segments, retired))
-
     def take_offline(self) -> None:
         """The partition is going away (topic deleted): refuse appends and reads, wake waiters."""
         self.online = False
         self._wake_readers()
-
-    async def delete_files(self) -> None:
-        """The partition's directory goes (after take_offline), as Kafka deletes a replica: renamed
-        `<topic>-<p>.<uuid>-delete` now (worker thread), removed after log.segment.delete.delay.ms."""
-        retired = await trio.to_thread.run_sync(self.retire_files)
-        self.deletes.schedule_directory(retired)
-
-    def retire_files(self) -> Path:
-        """Close the partition's files and rename its directory for deletion (worker thread)."""
-        self.producer_state.close()
-        self._log.close()
-        return self._log.retire_directory(delete_directory_name(self.topic, self.index, uuid.uuid4().hex))
-
-
-def _batch_reader(plog: PartitionLog, seg: LogSegment, pos: int, header: BatchHeader) -> Callable[[], bytes]:
-    return lambda: plog.read_batch(seg, pos, header)

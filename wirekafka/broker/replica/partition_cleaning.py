@@ -64,4 +64,4 @@ class PartitionCleaning:
         """The swap's file work in a worker; the replaced segments go file.delete.delay.ms later,
         as Kafka's replaceSegments deletes them."""
         await trio.to_thread.run_sync(PartitionLog.finish_swap, cleaned, old)
-        self.partition.schedule_deletion(old)
+        self.partition.files.schedule_deletion(old)

@@ -161,7 +161,7 @@ class ReplicaManager:
                     header = records.parse_header(batch)
                 if not partition.is_leader:  # Kafka checks leadership before the ISR size
                     raise RefusedBeforeLog(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-                min_isr = partition.effective_min_isr(policy.min_insync_replicas)
+                min_isr = partition.replica_set.effective_min_isr(policy.min_insync_replicas)
                 if acks == -1 and partition.in_sync_replica_count < min_isr:
                     raise KafkaApiError(
                         ErrorCode.NOT_ENOUGH_REPLICAS,
@@ -260,16 +260,16 @@ class ReplicaManager:
 
     async def flush(self, partition: Partition) -> None:
         """fsync a partition in a worker thread, then move its recovery point."""
-        work = partition.flush_work()
+        work = partition.files.flush_work()
         await trio.to_thread.run_sync(work.run)
-        partition.flushed(work.end)
+        partition.files.flushed(work.end)
 
     async def delete_records(self, partition: Partition, offset: int) -> None:
         """DeleteRecords: move the log start offset now; the segments below it are deleted in a
         worker thread."""
         doomed = partition.delete_records_before(offset)
         if doomed:
-            await partition.delete_segments(doomed)
+            await partition.files.delete_segments(doomed)
 
     # ---- fetch -------------------------------------------------------------------------------
     async def fetch(self, params: FetchParams, targets: list[FetchTarget]) -> list[FetchOutcome]:

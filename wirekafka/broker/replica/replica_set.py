@@ -46,6 +46,12 @@ class ReplicaSet:
     def is_leader(self) -> bool:
         return self.leader == self.local_id
 
+    def effective_min_isr(self, configured: int) -> int:
+        """min.insync.replicas as Kafka 3.7+ applies it: never more than the partition's
+        replicas (KAFKA-15583), so a topic with fewer replicas than its min.insync.replicas
+        still takes acks=all writes and moves its high watermark."""
+        return min(configured, max(len(self.replicas), 1))
+
     def lead(self, replicas: tuple[int, ...], isr: frozenset[int], now_ms: int) -> None:
         """Become leader: followers in the ISR count as caught up now (Kafka resets their
         timers on a leader change), their log ends unknown until they fetch."""

@@ -158,7 +158,7 @@ class LeaderFetcher:
                      self.leader.node_id)
             doomed = p.truncate_to(offset)
             if doomed:
-                await p.delete_segments(doomed)
+                await p.files.delete_segments(doomed)
         f.needs_truncation = False
 
     # ---- fetching ----------------------------------------------------------------------------
@@ -261,7 +261,7 @@ class LeaderFetcher:
                      earliest.offset, p.log_end_offset)
             doomed = p.restart_at(earliest.offset)
             if doomed:
-                await p.delete_segments(doomed)
+                await p.files.delete_segments(doomed)
         else:
             f.needs_truncation = True  # ahead of the leader: ask it where our epoch ends
 

@@ -231,7 +231,7 @@ class ClusterView(TopicIndex):
                 change.stop_fetching.append(local)
                 if local.is_leader:
                     change.resigned.append(local)
-                await local.delete_files()
+                await local.files.delete_files()
                 log.info("%s-%d: replica moved away (reassignment): deleted here", topic.name, index)
 
     async def _open_replicas(self, topic: Topic, view: TopicView, first: int) -> list[Partition | None]:
@@ -251,5 +251,5 @@ class ClusterView(TopicIndex):
             p.take_offline()
         self.on_roles(RoleChange(stop_fetching=local, resigned=[p for p in local if p.is_leader]))
         for p in local:
-            await p.delete_files()
+            await p.files.delete_files()
         log.info("topic %s is gone: deleted its local replicas", name)

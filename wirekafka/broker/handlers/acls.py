@@ -49,14 +49,8 @@ import logging
 from enum import IntEnum
 from typing import Any, TypeVar
 
-from kafka.protocol.admin.acl import (
-    CreateAclsRequest,
-    CreateAclsResponse,
-    DeleteAclsRequest,
-    DeleteAclsResponse,
-    DescribeAclsRequest,
-    DescribeAclsResponse,
-)
+from kafka.protocol.admin.acl import (CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
+                                      DescribeAclsRequest, DescribeAclsResponse)
 
 from wirekafka.security.acl.authorizer import (CLUSTER_NAME, AccessControlEntry, AclBinding, AclBindingFilter, AclOperation,
                                          PatternType, PermissionType, ResourcePattern, ResourceType)

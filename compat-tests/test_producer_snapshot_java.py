@@ -86,7 +86,7 @@ def test_dump_log_reads_the_snapshot_a_partition_writes_at_close(tmp_path: Path)
     p.append_marker(11, 2, 4, commit=True, timestamp_ms=T0 + 50)
     send(12, 1, 0, 5, transactional=True)      # left open
     entries = p.producers.snapshot_entries()
-    p.close()
+    p.files.close()
     [offset] = ps.snapshot_offsets(d)
     assert offset == p.log_end_offset
     dumped = {x.producer_id: x for x in _dump(ps.snapshot_path(d, offset))}
@@ -167,7 +167,7 @@ def test_real_kafka_snapshot_reads_with_wirekafka(tmp_path: Path) -> None:
         assert p.last_stable_offset == open_txn.current_txn_first_offset
         assert sorted(p.producers.snapshot_entries(), key=lambda e: e.producer_id) == \
             sorted(ours, key=lambda e: e.producer_id)
-        p.close()
+        p.files.close()
     finally:
         if kafka.alive():
             kafka.stop()

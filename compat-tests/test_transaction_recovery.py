@@ -86,7 +86,7 @@ def _crash_state(data: Path, topic: str, tid: str, pid: int, epoch: int, commit:
     for p in marked:
         part = _offline(data, topic, p)
         part.append_marker(pid, epoch, 0, commit, NOW)
-        part.close()
+        part.files.close()
 
 
 def _settled(conn: Connection, topic: str, partition: int):

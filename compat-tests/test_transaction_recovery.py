@@ -82,7 +82,7 @@ def _crash_state(data: Path, topic: str, tid: str, pid: int, epoch: int, commit:
         partitions=tr.group_partitions((topic, p) for p in all_partitions))
     batch = records.build_batch([(tr.encode_key(tid), tr.encode_value(value), NOW)])
     state.append(batch, records.validate_batch(batch), AppendOrigin.COORDINATOR)
-    state.close()
+    state.files.close()
     for p in marked:
         part = _offline(data, topic, p)
         part.append_marker(pid, epoch, 0, commit, NOW)

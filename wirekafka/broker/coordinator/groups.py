@@ -329,15 +329,22 @@ class GroupCoordinator:
         if g.state == GroupState.PREPARING_REBALANCE and not g.members:
             self._complete_join(g)
 
-    async def sync(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
-                   protocol_type: str | None, protocol_name: str | None,
-                   assignments: dict[str, bytes]) -> tuple[ErrorCode, bytes, str | None, str | None]:
+    def _generation_member(self, group_id: str, generation: int, member_id: str, instance_id: str | None
+                           ) -> tuple[Group, Member]:
+        """Kafka's checks before SyncGroup and Heartbeat: the group is here, the member is in it,
+        and it speaks of the group's current generation."""
         self.check_available(group_id)
         g = self.groups.get(group_id)
         member = find_member(g, member_id, instance_id)
-        assert g is not None
+        assert g is not None  # find_member refused a missing group
         if generation != g.generation:
             raise KafkaApiError(ErrorCode.ILLEGAL_GENERATION)
+        return g, member
+
+    async def sync(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
+                   protocol_type: str | None, protocol_name: str | None,
+                   assignments: dict[str, bytes]) -> tuple[ErrorCode, bytes, str | None, str | None]:
+        g, member = self._generation_member(group_id, generation, member_id, instance_id)
         if (protocol_type is not None and protocol_type != g.protocol_type) or \
                 (protocol_name is not None and protocol_name != g.protocol):
             raise KafkaApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
@@ -366,12 +373,7 @@ class GroupCoordinator:
         return ErrorCode.NONE, member.assignment, g.protocol_type, g.protocol
 
     def heartbeat(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> None:
-        self.check_available(group_id)
-        g = self.groups.get(group_id)
-        member = find_member(g, member_id, instance_id)
-        assert g is not None
-        if generation != g.generation:
-            raise KafkaApiError(ErrorCode.ILLEGAL_GENERATION)
+        g, member = self._generation_member(group_id, generation, member_id, instance_id)
         member.last_seen = self.now()
         if g.state == GroupState.PREPARING_REBALANCE:
             raise KafkaApiError(ErrorCode.REBALANCE_IN_PROGRESS)

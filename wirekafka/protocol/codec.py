@@ -142,15 +142,3 @@ def encode_response_parts(api_key: int, api_version: int, correlation_id: int,
     parts[0] = _INT32.pack(size) + header + first
     response.frame = parts
     return parts
-
-
-def warm_up() -> None:
-    """Compile the schema encoders/decoders of every served API and version now, so the first
-    client request of each kind does not pay for code generation."""
-    for api_key, (lo, hi) in api_versions.SERVED.items():
-        for version in range(lo, hi + 1):
-            for cls in (api_versions.request_class(api_key), api_versions.response_class(api_key)):
-                flexible = cls.flexible_version_q(version)
-                struct = schema_meta.compiled_struct(cls)
-                struct.compiled_encode_into(version, compact=flexible, tagged=flexible)
-                struct.compiled_decode_from(version, compact=flexible, tagged=flexible, data_class=cls)

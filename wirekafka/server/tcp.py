@@ -21,7 +21,6 @@ from wirekafka.config.listeners import SASL_PROTOCOLS
 from wirekafka.startup_errors import StartupError
 from wirekafka.security.oauth.token_login import LoginFailed, SecuredLogin
 from wirekafka.security.sasl import oauthbearer as oauth
-from wirekafka.protocol import codec
 from wirekafka.server.background import flush_task, producer_expiration_task, retention_task
 from wirekafka.server.connection import serve_connection
 from wirekafka.server.connection_quotas import ConnectionQuotas, hold_then_close
@@ -74,7 +73,6 @@ async def run_broker(config: BrokerConfig) -> None:
         await state.join_cluster()
     else:
         await trio.to_thread.run_sync(state.load)
-    await trio.to_thread.run_sync(codec.warm_up)
     idle = IdleConnections(config.int("connections.max.idle.ms") / 1000)
     try:
         tls = state.metadata.broker_configs.listener_tls

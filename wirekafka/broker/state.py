@@ -126,7 +126,10 @@ class BrokerState:
         self._recovery: dict[tuple[str, int], int] = {}
         self._high_watermarks: dict[tuple[str, int], int] = {}
         self._starts: dict[tuple[str, int], int] = {}
+        # whether the previous run shut down cleanly: it holds for the whole run, since in a
+        # cluster the partitions open when the metadata names them, long after load()
         self._clean = True
+        self._recovered: set[tuple[str, int]] = set()  # opened once this run: recovered if need be
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
@@ -151,8 +154,8 @@ class BrokerState:
         if self._local_acls is not None:
             self._local_acls.load()
         if not self._clean and not fresh:
-            log.info("log dir %s was not shut down cleanly; recovered past recovery points", self.log_dir)
-        self._clean = True
+            log.info("log dir %s was not shut down cleanly: its partitions are recovered past their "
+                     "recovery points as they open", self.log_dir)
         clean_marker.unlink(missing_ok=True)
 
     def _load_meta(self) -> None:
@@ -267,9 +270,10 @@ class BrokerState:
             topic_config.log_config(topic.configs, self.config, self.metadata.broker_configs),
             log_start_offset=0 if new else self._starts.get(key, 0),
             recovery_point=0 if new else self._recovery.get(key, 0),
-            clean_shutdown=new or self._clean,
+            clean_shutdown=new or self._clean or key in self._recovered,
             clock=self.clock,
         )
+        self._recovered.add(key)
         meta = directory / "partition.metadata"
         if not meta.exists():
             checkpoint.atomic_write(meta, f"version: 0\ntopic_id: {uuid_to_base64(topic.topic_id)}\n")

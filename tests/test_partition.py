@@ -95,13 +95,16 @@ def test_truncate_to_cuts_log_epochs_producer_state_and_high_watermark(tmp_path:
         _append(p, 2, producer_id=7, producer_epoch=0, base_sequence=2 * i)
     p.become_leader(1)
     _append(p, 2, producer_id=7, producer_epoch=0, base_sequence=12)
-    doomed = p.truncate_to(5)
+    p.make_follower(2, 2, (2, 1), frozenset((2, 1)))  # only a follower truncates, in its epoch
+    doomed = p.truncate_to(5, 2)
+    assert doomed is not None
     PartitionLog.delete_segments(doomed)
     assert p.log_end_offset == 4  # the batch holding 5 starts at 4 and goes whole
     assert p.high_watermark == 4
     assert p.epochs.entries == [(0, 0)]
     assert _offsets(_read_bytes(p, 0)) == [0, 1, 2, 3]
     # producer state follows the log: sequence 4 is next again
+    p.become_leader(3)
     again = _append(p, 2, producer_id=7, producer_epoch=0, base_sequence=4)
     assert again.base_offset == 4 and not again.duplicate
 

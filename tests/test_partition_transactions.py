@@ -193,7 +193,8 @@ def test_truncation_below_a_marker_reopens_the_transaction_and_drops_its_index_e
     txn = Producer(p, 3)
     txn.send()                        # 0
     txn.end(commit=False)             # 1
-    p.truncate_to(1)
+    p.make_follower(1, 2, (2, 1), frozenset((2, 1)))  # a follower's truncation, in its epoch
+    assert p.truncate_to(1, 1) == []
     assert (p.high_watermark, p.last_stable_offset) == (1, 0)
     assert (d / "00000000000000000000.txnindex").read_bytes() == b""
     assert _read(p, 0, Isolation.READ_COMMITTED)[1].aborted == []

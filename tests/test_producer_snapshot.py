@@ -362,13 +362,17 @@ def test_truncation_deletes_later_snapshots_and_rebuilds_from_an_earlier_one(tmp
     assert in_flight is not None
     target = bases[2] + 2
     calls = _count_replayed(monkeypatch)
-    PartitionLog.delete_segments(p.truncate_to(target))
+    p.make_follower(1, 2, (2, 1), frozenset((2, 1)))  # a follower's truncation, in its epoch
+    doomed = p.truncate_to(target, 1)
+    assert doomed is not None
+    PartitionLog.delete_segments(doomed)
     assert calls == [(bases[2], 1)]  # from the snapshot at the segment's base: one batch
     assert p.log_end_offset == target and _snapshots(d) == bases[1:3]
     in_flight.run()  # written after the truncation cleaned up: dropped
     assert _snapshots(d) == bases[1:3]
     assert p.producers.entries[1].last_seq == target - 1
     prod.seq = target
+    p.become_leader(3)
     assert append(p, prod.batch(2)).base_offset == target
 
 

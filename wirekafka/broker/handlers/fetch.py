@@ -186,8 +186,8 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse | 
                          Isolation.READ_COMMITTED if read_committed else Isolation.READ_UNCOMMITTED,
                          replica, getattr(request, "rack_id", None) if v >= 11 else None,
                          ctx.listener)
-    targets = [FetchTarget(partition, p.fetch_offset, p.max_bytes, p.current_leader_epoch, p.log_start_offset)
-               for p, partition in readable]
+    targets = [FetchTarget(partition, p.fetch_offset, p.max_bytes, p.current_leader_epoch, p.log_start_offset,
+                           p.last_fetched_epoch) for p, partition in readable]
     outcomes = await ctx.state.replicas.fetch(params, targets)
     answers = [_answered(p, o) for (p, _), o in zip(readable, outcomes)] + erroneous
     charged = not follower and (quota.resolver.enabled or ctx.timing_since is not None)
@@ -219,7 +219,7 @@ def _answered(part: SessionPartition, o: FetchOutcome) -> _Answer:
         r.region.close()
         r.region = None
     return _Answer(part, ErrorCode.NONE, r.high_watermark, r.log_start_offset,
-                   r.region.length if r.region is not None else 0, o.preferred_read_replica,
+                   r.region.length if r.region is not None else 0, o.preferred_read_replica, o.diverging_epoch,
                    r.last_stable_offset, r,
                    None if r.aborted is None else [_Aborted(producer_id=a.producer_id, first_offset=a.first_offset)
                                                    for a in r.aborted])
@@ -241,6 +241,9 @@ def _shaped(ctx: RequestContext, error: ErrorCode, session_id: int,
                          last_stable_offset=a.last_stable_offset, log_start_offset=a.log_start_offset,
                          aborted_transactions=a.aborted_transactions, preferred_read_replica=a.preferred_read_replica,
                          records=response.placeholder(region) if region is not None else b"")
+        if a.diverging_epoch is not None:  # only asked from v12, where the field exists
+            epoch, end = a.diverging_epoch
+            part.diverging_epoch = _PartResp.EpochEndOffset(epoch=epoch, end_offset=end)
         if a.error in _HINTED and v >= LEADER_HINTS_FROM:
             topic, _ = ctx.state.metadata.resolve(a.part.topic, None, by_id=False)
             hint = leader_hint(ctx.state.metadata, topic, a.part.partition, ctx.listener)

@@ -87,7 +87,7 @@ class SessionPartition:
         """Whether an incremental answer must include this partition (Kafka's
         maybeUpdateResponseData); with update, remember what it is told. An error also resets
         the remembered high watermark, so the partition is answered again once it clears."""
-        news = answer.records_size > 0 or answer.preferred_read_replica >= 0
+        news = answer.records_size > 0 or answer.preferred_read_replica >= 0 or answer.diverging_epoch is not None
         if self.high_watermark != answer.high_watermark:
             news = True
             if update:
@@ -114,6 +114,7 @@ class Answer:
     log_start_offset: int = -1
     records_size: int = 0
     preferred_read_replica: int = -1
+    diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset): the fetcher's log diverged
 
 
 A = TypeVar("A", bound=Answer)  # what a context answers with: the Fetch handler's own answers

@@ -447,9 +447,11 @@ class Partition:
         self._data_waiters.clear()
 
     # ---- log surgery --------------------------------------------------------------------------
-    def truncate_to(self, offset: int) -> list[LogSegment]:
-        """Cut the log at offset (a follower's divergent tail, or a recovery), with everything
-        derived from it: epochs, producer state, high watermark. Returns segments to delete."""
+    def truncate_to(self, offset: int, leader_epoch: int) -> list[LogSegment] | None:
+        """Cut a follower's divergent tail (epochs, producer state, high watermark follow); the segments
+        to delete. None, nothing cut, if decided in another epoch or the replica now leads."""
+        if leader_epoch != self.leader_epoch or self.is_leader:
+            return None
         doomed = self._log.truncate_to(offset)
         self.epochs.truncate_from_end(self._log.log_end_offset)
         self._load_producer_state()
@@ -457,8 +459,7 @@ class Partition:
         return doomed
 
     def restart_at(self, offset: int) -> list[LogSegment]:
-        """A follower behind its leader's log start: empty the log and continue from offset.
-        Returns the old segments to delete."""
+        """A follower behind its leader's log start: empty the log, go on from offset; old segments."""
         doomed = self._log.restart_at(offset)
         self.epochs.clear()
         self._load_producer_state()

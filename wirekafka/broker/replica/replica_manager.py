@@ -29,6 +29,7 @@ from wirekafka.broker.replica.batch_validation import (
     validate_client_batch,
 )
 from wirekafka.broker.metadata.cluster_metadata import ClusterMetadata, Topic
+from wirekafka.broker.replica.divergence import diverging_epoch
 from wirekafka.broker.replica.partition import AppendOrigin, AppendResult, Isolation, Partition, ReadResult
 from wirekafka.broker.replica.replica_selector import NO_PREFERENCE, preferred_read_replica
 from wirekafka.broker.quotas.replication_quota import ReplicationQuotas
@@ -70,6 +71,7 @@ class FetchTarget:
     max_bytes: int
     current_leader_epoch: int = -1
     log_start_offset: int = -1  # a follower's own log start, as its fetch reports it
+    last_fetched_epoch: int = -1  # the epoch of the fetcher's last batch (Fetch v12+), -1 if not sent
 
 
 def fetching_replica(request: object) -> int:
@@ -101,6 +103,7 @@ class FetchOutcome:
     error: ErrorCode
     read: ReadResult | None = None
     preferred_read_replica: int = NO_PREFERENCE
+    diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset) where the fetcher diverged
 
 
 # (producer id, producer epoch, topic, partition) -> NONE if that partition is in the producer's
@@ -309,6 +312,14 @@ class ReplicaManager:
                     if preferred != NO_PREFERENCE:  # no read: the consumer goes to that replica
                         outcomes.append(FetchOutcome(ErrorCode.NONE, ReadResult(
                             None, p.high_watermark, p.last_stable_offset, p.log_start_offset), preferred))
+                        answer_now = True
+                        continue
+                if t.last_fetched_epoch >= 0:
+                    diverging = diverging_epoch(p, t.last_fetched_epoch, t.fetch_offset)
+                    if diverging is not None:  # no read, and a follower's position is not counted
+                        outcomes.append(FetchOutcome(ErrorCode.NONE, ReadResult(
+                            None, p.high_watermark, p.last_stable_offset, p.log_start_offset),
+                            diverging_epoch=diverging))
                         answer_now = True
                         continue
                 isolation = params.isolation

@@ -29,6 +29,7 @@ class PartitionFetch:
     log_start_offset: int
     current_leader_epoch: int
     max_bytes: int
+    last_fetched_epoch: int = -1  # the epoch of the follower's last batch: the leader checks divergence
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,12 @@ fetch while the throttle's rate is exceeded (broker/replication_quota.py).
 Before a partition's first fetch from a new leader, the follower truncates a tail the leader
 does not have, as Kafka does since KIP-101/279: it asks the leader (OffsetForLeaderEpoch) where
 the follower's latest leader epoch ends on the leader, and cuts its log there (or at its own end
-for that epoch, whichever is lower). Without any epoch to ask about, it truncates to its high
-watermark. Fetch errors: a stale or future epoch (the metadata has moved on), a leader that no
+for that epoch, whichever is lower); an answer naming an epoch the follower lacks is one round of
+several, repeated until the epochs agree (KIP-279). An answer that arrives after the partition
+changed role or epoch is dropped. Without any epoch to ask about, it truncates to its high
+watermark. Each fetch carries the epoch of the follower's last batch (Fetch v12's
+last_fetched_epoch); a leader whose log parted from it there answers a diverging epoch instead of
+records, and the follower truncates by it the same way. Fetch errors: a stale or future epoch (the metadata has moved on), a leader that no
 longer leads — the partition waits for the next reconcile to say who leads; OFFSET_OUT_OF_RANGE
 means this replica is ahead of the leader (truncate to the leader's end) or behind its log start
 (start over from it)."""
@@ -34,6 +38,7 @@ from kafka.protocol.consumer.offsets import (
 )
 
 from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
+from wirekafka.broker.replica.divergence import TruncationStep, truncation_step
 from wirekafka.broker.replica.partition import Partition
 from wirekafka.broker.replication.fetch_session_handler import FetchSessionHandler, PartitionFetch
 from wirekafka.broker.replication.peer_client import PeerClient, PeerSecurity, PeerUnavailable, SetupTimeout, answer_of
@@ -48,7 +53,6 @@ FETCH_VERSION = 12  # topic names, replica_id in the body, flexible
 EPOCH_VERSION = 4
 LIST_OFFSETS_VERSION = 7
 EARLIEST = -2
-UNDEFINED = -1
 _F = FetchRequest.FetchTopic
 _E = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
 _L = ListOffsetsRequest.ListOffsetsTopic
@@ -57,6 +61,7 @@ _L = ListOffsetsRequest.ListOffsetsTopic
 @dataclass(eq=False)
 class Followed:
     partition: Partition
+    leader_epoch: int  # the epoch it was handed to this fetcher in: a new one truncates again
     needs_truncation: bool = True
     lag: int | None = None  # the leader's high watermark past our log end at the last fetch
 
@@ -89,8 +94,8 @@ class LeaderFetcher:
     def add(self, partition: Partition) -> None:
         key = (partition.topic, partition.index)
         current = self.partitions.get(key)
-        if current is None or current.partition is not partition:
-            self.partitions[key] = Followed(partition)
+        if current is None or current.partition is not partition or current.leader_epoch != partition.leader_epoch:
+            self.partitions[key] = Followed(partition, partition.leader_epoch)
             if current is not None:
                 self.session.restart()
             self._wake.set()
@@ -120,46 +125,52 @@ class LeaderFetcher:
 
     # ---- truncation --------------------------------------------------------------------------
     async def _truncate_new(self) -> None:
+        """One round of truncation for the partitions that need it. A partition whose answer
+        names an epoch it does not have is cut to where its own older epochs end and asks again
+        at the next round, until the epochs agree (KIP-279)."""
         todo = [f for f in self.partitions.values() if f.needs_truncation]
         if not todo:
             return
         with_epoch = [f for f in todo if f.partition.epochs.latest_epoch >= 0]
         for f in todo:
             if f.partition.epochs.latest_epoch < 0:
-                await self._truncate(f, f.partition.high_watermark)
+                await self._truncate(f, TruncationStep(f.partition.high_watermark, True), f.partition.leader_epoch)
         if not with_epoch:
             return
         by_topic: dict[str, list[Followed]] = {}
         for f in with_epoch:
             by_topic.setdefault(f.partition.topic, []).append(f)
+        asked_under = {id(f): f.partition.leader_epoch for f in with_epoch}
         request = OffsetForLeaderEpochRequest(version=EPOCH_VERSION, replica_id=self.node_id, topics=[
             _E(topic=t, partitions=[_E.OffsetForLeaderPartition(
-                partition=f.partition.index, current_leader_epoch=f.partition.leader_epoch,
+                partition=f.partition.index, current_leader_epoch=asked_under[id(f)],
                 leader_epoch=f.partition.epochs.latest_epoch) for f in fs]) for t, fs in by_topic.items()])
         response = answer_of(await self.client.send(request), OffsetForLeaderEpochResponse)
         answers = {(t.topic, p.partition): p for t in response.topics for p in t.partitions}
         for f in with_epoch:
-            a = answers.get((f.partition.topic, f.partition.index))
+            p = f.partition
+            a = answers.get((p.topic, p.index))
             if a is None or a.error_code != ErrorCode.NONE:
                 continue  # retried at the next round (the epochs may not agree yet)
-            p = f.partition
-            if a.end_offset == UNDEFINED:
-                target = p.high_watermark
-            elif a.leader_epoch == p.epochs.latest_epoch:
-                target = a.end_offset
-            else:  # the leader has an older epoch last: our end for that epoch bounds the common part
-                target = min(a.end_offset, p.end_offset_for_epoch(a.leader_epoch)[1])
-            await self._truncate(f, min(target, p.log_end_offset))
+            if self.partitions.get((p.topic, p.index)) is not f:
+                continue  # no longer fetched from this leader: the answer is for a role it left
+            await self._truncate(f, truncation_step(p, a.leader_epoch, a.end_offset), asked_under[id(f)])
 
-    async def _truncate(self, f: Followed, offset: int) -> None:
+    async def _truncate(self, f: Followed, step: TruncationStep, asked_under: int) -> None:
         p = f.partition
-        if offset < p.log_end_offset:
-            log.info("%s-%d: truncating from %d to %d (leader %d)", p.topic, p.index, p.log_end_offset, offset,
-                     self.leader.node_id)
-            doomed = p.truncate_to(offset)
+        if step.offset < p.log_end_offset or not step.done:  # not done: epochs from the offset go too
+            log.info("%s-%d: truncating from %d to %d (leader %d, epoch %d)", p.topic, p.index, p.log_end_offset,
+                     step.offset, self.leader.node_id, asked_under)
+            doomed = p.truncate_to(step.offset, asked_under)
+            if doomed is None:
+                log.info("%s-%d: truncation decided in leader epoch %d dropped: the partition is now in epoch %d%s",
+                         p.topic, p.index, asked_under, p.leader_epoch, " and leads" if p.is_leader else "")
+                return
             if doomed:
                 await p.files.delete_segments(doomed)
-        f.needs_truncation = False
+        elif p.leader_epoch != asked_under:
+            return  # a stale answer: the partition asks again in its new epoch
+        f.needs_truncation = not step.done
 
     # ---- fetching ----------------------------------------------------------------------------
     async def _fetch_once(self) -> None:
@@ -171,13 +182,14 @@ class LeaderFetcher:
         cfg = self.config
         max_bytes = cfg.int("replica.fetch.max.bytes")
         nxt = self.session.build({(f.partition.topic, f.partition.index): PartitionFetch(
-            f.partition.log_end_offset, f.partition.log_start_offset, f.partition.leader_epoch, max_bytes)
-            for f in followed})
+            f.partition.log_end_offset, f.partition.log_start_offset, f.partition.leader_epoch, max_bytes,
+            f.partition.epochs.latest_epoch) for f in followed})
         by_topic: dict[str, list[_F.FetchPartition]] = {}
         for (topic, index), want in nxt.to_send.items():
             by_topic.setdefault(topic, []).append(_F.FetchPartition(
                 partition=index, current_leader_epoch=want.current_leader_epoch, fetch_offset=want.fetch_offset,
-                last_fetched_epoch=-1, log_start_offset=want.log_start_offset, partition_max_bytes=want.max_bytes))
+                last_fetched_epoch=want.last_fetched_epoch, log_start_offset=want.log_start_offset,
+                partition_max_bytes=want.max_bytes))
         forgotten: dict[str, list[int]] = {}
         for topic, index in nxt.forgotten:
             forgotten.setdefault(topic, []).append(index)
@@ -208,6 +220,13 @@ class LeaderFetcher:
     async def _handle(self, f: Followed, pd) -> None:
         p = f.partition
         code = pd.error_code
+        diverging = pd.diverging_epoch
+        if code == ErrorCode.NONE and diverging is not None and diverging.epoch >= 0:
+            # our log parted from the leader's: truncate as an OffsetForLeaderEpoch answer says
+            # (Kafka's truncation on fetch, KIP-595 style), then fetch from there
+            # (an epoch we lack leaves needs_truncation set: the next round asks OffsetForLeaderEpoch)
+            await self._truncate(f, truncation_step(p, diverging.epoch, diverging.end_offset), f.leader_epoch)
+            return
         if code == ErrorCode.NONE:
             data = pd.records or b""
             if data:

@@ -11,12 +11,13 @@ from typing import Callable, Iterator
 import pytest
 
 from testsupport.broker_process import BrokerProcess
-from testsupport.cluster import WirekafkaCluster, zookeeper_module
+from scripts import zookeeper as zookeeper_launcher
+from testsupport.cluster import WirekafkaCluster
 
 # The conformance coverage plugin (it acts on conformance/ only). Registered here because pytest
 # accepts pytest_plugins only in the top-level conftest: in conformance/conftest.py it breaks
 # `pytest .`, where that conftest is found during collection.
-pytest_plugins = ["conformance.coverage"]
+pytest_plugins = ["conformance.harness.coverage"]
 
 
 @pytest.fixture(scope="session")
@@ -66,7 +67,7 @@ def topic_name(request: pytest.FixtureRequest) -> str:
 def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """One real ZooKeeper server (scripts/zookeeper.py) for the session's clusters; each cluster
     lives under its own chroot."""
-    server = zookeeper_module().ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"))
+    server = zookeeper_launcher.ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"))
     server.start(timeout=60)
     yield server.connect_string
     server.stop()

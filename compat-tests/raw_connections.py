@@ -14,7 +14,7 @@ from typing import Callable, Iterator
 import pytest
 
 from testsupport.broker_process import BrokerProcess
-from testsupport.java_tools import realkafka
+from scripts import realkafka
 
 
 def wirekafka_and_kafka(settings: dict[str, str]) -> Callable:
@@ -29,7 +29,7 @@ def wirekafka_and_kafka(settings: dict[str, str]) -> Callable:
             finally:
                 proc.stop()
         else:
-            kafka = realkafka().RealKafka(overrides=settings).start()
+            kafka = realkafka.RealKafka(overrides=settings).start()
             try:
                 yield kafka.bootstrap
             finally:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from java_tools import ok
+from kafka_cli import ok
 
 
 def confluent_round_trip(config: dict[str, Any], topic: str, values: list[bytes]) -> list[bytes]:

@@ -10,7 +10,7 @@ import contextlib
 import os
 from typing import Callable, Iterator, Protocol
 
-from testsupport.java_tools import realkafka
+from scripts import realkafka
 
 WIREKAFKA, KAFKA = "wirekafka", "kafka"
 
@@ -23,7 +23,7 @@ def targets() -> list[str]:
     if os.environ.get("WIREKAFKA_CONFORMANCE_KAFKA") == "1":
         return [WIREKAFKA, KAFKA]
     try:
-        cached = (realkafka().kafka_home() / ".complete").exists()
+        cached = (realkafka.kafka_home() / ".complete").exists()
     except Exception:  # no java/mvn here: wirekafka only
         cached = False
     return [WIREKAFKA, KAFKA] if cached else [WIREKAFKA]
@@ -31,7 +31,7 @@ def targets() -> list[str]:
 
 @contextlib.contextmanager
 def real_kafka(overrides: dict[str, str] | None = None) -> Iterator[Cluster]:
-    with realkafka().RealKafka(overrides=overrides) as kafka:
+    with realkafka.RealKafka(overrides=overrides) as kafka:
         yield kafka
 
 

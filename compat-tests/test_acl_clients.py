@@ -21,7 +21,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
                                    NewTopic, ResourcePatternType, ResourceType)
 
-from java_tools import ok, run
+from kafka_cli import ok, run
 from secure_clients import confluent_round_trip
 from testsupport.broker_process import BrokerProcess, free_port
 

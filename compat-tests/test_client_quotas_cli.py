@@ -6,9 +6,9 @@ given the same commands). Before DescribeClientQuotas existed, `kafka-configs --
 
 from __future__ import annotations
 
-from java_tools import ok
+from kafka_cli import ok
 
-from conformance.wire import poll
+from conformance.harness.wire import poll
 
 
 def _configs(bootstrap: str, *args: str) -> str:

@@ -27,19 +27,19 @@ from client_support import raw_call
 from testsupport.broker_process import BrokerProcess, free_port
 from testsupport import kdc as kdc_support
 from testsupport.cluster import WirekafkaCluster
-from testsupport.follower_fetch import check_follower_fetch, rack_overrides
-from testsupport.alter_partition import check_alter_partition
-from testsupport.controlled_shutdown import check_controlled_shutdown
-from testsupport.leader_hints import check_leader_hints
-from testsupport.legacy_admin import check_legacy_admin_znodes
-from testsupport.dynamic_log_config import check_dynamic_default
-from testsupport.throttled_reassignment import check_throttled_reassignment
-from testsupport.client_quotas import check_client_quotas
-from testsupport.scram_users import check_scram_users
+from conformance.cluster.follower_fetch import check_follower_fetch, rack_overrides
+from conformance.cluster.alter_partition import check_alter_partition
+from conformance.cluster.controlled_shutdown import check_controlled_shutdown
+from conformance.cluster.leader_hints import check_leader_hints
+from conformance.cluster.legacy_admin import check_legacy_admin_znodes
+from conformance.cluster.dynamic_log_config import check_dynamic_default
+from conformance.cluster.throttled_reassignment import check_throttled_reassignment
+from conformance.cluster.client_quotas import check_client_quotas
+from conformance.cluster.scram_users import check_scram_users
 from testsupport.tls_material import make as make_tls_material
 from testsupport.oauth_provider import OAuthProvider
-from testsupport.two_listeners import KerberosRealm, check_two_listeners, listener_overrides
-from testsupport.znodes import check_kafka39_znodes
+from conformance.cluster.two_listeners import KerberosRealm, check_two_listeners, listener_overrides
+from conformance.cluster.znodes import check_kafka39_znodes
 from wirekafka.broker.coordinator.group_model import partition_for
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode

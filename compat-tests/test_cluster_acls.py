@@ -1,5 +1,5 @@
 """ACLs in a ZooKeeper-mode cluster, as Kafka 3.9's AclAuthorizer keeps them: the same check
-(testsupport/cluster_acls.py) on a 3-broker wirekafka cluster and on a 3-broker Kafka 3.9.1
+(conformance/cluster/cluster_acls.py) on a 3-broker wirekafka cluster and on a 3-broker Kafka 3.9.1
 cluster with AclAuthorizer, both on the session's ZooKeeper under chroots of their own.
 
 - ACLs created through broker 1 (CreateAcls as a super user) are read back with kazoo in Kafka's
@@ -16,33 +16,22 @@ needs java and mvn (scripts/install_system_deps.sh); the first run downloads Kaf
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
-from pathlib import Path
 from typing import Iterator
 
 import pytest
 from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, NewTopic, ResourcePatternType, ResourceType
 from kazoo.client import KazooClient
 
+from scripts import realkafka
 from testsupport.broker_process import free_port
 from testsupport.cluster import WirekafkaCluster
 from testsupport.cluster import wait_for
-from testsupport.cluster_acls import AUTHORIZER_SETTINGS, check_cluster_acls, listener_overrides, sasl_admin, visible
+from conformance.cluster.cluster_acls import AUTHORIZER_SETTINGS, check_cluster_acls, listener_overrides, sasl_admin, visible
 
 pytestmark = [pytest.mark.slow, pytest.mark.zookeeper]
 
-REPO = Path(__file__).resolve().parent.parent
 BROKERS = (1, 2, 3)
-
-
-def _realkafka():
-    spec = importlib.util.spec_from_file_location("realkafka", REPO / "scripts" / "realkafka.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("realkafka", module)
-    spec.loader.exec_module(module)
-    return sys.modules["realkafka"]
 
 
 def _ports() -> dict[int, tuple[int, int]]:
@@ -66,7 +55,6 @@ def kafka39_cluster(tmp_path_factory: pytest.TempPathFactory, zookeeper: str
                     ) -> Iterator[tuple[KazooClient, dict[int, str]]]:
     if shutil.which("java") is None:  # pragma: no cover
         pytest.fail("java is needed (scripts/install_system_deps.sh)")
-    realkafka = _realkafka()
     workdir = tmp_path_factory.mktemp("kafka39-acls")
     chroot = f"/kafka39-{workdir.name}"
     ports = _ports()
@@ -91,7 +79,6 @@ def test_wirekafka_acls_in_zookeeper(wirekafka_cluster) -> None:
 @pytest.mark.realkafka
 def test_wirekafka_shares_acls_with_kafka_tools_and_loads_them_at_start(wirekafka_cluster) -> None:
     cluster, sasl = wirekafka_cluster
-    realkafka = _realkafka()
     topic = "tool-topic"
     admin = sasl_admin(sasl[1], "admin")
     for name in (topic, "tool-unseen"):

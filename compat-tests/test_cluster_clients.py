@@ -30,9 +30,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from java_tools import ok, run
+from kafka_cli import ok, run
 from testsupport.cluster import WirekafkaCluster
-from testsupport.java_tools import realkafka
+from scripts import realkafka
 from wirekafka.broker.coordinator.group_model import partition_for
 
 pytestmark = pytest.mark.slow
@@ -262,7 +262,7 @@ class _VerifiableProducer:
     """kafka-verifiable-producer in the background; its JSON events parsed as they come."""
 
     def __init__(self, tmp_path: Path, *args: str) -> None:
-        cmd = realkafka().tool_command("kafka-verifiable-producer", list(args))
+        cmd = realkafka.tool_command("kafka-verifiable-producer", list(args))
         self.stderr_path = tmp_path / "verifiable-producer.stderr"
         self._stderr = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._stderr)

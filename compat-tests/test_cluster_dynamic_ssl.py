@@ -39,7 +39,7 @@ from kazoo.client import KazooClient
 from client_support import raw_call
 from testsupport.broker_process import free_port
 from testsupport.cluster import WirekafkaCluster, wait_for
-from testsupport.java_tools import realkafka
+from scripts import realkafka
 from testsupport.tls_material import PASSWORD, TlsMaterial, broker_keystore, make
 from wirekafka.security.password_encoder import PasswordEncoder
 
@@ -107,7 +107,7 @@ def _legacy(broker, node: int, configs: dict[str, str]) -> tuple[int, str | None
 
 def _kafka_decode(secret: str, encoded: str) -> str:
     """The password Kafka 3.9.1's EncryptingPasswordEncoder reads from an encoded value."""
-    libs = realkafka().ensure_jars(realkafka().KAFKA_ZK_VERSION)
+    libs = realkafka.ensure_jars(realkafka.KAFKA_ZK_VERSION)
     done = subprocess.run(["java", "-cp", f"{libs}/*", str(CODEC), "decode", secret, encoded],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -180,7 +180,7 @@ def test_kafka_reads_the_znode_wirekafka_wrote(cluster, stores: dict[str, Path],
     ports = {n: (free_port(), free_port()) for n in (1, 2)}
     overrides = {n: _listeners(*ports[n], material) for n in (1, 2)}
     overrides[1]["password.encoder.secret"] = SECRET
-    brokers = realkafka().start_zk_cluster(zookeeper + chroot, (1, 2), workdir=workdir, heap="256m",
+    brokers = realkafka.start_zk_cluster(zookeeper + chroot, (1, 2), workdir=workdir, heap="256m",
                                            broker_overrides=overrides, ports={n: p[0] for n, p in ports.items()})
     try:
         wait_for(lambda: _presented(ports[1][1]) == _certificate(stores["rotated2"], NEW_PASSWORD), 30,
@@ -189,7 +189,7 @@ def test_kafka_reads_the_znode_wirekafka_wrote(cluster, stores: dict[str, Path],
         assert _incremental(brokers[1], 2, change) == _incremental(c.brokers[2], 2, change) == (INVALID_CONFIG,
                                                                                                NO_SECRET)
     finally:
-        realkafka().stop_all(brokers)
+        realkafka.stop_all(brokers)
 
 
 def test_a_new_secret_reencodes_the_stored_passwords_at_start(cluster, stores: dict[str, Path]) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from client_support import CODECS, read_confluent
 from confluent_kafka import Producer
-from java_tools import PROBLEM_MARKERS, ok, parse_log_dump
+from kafka_cli import PROBLEM_MARKERS, ok, parse_log_dump
 
 from wirekafka.storage import checkpoint
 

@@ -13,7 +13,7 @@ import time
 from kafka.protocol.admin.configs import IncrementalAlterConfigsRequest
 from raw_connections import connect_with_api_versions, outcomes, wirekafka_and_kafka
 
-from conformance.wire import Connection
+from conformance.harness.wire import Connection
 
 RATE = {"max.connection.creation.rate": "5"}
 _Resource = IncrementalAlterConfigsRequest.AlterConfigsResource

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from testsupport.java_tools import load_script
+from scripts import external_suites as es
 
 pytestmark = [pytest.mark.external, pytest.mark.slow]
 REPO = Path(__file__).resolve().parent.parent
@@ -19,7 +19,6 @@ EXTERNAL = REPO / "compat-tests" / "external"
 def test_allowlisted_tests_still_pass(suite: str, tmp_path: Path) -> None:
     allowlist = [t for t in (EXTERNAL / f"{suite}.allowlist").read_text().splitlines() if t]
     assert allowlist, f"{suite}: empty allowlist"
-    es = load_script("external_suites")
     with es.target_broker("wirekafka") as bootstrap:
         results = es.SUITES[suite](bootstrap)
     regressions = [t for t in allowlist if results.get(t) != "pass"]

@@ -37,10 +37,10 @@ from kafka.protocol.sasl import (
     SaslHandshakeResponse,
 )
 
-from java_tools import ok, run
+from kafka_cli import ok, run
 from testsupport import kdc as kdc_support
 from testsupport.broker_process import BrokerProcess, free_port
-from testsupport.java_tools import realkafka
+from scripts import realkafka
 from wirekafka.security.kerberos import gssapi_binding
 from wirekafka.broker.replication.peer_client import PeerClient, PeerSecurity
 from wirekafka.startup_errors import ConfigError
@@ -80,7 +80,7 @@ class Realm:
         return path
 
     def jvm_opts(self) -> list[str]:
-        return [*realkafka().TOOL_JVM_OPTS, *self.kdc.java_options()]
+        return [*realkafka.TOOL_JVM_OPTS, *self.kdc.java_options()]
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +170,7 @@ def test_a_broker_with_stale_keys_refuses_as_kafka_does(realm: Realm, tmp_path: 
         assert listing.returncode != 0 and b"SASL authentication error" in listing.stderr, listing.stderr
     else:
         controller = free_port()
-        kafka = realkafka().RealKafka(overrides={
+        kafka = realkafka.RealKafka(overrides={
             **settings,
             "listeners": f"{settings['listeners']},CONTROLLER://127.0.0.1:{controller}",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
@@ -187,7 +187,7 @@ def kafka_sasl_address(realm: Realm) -> Iterator[str]:
     """Kafka 4.3.1 with the same GSSAPI listener (no authorizer)."""
     plaintext, sasl, controller = free_port(), free_port(), free_port()
     settings = _broker_settings(realm, realm.broker_keytab, plaintext, sasl)
-    kafka = realkafka().RealKafka(overrides={
+    kafka = realkafka.RealKafka(overrides={
         **settings, "listeners": f"{settings['listeners']},CONTROLLER://127.0.0.1:{controller}",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
     }, port=plaintext, controller_port=controller, jvm_opts=realm.kdc.java_options()).start()

@@ -14,7 +14,7 @@ import time
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
 from raw_connections import connect_with_api_versions, outcomes, wirekafka_and_kafka
 
-from conformance.wire import Connection
+from conformance.harness.wire import Connection
 
 RATE = "connection_creation_rate"
 QUOTA = 2

@@ -16,7 +16,7 @@ import pytest
 from client_support import CODECS, read_confluent
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
-from java_tools import (PROBLEM_MARKERS, fails, kafka_index_entries, offsets_partition, ok,
+from kafka_cli import (PROBLEM_MARKERS, fails, kafka_index_entries, offsets_partition, ok,
                         parse_index_dump, parse_log_dump, parse_offsets_dump, run, table)
 
 from wirekafka.jvm import java_string_hash

@@ -26,7 +26,7 @@ import pytest
 from kafka.protocol.admin.groups import DeleteGroupsRequest
 from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetFetchRequest
 
-from conformance.wire import Connection, create_topic, ensure_group_coordinator, retry_transient
+from conformance.harness.wire import Connection, create_topic, ensure_group_coordinator, retry_transient
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -16,9 +16,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from java_tools import DumpedProducer, parse_snapshot_dump, run
+from kafka_cli import DumpedProducer, parse_snapshot_dump, run
 
-from testsupport.java_tools import realkafka
+from scripts import realkafka
 from wirekafka.broker.replica.partition import AppendOrigin, Partition
 from wirekafka.protocol import records
 from wirekafka.storage import producer_snapshot as ps
@@ -116,8 +116,7 @@ def test_real_kafka_snapshot_reads_with_wirekafka(tmp_path: Path) -> None:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    rk = realkafka()
-    kafka = rk.RealKafka(tmp_path / "node")
+    kafka = realkafka.RealKafka(tmp_path / "node")
     kafka.start()
     try:
         conf = {"bootstrap.servers": kafka.bootstrap, "logger": logging.getLogger("librdkafka")}

@@ -8,7 +8,6 @@ Needs java and mvn (scripts/install_system_deps.sh); first run downloads ~55 MB 
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -19,21 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from scripts import realkafka
+
 pytestmark = pytest.mark.realkafka
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "realkafka.py"
 
-
-def _load_realkafka():
-    spec = importlib.util.spec_from_file_location("realkafka", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("realkafka", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-realkafka = _load_realkafka()
 
 if shutil.which("java") is None or shutil.which("mvn") is None:  # pragma: no cover
     pytest.skip("java and mvn are needed (scripts/install_system_deps.sh)", allow_module_level=True)

@@ -20,7 +20,7 @@ from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 
-from java_tools import ok
+from kafka_cli import ok
 from secure_clients import (aiokafka_round_trip, confluent_round_trip, java_console_round_trip,
                             kafka_python_round_trip, kcat_round_trip)
 from testsupport.broker_process import BrokerProcess, free_port

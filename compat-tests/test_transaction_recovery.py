@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.scenarios import fetch
-from conformance.wire import Connection, create_topic
+from conformance.harness.scenarios import fetch
+from conformance.harness.wire import Connection, create_topic
 from kafka.protocol.admin.transactions import DescribeTransactionsRequest
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.protocol.producer.produce import ProduceRequest

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from java_tools import ok as _ok
-from java_tools import table
+from kafka_cli import ok as _ok
+from kafka_cli import table
 from txn_support import ABORTED, COMMITTED, ENDS, LOG_END, PARTITIONS, Read, create_topics, settled_end
 
 pytestmark = [pytest.mark.java, pytest.mark.timeout(180)]

@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from java_tools import PROBLEM_MARKERS, ok, parse_log_dump, parse_offsets_dump
+from kafka_cli import PROBLEM_MARKERS, ok, parse_log_dump, parse_offsets_dump
 
-from testsupport.java_tools import load_script
+from scripts import record_txn_state
 from testsupport.txn_log import check_kafka_record, value_from_kafka_json
 from wirekafka.broker.coordinator.txn_records import (TransactionLogValue, TxnPartitions, TxnState, encode_key, encode_value,
                                           partition_for)
@@ -82,7 +82,7 @@ def test_dump_log_decodes_transaction_log(tmp_path: Path) -> None:
 
 @pytest.mark.realkafka
 def test_real_kafka_records_match(tmp_path: Path) -> None:
-    doc = load_script("record_txn_state").record(tmp_path)
+    doc = record_txn_state.record(tmp_path)
     records = doc["records"]
     assert {r["kafka_value"]["version"] for r in records} == {"0", "1"}
     assert {r["kafka_value"]["data"].get("clientTransactionVersion", 0) for r in records} == {0, 2}

@@ -14,7 +14,6 @@ Needs java and mvn (scripts/install_system_deps.sh); the first run downloads Zoo
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import re
 import shlex
@@ -29,22 +28,13 @@ from typing import Iterator
 
 import pytest
 
+from scripts import realkafka, zookeeper
+
 pytestmark = pytest.mark.zookeeper
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "scripts"
 
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, module)
-    spec.loader.exec_module(module)
-    return module
-
-
-zookeeper = _load("zookeeper")
-realkafka = _load("realkafka")
 
 if shutil.which("java") is None:  # pragma: no cover
     pytest.skip("java is needed (scripts/install_system_deps.sh)", allow_module_level=True)
@@ -52,22 +42,22 @@ if shutil.which("java") is None:  # pragma: no cover
 from kazoo.client import KazooClient  # noqa: E402  (after the skip: kazoo is a main dependency)
 
 from testsupport.cluster import every_broker_knows_the_cluster, wait_for  # noqa: E402
-from testsupport.dynamic_log_config import check_dynamic_default  # noqa: E402
-from testsupport.follower_fetch import check_follower_fetch, rack_overrides  # noqa: E402
-from testsupport.alter_partition import check_alter_partition  # noqa: E402
-from testsupport.controlled_shutdown import check_controlled_shutdown  # noqa: E402
-from testsupport.leader_hints import check_leader_hints  # noqa: E402
-from testsupport.legacy_admin import check_legacy_admin_znodes  # noqa: E402
-from testsupport.throttled_reassignment import check_throttled_reassignment  # noqa: E402
-from testsupport.client_quotas import check_client_quotas  # noqa: E402
-from testsupport.scram_users import check_scram_users  # noqa: E402
+from conformance.cluster.dynamic_log_config import check_dynamic_default  # noqa: E402
+from conformance.cluster.follower_fetch import check_follower_fetch, rack_overrides  # noqa: E402
+from conformance.cluster.alter_partition import check_alter_partition  # noqa: E402
+from conformance.cluster.controlled_shutdown import check_controlled_shutdown  # noqa: E402
+from conformance.cluster.leader_hints import check_leader_hints  # noqa: E402
+from conformance.cluster.legacy_admin import check_legacy_admin_znodes  # noqa: E402
+from conformance.cluster.throttled_reassignment import check_throttled_reassignment  # noqa: E402
+from conformance.cluster.client_quotas import check_client_quotas  # noqa: E402
+from conformance.cluster.scram_users import check_scram_users  # noqa: E402
 from testsupport.tls_material import make as make_tls_material  # noqa: E402
 from testsupport.oauth_provider import OAuthProvider  # noqa: E402
-from testsupport.two_listeners import KerberosRealm, check_two_listeners, listener_overrides  # noqa: E402
+from conformance.cluster.two_listeners import KerberosRealm, check_two_listeners, listener_overrides  # noqa: E402
 from testsupport import kdc as kdc_support  # noqa: E402
-from testsupport.znodes import check_kafka39_znodes  # noqa: E402
+from conformance.cluster.znodes import check_kafka39_znodes  # noqa: E402
 from testsupport.secure_zookeeper import KerberosZooKeeper, SaslZooKeeper, TlsZooKeeper  # noqa: E402
-from testsupport.znode_acls import check_secure_acls  # noqa: E402
+from conformance.cluster.znode_acls import check_secure_acls  # noqa: E402
 
 
 def _kazoo(hosts: str) -> KazooClient:

@@ -1,7 +1,7 @@
 """A wirekafka cluster on a secured ZooKeeper (broker/replication/zk_security.py): brokers log in
 with SASL (DIGEST-MD5 or Kerberos) from the JAAS file KAFKA_OPTS names, or connect over TLS with a
 client certificate, and with zookeeper.set.acl=true put Kafka 3.9's ACLs on every znode they create.
-testsupport/znode_acls.check_secure_acls is the check Kafka 3.9.1's brokers pass in
+conformance/cluster/znode_acls.check_secure_acls is the check Kafka 3.9.1's brokers pass in
 compat-tests/test_zookeeper_launcher.py (test_kafka39_sets_znode_acls_over_*)."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from testsupport.broker_process import free_port
 from testsupport.cluster import WirekafkaCluster
 from testsupport import kdc as kdc_support
 from testsupport.secure_zookeeper import KerberosZooKeeper, SaslZooKeeper, TlsZooKeeper
-from testsupport.two_listeners import JAAS, check_two_listeners, listener_overrides
-from testsupport.znode_acls import TOPIC, check_secure_acls
+from conformance.cluster.two_listeners import JAAS, check_two_listeners, listener_overrides
+from conformance.cluster.znode_acls import TOPIC, check_secure_acls
 
 pytestmark = [pytest.mark.slow, pytest.mark.zookeeper]
 

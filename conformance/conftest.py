@@ -7,10 +7,10 @@ jars are already cached. Each scenario is collected once per target, so its id c
 
 Both brokers are session fixtures that live side by side, and each scenario's [kafka] item runs
 right before its [wirekafka] item. Every exchange a scenario makes is recorded in a transcript
-(conformance/transcript.py); when the [wirekafka] item's body is done, its transcript is compared
-with the [kafka] one, response by response (conformance/compare.py). A difference that
+(conformance/harness/transcript.py); when the [wirekafka] item's body is done, its transcript is compared
+with the [kafka] one, response by response (conformance/harness/compare.py). A difference that
 deviations.toml does not explain fails the [wirekafka] item. When WIREKAFKA_CONFORMANCE_RESULTS
-names a file, each scenario's comparison is written there as JSON for conformance/report.py."""
+names a file, each scenario's comparison is written there as JSON for conformance/harness/matrix.py."""
 
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ from typing import Iterator
 
 import pytest
 
-from conformance import compare, transcript, wire
+from conformance.harness import compare, transcript, wire
 from testsupport.broker_process import BrokerProcess
-from testsupport.java_tools import realkafka as _realkafka_module
+from scripts import realkafka as _realkafka_module
 
 log = logging.getLogger("conformance")
 RESULTS_ENV = "WIREKAFKA_CONFORMANCE_RESULTS"
@@ -51,8 +51,7 @@ def _targets(config: pytest.Config) -> list[str]:
         targets.append("kafka")
     else:
         try:
-            rk = _realkafka_module()
-            if (rk.kafka_home() / ".complete").exists():
+            if (_realkafka_module.kafka_home() / ".complete").exists():
                 targets.append("kafka")
         except Exception:
             pass
@@ -114,7 +113,7 @@ def wirekafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Targe
     that config values and their sources can be compared too; keys wirekafka does not know are
     ignored with a warning, as documented."""
     proc = BrokerProcess(tmp_path_factory.mktemp("conformance-wirekafka") / "data",
-                         dict(_realkafka_module().DEFAULT_BROKER_CONFIG))
+                         dict(_realkafka_module.DEFAULT_BROKER_CONFIG))
     proc.start()
     yield Target("wirekafka", proc.bootstrap)
     proc.stop()
@@ -122,7 +121,7 @@ def wirekafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Targe
 
 @pytest.fixture(scope="session")
 def real_kafka() -> Iterator[Target]:
-    kafka = _realkafka_module().RealKafka()
+    kafka = _realkafka_module.RealKafka()
     kafka.start()
     yield Target("kafka", kafka.bootstrap)
     kafka.stop()

@@ -14,7 +14,7 @@
 - DescribeUserScramCredentials (DESCRIBE on the cluster) and AlterUserScramCredentials (ALTER
   on the cluster), with the shapes of their refusals.
 
-The pair is this module's own (conformance/acl_brokers.py); setup runs on the PLAINTEXT
+The pair is this module's own (conformance/harness/acl_brokers.py); setup runs on the PLAINTEXT
 listener (a super user), the checks as alice or bob on the SASL listener. ACLs on the cluster
 would carry over to later scenarios, so those scenarios revoke them at the end."""
 
@@ -24,7 +24,7 @@ from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, Describ
 from kafka.protocol.admin.configs import AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest
 from kafka.protocol.admin.users import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
 
-from conformance.acl_brokers import (
+from conformance.harness.acl_brokers import (
     ALTER,
     ALTER_CONFIGS,
     CLUSTER,
@@ -45,9 +45,9 @@ from conformance.acl_brokers import (
     revoke,
     super_user,
 )
-from conformance.broker_configs import node_id
+from conformance.harness.broker_configs import node_id
 from conformance.test_scram import _upsert
-from conformance.wire import Connection, create_topic, settled, unique
+from conformance.harness.wire import Connection, create_topic, settled, unique
 
 own_wirekafka, own_kafka, target = acl_pair()
 

@@ -17,7 +17,7 @@ KafkaApis checks it before the group coordinator answers:
 - DENY wins over ALLOW (a DENY of READ leaves the DESCRIBE an ALLOW ALL gives), PREFIXED and
   "*" grants on groups, and a full consumer cycle as alice with READ on its group and topic.
 
-The pair is this module's own (conformance/acl_brokers.py): alice and bob log in with PLAIN and
+The pair is this module's own (conformance/harness/acl_brokers.py): alice and bob log in with PLAIN and
 have only what a scenario grants them; the PLAINTEXT listener's ANONYMOUS is a super user and
 sets the scene. Grants that would reach other scenarios' groups ("*", the cluster) are revoked
 at the scenario's end."""
@@ -40,7 +40,7 @@ from kafka.protocol.consumer.group import (
 )
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 
-from conformance.acl_brokers import (
+from conformance.harness.acl_brokers import (
     ALL,
     ALTER_CONFIGS,
     CLUSTER,
@@ -64,8 +64,8 @@ from conformance.acl_brokers import (
     revoke,
     super_user,
 )
-from conformance.own_brokers import TwoListeners
-from conformance.wire import TRANSIENT, Connection, create_topic, metadata, owned, retry_transient, unique
+from conformance.harness.own_brokers import TwoListeners
+from conformance.harness.wire import TRANSIENT, Connection, create_topic, metadata, owned, retry_transient, unique
 
 own_wirekafka, own_kafka, target = acl_pair()
 

@@ -1,5 +1,5 @@
 """Authorization of the topic APIs and the cluster admin APIs against Kafka 4.3.1 with its
-StandardAuthorizer (conformance/acl_brokers.py: alice and bob log in with PLAIN and have no rights
+StandardAuthorizer (conformance/harness/acl_brokers.py: alice and bob log in with PLAIN and have no rights
 until a scenario grants them some).
 
 What each API needs, and what a client without it gets:
@@ -48,13 +48,13 @@ from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import OffsetForLeaderEpochRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
-from conformance.acl_brokers import (ALTER, ALTER_CONFIGS, CLUSTER, CLUSTER_ACTION, CLUSTER_AUTHORIZATION_FAILED,
+from conformance.harness.acl_brokers import (ALTER, ALTER_CONFIGS, CLUSTER, CLUSTER_ACTION, CLUSTER_AUTHORIZATION_FAILED,
                                      CLUSTER_NAME, CREATE, DELETE, DENY, DESCRIBE, DESCRIBE_CONFIGS, IDEMPOTENT_WRITE,
                                      PREFIXED, READ, TOPIC, TOPIC_AUTHORIZATION_FAILED,
                                      TRANSACTIONAL_ID_AUTHORIZATION_FAILED, WRITE, Acl, acl_pair, grant, login,
                                      revoke, super_user)
-from conformance.scenarios import batch, fetch, list_offsets, produce
-from conformance.wire import Connection, create_topic, poll, unique
+from conformance.harness.scenarios import batch, fetch, list_offsets, produce
+from conformance.harness.wire import Connection, create_topic, poll, unique
 
 own_wirekafka, own_kafka, target = acl_pair()
 

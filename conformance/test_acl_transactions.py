@@ -15,7 +15,7 @@ each API answers a principal without the rights it needs, with them, and with pa
   DescribeTransactions (DESCRIBE per transactional id; the topics shown are those the principal
   may DESCRIBE), ListTransactions (only the transactional ids the principal may DESCRIBE).
 
-The pair is this module's own (conformance/acl_brokers.py). Setup (topics, the coordinators)
+The pair is this module's own (conformance/harness/acl_brokers.py). Setup (topics, the coordinators)
 is done on the PLAINTEXT listener, whose principal is a super user; the checks run as alice or
 bob on the SASL listener. ACLs outlive a scenario, so each one grants on names of its own."""
 
@@ -35,7 +35,7 @@ from kafka.protocol.producer.transaction import (
     WriteTxnMarkersRequest,
 )
 
-from conformance.acl_brokers import (
+from conformance.harness.acl_brokers import (
     ALL,
     ALTER,
     CLUSTER,
@@ -61,9 +61,9 @@ from conformance.acl_brokers import (
     revoke,
     super_user,
 )
-from conformance.scenarios import produce
+from conformance.harness.scenarios import produce
 from conformance.test_transactions import _find_txn_coordinator, _txn_batch, _wait_complete
-from conformance.wire import TRANSIENT, Connection, create_topic, ensure_group_coordinator, poll, retry_transient, unique
+from conformance.harness.wire import TRANSIENT, Connection, create_topic, ensure_group_coordinator, poll, retry_transient, unique
 
 own_wirekafka, own_kafka, target = acl_pair()
 

@@ -1,5 +1,5 @@
 """DescribeAcls, CreateAcls and DeleteAcls against Kafka 4.3.1 with StandardAuthorizer (the module's
-own pair, conformance/acl_brokers.py), v1-3:
+own pair, conformance/harness/acl_brokers.py), v1-3:
 
 - authorization: DescribeAcls needs DESCRIBE on the cluster (ALTER implies it), CreateAcls and
   DeleteAcls need ALTER: CLUSTER_AUTHORIZATION_FAILED for the describe, each creation and each
@@ -34,12 +34,12 @@ from typing import Any
 import pytest
 from kafka.protocol.admin.acl import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 
-from conformance.acl_brokers import (ALL, ALTER, ANY, CLUSTER, CLUSTER_AUTHORIZATION_FAILED, CLUSTER_NAME, CREATE, DENY,
+from conformance.harness.acl_brokers import (ALL, ALTER, ANY, CLUSTER, CLUSTER_AUTHORIZATION_FAILED, CLUSTER_NAME, CREATE, DENY,
                                      DESCRIBE, GROUP, IDEMPOTENT_WRITE, LITERAL, MATCH, PREFIXED, READ, TOPIC,
                                      TRANSACTIONAL_ID, USER, WRITE, Acl, acl_pair, describe, grant, login,
                                      revoke)
-from conformance import transcript
-from conformance.wire import Connection, poll, unique
+from conformance.harness import transcript
+from conformance.harness.wire import Connection, poll, unique
 
 own_wirekafka, own_kafka, target = acl_pair()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from kafka.protocol.admin.acl import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 
-from conformance.wire import Connection, unique
+from conformance.harness.wire import Connection, unique
 
 SECURITY_DISABLED = 54
 TOPIC, GROUP = 2, 3  # resource types

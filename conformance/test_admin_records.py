@@ -14,8 +14,8 @@ from kafka.protocol.admin.topics import DeleteRecordsRequest
 from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetDeleteRequest
 from kafka.protocol.consumer.offsets import OffsetForLeaderEpochRequest
 
-from conformance.scenarios import batch, fetch, list_offsets, produce
-from conformance.wire import Connection, create_topic, ensure_group_coordinator, retry_transient, settled, unique
+from conformance.harness.scenarios import batch, fetch, list_offsets, produce
+from conformance.harness.wire import Connection, create_topic, ensure_group_coordinator, retry_transient, settled, unique
 
 
 def _delete_records(conn, topic, offset, version, partition=0):
@@ -92,7 +92,7 @@ def test_describe_cluster(target, version):
 def test_describe_log_dirs(target, version):
     """The log directory with the size of each requested partition the broker holds (partitions
     and topics it does not hold are left out); null asks for every partition (this scenario's are
-    compared, the broker's others left aside: conformance/compare.py BROKER_WIDE)."""
+    compared, the broker's others left aside: conformance/harness/compare.py BROKER_WIDE)."""
     name = unique()
     T = DescribeLogDirsRequest.DescribableLogDirTopic
     with Connection(target.bootstrap) as conn:

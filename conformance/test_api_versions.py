@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 
-from conformance.wire import Connection
+from conformance.harness.wire import Connection
 
 
 @pytest.mark.parametrize("version", range(0, 5))

@@ -12,10 +12,10 @@ import time
 import pytest
 from kafka.protocol.admin.configs import DescribeConfigsRequest
 
-from conformance.broker_configs import (APPEND, BROKER, DELETE, DYNAMIC_BROKER, DYNAMIC_DEFAULT, SET, SUBTRACT,
+from conformance.harness.broker_configs import (APPEND, BROKER, DELETE, DYNAMIC_BROKER, DYNAMIC_DEFAULT, SET, SUBTRACT,
                                         described, incremental, legacy, node_id, restored)
-from conformance import transcript
-from conformance.wire import Connection, poll, settled
+from conformance.harness import transcript
+from conformance.harness.wire import Connection, poll, settled
 
 LEADER, FOLLOWER = "leader.replication.throttled.rate", "follower.replication.throttled.rate"
 ALTER_DIRS = "replica.alter.log.dirs.io.max.bytes.per.second"

@@ -11,10 +11,10 @@ brokers."""
 from __future__ import annotations
 
 
-from conformance.broker_configs import (BROKER, DEFAULT, DELETE, DYNAMIC_BROKER, DYNAMIC_DEFAULT, DYNAMIC_TOPIC,
+from conformance.harness.broker_configs import (BROKER, DEFAULT, DELETE, DYNAMIC_BROKER, DYNAMIC_DEFAULT, DYNAMIC_TOPIC,
                                         SET, STATIC, TOPIC, described, incremental, legacy, restored)
-from conformance.scenarios import batch, produce
-from conformance.wire import Connection, create_topic, settled, unique
+from conformance.harness.scenarios import batch, produce
+from conformance.harness.wire import Connection, create_topic, settled, unique
 
 LONG, INT, STRING = 5, 3, 2
 NONE, MESSAGE_TOO_LARGE = 0, 10

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.broker_configs import (BROKER, DEFAULT, DYNAMIC_BROKER, DYNAMIC_DEFAULT, SET, described, incremental,
+from conformance.harness.broker_configs import (BROKER, DEFAULT, DYNAMIC_BROKER, DYNAMIC_DEFAULT, SET, described, incremental,
                                         restored)
-from conformance.wire import Connection, poll
+from conformance.harness.wire import Connection, poll
 
 INT, LONG, STRING = 3, 5, 2
 INVALID_REQUEST = 42

@@ -15,10 +15,10 @@ import time
 
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 
-from conformance.own_brokers import own_broker_pair
-from conformance.scenarios import batch, batch_bases, fetch, produce
+from conformance.harness.own_brokers import own_broker_pair
+from conformance.harness.scenarios import batch, batch_bases, fetch, produce
 from conformance.test_transactions import produce_outside_the_transaction
-from conformance.wire import Connection, create_topic, poll, unique
+from conformance.harness.wire import Connection, create_topic, poll, unique
 
 IDLE_MS, PER_IP, FETCH_MAX = 2000, 3, 1024
 LIMITS = {"connections.max.idle.ms": str(IDLE_MS), "max.connections.per.ip": str(PER_IP),
@@ -113,7 +113,7 @@ def test_limits_change_at_runtime(target):
     configs: raised on the cluster default, the next connections and writes follow them at once;
     deleted, the static values are back. (Each step opens its own connection: one left idle
     longer than connections.max.idle.ms would be closed.)"""
-    from conformance.broker_configs import BROKER, DELETE, SET, described, incremental
+    from conformance.harness.broker_configs import BROKER, DELETE, SET, described, incremental
 
     def verification_is(value: str | None, conn: Connection) -> str | None:
         key = "transaction.partition.verification.enable"

@@ -21,8 +21,8 @@ from kafka.protocol.admin.topics import CreateTopicsRequest
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.producer.produce import ProduceRequest
 
-from conformance.scenarios import batch, produce
-from conformance.wire import Connection, create_topic, metadata, poll, unique
+from conformance.harness.scenarios import batch, produce
+from conformance.harness.wire import Connection, create_topic, metadata, poll, unique
 
 THROTTLING_QUOTA_EXCEEDED, INVALID_FETCH_SESSION_EPOCH = 89, 71
 # whatever log defaults other scenarios leave on the session's brokers, nothing is deleted while

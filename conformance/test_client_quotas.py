@@ -29,8 +29,8 @@ from typing import Any
 import pytest
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
-from conformance.own_brokers import own_broker_pair
-from conformance.wire import Connection, poll, unique
+from conformance.harness.own_brokers import own_broker_pair
+from conformance.harness.wire import Connection, poll, unique
 
 _Entry = AlterClientQuotasRequest.EntryData
 _Entity = _Entry.EntityData

@@ -17,7 +17,7 @@ How the scenarios stay deterministic on both brokers:
 - Reads are polled until that round is done, and only the settled read is recorded
   (wire.poll): every cleanable segment holds a record that supersedes an older one, so a read
   with no repeated key below the active segment shows the round covered all of them.
-- What a cleaner stamps into a batch is normalised by conformance/compare.py: the delete horizon
+- What a cleaner stamps into a batch is normalised by conformance/harness/compare.py: the delete horizon
   (its clock + delete.retention.ms, in the base timestamp) and the bytes of a re-compressed
   batch (each broker's compression library); the records are compared whole, decoded.
 """
@@ -32,8 +32,8 @@ from kafka.protocol.admin.configs import IncrementalAlterConfigsRequest
 from kafka.protocol.producer.transaction import InitProducerIdRequest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from conformance.scenarios import fetch, list_offsets, produce
-from conformance.wire import Connection, create_topic, poll, retry_transient, unique
+from conformance.harness.scenarios import fetch, list_offsets, produce
+from conformance.harness.wire import Connection, create_topic, poll, retry_transient, unique
 from wirekafka.protocol import records
 
 T0 = 1_700_000_000_000   # the first segment's first timestamp

@@ -6,9 +6,9 @@ The pair is this module's own, started with levels other than Kafka's defaults."
 
 from __future__ import annotations
 
-from conformance.broker_configs import DEFAULT, STATIC, TOPIC, described
-from conformance.own_brokers import own_broker_pair
-from conformance.wire import Connection, create_topic, unique
+from conformance.harness.broker_configs import DEFAULT, STATIC, TOPIC, described
+from conformance.harness.own_brokers import own_broker_pair
+from conformance.harness.wire import Connection, create_topic, unique
 
 LEVELS = {"compression.gzip.level": "4", "compression.lz4.level": "12", "compression.zstd.level": "10"}
 KAFKA_DEFAULTS = {"compression.gzip.level": "-1", "compression.lz4.level": "9", "compression.zstd.level": "3"}

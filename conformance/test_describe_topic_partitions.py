@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from kafka.protocol.admin.topics import DescribeTopicPartitionsRequest
 
-from conformance.wire import Connection, create_topic, unique
+from conformance.harness.wire import Connection, create_topic, unique
 
 UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, INVALID_REQUEST = 3, 17, 42
 

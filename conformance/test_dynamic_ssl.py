@@ -22,9 +22,9 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-from conformance.broker_configs import BROKER, DELETE, DYNAMIC_BROKER, SET, described, incremental, legacy, node_id
-from conformance.own_brokers import TwoListeners, own_two_listener_pair
-from conformance.wire import Connection, metadata, poll
+from conformance.harness.broker_configs import BROKER, DELETE, DYNAMIC_BROKER, SET, described, incremental, legacy, node_id
+from conformance.harness.own_brokers import TwoListeners, own_two_listener_pair
+from conformance.harness.wire import Connection, metadata, poll
 from testsupport.tls_material import PASSWORD, TlsMaterial, broker_keystore, shared
 
 INVALID_CONFIG, INVALID_REQUEST = 40, 42

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from kafka.protocol.consumer.fetch import FetchRequest
 
-from conformance.scenarios import batch, produce, record_offsets
-from conformance.wire import Connection, create_topic, unique
+from conformance.harness.scenarios import batch, produce, record_offsets
+from conformance.harness.wire import Connection, create_topic, unique
 
 FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR = 70, 71, 106
 UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_OR_PARTITION = -1, 3

@@ -12,8 +12,8 @@ from typing import Any
 from kafka.protocol.admin.groups import DescribeGroupsRequest
 from kafka.protocol.consumer.group import JoinGroupRequest, SyncGroupRequest
 
-from conformance.own_brokers import own_broker_pair
-from conformance.wire import Connection, ensure_group_coordinator, poll, retry_transient, unique
+from conformance.harness.own_brokers import own_broker_pair
+from conformance.harness.wire import Connection, ensure_group_coordinator, poll, retry_transient, unique
 
 MAX_SIZE = {"group.max.size": "2"}
 # Rebalances that must wait for their deadline (a refusal does not complete them) wait this long.

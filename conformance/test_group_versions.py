@@ -23,9 +23,9 @@ from kafka.protocol.consumer.group import (
     SyncGroupRequest,
 )
 
-from conformance import transcript
-from conformance.scenarios import fetch
-from conformance.wire import Connection, create_topic, ensure_group_coordinator, metadata, poll, retry_transient, unique
+from conformance.harness import transcript
+from conformance.harness.scenarios import fetch
+from conformance.harness.wire import Connection, create_topic, ensure_group_coordinator, metadata, poll, retry_transient, unique
 from wirekafka.broker.coordinator import group_records
 from wirekafka.broker.coordinator.group_model import partition_for
 from wirekafka.protocol import records

@@ -14,7 +14,7 @@ from kafka.protocol.consumer.group import (
 )
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 
-from conformance.wire import Connection, create_topic, ensure_group_coordinator, retry_transient, unique
+from conformance.harness.wire import Connection, create_topic, ensure_group_coordinator, retry_transient, unique
 
 PROTOCOLS = [JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff")]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from kafka.protocol.producer.transaction import InitProducerIdRequest
 
-from conformance.scenarios import produce
-from conformance.wire import Connection, create_topic, retry_transient, unique
+from conformance.harness.scenarios import produce
+from conformance.harness.wire import Connection, create_topic, retry_transient, unique
 from wirekafka.protocol.records import build_batch
 
 

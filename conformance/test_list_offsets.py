@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 
-from conformance.scenarios import batch, list_offsets, produce
-from conformance.wire import Connection, create_topic, unique
+from conformance.harness.scenarios import batch, list_offsets, produce
+from conformance.harness.wire import Connection, create_topic, unique
 
 T0 = 1_700_000_000_000
 

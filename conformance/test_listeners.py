@@ -14,8 +14,8 @@ from typing import Any
 from kafka.protocol.admin.cluster import DescribeClusterRequest
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 
-from conformance.own_brokers import own_two_listener_pair
-from conformance.wire import Connection, create_topic, metadata, retry_transient, unique
+from conformance.harness.own_brokers import own_two_listener_pair
+from conformance.harness.wire import Connection, create_topic, metadata, retry_transient, unique
 
 LISTENER_MAP = "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
 

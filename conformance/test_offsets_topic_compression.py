@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 from kafka.protocol.consumer.group import JoinGroupRequest, OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest
 
-from conformance import transcript
-from conformance.own_brokers import own_broker_pair
-from conformance.scenarios import fetch
-from conformance.wire import Connection, create_topic, ensure_group_coordinator, metadata, unique
+from conformance.harness import transcript
+from conformance.harness.own_brokers import own_broker_pair
+from conformance.harness.scenarios import fetch
+from conformance.harness.wire import Connection, create_topic, ensure_group_coordinator, metadata, unique
 from wirekafka.protocol import records
 
 CODECS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}

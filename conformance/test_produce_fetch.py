@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from conformance.scenarios import batch, batch_bases, fetch, fetch_partitions, produce, record_offsets
-from conformance.wire import Connection, create_topic, poll, unique
+from conformance.harness.scenarios import batch, batch_bases, fetch, fetch_partitions, produce, record_offsets
+from conformance.harness.wire import Connection, create_topic, poll, unique
 from wirekafka.protocol.records import build_batch
 
 

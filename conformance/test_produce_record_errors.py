@@ -9,7 +9,7 @@ Produce v8, one record_errors entry per rejected record (its index in the batch 
   header's: a record outside message.timestamp.before/after.max.ms of the broker's clock is
   INVALID_TIMESTAMP, "One or more records have been rejected due to invalid timestamp"; its entry
   names its timestamp, its offset in the client's batch and the allowed range (the broker's clock
-  minus before.max.ms, plus after.max.ms; conformance/compare.py normalises that range).
+  minus before.max.ms, plus after.max.ms; conformance/harness/compare.py normalises that range).
 - One record has one error, the key's first; any timestamp error makes the batch
   INVALID_TIMESTAMP, with the key errors still listed.
 - A client's batch claiming LogAppendTime: on a LogAppendTime topic every record is refused
@@ -24,8 +24,8 @@ import time
 
 import pytest
 
-from conformance.scenarios import fetch, produce
-from conformance.wire import Connection, create_topic, unique
+from conformance.harness.scenarios import fetch, produce
+from conformance.harness.wire import Connection, create_topic, unique
 from wirekafka.protocol import records
 
 NONE, INVALID_TIMESTAMP, INVALID_RECORD = 0, 32, 87

@@ -15,8 +15,8 @@ import zlib
 import pytest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 
-from conformance.scenarios import batch, fetch, produce
-from conformance.wire import Connection, create_topic, unique
+from conformance.harness.scenarios import batch, fetch, produce
+from conformance.harness.wire import Connection, create_topic, unique
 
 NONE, CORRUPT_MESSAGE, INVALID_RECORD, UNSUPPORTED_COMPRESSION_TYPE = 0, 2, 87, 76
 ZSTD = 4

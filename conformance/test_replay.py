@@ -1,9 +1,9 @@
 """Recorded client sessions against real Kafka 4.3.1, replayed against a fresh wirekafka.
 
-Each file in conformance/recordings/ (refreshed by `python -m conformance.record`) is the
+Each file in conformance/recordings/ (refreshed by `python -m conformance.harness.record`) is the
 reference: its requests are replayed with their causality kept and the broker's allocated ids
-carried over (conformance/replay.py), and every answer must equal Kafka's recorded one field by
-field, unless deviations.toml or a timing rule of conformance/session_rules.py explains the
+carried over (conformance/harness/replay.py), and every answer must equal Kafka's recorded one field by
+field, unless deviations.toml or a timing rule of conformance/harness/session_rules.py explains the
 difference. Real Kafka is not needed here; a failure lists each difference with its exchange,
 field path and both values."""
 
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from conformance.recordings import load, paths
-from conformance.replay_session import replay_fresh
-from conformance.replay_verdict import report, summary
+from conformance.harness.replay_session import replay_fresh
+from conformance.harness.replay_verdict import report, summary
 
 
 @pytest.mark.parametrize("path", paths(), ids=lambda p: p.stem)

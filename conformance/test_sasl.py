@@ -17,8 +17,8 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
-from conformance.own_brokers import own_two_listener_pair
-from conformance.wire import Connection
+from conformance.harness.own_brokers import own_two_listener_pair
+from conformance.harness.wire import Connection
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
         'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')

@@ -22,9 +22,9 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
-from conformance.own_brokers import own_two_listener_pair
+from conformance.harness.own_brokers import own_two_listener_pair
 from conformance.test_sasl import closed_by_broker, sasl_listener_settings
-from conformance.wire import Connection
+from conformance.harness.wire import Connection
 
 JAAS = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
         'unsecuredLoginStringClaim_sub="admin" unsecuredLoginListClaim_scope=",kafka" '

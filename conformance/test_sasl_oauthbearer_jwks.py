@@ -28,9 +28,9 @@ import pytest
 from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
-from conformance.own_brokers import own_two_listener_pair
+from conformance.harness.own_brokers import own_two_listener_pair
 from conformance.test_sasl import closed_by_broker, sasl_listener_settings
-from conformance.wire import Connection
+from conformance.harness.wire import Connection
 from testsupport.jwt_signing import SigningKey, b64url, jwks
 
 HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"

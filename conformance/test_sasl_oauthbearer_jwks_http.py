@@ -14,10 +14,10 @@ import time
 
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
-from conformance.own_brokers import own_two_listener_pair
+from conformance.harness.own_brokers import own_two_listener_pair
 from conformance.test_sasl import sasl_listener_settings
-from conformance import transcript
-from conformance.wire import Connection, poll
+from conformance.harness import transcript
+from conformance.harness.wire import Connection, poll
 from testsupport.jwt_signing import SigningKey, jwks
 
 HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"

@@ -14,9 +14,9 @@ import time
 from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
-from conformance.own_brokers import own_two_listener_pair
+from conformance.harness.own_brokers import own_two_listener_pair
 from conformance.test_sasl import ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED, closed_by_broker, _settings
-from conformance.wire import Connection
+from conformance.harness.wire import Connection
 
 REAUTH_MS = 3000
 

@@ -6,7 +6,7 @@ wrong password and a deleted credential.
 
 The pair is this module's own: PLAINTEXT and SASL_PLAINTEXT listeners, PLAIN and both SCRAM
 mechanisms enabled. The server's SCRAM messages carry its random nonce, so auth_bytes is compared
-by these checks, not byte for byte (conformance/compare.py)."""
+by these checks, not byte for byte (conformance/harness/compare.py)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ import pytest
 from kafka.protocol.admin.users import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
-from conformance.own_brokers import own_two_listener_pair
+from conformance.harness.own_brokers import own_two_listener_pair
 from conformance.test_sasl import JAAS, SASL_AUTHENTICATION_FAILED, closed_by_broker, sasl_listener_settings
-from conformance.wire import Connection, poll, unique
+from conformance.harness.wire import Connection, poll, unique
 from wirekafka.security.sasl.scram import ScramClient, salted_password
 
 SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"

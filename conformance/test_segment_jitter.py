@@ -9,10 +9,10 @@ The pair is this module's own, started with log.roll.jitter.hours=2 and log.rete
 
 from __future__ import annotations
 
-from conformance.broker_configs import BROKER, DEFAULT, DELETE, DYNAMIC_BROKER, SET, TOPIC, described, incremental, \
+from conformance.harness.broker_configs import BROKER, DEFAULT, DELETE, DYNAMIC_BROKER, SET, TOPIC, described, incremental, \
     node_id
-from conformance.own_brokers import own_broker_pair
-from conformance.wire import Connection, create_topic, poll, unique
+from conformance.harness.own_brokers import own_broker_pair
+from conformance.harness.wire import Connection, create_topic, poll, unique
 
 DYNAMIC_TOPIC = 1
 # log.retention.hours too: the same synonym rule (CreateTopics calls a topic config static when any

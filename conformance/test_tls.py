@@ -12,10 +12,10 @@ import ssl
 
 import pytest
 
-from conformance.broker_configs import BROKER, described, node_id
-from conformance.own_brokers import own_two_listener_pair
-from conformance.scenarios import batch, fetch, produce
-from conformance.wire import Connection, create_topic, metadata, unique
+from conformance.harness.broker_configs import BROKER, described, node_id
+from conformance.harness.own_brokers import own_two_listener_pair
+from conformance.harness.scenarios import batch, fetch, produce
+from conformance.harness.wire import Connection, create_topic, metadata, unique
 from testsupport.tls_material import TlsMaterial, shared
 
 def _material() -> TlsMaterial:

@@ -14,9 +14,9 @@ import ssl
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
 from kafka.protocol.producer.produce import ProduceRequest
 
-from conformance.own_brokers import own_two_listener_pair
-from conformance.scenarios import batch
-from conformance.wire import Connection, create_topic, poll, unique
+from conformance.harness.own_brokers import own_two_listener_pair
+from conformance.harness.scenarios import batch
+from conformance.harness.wire import Connection, create_topic, poll, unique
 from testsupport.tls_material import TlsMaterial, shared
 
 _Entry = AlterClientQuotasRequest.EntryData

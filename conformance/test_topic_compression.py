@@ -2,14 +2,14 @@
 codec (or "uncompressed") different from the producer's has the broker decompress the batch and
 store it recompressed, with the same offsets, producer fields, timestamps and records. What the
 consumer gets back is compared decoded (a compressed batch's length and CRC depend on the
-compressing library: conformance/compare.py)."""
+compressing library: conformance/harness/compare.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from conformance.scenarios import batch, fetch, produce
-from conformance.wire import Connection, create_topic, unique
+from conformance.harness.scenarios import batch, fetch, produce
+from conformance.harness.wire import Connection, create_topic, unique
 from wirekafka.protocol import records
 
 CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}

@@ -13,7 +13,7 @@ from kafka.protocol.admin.topics import (
 )
 from kafka.protocol.metadata.metadata import MetadataRequest
 
-from conformance.wire import Connection, create_topic, metadata, unique, wait_for_topic
+from conformance.harness.wire import Connection, create_topic, metadata, unique, wait_for_topic
 
 
 def _create(conn, name, partitions=1, rf=1, configs=None, validate_only=False, version=7):

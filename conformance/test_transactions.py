@@ -26,8 +26,8 @@ from kafka.protocol.producer.transaction import (
     TxnOffsetCommitRequest,
 )
 
-from conformance.scenarios import batch_bases, fetch, list_offsets, produce
-from conformance.wire import TRANSIENT, Connection, create_topic, ensure_group_coordinator, poll, retry_transient, unique
+from conformance.harness.scenarios import batch_bases, fetch, list_offsets, produce
+from conformance.harness.wire import TRANSIENT, Connection, create_topic, ensure_group_coordinator, poll, retry_transient, unique
 from wirekafka.protocol import records
 
 NOW = 1_700_000_000_000

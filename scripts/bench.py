@@ -61,7 +61,7 @@ Cluster rows run last, on 3-broker clusters of their own: a wirekafka cluster (t
 serve` processes, testsupport/cluster.py) and a Kafka 3.9.1 ZooKeeper-mode cluster
 (realkafka.start_zk_cluster, 512 MB heap each), one after the other, each on its own chroot of one
 ZooKeeper 3.8.4 (scripts/zookeeper.py); both with Kafka's defaults where they matter and the same
-settings (benchlib/cluster.py: CLUSTER_CONFIG; zookeeper.session.timeout.ms 6000). The single-node
+settings (benchlib/cluster_rows.py: CLUSTER_CONFIG; zookeeper.session.timeout.ms 6000). The single-node
 brokers above are not started when only cluster rows are chosen.
 
   cluster-produce  a topic of 3 partitions, replication factor 3, min.insync.replicas=2: the
@@ -96,11 +96,15 @@ from typing import Callable
 
 import confluent_kafka
 
-import realkafka
-from benchlib import cluster, compaction, netprobe, recovery, syscalls, transactions, workloads
-from benchlib.brokers import HOST, REPO, Broker, KafkaBroker, WirekafkaBroker, peak_rss_mb, rss_mb
-from benchlib.report import Report
-from benchlib.workloads import BASE, LoadSpec
+if not __package__:  # run as a file (`python scripts/bench.py`): siblings are imported as scripts.*,
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # from the repository root
+from scripts import realkafka  # noqa: E402
+from scripts.benchlib import (cluster_rows, compaction, netprobe, recovery, syscalls,  # noqa: E402
+                              transactions, workloads)
+from scripts.benchlib.brokers import (HOST, REPO, Broker, KafkaBroker, WirekafkaBroker,  # noqa: E402
+                                      peak_rss_mb, rss_mb)
+from scripts.benchlib.report import Report  # noqa: E402
+from scripts.benchlib.workloads import BASE, LoadSpec  # noqa: E402
 
 log = logging.getLogger("bench")
 
@@ -513,12 +517,12 @@ class Bench:
         """cluster-produce and cluster-failover on a wirekafka cluster, then on a Kafka 3.9.1 one
         (unless ``kafka`` is False), each under its own chroot of one ZooKeeper server; a cluster
         is started once for both rows and stopped before the next one starts."""
-        zk = cluster.zookeeper_server(self.workdir / "zookeeper")
+        zk = cluster_rows.zookeeper_server(self.workdir / "zookeeper")
         try:
-            makers: list[Callable[[], cluster.Cluster]] = [
-                lambda: cluster.WirekafkaClusterRun(self.workdir / "wirekafka-cluster", zk.connect_string)]
+            makers: list[Callable[[], cluster_rows.Cluster]] = [
+                lambda: cluster_rows.WirekafkaClusterRun(self.workdir / "wirekafka-cluster", zk.connect_string)]
             if kafka:
-                makers.append(lambda: cluster.KafkaClusterRun(self.workdir / "kafka-cluster", zk.connect_string))
+                makers.append(lambda: cluster_rows.KafkaClusterRun(self.workdir / "kafka-cluster", zk.connect_string))
             for make in makers:
                 workloads.settle_writeback()
                 under_test = make()
@@ -529,7 +533,7 @@ class Bench:
                     self.report.note(f"cluster rows: the {under_test.name} cluster did not start: "
                                      f"{type(exc).__name__}: {exc}")
                     continue
-                view = cluster.ZkView(zk.connect_string, under_test.chroot)
+                view = cluster_rows.ZkView(zk.connect_string, under_test.chroot)
                 try:
                     if "cluster-produce" in selected:
                         self._cluster_step("cluster-produce", under_test,
@@ -537,18 +541,18 @@ class Bench:
                     if "cluster-failover" in selected:
                         self._cluster_step("cluster-failover", under_test,
                                            lambda: self.run_cluster_failover(under_test, view))
-                    for problem in cluster.log_problems(under_test):
+                    for problem in cluster_rows.log_problems(under_test):
                         self.report.note(f"cluster rows on {under_test.name}: {problem}")
                 finally:
                     view.close()
                     under_test.stop()
         finally:
             zk.stop()
-        self.report.note(cluster.NOTE)
+        self.report.note(cluster_rows.NOTE)
         if "cluster-failover" in selected:
-            self.report.note(cluster.FAILOVER_NOTE)
+            self.report.note(cluster_rows.FAILOVER_NOTE)
 
-    def _cluster_step(self, what: str, under_test: cluster.Cluster, fn: Callable[[], None]) -> None:
+    def _cluster_step(self, what: str, under_test: cluster_rows.Cluster, fn: Callable[[], None]) -> None:
         log.info("== %s on the %s cluster", what, under_test.name)
         try:
             fn()
@@ -556,12 +560,12 @@ class Bench:
             log.exception("%s failed on %s", what, under_test.name)
             self.report.note(f"{what} failed on the {under_test.name} cluster: {type(exc).__name__}: {exc}")
 
-    def run_cluster_produce(self, under_test: cluster.Cluster, view: cluster.ZkView) -> None:
+    def run_cluster_produce(self, under_test: cluster_rows.Cluster, view: cluster_rows.ZkView) -> None:
         s = self.s
         records = int(s.cluster_mb * 1e6 / 1024)
         workload = (f"3-broker cluster, replication 3, min.insync.replicas=2: base load (1 KB, 3 partitions, "
                     f"acks=all, linger 5 ms; {records:,} records)")
-        r = cluster.produce_row(under_test, view, records, self.payloads(1024), s.cluster_timeout,
+        r = cluster_rows.produce_row(under_test, view, records, self.payloads(1024), s.cluster_timeout,
                                 s.latency_rate, s.latency_seconds)
         self.report.set(workload, "produce MB/s", under_test.name, r.mbps)
         self.report.set(workload, "produce records/s", under_test.name, r.records_per_second, "higher", 0)
@@ -577,25 +581,25 @@ class Bench:
             self.report.note(f"cluster-produce latency on {under_test.name}: {len(r.latency.samples_ms):,} of "
                              f"{r.latency.sent:,} records acked")
 
-    def run_cluster_failover(self, under_test: cluster.Cluster, view: cluster.ZkView) -> None:
+    def run_cluster_failover(self, under_test: cluster_rows.Cluster, view: cluster_rows.ZkView) -> None:
         n = self.s.failover_runs
         workload = (f"3-broker cluster failover: kill -9 of a partition leader (not the controller), "
-                    f"zookeeper.session.timeout.ms={cluster.SESSION_TIMEOUT_MS} (median of {n})")
-        runs = cluster.failover_row(under_test, view, n, self.payloads(1024)[0])
+                    f"zookeeper.session.timeout.ms={cluster_rows.SESSION_TIMEOUT_MS} (median of {n})")
+        runs = cluster_rows.failover_row(under_test, view, n, self.payloads(1024)[0])
         put = self.report.set
         put(workload, "kill -> first acks=all write acknowledged (new leader), s", under_test.name,
-            cluster.median([r.acked_seconds for r in runs]), "lower", 2)
+            cluster_rows.median([r.acked_seconds for r in runs]), "lower", 2)
         put(workload, "kill -> new leader written to ZooKeeper, s", under_test.name,
-            cluster.median([r.elected_seconds for r in runs]), "lower", 2)
+            cluster_rows.median([r.elected_seconds for r in runs]), "lower", 2)
         put(workload, "kill -> its ZooKeeper session expired (/brokers/ids/N gone), s", under_test.name,
-            cluster.median([r.expired_seconds for r in runs]), "", 2)
+            cluster_rows.median([r.expired_seconds for r in runs]), "", 2)
         put(workload, "session expired -> new leader written to ZooKeeper (the controller's part), s",
-            under_test.name, cluster.median([None if r.elected_seconds is None or r.expired_seconds is None
+            under_test.name, cluster_rows.median([None if r.elected_seconds is None or r.expired_seconds is None
                                              else r.elected_seconds - r.expired_seconds for r in runs]), "lower", 2)
         put(workload, "session expired -> first acks=all write acknowledged, s", under_test.name,
-            cluster.median([None if r.acked_seconds is None or r.expired_seconds is None
+            cluster_rows.median([None if r.acked_seconds is None or r.expired_seconds is None
                             else r.acked_seconds - r.expired_seconds for r in runs]), "lower", 2)
-        fmt = cluster.fmt_seconds
+        fmt = cluster_rows.fmt_seconds
         self.report.note(f"cluster-failover on {under_test.name}: per run (session expired / new leader in "
                          "ZooKeeper / first ack, s): "
                          + "; ".join(f"{fmt(r.expired_seconds)} / {fmt(r.elected_seconds)} / {fmt(r.acked_seconds)}"
@@ -684,9 +688,9 @@ def main(argv: list[str] | None = None) -> int:
         if selected - set(CLUSTER_ROWS):
             columns.append(f"Kafka {realkafka.KAFKA_VERSION}")
         if cluster_rows:
-            columns.append(cluster.kafka_cluster_name())
+            columns.append(cluster_rows.kafka_cluster_name())
     report = Report(columns)
-    single_kafka = [c for c in columns[1:] if c != cluster.kafka_cluster_name()]
+    single_kafka = [c for c in columns[1:] if c != cluster_rows.kafka_cluster_name()]
     machine = (f"on 127.0.0.1, {os.cpu_count()} cores ({platform.machine()}), Python "
                f"{platform.python_version()}, confluent-kafka {confluent_kafka.version()} / librdkafka "
                f"{confluent_kafka.libversion()[0]}")
@@ -699,11 +703,11 @@ def main(argv: list[str] | None = None) -> int:
             f"linger 5 ms; consumers with fetch.queue.backoff.ms={workloads.CONSUMER_QUEUE_BACKOFF_MS}; "
             "MB = 10^6 bytes of record payload.")
     if cluster_rows:
-        kafka_cluster = "" if args.no_kafka else f", then 3 {cluster.kafka_cluster_name()} brokers (512 MB heap each)"
+        kafka_cluster = "" if args.no_kafka else f", then 3 {cluster_rows.kafka_cluster_name()} brokers (512 MB heap each)"
         report.preamble.append(
             f"{'' if selected - set(CLUSTER_ROWS) else f'wirekafka {_git_revision()} {machine}. {quick}'}"
             f"Cluster rows: 3 wirekafka brokers{kafka_cluster} on one ZooKeeper 3.8.4, each cluster on its own "
-            f"chroot, one cluster at a time; both with zookeeper.session.timeout.ms={cluster.SESSION_TIMEOUT_MS}, "
+            f"chroot, one cluster at a time; both with zookeeper.session.timeout.ms={cluster_rows.SESSION_TIMEOUT_MS}, "
             "replica.lag.time.max.ms=30000 (Kafka's default), replication factor 3; the measured topics have "
             "min.insync.replicas=2; MB = 10^6 bytes of record payload.")
 

@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --all
-exec "${WIREKAFKA_VENV:-.venv}/bin/python" -m conformance.report
+exec "${WIREKAFKA_VENV:-.venv}/bin/python" -m conformance.harness.matrix

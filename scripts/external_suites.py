@@ -34,9 +34,10 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+if not __package__:  # run as a file (`python scripts/external_suites.py`): siblings are imported as scripts.*,
+    sys.path.insert(0, str(REPO))  # from the repository root, never as top-level modules
 from testsupport.broker_process import BrokerProcess  # noqa: E402
-from testsupport.java_tools import realkafka  # noqa: E402
+from scripts import realkafka  # noqa: E402
 
 OUT = REPO / "compat-tests" / "external"
 CACHE = Path(os.environ.get("WIREKAFKA_CACHE", Path.home() / ".cache" / "wirekafka")) / "external"
@@ -59,7 +60,7 @@ def target_broker(target: str) -> Iterator[str]:
             finally:
                 proc.stop()
     else:
-        kafka = realkafka().RealKafka(overrides={"num.partitions": "4"})
+        kafka = realkafka.RealKafka(overrides={"num.partitions": "4"})
         kafka.start()
         try:
             yield kafka.bootstrap
@@ -139,13 +140,13 @@ def run_kafka_python(bootstrap: str) -> dict[str, str]:
 
 # ---- Java -------------------------------------------------------------------------------------
 def _tool(name: str, args: list[str], timeout: float = 180) -> subprocess.CompletedProcess:
-    return realkafka().run_tool(name, args, timeout=timeout)
+    return realkafka.run_tool(name, args, timeout=timeout)
 
 
 def _advertised(bootstrap: str) -> set[int]:
     from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 
-    from conformance.wire import Connection
+    from conformance.harness.wire import Connection
 
     with Connection(bootstrap) as conn:
         resp = conn.call(ApiVersionsRequest(client_software_name="external-suites", client_software_version="1"), 3)

@@ -16,9 +16,9 @@ common part lives here (Python stdlib only; nothing here is part of the broker):
   (SIGKILL), ``with`` support, and an atexit hook that stops whatever is still running;
 * :func:`parse_settings` and :func:`serve`, the two CLIs' ``serve`` command.
 
-The launchers are run as scripts (``scripts/`` is then ``sys.path[0]``) and loaded by path with
-importlib from tests; either way each appends its own directory to ``sys.path`` before
-``import jvm_process``, so one module serves both.
+The launchers import it as ``scripts.jvm_process`` whether they run as files or are imported
+(a launcher run as a file first puts the repository root on ``sys.path``), so one module serves
+both.
 """
 
 from __future__ import annotations

@@ -121,10 +121,7 @@ CLI
         # passed through and the tool's exit code is returned
     python3 scripts/realkafka.py tools [--version V]    # list tools_for(V)
 
-From tests, load this file with importlib (``scripts/`` is not a package)::
-
-    spec = importlib.util.spec_from_file_location("realkafka", REPO / "scripts" / "realkafka.py")
-    realkafka = importlib.util.module_from_spec(spec); spec.loader.exec_module(realkafka)
+From tests and the other scripts, import it: ``from scripts import realkafka``.
 
 Environment: ``WIREKAFKA_CACHE`` (cache root), ``WIREKAFKA_KAFKA_VERSION`` (Kafka version),
 ``WIREKAFKA_KAFKA_ZK_VERSION`` (the ZooKeeper-mode Kafka version, default 3.9.1),
@@ -156,13 +153,11 @@ POM = REPO / "scripts" / "maven" / "kafka" / "pom.xml"
 #: The POM for Kafka 3.x (log4j 1.x/reload4j logging, ZooKeeper mode); see :func:`pom_for`.
 POM_KAFKA3 = REPO / "scripts" / "maven" / "kafka39" / "pom.xml"
 
-# jvm_process.py sits beside this file: on sys.path when this runs as a script, not when tests
-# load it by path with importlib.
-if str(REPO / "scripts") not in sys.path:
-    sys.path.append(str(REPO / "scripts"))
-from jvm_process import (  # noqa: E402  (cache_dir is part of this module's API)
+if not __package__:  # run as a file (`python scripts/realkafka.py`): siblings are imported as scripts.*,
+    sys.path.insert(0, str(REPO))  # from the repository root, never as top-level modules
+from scripts.jvm_process import (  # noqa: E402  (cache_dir is part of this module's API)
     JvmProcess, cache_dir, executable, parse_settings, resolve_with_maven, serve)
-from port_pool import free_ports  # noqa: E402  (part of this module's API too)
+from scripts.port_pool import free_ports  # noqa: E402  (part of this module's API too)
 
 #: Apache Kafka version resolved from Maven Central (newest 4.x there when written).
 KAFKA_VERSION = os.environ.get("WIREKAFKA_KAFKA_VERSION", "4.3.1")

@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from testsupport.java_tools import realkafka  # noqa: E402
+if not __package__:  # run as a file (`python scripts/record_txn_state.py`): siblings are imported as scripts.*,
+    sys.path.insert(0, str(REPO))  # from the repository root, never as top-level modules
+from scripts import realkafka  # noqa: E402
 from wirekafka.protocol.records import iter_records, parse_header, split_batches  # noqa: E402
 
 log = logging.getLogger("record_txn_state")
@@ -107,8 +108,7 @@ def _kafka_decoded(kafka: Any, segment: Path) -> dict[int, tuple[Any, Any]]:
 
 def record(workdir: Path) -> dict[str, Any]:
     """Run the scenario on a real Kafka in ``workdir`` and return the fixture document."""
-    rk = realkafka()
-    kafka = rk.RealKafka(workdir)
+    kafka = realkafka.RealKafka(workdir)
     kafka.start()
     try:
         _create_topic(kafka.bootstrap)
@@ -132,7 +132,7 @@ def record(workdir: Path) -> dict[str, Any]:
             rec["kafka_key"], rec["kafka_value"] = decoded[rec["offset"]]
             records.append(rec)
     log.info("recorded %d __transaction_state records", len(records))
-    return {"kafka_version": rk.KAFKA_VERSION, "generated_by": "scripts/record_txn_state.py",
+    return {"kafka_version": realkafka.KAFKA_VERSION, "generated_by": "scripts/record_txn_state.py",
             "num_partitions": 50, "records": records}
 
 

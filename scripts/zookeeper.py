@@ -81,8 +81,7 @@ CLI
         # stop it and exit 0). Without --dir a temp dir is used and removed on exit. The JVM is
         # SIGKILLed by the kernel if this process dies (PR_SET_PDEATHSIG).
 
-From tests, put ``scripts/`` on ``sys.path`` and ``import zookeeper`` (or load it with importlib
-as the tests load realkafka.py).
+From tests and the other scripts, import it: ``from scripts import zookeeper``.
 
 Environment: ``WIREKAFKA_CACHE`` (cache root), ``WIREKAFKA_ZOOKEEPER_VERSION`` (Maven version),
 ``WIREKAFKA_ZOOKEEPER_SOURCE`` (auto, maven or debian), ``WIREKAFKA_MVN`` / ``WIREKAFKA_JAVA``
@@ -107,13 +106,11 @@ log = logging.getLogger("zookeeper")
 REPO = Path(__file__).resolve().parent.parent
 POM = REPO / "scripts" / "maven" / "zookeeper" / "pom.xml"
 
-# jvm_process.py sits beside this file: on sys.path when this runs as a script, not when tests
-# load it by path with importlib.
-if str(REPO / "scripts") not in sys.path:
-    sys.path.append(str(REPO / "scripts"))
-from jvm_process import (  # noqa: E402
+if not __package__:  # run as a file (`python scripts/zookeeper.py`): siblings are imported as scripts.*,
+    sys.path.insert(0, str(REPO))  # from the repository root, never as top-level modules
+from scripts.jvm_process import (  # noqa: E402
     JvmProcess, cache_dir, executable, parse_settings, resolve_with_maven, serve)
-from port_pool import free_ports  # noqa: E402
+from scripts.port_pool import free_ports  # noqa: E402
 
 #: ZooKeeper resolved from Maven Central: the version Kafka 3.9.x depends on.
 ZOOKEEPER_VERSION = os.environ.get("WIREKAFKA_ZOOKEEPER_VERSION", "3.8.4")

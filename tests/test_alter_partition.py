@@ -1,7 +1,7 @@
 """AlterPartition (key 56): the schema classes, the controller's judgement of a proposal
 (replication/controller.py), the handler's reading and shaping (handlers/alter_partition.py) and
 the leader's side (replication/alter_partition_client.py). The answers of a whole cluster are
-compared with Kafka 3.9.1's in testsupport/alter_partition.py."""
+compared with Kafka 3.9.1's in conformance/cluster/alter_partition.py."""
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ def test_several_listeners_each_advertised_unless_advertised_listeners_says_othe
 def test_unknown_security_protocols_stop_start_up() -> None:
     assert _refused(**{"listeners": "EXTERNAL://127.0.0.1:9093", "listener.security.protocol.map": "EXTERNAL:TLS"}) == (
         "Invalid value TLS for listener EXTERNAL's security protocol: one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL")
-    # an SSL listener without a key store (tests/test_tls.py has the TLS settings)
+    # an SSL listener without a key store (tests/test_tls_settings.py has the TLS settings)
     assert _refused(listeners="SSL://127.0.0.1:9093").startswith("listener SSL: an SSL listener needs a key store")
 
 

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import pytest
 from kafka.protocol.consumer.fetch import FetchResponse
 
-from conformance import compare, transcript, wire
-from conformance.compare import Deviation, Difference, Normalizer
+from conformance.harness import compare, transcript, wire
+from conformance.harness.compare import Deviation, Difference, Normalizer
 from wirekafka.protocol import records
 
 T0 = 1_700_000_000_000

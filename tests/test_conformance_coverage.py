@@ -1,11 +1,11 @@
-"""The pure part of conformance/coverage.py: scenario names, the coverage table and its gaps,
+"""The pure part of conformance/harness/coverage.py: scenario names, the coverage table and its gaps,
 COVERAGE.md, the JSON hand-over between processes, and when a session counts as the whole suite."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from conformance import coverage
+from conformance.harness import coverage
 from wirekafka.protocol import served_versions as api_versions
 
 SUPPORTED = {0: (0, 2), 11: (0, 1)}

@@ -2,7 +2,7 @@
 shutting-down broker and how the other decisions treat such a broker (replication/controller.py),
 the controller's memory of who is shutting down (ActiveController.as_controller) and the stopping
 broker's side (replication/shutdown_client.py, ZkBackend.controlled_shutdown). A whole cluster's
-answers are compared with Kafka 3.9.1's in testsupport/controlled_shutdown.py."""
+answers are compared with Kafka 3.9.1's in conformance/cluster/controlled_shutdown.py."""
 
 from __future__ import annotations
 

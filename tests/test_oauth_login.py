@@ -1,6 +1,6 @@
 """Kafka's secured OAUTHBEARER login (wirekafka/security/oauth/token_login.py): its settings, the token endpoint
 request and retries (against a local HTTP server), the token file, the checks of the token and
-the refresh time. A cluster whose brokers log in this way is in testsupport/two_listeners.py."""
+the refresh time. A cluster whose brokers log in this way is in conformance/cluster/two_listeners.py."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Iterator
 import pytest
 import trio
 
-from tests.test_sasl_oauthbearer import LISTENERS, MODULE
+from tests.test_oauthbearer_unsecured import LISTENERS, MODULE
 from wirekafka.startup_errors import ConfigError
 from wirekafka.config.loader import build_config
 from wirekafka.security.oauth.token_login import (LoginConfig, LoginConfigError, LoginFailed, LoginToken, SecuredLogin, check_token,

@@ -2,7 +2,7 @@
 
 The fake peer decodes requests and encodes responses with the broker's own codec, so what it
 sends is what a wirekafka leader sends; each test scripts how it misbehaves. The real broker is
-exercised in compat-tests/test_peer_client.py."""
+exercised in compat-tests/test_peer_client_real_broker.py."""
 
 from __future__ import annotations
 

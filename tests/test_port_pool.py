@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from testsupport.java_tools import REPO, load_script
+from scripts import port_pool as ports
 
-ports = load_script("port_pool")
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _range_file(tmp_path: Path, text: str) -> Path:
@@ -57,7 +57,7 @@ def test_a_listening_port_is_not_bindable():
 def test_processes_sharing_the_cursor_get_different_ports(tmp_path):
     """The test run and the launchers it starts (realkafka.py, zookeeper.py) pick concurrently."""
     cursor = tmp_path / "cursor"
-    script = (f"import pathlib, sys; sys.path.insert(0, {str(REPO / 'scripts')!r}); import port_pool as ports; "
+    script = (f"import pathlib, sys; sys.path.insert(0, {str(REPO)!r}); from scripts import port_pool as ports; "
               f"print(*ports.free_ports(20, cursor=pathlib.Path({str(cursor)!r}), ports=range(42000, 42400)))")
     runs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) for _ in range(4)]
     picked = [int(p) for run in runs for p in run.communicate(timeout=30)[0].split()]

@@ -1,5 +1,5 @@
 """The recording proxy without Kafka: what it changes in answers before its client sees them
-(conformance/client_view.py), and a whole round trip through it against a fake broker, which
+(conformance/harness/client_view.py), and a whole round trip through it against a fake broker, which
 must leave the recorded frames exactly as the broker sent them."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
-from conformance import client_view, frames
-from conformance.recorder import RecordingProxy
+from conformance.harness import client_view, frames
+from conformance.harness.recorder import RecordingProxy
 from conformance.recordings import CLOSE, REQUEST, RESPONSE
-from conformance.stream_frames import FrameStream
+from conformance.harness.stream_frames import FrameStream
 from wirekafka.protocol.served_versions import SUPPORTED
 
 PROXY = ("127.0.0.1", 40000)

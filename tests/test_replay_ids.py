@@ -1,5 +1,5 @@
-"""The replayer's id mapping (conformance/id_map.py) and comparison rules
-(conformance/session_rules.py), without any broker: ids learnt from a recorded and a replayed
+"""The replayer's id mapping (conformance/harness/id_map.py) and comparison rules
+(conformance/harness/session_rules.py), without any broker: ids learnt from a recorded and a replayed
 answer side by side, substituted in later requests (record batches included, CRC recomputed),
 requests Kafka refused as not ready, the timing rules and order-free lists."""
 
@@ -14,10 +14,10 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import InitProducerIdResponse
 
-from conformance import frames
-from conformance.compare import Difference
-from conformance.id_map import IdMap
-from conformance.session_rules import Answers, sort_order_free, timing_reasons, withhold_reason
+from conformance.harness import frames
+from conformance.harness.compare import Difference
+from conformance.harness.id_map import IdMap
+from conformance.harness.session_rules import Answers, sort_order_free, timing_reasons, withhold_reason
 from wirekafka.protocol import records
 
 KAFKA_TOPIC, REPLAY_TOPIC = uuid.uuid4(), uuid.uuid4()

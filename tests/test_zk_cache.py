@@ -1,5 +1,5 @@
 """The per-path cache of the metadata's watched ZooKeeper reads (replication/zk_cache.py), on a
-fake kazoo client whose watches the test fires by hand; compat-tests/test_zk_cache.py runs it on a
+fake kazoo client whose watches the test fires by hand; compat-tests/test_zk_cache_real_zookeeper.py runs it on a
 real ZooKeeper."""
 
 from __future__ import annotations

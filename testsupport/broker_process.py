@@ -20,14 +20,14 @@ import sys
 import time
 from pathlib import Path
 
-from testsupport.java_tools import load_script
+from scripts import port_pool
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def free_port() -> int:
     """A port for a broker on 127.0.0.1 (scripts/port_pool.py: below the kernel's ephemeral range)."""
-    return load_script("port_pool").free_port()
+    return port_pool.free_port()
 
 
 def api_versions_ok(host: str, port: int, timeout: float = 1.0) -> bool:

@@ -17,9 +17,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kafka.protocol.metadata.metadata import MetadataRequest
 
-from conformance.wire import Connection
+from conformance.harness.wire import Connection
 from testsupport.broker_process import BrokerProcess
-from testsupport.java_tools import load_script
 
 SESSION_TIMEOUT_MS = 2000  # failover waits for ZooKeeper to expire a killed broker's session
 
@@ -47,10 +46,6 @@ def every_broker_knows_the_cluster(bootstraps: list[str]) -> bool:
         if len(answer.brokers) != len(bootstraps) or answer.controller_id < 0:
             return False
     return True
-
-
-def zookeeper_module():
-    return load_script("zookeeper")
 
 
 class WirekafkaCluster:

@@ -36,11 +36,11 @@ import base64
 import hashlib
 import shlex
 from pathlib import Path
-from typing import Any, Mapping, Self
+from typing import Mapping, Self
 
 from kazoo.client import KazooClient
 
-from testsupport.java_tools import load_script
+from scripts import zookeeper
 from testsupport.kdc import Kdc, keytab_login
 from testsupport.tls_material import PASSWORD, TlsMaterial, make as make_tls_material
 
@@ -64,12 +64,12 @@ class _ZooKeeperWithClients:
     def __init__(self, directory: Path) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
-        # scripts/zookeeper.py's ZooKeeperServer (a script loaded by path, hence Any), made by the
-        # first start() so that a subclass writes its files then
-        self.server: Any = None
+        # scripts/zookeeper.py's ZooKeeperServer, made by the first start() so that a subclass
+        # writes its files then
+        self.server: zookeeper.ZooKeeperServer | None = None
         self._clients: list[KazooClient] = []
 
-    def _make_server(self) -> Any:
+    def _make_server(self) -> zookeeper.ZooKeeperServer:
         raise NotImplementedError
 
     @property
@@ -115,12 +115,12 @@ class SaslZooKeeper(_ZooKeeperWithClients):
         super().__init__(directory)
         self.users = dict(users)
 
-    def _make_server(self) -> Any:
+    def _make_server(self) -> zookeeper.ZooKeeperServer:
         entries = "".join(f"\n  user_{name}={_jaas_quote(password)}" for name, password in self.users.items())
         server_jaas = self.directory / "server_jaas.conf"
         server_jaas.write_text(f"Server {{\n  org.apache.zookeeper.server.auth.DigestLoginModule required"
                                f"{entries};\n}};\n")
-        return load_script("zookeeper").ZooKeeperServer(
+        return zookeeper.ZooKeeperServer(
             self.directory / "zk",
             settings={"authProvider.sasl": "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"},
             jvm_opts=[f"-Djava.security.auth.login.config={server_jaas}"])
@@ -157,9 +157,9 @@ class TlsZooKeeper(_ZooKeeperWithClients):
         super().__init__(directory)
         self.material = material or make_tls_material(self.directory / "tls")
 
-    def _make_server(self) -> Any:
+    def _make_server(self) -> zookeeper.ZooKeeperServer:
         m = self.material
-        return load_script("zookeeper").ZooKeeperServer(self.directory / "zk", secure=True, settings={
+        return zookeeper.ZooKeeperServer(self.directory / "zk", secure=True, settings={
             "ssl.keyStore.location": m.keystore, "ssl.keyStore.password": PASSWORD, "ssl.keyStore.type": "PKCS12",
             "ssl.trustStore.location": m.truststore, "ssl.trustStore.password": PASSWORD,
             "ssl.trustStore.type": "PKCS12", "ssl.clientAuth": "need",
@@ -227,12 +227,12 @@ class KerberosZooKeeper(_ZooKeeperWithClients):
         path.write_text(f"{section} {{\n  {login}\n}};\n")
         return path
 
-    def _make_server(self) -> Any:
+    def _make_server(self) -> zookeeper.ZooKeeperServer:
         server_jaas = self._jaas_file(self.directory / "server_jaas.conf", "Server", "zookeeper/localhost")
         # DigestAuthenticationProvider compares base64(sha1("user:password")) with this property
         user = SUPER_USER.split(":", 1)[0]
         digest = base64.b64encode(hashlib.sha1(SUPER_USER.encode()).digest()).decode()
-        return load_script("zookeeper").ZooKeeperServer(
+        return zookeeper.ZooKeeperServer(
             self.directory / "zk",
             settings={"authProvider.sasl": "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"},
             jvm_opts=[f"-Djava.security.auth.login.config={server_jaas}", *self.kdc.java_options(),

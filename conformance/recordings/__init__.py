@@ -1,6 +1,6 @@
 """Recorded client sessions against real Apache Kafka: the reference the replayer holds wirekafka to.
 
-One JSON-lines file per session (`<name>.jsonl`), written by `python -m conformance.record`:
+One JSON-lines file per session (`<name>.jsonl`), written by `python -m conformance.harness.record`:
 the first line describes the session (client, what it does, the broker config Kafka ran with),
 every further line is one event in the order the recording proxy saw it, across all of the
 session's connections: a request read from the client, a response read from Kafka, or a
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from conformance.frames import api_name
+from conformance.harness.frames import api_name
 
 HERE = Path(__file__).resolve().parent
 FORMAT = 1

@@ -1,4 +1,4 @@
-"""The client sessions `python -m conformance.record` runs through the recording proxy.
+"""The client sessions `python -m conformance.harness.record` runs through the recording proxy.
 
 Each session is one stock client doing one ordinary job against the broker whose address it is
 given. Sessions are deterministic as far as a client allows: fixed topic and group names (each

@@ -4,8 +4,9 @@ Modules: :mod:`.brokers` (start/stop/kill the two brokers, RSS from /proc), :mod
 (confluent-kafka produce/consume/latency), :mod:`.netprobe` (raw-socket ApiVersions connections),
 :mod:`.syscalls` (strace during a consume), :mod:`.recovery` (kill -9 and restart),
 :mod:`.compaction` (__consumer_offsets bounded by the cleaner, cleaner throughput and latency),
-:mod:`.cluster` (3-broker clusters on ZooKeeper: wirekafka's and Kafka 3.9.1's; replicated produce
-and failover),
-:mod:`.report` (rows and the markdown table). ``scripts/`` is on ``sys.path`` when bench.py runs,
-so these import as ``benchlib.*`` and the Kafka launcher as ``realkafka``.
+:mod:`.cluster_rows` (3-broker clusters on ZooKeeper: wirekafka's and Kafka 3.9.1's; replicated
+produce and failover),
+:mod:`.report` (rows and the markdown table). They import as ``scripts.benchlib.*`` and the Kafka
+launcher as ``scripts.realkafka`` (bench.py, run as a file, first puts the repository root on
+``sys.path``).
 """

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import IO, Protocol
 
-import realkafka
+from scripts import realkafka
 
 log = logging.getLogger(__name__)
 

@@ -32,8 +32,8 @@ from kafka.protocol.consumer.group import (OffsetCommitRequest, OffsetCommitResp
                                            OffsetFetchResponse)
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 
-from benchlib.brokers import Broker
-from benchlib.workloads import BASE, _producer_config, create_topic, delete_topic, new_topic_name, wait_for_leaders
+from scripts.benchlib.brokers import Broker
+from scripts.benchlib.workloads import BASE, _producer_config, create_topic, delete_topic, new_topic_name, wait_for_leaders
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 
-from benchlib.brokers import rss_mb
+from scripts.benchlib.brokers import rss_mb
 
 log = logging.getLogger(__name__)
 

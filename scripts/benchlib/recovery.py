@@ -15,8 +15,8 @@ from typing import Callable
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from benchlib.brokers import Broker, stored_bytes
-from benchlib.workloads import BASE, create_topic, new_topic_name, produce
+from scripts.benchlib.brokers import Broker, stored_bytes
+from scripts.benchlib.workloads import BASE, create_topic, new_topic_name, produce
 
 log = logging.getLogger(__name__)
 

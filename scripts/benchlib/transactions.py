@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from confluent_kafka import Producer
 
-from benchlib.brokers import Broker
-from benchlib.workloads import LatencyResult, ProducedTopic, create_topic, delete_topic, new_topic_name
+from scripts.benchlib.brokers import Broker
+from scripts.benchlib.workloads import LatencyResult, ProducedTopic, create_topic, delete_topic, new_topic_name
 
 log = logging.getLogger(__name__)
 

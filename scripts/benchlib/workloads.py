@@ -24,7 +24,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from benchlib.brokers import Broker, cpu_seconds, stored_bytes
+from scripts.benchlib.brokers import Broker, cpu_seconds, stored_bytes
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from typing import Iterator
 from kafka.protocol.admin.cluster import DescribeClusterRequest
 from kafka.protocol.admin.configs import AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
-from conformance.wire import Connection
+from conformance.harness.wire import Connection
 
 TOPIC, BROKER = 2, 4
 DYNAMIC_TOPIC, DYNAMIC_BROKER, DYNAMIC_DEFAULT, STATIC, DEFAULT = 1, 2, 3, 4, 5

@@ -1,7 +1,7 @@
 """Kafka's own Java CLI tools (Apache Kafka 4.3.1 jars, via scripts/realkafka.py) for compat tests,
 and parsers for the tools' output, so tests can assert on what the tools really printed.
 
-Loading scripts/realkafka.py (not a package) is testsupport.java_tools' job; this module adds the
+scripts/realkafka.py resolves the jars and runs the tools; this module adds the
 assertions tests need around a run (exit code, with the tool's stderr in the failure message) and
 the readers for kafka-dump-log and kafka-consumer-groups output."""
 
@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from testsupport.java_tools import realkafka
+from scripts import realkafka
 from wirekafka.broker.coordinator.group_model import partition_for
 
 
@@ -33,7 +33,7 @@ def run(name: str, *args: str, input: str | None = None, timeout: float = 120,
     """Run tool ``name`` (a realkafka.TOOLS short name such as "kafka-topics") to completion;
     ``jvm_opts`` replaces realkafka's TOOL_JVM_OPTS."""
     try:
-        proc = realkafka().run_tool(name, list(args), timeout=timeout, jvm_opts=jvm_opts,
+        proc = realkafka.run_tool(name, list(args), timeout=timeout, jvm_opts=jvm_opts,
                                     input=None if input is None else input.encode())
     except subprocess.TimeoutExpired as exc:
         raise AssertionError(f"{name} {' '.join(args)} did not finish in {timeout}s") from exc

@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from client_support import raw_call
 from testsupport.cluster import wait_for
-from testsupport.leader_hints import zk_topic_id
+from conformance.cluster.leader_hints import zk_topic_id
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.protocol.inter_broker import AlterPartitionRequest, AlterPartitionResponse
 

@@ -31,7 +31,6 @@ import json
 import logging
 import random
 import statistics
-import sys
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -42,15 +41,10 @@ from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
-import realkafka
-import zookeeper
-from benchlib.brokers import REPO
-from benchlib.workloads import BASE, WARM_TOPIC, LatencyResult, _producer_config, latency, new_topic_name, \
+from scripts import realkafka, zookeeper
+from scripts.benchlib.workloads import BASE, WARM_TOPIC, LatencyResult, _producer_config, latency, new_topic_name, \
     produce, wait_for_leaders
-
-if str(REPO) not in sys.path:  # testsupport/ lives at the repository root, next to scripts/
-    sys.path.insert(0, str(REPO))
-from testsupport.cluster import WirekafkaCluster, wait_for  # noqa: E402
+from testsupport.cluster import WirekafkaCluster, wait_for
 
 log = logging.getLogger(__name__)
 
@@ -453,7 +447,7 @@ def zookeeper_server(workdir: Path) -> zookeeper.ZooKeeperServer:
     return zookeeper.ZooKeeperServer(workdir).start(timeout=60)
 
 
-NOTE = ("cluster rows: both clusters get the same server.properties entries (benchlib/cluster.py CLUSTER_CONFIG) "
+NOTE = ("cluster rows: both clusters get the same server.properties entries (benchlib/cluster_rows.py CLUSTER_CONFIG) "
         "and the same client settings; the client (Python, librdkafka) shares the 2 cores with three brokers and "
         "ZooKeeper.")
 FAILOVER_NOTE = ("cluster-failover: ZooKeeper notices the killed broker only when its session expires (between the "

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.frames import structs
+from conformance.harness.frames import structs
 from wirekafka.protocol.served_versions import SUPPORTED
 
 PRODUCE, FETCH, METADATA, FIND_COORDINATOR, API_VERSIONS, DESCRIBE_CLUSTER = 0, 1, 3, 10, 18, 60

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance import client_view, compare, frames, session_rules
-from conformance.compare import Deviation, Difference, Normalizer, Verdict, diff, judge, to_tree
-from conformance.replay import Exchange, Replayed
+from conformance.harness import client_view, compare, frames, session_rules
+from conformance.harness.compare import Deviation, Difference, Normalizer, Verdict, diff, judge, to_tree
+from conformance.harness.replay import Exchange, Replayed
 
 
 @dataclass

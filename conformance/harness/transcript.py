@@ -10,7 +10,7 @@ Polling loops (waiting for a topic to be served, retrying while a coordinator lo
 not behaviour: each round runs inside `settle()`'s `attempt()`, and only the round the loop settles
 on is recorded (`wire.poll`). Every (API key, version) sent in the session is collected in
 `EXERCISED`, and, inside `collecting_pairs(sink)`, in `sink`: the coverage
-plugin (conformance/coverage.py) keeps one such set per scenario."""
+plugin (conformance/harness/coverage.py) keeps one such set per scenario."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ wirekafka is given the same `authorizer.class.name`, `super.users` and
 `allow.everyone.if.no.acl.found` (false, the default).
 
 ACLs live as long as the module's brokers, so every scenario grants on names of its own
-(`conformance.wire.unique`). Kafka applies a created ACL a moment after CreateAcls answers (from
+(`conformance.harness.wire.unique`). Kafka applies a created ACL a moment after CreateAcls answers (from
 its metadata log), so `grant` waits until DescribeAcls shows it, as a client would have to; its
 exchanges are a scenario's set-up, not compared."""
 
@@ -19,10 +19,10 @@ from kafka.protocol.admin.acl import CreateAclsRequest, DeleteAclsRequest, Descr
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
-from conformance import transcript
-from conformance.own_brokers import TwoListeners, own_two_listener_pair
+from conformance.harness import transcript
+from conformance.harness.own_brokers import TwoListeners, own_two_listener_pair
 from conformance.test_sasl import sasl_listener_settings
-from conformance.wire import Connection, poll
+from conformance.harness.wire import Connection, poll
 
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}

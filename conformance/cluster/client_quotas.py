@@ -13,7 +13,7 @@ import json
 from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
-from conformance.wire import Connection
+from conformance.harness.wire import Connection
 from testsupport.cluster import wait_for
 
 USER, CLIENT, IP = "quota-zk-user", "quota-zk-app", "127.0.0.3"

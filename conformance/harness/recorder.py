@@ -19,9 +19,9 @@ from typing import Any
 
 import trio
 
-from conformance import client_view, frames
+from conformance.harness import client_view, frames
 from conformance.recordings import CLOSE, REQUEST, RESPONSE, Event
-from conformance.stream_frames import FrameStream
+from conformance.harness.stream_frames import FrameStream
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from typing import Any, Callable, TypeVar
 from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest
 
-from conformance import transcript
+from conformance.harness import transcript
 from wirekafka.protocol import served_versions as api_versions
 
 T = TypeVar("T")

@@ -18,7 +18,7 @@ from typing import Callable, Iterator
 import pytest
 
 from testsupport.broker_process import BrokerProcess, free_port
-from testsupport.java_tools import realkafka
+from scripts import realkafka
 
 
 @dataclass(frozen=True)
@@ -31,13 +31,13 @@ def own_broker_pair(overrides: dict[str, str]) -> tuple[Callable, Callable, Call
     @pytest.fixture(scope="module")
     def own_wirekafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
         data = tmp_path_factory.mktemp("conformance-own") / "data"
-        proc = BrokerProcess(data, {**realkafka().DEFAULT_BROKER_CONFIG, **overrides}).start()
+        proc = BrokerProcess(data, {**realkafka.DEFAULT_BROKER_CONFIG, **overrides}).start()
         yield Broker("wirekafka", proc.bootstrap)
         proc.stop()
 
     @pytest.fixture(scope="module")
     def own_kafka() -> Iterator[Broker]:
-        kafka = realkafka().RealKafka(overrides=overrides).start()
+        kafka = realkafka.RealKafka(overrides=overrides).start()
         yield Broker("kafka", kafka.bootstrap)
         kafka.stop()
 
@@ -72,7 +72,7 @@ def own_two_listener_pair(second: str, settings: Callable[[int, int], dict[str, 
     @pytest.fixture(scope="module")
     def own_wirekafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoListeners]:
         plaintext, other = free_port(), free_port()
-        overrides = {**realkafka().DEFAULT_BROKER_CONFIG, **settings(plaintext, other),
+        overrides = {**realkafka.DEFAULT_BROKER_CONFIG, **settings(plaintext, other),
                      "listeners": f"PLAINTEXT://127.0.0.1:{plaintext},{second}://127.0.0.1:{other}"}
         data = tmp_path_factory.mktemp("conformance-listeners") / "data"
         proc = BrokerProcess(data, overrides, port=plaintext, env={"KAFKA_OPTS": kafka_opts()}).start()
@@ -85,7 +85,7 @@ def own_two_listener_pair(second: str, settings: Callable[[int, int], dict[str, 
         overrides = {**settings(plaintext, other),
                      "listeners": f"PLAINTEXT://127.0.0.1:{plaintext},CONTROLLER://127.0.0.1:{controller},"
                                   f"{second}://127.0.0.1:{other}"}
-        kafka = realkafka().RealKafka(overrides=overrides, port=plaintext, controller_port=controller,
+        kafka = realkafka.RealKafka(overrides=overrides, port=plaintext, controller_port=controller,
                                       jvm_opts=shlex.split(kafka_opts())).start()
         yield TwoListeners("kafka", plaintext, other)
         kafka.stop()

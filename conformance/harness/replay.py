@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import trio
 
-from conformance import frames, session_rules
-from conformance.id_map import IdMap
+from conformance.harness import frames, session_rules
+from conformance.harness.id_map import IdMap
 from conformance.recordings import CLOSE, REQUEST, RESPONSE, Event, Recording
-from conformance.stream_frames import FrameStream
+from conformance.harness.stream_frames import FrameStream
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 
-from conformance.wire import Connection
+from conformance.harness.wire import Connection
 from testsupport.broker_process import BrokerProcess
 
 

@@ -1,4 +1,4 @@
-"""Refresh the recorded client sessions: `python -m conformance.record [SESSION ...]`.
+"""Refresh the recorded client sessions: `python -m conformance.harness.record [SESSION ...]`.
 
 For each session (all by default; names from conformance/sessions) a fresh real Kafka 4.3.1 node
 is started (scripts/realkafka.py), the session's client runs against it through the recording
@@ -15,19 +15,18 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from conformance import frames
-from conformance.recorder import ProxyThread
+from conformance.harness import frames
+from conformance.harness.recorder import ProxyThread
 from conformance.recordings import HERE, REQUEST, Recording, dump
 from conformance.sessions import Session, all_sessions
-from testsupport.java_tools import realkafka
+from scripts import realkafka
 
-log = logging.getLogger("conformance.record")
+log = logging.getLogger("conformance.harness.record")
 
 
 def record(session: Session, out_dir: Path) -> Recording:
     """Run one session through the proxy against a Kafka node of its own and write its file."""
-    rk = realkafka()
-    kafka = rk.RealKafka()
+    kafka = realkafka.RealKafka()
     kafka.start()
     try:
         started = time.monotonic()
@@ -43,7 +42,7 @@ def record(session: Session, out_dir: Path) -> Recording:
         "client": session.client,
         "description": " ".join(session.description.split()),
         "kafka_version": kafka.version,
-        "broker_config": dict(rk.DEFAULT_BROKER_CONFIG),
+        "broker_config": dict(realkafka.DEFAULT_BROKER_CONFIG),
         "connections": len({e.conn for e in events}),
         "exchanges": sum(1 for e in events if e.kind == REQUEST),
         "apis": sorted({f"{frames.api_name(e.api_key)} v{e.version}" for e in events if e.kind == REQUEST}),

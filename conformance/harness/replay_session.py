@@ -1,6 +1,6 @@
 """Replay one recorded session against a fresh wirekafka process and judge the answers.
 
-    python -m conformance.replay_session [SESSION ...]    (all recordings by default)
+    python -m conformance.harness.replay_session [SESSION ...]    (all recordings by default)
 
 prints, per session, how many answers were compared, skipped (with the rule's reason) and
 deliberately different, and every unexplained difference. conformance/test_replay.py runs the
@@ -17,14 +17,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
-from conformance.compare import load_deviations
+from conformance.harness.compare import load_deviations
 from conformance.recordings import Recording, load, paths
-from conformance.replay import replay
-from conformance.replay_verdict import Outcome, check, report, summary
+from conformance.harness.replay import replay
+from conformance.harness.replay_verdict import Outcome, check, report, summary
 from testsupport.broker_process import BrokerProcess
 from wirekafka.config.broker_keys import BROKER_KEYS
 
-log = logging.getLogger("conformance.replay_session")
+log = logging.getLogger("conformance.harness.replay_session")
 
 
 def broker_overrides(recording: Recording) -> dict[str, str]:

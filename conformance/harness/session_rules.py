@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.compare import ALLOCATED, Difference
-from conformance.frames import structs
+from conformance.harness.compare import ALLOCATED, Difference
+from conformance.harness.frames import structs
 
 # Error codes with which Kafka says "not yet": a topic created a moment ago whose leader the
 # KRaft metadata has not yet propagated to the broker, a coordinator partition still loading.

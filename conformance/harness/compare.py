@@ -3,7 +3,7 @@ plain tree, values that differ between two brokers by nature are normalised, and
 compared field by field. Fields that differ on purpose are data, listed in `deviations.toml`.
 
 Used by the conformance scenarios (the same request sequence sent to both brokers in one session)
-and by the replayer of recorded client sessions (`conformance/replay.py`)."""
+and by the replayer of recorded client sessions (`conformance/harness/replay.py`)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from wirekafka.protocol import records
 
-DEVIATIONS_FILE = Path(__file__).resolve().parent / "deviations.toml"
+DEVIATIONS_FILE = Path(__file__).resolve().parents[1] / "deviations.toml"  # beside the suite's tests
 
 # Values that differ between two brokers by nature, whatever the broker does right. Each name is
 # a field of Kafka's message schemas; the reason says why no broker could match another's value.
@@ -389,7 +389,7 @@ def judge(api: str, version: int, differences: list[Difference], deviations: lis
 
 
 class Exchange(Protocol):
-    """One request and its decoded answer (conformance.transcript.Exchange)."""
+    """One request and its decoded answer (conformance.harness.transcript.Exchange)."""
     api_key: int
     version: int
     request: Any

@@ -9,7 +9,7 @@ from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 from kafka.protocol.producer.produce import ProduceRequest
 
-from conformance.wire import Connection
+from conformance.harness.wire import Connection
 from wirekafka.protocol.records import build_batch
 
 

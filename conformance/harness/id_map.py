@@ -16,7 +16,7 @@ import struct
 import uuid
 from typing import Any, Iterator
 
-from conformance.frames import present_fields, structs
+from conformance.harness.frames import present_fields, structs
 from wirekafka.protocol import records
 
 log = logging.getLogger(__name__)

@@ -214,6 +214,48 @@ def test_recovery_rejects_crc_damage_mid_log(tmp_path: Path) -> None:
     assert log.log_end_offset == 4
 
 
+def test_a_roll_makes_the_closed_segments_due_a_flush_up_to_the_new_base(tmp_path: Path) -> None:
+    """Kafka flushes up to each new segment's base at a roll: the recovery point follows the
+    rolls, so a crash re-checks only the active segment (issue 34, hole 9)."""
+    log = PartitionLog(tmp_path / "t-0", LogConfig(segment_bytes=300), clock=Clock())
+    assert log.rolled_flush_work() is None
+    while len(log.segments) < 3:
+        _append(log, 2, NOW_MS)
+    work = log.rolled_flush_work()
+    assert work is not None and work.end == log.active.base_offset
+    assert work.segments == log.segments[:-1]
+    work.run()
+    log.flushed(work.end)
+    assert log.recovery_point == log.active.base_offset
+    assert log.rolled_flush_work() is None  # nothing rolled since
+    while len(log.segments) < 4:
+        _append(log, 2, NOW_MS)
+    again = log.rolled_flush_work()  # only what the new roll closed
+    assert again is not None and again.end == log.active.base_offset and again.segments == [log.segments[2]]
+
+
+def test_recovery_covers_the_segment_that_holds_the_recovery_point(tmp_path: Path) -> None:
+    """After a crash, every segment from the one holding the recovery point is re-checked, not
+    only those starting at or after it (Kafka's LogLoader recovers logSegments(recoveryPoint,
+    end)). Failed before: a torn tail in a middle segment that started below the recovery point
+    stayed and was read back as records."""
+    d = tmp_path / "t-0"
+    log = PartitionLog(d, LogConfig(segment_bytes=300), clock=Clock())
+    while len(log.segments) < 3:
+        _append(log, 2, NOW_MS)
+    middle = log.segments[1]
+    middle_base, middle_end, middle_size = middle.base_offset, middle.next_offset, middle.size
+    recovery_point = middle.base_offset + 1  # inside the middle segment
+    log.close()
+    with open(middle.log_path, "ab") as f:
+        f.write(random.Random(9).randbytes(200))  # the same garbage every run
+    log = PartitionLog(d, LogConfig(segment_bytes=300), recovery_point=recovery_point, clock=Clock())
+    assert log.segments[1].size == middle_size
+    # invalid data mid-log: what follows it is unreachable and goes, as in Kafka
+    assert log.log_end_offset == middle_end and len(log.segments) == 2
+    assert _offsets(log.read(middle_base, 10**6, 100, True)) == list(range(middle_base, middle_end))
+
+
 def test_clean_shutdown_skips_crc_but_keeps_offsets(tmp_path: Path) -> None:
     d = tmp_path / "t-0"
     log = PartitionLog(d, LogConfig(segment_bytes=300), clock=Clock())

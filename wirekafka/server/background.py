@@ -39,8 +39,10 @@ async def retention_task(state: BrokerState, *, task_status=trio.TASK_STATUS_IGN
 async def flush_task(state: BrokerState, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
     """Flush logs whose flush.ms elapsed, write the checkpoint files every
     log.flush.offset.checkpoint.interval.ms, and on every tick (at most a second) the producer
-    snapshots partitions took at segment rolls and the deletions of those below a moved log
-    start. A crash before a snapshot is written costs only a longer replay at the next start."""
+    snapshots partitions took at segment rolls, the deletions of those below a moved log start,
+    and the flush of the segments rolls closed (Kafka flushes up to each new segment, so the
+    recovery point follows the rolls and a crash re-checks only the active segments). A crash
+    before a snapshot is written costs only a longer replay at the next start."""
     checkpoint_every = state.config.int("log.flush.offset.checkpoint.interval.ms") / 1000
     flush_every = state.config.flush_interval_ms / 1000
     tick = min(checkpoint_every, flush_every, 1.0)
@@ -52,6 +54,8 @@ async def flush_task(state: BrokerState, *, task_status=trio.TASK_STATUS_IGNORED
         since_checkpoint += tick
         since_flush += tick
         await write_producer_snapshots(state)
+        for p in list(state.metadata.iter_partitions()):
+            await state.replicas.flush_rolled(p)
         if since_flush >= flush_every:
             since_flush = 0.0
             for p in list(state.metadata.iter_partitions()):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import bisect
 import logging
 import os
-import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Callable, Iterator, Sequence
 from wirekafka.protocol.records import BatchHeader
 from wirekafka.storage.cleaner import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX
 from wirekafka.storage.log_loader import load_segments
+from wirekafka.storage.roll_policy import should_roll
 from wirekafka.storage.region import FileRegion
 from wirekafka.storage.segment import NO_TIMESTAMP, Buffer, LogSegment, file_paths
 from wirekafka.storage.txn_index import AbortedTxn
@@ -81,6 +81,7 @@ class PartitionLog:
         self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
         self.recovery_point = min(max(recovery_point, 0), self.log_end_offset)
         self._unflushed_messages = 0
+        self._rolled_at = 0  # the base of the newest segment rolled: everything below is due a flush
 
     # ---- state ----------------------------------------------------------------------------
     @property
@@ -100,35 +101,11 @@ class PartitionLog:
         """Append an offset-assigned batch (consecutive buffers, see LogSegment.append), rolling
         first if the active segment is full or old. Returns True when flush.messages says the log
         is due a flush (the caller schedules it)."""
-        if self._should_roll(header.size, header):
+        if should_roll(self.active, header, self.config, int(self.clock() * 1000)):
             self.roll(header.base_offset)
         self.active.append(parts, header)
         self._unflushed_messages += header.records_count
         return self._unflushed_messages >= self.config.flush_messages
-
-    def _should_roll(self, size: int, header: BatchHeader) -> bool:
-        seg = self.active
-        if seg.size == 0:
-            return False
-        if seg.size + size > self.config.segment_bytes:
-            return True
-        # Kafka's rule: with record timestamps, the age is the incoming batch's max timestamp
-        # minus the segment's first batch timestamp; without them, wall time since creation. The
-        # segment rolls its own random jitter sooner, so that segments made together (a broker's
-        # partitions, created at once) do not all roll at once.
-        if seg.roll_jitter_ms is None:
-            seg.roll_jitter_ms = self._random_jitter()
-        limit = self.config.segment_ms - seg.roll_jitter_ms
-        first = seg.first_batch_timestamp
-        if first is not None and first >= 0:
-            return header.max_timestamp - first > limit
-        created = seg.created_ms if seg.created_ms is not None else int(self.clock() * 1000)
-        return int(self.clock() * 1000) - created > limit
-
-    def _random_jitter(self) -> int:
-        """Kafka's randomSegmentJitter: uniform below the smaller of segment.jitter.ms and segment.ms."""
-        bound = min(self.config.segment_jitter_ms, self.config.segment_ms)
-        return random.randrange(bound) if bound > 0 else 0
 
     def roll(self, base_offset: int | None = None) -> LogSegment:
         base = self.log_end_offset if base_offset is None else base_offset
@@ -136,6 +113,7 @@ class PartitionLog:
         seg = LogSegment(self.dir, base, self.config.index_interval_bytes)
         seg.created_ms = int(self.clock() * 1000)
         self.segments = self.segments + [seg]
+        self._rolled_at = max(self._rolled_at, base)
         return seg
 
     def flush_work(self) -> "FlushWork":
@@ -144,6 +122,16 @@ class PartitionLog:
         segments = [s for s in self.segments if s.next_offset > self.recovery_point or s is self.active]
         self._unflushed_messages = 0
         return FlushWork(segments, self.log_end_offset)
+
+    def rolled_flush_work(self) -> "FlushWork | None":
+        """The flush Kafka schedules at every roll (flushUptoOffsetExclusive of the new segment's
+        base): the segments rolled since the recovery point, up to the newest one's base. None
+        when there is nothing new. Taken on the owner's thread like flush_work; after it runs,
+        flushed(end) moves the recovery point, so a crash re-checks only the active segment."""
+        end = min(self._rolled_at, self.log_end_offset)
+        if end <= self.recovery_point:
+            return None
+        return FlushWork([s for s in self.segments if s.base_offset < end and s.next_offset > self.recovery_point], end)
 
     def flushed(self, end: int) -> None:
         """Everything below end is on disk: move the recovery point there."""

@@ -27,7 +27,9 @@ def load_segments(directory: Path, index_interval_bytes: int, recovery_point: in
     for i, base in enumerate(bases):
         seg = LogSegment(directory, base, index_interval_bytes)
         segments.append(seg)
-        if (clean_shutdown or seg.base_offset < recovery_point and base != bases[-1]) and base not in swapped:
+        # below the recovery point means wholly below it: the segment holding it is recovered too
+        below_recovery_point = i + 1 < len(bases) and bases[i + 1] <= recovery_point
+        if (clean_shutdown or below_recovery_point) and base not in swapped:
             seg.load()
         elif seg.recover():
             # Invalid data mid-log: everything after it is unreachable, as in Kafka.

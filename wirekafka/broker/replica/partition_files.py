@@ -31,6 +31,10 @@ class PartitionFiles:
         """Taken on the loop; run() it in a worker thread, then call flushed(work.end)."""
         return self.log.flush_work()
 
+    def rolled_flush_work(self) -> FlushWork | None:
+        """The flush due since the last segment roll, if any; taken and run like flush_work."""
+        return self.log.rolled_flush_work()
+
     def flushed(self, end: int) -> None:
         self.log.flushed(end)
 

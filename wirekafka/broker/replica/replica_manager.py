@@ -267,6 +267,13 @@ class ReplicaManager:
         await trio.to_thread.run_sync(work.run)
         partition.files.flushed(work.end)
 
+    async def flush_rolled(self, partition: Partition) -> None:
+        """fsync the segments a roll closed, in a worker thread, then move the recovery point."""
+        work = partition.files.rolled_flush_work()
+        if work is not None:
+            await trio.to_thread.run_sync(work.run)
+            partition.files.flushed(work.end)
+
     async def delete_records(self, partition: Partition, offset: int) -> None:
         """DeleteRecords: move the log start offset now; the segments below it are deleted in a
         worker thread."""

@@ -111,8 +111,9 @@ def _answer(epoch: int, end: int) -> OffsetForLeaderEpochResponse:
 
 def _fetcher(tmp_path: Path) -> LeaderFetcher:
     config = build_config({"log.dirs": str(tmp_path / "logs"), "node.id": "1"})
-    return LeaderFetcher(BrokerInfo(LEADER, "127.0.0.1", 1), config, BrokerState(config).quotas,
-                         PeerSecurity.of(config))
+    state = BrokerState(config)
+    return LeaderFetcher(BrokerInfo(LEADER, "127.0.0.1", 1), config, state.quotas, PeerSecurity.of(config),
+                         state.log_dir_failures)
 
 
 def _stale_answer_applied(tmp_path: Path, change_role) -> Partition:

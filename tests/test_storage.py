@@ -14,6 +14,7 @@ from wirekafka.protocol.records import build_batch, parse_header
 from wirekafka.storage import checkpoint
 from wirekafka.storage.index import OffsetIndex, TimeIndex
 from wirekafka.storage.log import LogConfig, PartitionLog
+from wirekafka.storage import segment as segment_module
 from wirekafka.storage.segment import LogSegment
 
 
@@ -254,6 +255,27 @@ def test_recovery_covers_the_segment_that_holds_the_recovery_point(tmp_path: Pat
     # invalid data mid-log: what follows it is unreachable and goes, as in Kafka
     assert log.log_end_offset == middle_end and len(log.segments) == 2
     assert _offsets(log.read(middle_base, 10**6, 100, True)) == list(range(middle_base, middle_end))
+
+
+def test_a_short_write_is_cut_off_again_and_raises(tmp_path: Path, monkeypatch) -> None:
+    """A full disk writes part of a batch, then fails (issue 34, hole 7): the part is cut off so
+    the file ends where the segment says, and the OSError goes up for the directory to fail."""
+    log = PartitionLog(tmp_path / "t-0", LogConfig(), clock=Clock())
+    _append(log, 2, NOW_MS)
+    size = log.active.size
+    real_writev = os.writev
+
+    def half_writev(fd: int, parts) -> int:
+        data = b"".join(bytes(p) for p in parts)
+        return real_writev(fd, [data[: len(data) // 2]])
+
+    monkeypatch.setattr(segment_module.os, "writev", half_writev)
+    with pytest.raises(OSError):
+        _append(log, 2, NOW_MS)
+    monkeypatch.undo()
+    assert log.active.size == size == log.active.log_path.stat().st_size
+    assert _append(log, 1, NOW_MS) == [2]
+    assert _offsets(log.read(0, 10**6, 100, True)) == [0, 1, 2]
 
 
 def test_clean_shutdown_skips_crc_but_keeps_offsets(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ whoever else holds the port is never taken for ours."""
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import socket
 import struct
@@ -53,6 +54,9 @@ class BrokerProcess:
         self.proc: subprocess.Popen | None = None
         self._started = False
         self.env = dict(env or {})  # added to the broker's environment (KAFKA_OPTS, say)
+        # the largest file the broker may write (RLIMIT_FSIZE), None for no limit: a disk that
+        # fills up, for the process alone (Python ignores SIGXFSZ, so writes fail with EFBIG)
+        self.file_size_limit: int | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -86,7 +90,8 @@ class BrokerProcess:
         self._log = open(self.log_path, "ab")
         log_start = self._log.tell()  # the log is appended to across restarts: read only this run's part
         env = dict(os.environ, **self.env, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO, env=env)
+        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO, env=env,
+                                     preexec_fn=self._limit_file_size if self.file_size_limit else None)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -100,6 +105,10 @@ class BrokerProcess:
             time.sleep(0.05)
         self.kill()
         raise RuntimeError(f"wirekafka did not start within {timeout}s:\n{self.log_tail()}")
+
+    def _limit_file_size(self) -> None:
+        assert self.file_size_limit is not None
+        resource.setrlimit(resource.RLIMIT_FSIZE, (self.file_size_limit, self.file_size_limit))
 
     def _log_since(self, offset: int) -> bytes:
         try:

@@ -30,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("wirekafka").error("invalid configuration: %s", exc)
         return 2
     from wirekafka.server.allocator import keep_freed_buffers
+    from wirekafka.broker.replica.log_dir_failure import LogDirFailed
     from wirekafka.server.tcp import run_broker
 
     keep_freed_buffers()
@@ -38,7 +39,18 @@ def main(argv: list[str] | None = None) -> int:
     except StartupError as exc:
         logging.getLogger("wirekafka").error("fatal error during startup: %s", exc)
         return 1
+    except BaseExceptionGroup as group:  # the broker's tasks ended it
+        failed = group.subgroup(LogDirFailed)
+        if failed is None:
+            raise
+        logging.getLogger("wirekafka").error("%s", _first_leaf(failed))
+        return 1
     return 0
+
+
+def _first_leaf(group: BaseExceptionGroup) -> BaseException:
+    first = group.exceptions[0]
+    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 if __name__ == "__main__":

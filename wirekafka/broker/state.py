@@ -29,6 +29,7 @@ from wirekafka.broker.replica.fetch_sessions import FetchSessionCache
 from wirekafka.broker.coordinator.groups import OFFSETS_TOPIC, GroupCoordinator
 from wirekafka.broker.metadata.cluster_metadata import LocalMetadata, Topic, uuid_to_base64
 from wirekafka.broker.replica.partition import Partition
+from wirekafka.broker.replica.log_dir_failure import LogDirFailureChannel
 from wirekafka.broker.replica.replica_manager import ReplicaManager
 from wirekafka.broker.metadata.broker_id import broker_id_in
 from wirekafka.broker.replication.fetcher import ReplicaFetchers
@@ -92,12 +93,13 @@ class BrokerState:
         else:
             self.metadata = LocalMetadata(self.log_dir, config, self._open_partition)
         self.quotas = ReplicationQuotas(self.metadata, config)
+        self.log_dir_failures = LogDirFailureChannel(self.log_dir)
         self.client_quotas = ClientQuotaManagers(self.metadata.client_quotas, config)
         if self.peer_security is not None:  # ZooKeeper mode
-            self.fetchers = ReplicaFetchers(config, self.quotas, self.peer_security)
+            self.fetchers = ReplicaFetchers(config, self.quotas, self.peer_security, self.log_dir_failures)
         # KIP-227 fetch sessions, on the event loop like the rest of the request state
         self.fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"), self.now_ms)
-        self.replicas = ReplicaManager(self.metadata, self.now_ms, self.quotas,
+        self.replicas = ReplicaManager(self.metadata, self.now_ms, self.quotas, self.log_dir_failures,
                                        config["replica.selector.class"])
         runtime = CoordinatorRuntime(self.metadata, self.replicas, config, self.now_ms)
         self.groups = GroupCoordinator(runtime)
@@ -364,8 +366,13 @@ class BrokerState:
     def shutdown(self) -> None:
         """Flush and close every log (closing writes its producer snapshot at the log end),
         checkpoint, and leave the clean-shutdown marker. Runs in a worker after every connection
-        and background task has stopped."""
+        and background task has stopped. With the directory offline, the files are only closed:
+        no flush, checkpoint or marker, so that the next start recovers the logs."""
         partitions = list(self.metadata.iter_partitions())
+        if self.log_dir_failures.offline:
+            for p in partitions:
+                p.files.abandon()
+            return
         for p in partitions:
             p.files.flush()
         self.write_checkpoints(self.checkpoint_snapshot())

@@ -92,6 +92,7 @@ async def run_broker(config: BrokerConfig) -> None:
             await background.start(state.deletes.run)
             await background.start(state.groups.run_timers)
             await background.start(state.transactions.run_timers)
+            await background.start(state.log_dir_failures.halt_when_offline)
             if config.zookeeper_mode:
                 await background.start(state.run_cluster)
             else:

@@ -436,6 +436,14 @@ class PartitionLog:
         for seg in self.segments:
             seg.close()
 
+    def abandon(self) -> None:
+        """Close without writing (the directory failed): recovery at the next start settles it."""
+        for seg in self.segments:
+            try:
+                seg.close()
+            except OSError as exc:
+                log.warning("closing %s: %s", seg.log_path, exc)
+
     def retire_directory(self, name: str) -> Path:
         """Close every segment and rename the partition directory to name (a deleted topic's
         partition, removed later); returns its new path."""

@@ -6,6 +6,7 @@ so a reader never sees half a batch and a killed process loses nothing the OS ac
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import threading
@@ -109,11 +110,20 @@ class LogSegment:
     def append(self, parts: Sequence[Buffer], header: BatchHeader) -> int:
         """Append one offset-assigned batch, given as consecutive buffers (a patched header and
         the producer's bytes, so the records are never copied in Python); one writev call, so a
-        reader never sees half a batch. Returns its file position."""
+        reader never sees half a batch. Returns its file position. On an I/O error (a full disk:
+        a short write, then ENOSPC or EFBIG) whatever part of the batch was written is cut off
+        again before the OSError goes up, so the file ends where the segment says it does."""
         position = self.size
-        written = os.writev(self._fd, parts)
-        if written != header.size:
-            raise OSError(f"short write of {written} of {header.size} bytes to {self.log_path}")
+        try:
+            written = os.writev(self._fd, parts)
+            if written != header.size:
+                raise OSError(errno.ENOSPC, f"short write of {written} of {header.size} bytes to {self.log_path}")
+        except OSError:
+            try:
+                os.ftruncate(self._fd, position)
+            except OSError as exc:  # recovery at the next start cuts it then
+                log.error("could not cut a partial batch off %s: %s", self.log_path, exc)
+            raise
         self.size += written
         self._track(header, position)
         return position

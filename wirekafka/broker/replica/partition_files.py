@@ -52,6 +52,10 @@ class PartitionFiles:
             work.run()
         self.log.close()
 
+    def abandon(self) -> None:
+        """Close the files without writing anything more (the log directory failed)."""
+        self.log.abandon()
+
     async def delete_segments(self, segments: list[LogSegment]) -> None:
         """Delete segments detached by retention, DeleteRecords or truncation, as Kafka does:
         renamed `.deleted` now (worker thread), unlinked file.delete.delay.ms later."""

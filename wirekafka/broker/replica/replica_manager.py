@@ -30,6 +30,7 @@ from wirekafka.broker.replica.batch_validation import (
 )
 from wirekafka.broker.metadata.cluster_metadata import ClusterMetadata, Topic
 from wirekafka.broker.replica.divergence import diverging_epoch
+from wirekafka.broker.replica.log_dir_failure import LogDirFailureChannel
 from wirekafka.broker.replica.partition import AppendOrigin, AppendResult, Isolation, Partition, ReadResult
 from wirekafka.broker.replica.replica_selector import NO_PREFERENCE, preferred_read_replica
 from wirekafka.broker.quotas.replication_quota import ReplicationQuotas
@@ -114,8 +115,9 @@ TransactionVerifier = Callable[[int, int, str, int], ErrorCode]
 
 class ReplicaManager:
     def __init__(self, metadata: ClusterMetadata, now_ms: Callable[[], int], quotas: ReplicationQuotas,
-                 replica_selector: object = None) -> None:
+                 log_dir_failures: LogDirFailureChannel, replica_selector: object = None) -> None:
         self.metadata = metadata
+        self.log_dir_failures = log_dir_failures
         self.now_ms = now_ms
         self.quotas = quotas
         self.rack_aware_reads = replica_selector == RACK_AWARE_SELECTOR  # the only one there is (config.py checks)
@@ -182,6 +184,10 @@ class ReplicaManager:
             except KafkaApiError as exc:
                 outcomes.append(ProduceOutcome(exc.code, log_start_offset=partition.log_start_offset))
                 continue
+            except OSError as exc:  # not acknowledged: the directory goes offline, the broker stops
+                self.log_dir_failures.fail(f"appending to {topic.name}-{entry.index}", exc)
+                outcomes.append(ProduceOutcome(ErrorCode.KAFKA_STORAGE_ERROR))
+                continue
             if result.flush_due:
                 flushes.append(partition)
             if acks == -1:
@@ -218,7 +224,11 @@ class ReplicaManager:
 
     def append_coordinator_records(self, partition: Partition, batch: bytes) -> AppendResult:
         """A coordinator's own batch (offset commits, group metadata): no producer checks."""
-        return partition.append(batch, records.validate_batch(batch), AppendOrigin.COORDINATOR)
+        try:
+            return partition.append(batch, records.validate_batch(batch), AppendOrigin.COORDINATOR)
+        except OSError as exc:
+            self.log_dir_failures.fail(f"appending to {partition.topic}-{partition.index}", exc)
+            raise KafkaApiError(ErrorCode.KAFKA_STORAGE_ERROR) from exc
 
     async def write_txn_marker(self, topic: str, index: int, producer_id: int, producer_epoch: int,
                                coordinator_epoch: int, commit: bool, timeout_ms: int) -> ErrorCode:
@@ -234,6 +244,9 @@ class ReplicaManager:
             result = partition.append_marker(producer_id, producer_epoch, coordinator_epoch, commit, self.now_ms())
         except KafkaApiError as exc:
             return exc.code
+        except OSError as exc:
+            self.log_dir_failures.fail(f"writing a transaction marker to {topic}-{index}", exc)
+            return ErrorCode.KAFKA_STORAGE_ERROR
         deadline = trio.current_time() + timeout_ms / 1000
         if not await self.wait_for_high_watermark(partition, result.last_offset + 1, deadline):
             return ErrorCode.REQUEST_TIMED_OUT

@@ -39,6 +39,7 @@ from kafka.protocol.consumer.offsets import (
 
 from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
 from wirekafka.broker.replica.divergence import TruncationStep, truncation_step
+from wirekafka.broker.replica.log_dir_failure import LogDirFailureChannel
 from wirekafka.broker.replica.partition import Partition
 from wirekafka.broker.replication.fetch_session_handler import FetchSessionHandler, PartitionFetch
 from wirekafka.broker.replication.peer_client import PeerClient, PeerSecurity, PeerUnavailable, SetupTimeout, answer_of
@@ -75,8 +76,9 @@ class LeaderFetcher:
     """Fetches every partition this broker follows on one leader."""
 
     def __init__(self, leader: BrokerInfo, config: BrokerConfig, quotas: ReplicationQuotas,
-                 security: PeerSecurity) -> None:
+                 security: PeerSecurity, log_dir_failures: LogDirFailureChannel) -> None:
         self.leader = leader
+        self.log_dir_failures = log_dir_failures
         self.config = config
         self.quotas = quotas
         self.node_id = config.node_id
@@ -260,7 +262,11 @@ class LeaderFetcher:
                 return
             if header.last_offset < p.log_end_offset:
                 continue  # already have it (a fetch raced with a truncation)
-            p.append_replicated(batch, header)
+            try:
+                p.append_replicated(batch, header)
+            except OSError as exc:
+                self.log_dir_failures.fail(f"appending to {p.topic}-{p.index} as a follower", exc)
+                return
 
     async def _out_of_range(self, f: Followed) -> None:
         """The leader does not have our fetch offset: we are past its end (truncate to it) or
@@ -288,10 +294,12 @@ class LeaderFetcher:
 class ReplicaFetchers:
     """The fetchers of this broker, one per leader it follows."""
 
-    def __init__(self, config: BrokerConfig, quotas: ReplicationQuotas, security: PeerSecurity) -> None:
+    def __init__(self, config: BrokerConfig, quotas: ReplicationQuotas, security: PeerSecurity,
+                 log_dir_failures: LogDirFailureChannel) -> None:
         self.config = config
         self.quotas = quotas
         self.security = security
+        self.log_dir_failures = log_dir_failures
         self._fetchers: dict[int, LeaderFetcher] = {}
         self._nursery: trio.Nursery | None = None
 
@@ -310,7 +318,7 @@ class ReplicaFetchers:
             fetcher.cancel_scope.cancel()
             fetcher = None
         if fetcher is None:
-            fetcher = LeaderFetcher(leader, self.config, self.quotas, self.security)
+            fetcher = LeaderFetcher(leader, self.config, self.quotas, self.security, self.log_dir_failures)
             self._fetchers[leader.node_id] = fetcher
             assert self._nursery is not None
             self._nursery.start_soon(fetcher.run)

@@ -20,6 +20,7 @@ from wirekafka.broker.metadata.zk.controller import (
     plan_legacy_reassignments,
     plan_state_changes,
     start_reassignment,
+    without_bounced,
 )
 
 EPOCH = 7
@@ -52,6 +53,23 @@ def test_dead_follower_leaves_the_isr_with_an_epoch_bump() -> None:
     assert plan_state_changes(s, EPOCH, never) == [StateWrite("t", 0, LeaderAndIsr(1, 5, (1, 2), EPOCH), 3)]
     assert plan_state_changes(snapshot([1, 2, 3], {0: LeaderAndIsr(1, 4, (1, 2, 3), 6)}, {0: (1, 2, 3)}),
                               EPOCH, never) == []
+
+
+def test_a_broker_that_re_registered_unnoticed_counts_as_failed_for_one_round() -> None:
+    """Issue 34, hole 5: broker 1 restarted before its old session expired, so the set of live
+    ids never changed; its registration's epoch did. Its leadership moves to the next in-sync
+    replica and it leaves the ISR, with an epoch bump (KafkaController's bounced brokers); the
+    next round, with its new epoch acted on, it is an ordinary live broker again. Failed before:
+    ids alone were compared and broker 1 kept leading in the same epoch."""
+    s = dataclasses.replace(snapshot([1, 2, 3], {0: LeaderAndIsr(1, 4, (1, 2, 3), 6)}, {0: (1, 2, 3)}),
+                            broker_epochs={1: 500, 2: 20, 3: 30})
+    planning, bounced = without_bounced(s, {1: 10, 2: 20, 3: 30})
+    assert bounced == {1}
+    assert plan_state_changes(planning, EPOCH, never) == [StateWrite("t", 0, LeaderAndIsr(2, 5, (2, 3), EPOCH), 3)]
+    again, none = without_bounced(s, {1: 500, 2: 20, 3: 30})
+    assert not none and again is s
+    first_sight, none = without_bounced(s, {})  # a new controller knows no earlier epochs
+    assert not none and first_sight is s
 
 
 def test_no_live_isr_member_leaves_the_partition_leaderless_unless_unclean() -> None:

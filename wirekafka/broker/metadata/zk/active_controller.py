@@ -28,7 +28,8 @@ from wirekafka.broker.metadata.zk.cluster_view import ClusterView
 from wirekafka.broker.metadata.zk.controller import (PREFERRED, AlterTopic, ClusterSnapshot, Election, IsrAnswer,
                                                      LeaderAndIsr, StateWrite, completed_reassignments, elect,
                                                      imbalanced_leaders, judge_isr_proposal, led_partitions,
-                                                     moves_leader, plan_controlled_shutdown, plan_state_changes)
+                                                     moves_leader, plan_controlled_shutdown, plan_state_changes,
+                                                     without_bounced)
 from wirekafka.broker.metadata.zk.reassignments import Reassignments
 from wirekafka.broker.metadata.zk.session import ZkSession
 from wirekafka.config import topic as topic_config
@@ -50,6 +51,9 @@ class ActiveController:
         self.reassignments = reassignments
         # the brokers in controlled shutdown, with the broker epoch they asked in
         self._brokers_shutting_down: dict[int, int] = {}
+        # each live broker's epoch as of the last state changes this controller made: a broker
+        # seen under another epoch since restarted unnoticed (controller.without_bounced)
+        self._acted_epochs: dict[int, int] = {}
         self._shutdown_lock = trio.Lock()
 
     # ---- taking the role and acting on a snapshot ------------------------------------------------------
@@ -69,8 +73,7 @@ class ActiveController:
         for name in snapshot.deleting:
             await self.zk.call(io.delete_topic_znodes, self.zk.client, name)
             log.info("controller: deleted topic %s", name)
-        writes = plan_state_changes(snapshot, epoch, self._unclean_allowed(snapshot))
-        await self._write_states(writes, snapshot)
+        await self._change_states(snapshot)
         for done in completed_reassignments(snapshot, epoch):
             if (done.state.topic, done.state.partition) in await self._write_states([done.state], snapshot):
                 continue
@@ -86,12 +89,24 @@ class ActiveController:
         state that moved meanwhile (a leader's ISR change, say) is left to the full reconcile
         that follows."""
         brokers, epochs = await self.zk.call(io.read_brokers, self.zk.client, None)
-        if brokers.keys() == self.view.snapshot.brokers.keys():
+        if epochs == self.view.snapshot.broker_epochs:
             return
         snapshot = self.as_controller(dataclasses.replace(self.view.snapshot, brokers=brokers, broker_epochs=epochs))
         log.info("controller: live brokers now %s", sorted(brokers))
-        await self._write_states(plan_state_changes(snapshot, snapshot.controller_epoch,
-                                                    self._unclean_allowed(snapshot)), snapshot)
+        await self._change_states(snapshot)
+
+    async def _change_states(self, snapshot: ClusterSnapshot) -> None:
+        """Elections and ISR changes for dead, bounced and new brokers' partitions, then the
+        broker epochs they were decided on remembered (a bounced broker's only once its
+        partitions were all written: else it counts as bounced again at the next round)."""
+        planning, bounced = without_bounced(snapshot, self._acted_epochs)
+        if bounced:
+            log.info("controller: brokers %s re-registered under a new epoch: handled as failed, then started",
+                     sorted(bounced))
+        failed = await self._write_states(plan_state_changes(planning, snapshot.controller_epoch,
+                                                             self._unclean_allowed(snapshot)), planning)
+        self._acted_epochs = {b: (self._acted_epochs[b] if b in bounced and failed else epoch)
+                              for b, epoch in snapshot.broker_epochs.items()}
 
     def as_controller(self, snapshot: ClusterSnapshot) -> ClusterSnapshot:
         """The snapshot with the brokers this controller is shutting down laid over it. A broker
@@ -100,6 +115,7 @@ class ActiveController:
         it in memory and a new controller starts without it)."""
         if snapshot.controller != self.node_id:
             self._brokers_shutting_down.clear()
+            self._acted_epochs.clear()  # a new controller starts from the registrations it reads
         for broker, epoch in list(self._brokers_shutting_down.items()):
             if snapshot.broker_epochs.get(broker) != epoch:
                 del self._brokers_shutting_down[broker]

@@ -102,6 +102,21 @@ class StateWrite:
     version: int | None
 
 
+def without_bounced(snapshot: ClusterSnapshot, acted_epochs: dict[int, int]) -> tuple[ClusterSnapshot, frozenset[int]]:
+    """Kafka's bounced brokers (KafkaController.processBrokerChange; broker epochs, KIP-380): a
+    broker registered under another epoch than the one the controller last acted on restarted
+    before its old session expired, and its log may have lost a tail it had acknowledged as a
+    leader or in an ISR. It counts as failed for one round (its leaderships move to the rest of
+    the ISR, it leaves the ISRs), then as newly started. The snapshot without those brokers, and
+    who they are."""
+    bounced = frozenset(b for b, epoch in snapshot.broker_epochs.items()
+                        if b in acted_epochs and acted_epochs[b] != epoch)
+    if not bounced:
+        return snapshot, bounced
+    return replace(snapshot, brokers={b: info for b, info in snapshot.brokers.items()
+                                       if b not in bounced}), bounced
+
+
 def plan_state_changes(snapshot: ClusterSnapshot, controller_epoch: int,
                        unclean_allowed: Callable[[str], bool]) -> list[StateWrite]:
     """Every partition state the controller should write now."""

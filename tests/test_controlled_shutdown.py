@@ -151,6 +151,7 @@ def controller(node_id: int, shutting: dict[int, int]) -> ActiveController:
     zk = ActiveController.__new__(ActiveController)  # only what as_controller reads
     zk.node_id = node_id
     zk._brokers_shutting_down = dict(shutting)
+    zk._acted_epochs = {}
     return zk
 
 

@@ -4,11 +4,13 @@ retention."""
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
 import pytest
 import trio
 
+from wirekafka.broker.metadata.cluster_metadata import uuid_to_base64
 from wirekafka.broker.replica.partition import AppendOrigin, Isolation, Partition
 from wirekafka.broker.state import BrokerState
 from wirekafka.config.loader import build_config
@@ -250,3 +252,30 @@ def test_retention_task_empties_a_topic_written_once_and_spares_compact_only_top
             nursery.cancel_scope.cancel()
 
     trio.run(main)
+
+
+def test_a_directory_of_another_topic_id_is_retired_not_reused(tmp_path: Path) -> None:
+    """Issue 34, hole 3 (KIP-516): a replica directory whose partition.metadata names another
+    topic id belongs to a topic deleted while this broker was away (perhaps created again since
+    under the same name). The partition opens empty and the old directory is renamed for
+    deletion; its records never pass for the current topic's. Failed before: the directory was
+    reused by name, records, checkpointed offsets and all."""
+    config = build_config({"log.dirs": str(tmp_path / "data")})
+    state = BrokerState(config)
+    state.load()
+    topic = trio.run(state.metadata.create_topic, "t", 1)
+    _append(topic.partitions[0], 3)
+    state.shutdown()
+    meta = state.log_dir / "t-0" / "partition.metadata"
+    stale_id = uuid_to_base64(uuid.uuid4())
+    meta.write_text(f"version: 0\ntopic_id: {stale_id}\n")  # the directory of a deleted namesake
+
+    again = BrokerState(config)
+    again.load()
+    p = again.metadata.topic("t").partitions[0]
+    assert (p.log_start_offset, p.log_end_offset, p.high_watermark) == (0, 0, 0)
+    assert meta.read_text() == f"version: 0\ntopic_id: {uuid_to_base64(again.metadata.topic('t').topic_id)}\n"
+    retired = [d for d in again.log_dir.iterdir() if d.name.endswith("-delete")]
+    assert len(retired) == 1 and retired[0].name.startswith("t-0.")
+    assert (retired[0] / "partition.metadata").read_text() == f"version: 0\ntopic_id: {stale_id}\n"
+    again.shutdown()

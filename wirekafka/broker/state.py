@@ -16,6 +16,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import trio
@@ -24,10 +25,10 @@ from wirekafka.config import topic as topic_config
 from wirekafka.security.acl.store import AclStore, LocalAclStore
 from wirekafka.security.acl.authorizer import Authorizer, parse_super_users
 from wirekafka.broker.coordinator.runtime import CoordinatorRuntime
-from wirekafka.broker.replica.delayed_deletes import DelayedDeletes
+from wirekafka.broker.replica.delayed_deletes import DelayedDeletes, delete_directory_name
 from wirekafka.broker.replica.fetch_sessions import FetchSessionCache
 from wirekafka.broker.coordinator.groups import OFFSETS_TOPIC, GroupCoordinator
-from wirekafka.broker.metadata.cluster_metadata import LocalMetadata, Topic, uuid_to_base64
+from wirekafka.broker.metadata.cluster_metadata import LocalMetadata, Topic, base64_to_uuid, uuid_to_base64
 from wirekafka.broker.replica.partition import Partition
 from wirekafka.broker.replica.log_dir_failure import LogDirFailureChannel
 from wirekafka.broker.replica.replica_manager import ReplicaManager
@@ -267,6 +268,8 @@ class BrokerState:
         after an unclean shutdown), epoch cache and producer state."""
         directory = self.log_dir / f"{topic.name}-{index}"
         key = (topic.name, index)
+        if self._of_another_topic(directory, topic, index):
+            new = True  # that topic was deleted while this broker was away: this replica starts empty
         plog = PartitionLog(
             directory,
             topic_config.log_config(topic.configs, self.config, self.metadata.broker_configs),
@@ -290,6 +293,27 @@ class BrokerState:
             # a new leader reads up to here before its followers report in)
             partition.restore_high_watermark(self._high_watermarks.get(key, 0))
         return partition
+
+    def _of_another_topic(self, directory: Path, topic: Topic, index: int) -> bool:
+        """Whether the directory holds a replica of another topic of the same name (KIP-516: its
+        partition.metadata names another topic id): a topic deleted while this broker was down,
+        perhaps created again since. Such a directory is renamed for deletion, as Kafka deletes a
+        stray log, so that its records and checkpointed offsets never pass for the new topic's."""
+        meta = directory / "partition.metadata"
+        try:
+            lines = meta.read_text().splitlines()
+        except FileNotFoundError:
+            return False
+        stored = dict(line.split(": ", 1) for line in lines if ": " in line).get("topic_id")
+        if stored is None or base64_to_uuid(stored.strip()) == topic.topic_id:
+            return False
+        retired = directory.rename(self.log_dir / delete_directory_name(topic.name, index, uuid.uuid4().hex))
+        log.warning("%s holds topic id %s, not %s's %s: a deleted topic's replica, renamed %s for deletion",
+                    directory, stored.strip(), topic.name, uuid_to_base64(topic.topic_id), retired.name)
+        self.deletes.schedule_directory(retired)
+        for offsets in (self._recovery, self._high_watermarks, self._starts):
+            offsets.pop((topic.name, index), None)
+        return True
 
     async def write_txn_marker(self, topic: str, index: int, producer_id: int, producer_epoch: int,
                                coordinator_epoch: int, commit: bool) -> ErrorCode:

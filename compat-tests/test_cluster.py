@@ -660,7 +660,8 @@ def test_legacy_reassignment_waits_for_its_broker_and_yields_to_the_api(cluster:
                      "the move to broker 9 to start")
     assert cluster.zk.exists("/admin/reassign_partitions") is not None  # broker 9 never comes: it waits
     A = AlterPartitionReassignmentsRequest.ReassignableTopic
-    resp = raw_call(cluster.brokers[1], AlterPartitionReassignmentsRequest(version=0, timeout_ms=10000, topics=[
+    resp = raw_call(cluster.brokers[cluster.controller()], AlterPartitionReassignmentsRequest(  # as admins ask it
+        version=0, timeout_ms=10000, topics=[
         A(name="waiting", partitions=[A.ReassignablePartition(partition_index=0, replicas=current[::-1])])]),
         AlterPartitionReassignmentsResponse)
     assert [p.error_code for p in resp.responses[0].partitions] == [ErrorCode.NONE]

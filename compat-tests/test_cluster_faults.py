@@ -12,9 +12,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.protocol.admin import (AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse,
+                                  ElectLeadersRequest, ElectLeadersResponse)
 
-from client_support import active_segment, log_batches, read_confluent
+from client_support import active_segment, log_batches, raw_call, read_confluent
 from testsupport.cluster import WirekafkaCluster
+from wirekafka.protocol.errors import ErrorCode
 
 pytestmark = [pytest.mark.slow, pytest.mark.zookeeper, pytest.mark.timeout(180)]
 
@@ -74,3 +77,33 @@ def test_a_crashed_cluster_broker_recovers_its_torn_tail(tmp_path: Path, zookeep
         assert _produce(cluster, topic_name, then) == list(range(30, 40))
         got = read_confluent(broker.bootstrap, topic_name, {0: 40})
         assert [(g.offset, g.value) for g in got] == list(enumerate(first + then))
+
+
+def test_only_the_controller_decides_elections_and_reassignments(tmp_path: Path, zookeeper: str, topic_name: str):
+    """Issue 34, hole 6: ElectLeaders and AlterPartitionReassignments are decided by the
+    controller alone, the one that knows which brokers are in controlled shutdown; another broker
+    answers NOT_CONTROLLER, as Kafka 3.9's does (admin clients send these to the controller).
+    Failed before: any broker decided them on a snapshot without the controller's memory, so a
+    leader could be elected on a broker that was shutting down."""
+    with WirekafkaCluster(tmp_path, zookeeper) as cluster:
+        _create(cluster, topic_name, rf=3)
+        controller = cluster.controller()
+        other = cluster.brokers[next(n for n in cluster.brokers if n != controller)]
+        T = ElectLeadersRequest.TopicPartitions
+        elect = ElectLeadersRequest(version=2, election_type=0, timeout_ms=10_000,
+                                    topic_partitions=[T(topic=topic_name, partitions=[0])])
+        refused = raw_call(other, elect, ElectLeadersResponse)
+        assert [(r.topic, [(p.partition_id, p.error_code) for p in r.partition_result])
+                for r in refused.replica_election_results] == [(topic_name, [(0, ErrorCode.NOT_CONTROLLER)])]
+        decided = raw_call(cluster.brokers[controller], elect, ElectLeadersResponse)
+        assert decided.replica_election_results[0].partition_result[0].error_code in (
+            ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED)
+
+        R = AlterPartitionReassignmentsRequest.ReassignableTopic
+        move = AlterPartitionReassignmentsRequest(version=0, timeout_ms=10_000, topics=[R(
+            name=topic_name, partitions=[R.ReassignablePartition(partition_index=0, replicas=[3, 2, 1])])])
+        refused_move = raw_call(other, move, AlterPartitionReassignmentsResponse)
+        assert (refused_move.error_code, refused_move.responses) == (ErrorCode.NOT_CONTROLLER, [])
+        accepted = raw_call(cluster.brokers[controller], move, AlterPartitionReassignmentsResponse)
+        assert accepted.error_code == ErrorCode.NONE
+        assert [p.error_code for t in accepted.responses for p in t.partitions] == [ErrorCode.NONE]

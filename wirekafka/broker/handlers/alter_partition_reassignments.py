@@ -38,6 +38,12 @@ def _refused(ctx: RequestContext, request: AlterPartitionReassignmentsRequest) -
 async def handle(ctx: RequestContext, request: AlterPartitionReassignmentsRequest) -> AlterPartitionReassignmentsResponse:
     if not ctx.authorized_cluster(AclOperation.ALTER):
         return _refused(ctx, request)
+    if ctx.state.metadata.controller_id() != ctx.state.node_id:
+        # decided by the controller alone, which knows the brokers in controlled shutdown (Kafka
+        # 3.9's KafkaController answers NOT_CONTROLLER when not active; admin clients ask it)
+        return AlterPartitionReassignmentsResponse(
+            version=ctx.version, throttle_time_ms=0, allow_replication_factor_change=True,
+            error_code=ErrorCode.NOT_CONTROLLER, error_message=None, responses=[])
     changes = [(t.name, p.partition_index, None if p.replicas is None else list(p.replicas))
                for t in request.topics for p in t.partitions]
     answers = await ctx.state.metadata.alter_reassignments(changes)

@@ -43,6 +43,15 @@ async def handle(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLead
                                     replica_election_results=[])
     requested = request.topic_partitions
     wanted = None if requested is None else [(t.topic, p) for t in requested for p in t.partitions]
+    if ctx.state.metadata.controller_id() != ctx.state.node_id:
+        # decided by the controller alone, which knows the brokers in controlled shutdown (Kafka
+        # 3.9's KafkaController: NOT_CONTROLLER for each partition asked, none for "all")
+        return ElectLeadersResponse(version=ctx.version, throttle_time_ms=0, error_code=ErrorCode.NONE,
+                                    replica_election_results=[
+                                        _Result(topic=t.topic, partition_result=[
+                                            _Part(partition_id=p, error_code=ErrorCode.NOT_CONTROLLER,
+                                                  error_message=None) for p in t.partitions])
+                                        for t in requested or []])
     answers = await ctx.state.metadata.elect_leaders(election_type, wanted, request.timeout_ms / 1000)
     by_topic: dict[str, list[_Part]] = {}
     if wanted is None:

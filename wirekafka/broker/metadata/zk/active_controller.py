@@ -6,7 +6,7 @@ After each reconcile the controller acts on the snapshot: it deletes the topics 
 /admin/delete_topics, brings new partitions online and elects leaders where the leader died,
 writes completed reassignments, follows the legacy /admin znodes, and every
 leader.imbalance.check.interval.seconds moves leaderships back to preferred replicas. It
-answers ElectLeaders (on any broker), AlterPartition (a leader's ISR change, judged against the
+answers ElectLeaders (the handlers send other brokers' askers away with NOT_CONTROLLER), AlterPartition (a leader's ISR change, judged against the
 state znode as read now) and ControlledShutdown (moving a stopping broker's leaderships away and
 remembering it as shutting down, as Kafka's controller keeps it in memory). The decisions are
 controller.py's pure functions; every write here is fenced by the controller epoch's znode
@@ -176,8 +176,8 @@ class ActiveController:
     # ---- elections ---------------------------------------------------------------------------------------
     async def elect_leaders(self, election_type: int, partitions: list[tuple[str, int]] | None,
                             timeout_s: float) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]:
-        """ElectLeaders: decided on a fresh read by whichever broker is asked, written with the
-        controller's conditional writes (fenced by the controller epoch and each state's version),
+        """ElectLeaders: decided by the controller on a fresh read (its memory of the brokers in
+        controlled shutdown laid over it), written with its conditional writes (fenced by the controller epoch and each state's version),
         then waited for until this broker has applied them. All partitions (None) answers only
         those where an election was needed, as Kafka does."""
         snapshot = self.as_controller(await self.zk.call(io.read_snapshot, self.zk.client, None))

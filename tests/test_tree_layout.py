@@ -10,7 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-FOLDERS = ("tests", "compat-tests", "conformance", "testsupport", "scripts")
+FOLDERS = ("tests", "compat-tests", "conformance", "faults", "testsupport", "scripts")
 SHARED_NAMES = {"__init__.py", "conftest.py"}
 SCRIPTS = REPO / "scripts"
 

@@ -1,0 +1,74 @@
+"""Runs a fault schedule against a cluster while the workload writes, then heals it, reads the
+topic back and judges. The cluster is any mapping of node id to a process handle with kill(),
+start() and proc (testsupport's BrokerProcess, scripts.realkafka's RealKafka): the same schedule
+runs on wirekafka and on Kafka 3.9."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import time
+from typing import Callable, Mapping, Protocol
+
+from faults.checkers import Verdict, judge
+from faults.schedule import KILL, PAUSE, Fault
+from faults.workload import AckingProducer, read_back
+
+log = logging.getLogger(__name__)
+
+
+class Node(Protocol):
+    proc: subprocess.Popen | None
+
+    def kill(self) -> None: ...
+    def start(self) -> object: ...
+
+
+def run_schedule(nodes: Mapping[int, Node], bootstrap: Callable[[], str], topic: str, partitions: int,
+                 faults: list[Fault], rate: float = 100.0) -> Verdict:
+    """The workload through every fault of the schedule, one at a time; the verdict on what was
+    acknowledged, after every node is back."""
+    producer = AckingProducer(bootstrap(), topic, partitions, rate)
+    producer.start()
+    try:
+        time.sleep(2.0)  # some acknowledgements before the first fault
+        for fault in faults:
+            _inject(nodes[fault.node], fault)
+            time.sleep(fault.settle_s)
+    finally:
+        for node in nodes.values():  # whatever a failed step left down comes back
+            _heal(node)
+        left = producer.finish(120)
+    log.info("nemesis on %s: %d acknowledged, %d failed, %d unanswered", topic, len(producer.acks),
+             producer.failed, left)
+    verdict = judge(producer.acks, read_back(bootstrap(), topic, partitions, 120))
+    log.info("nemesis on %s: %s", topic, verdict.row())
+    return verdict
+
+
+def _inject(node: Node, fault: Fault) -> None:
+    assert node.proc is not None
+    log.info("nemesis: %s node pid %d for %.1fs", fault.kind, node.proc.pid, fault.hold_s)
+    if fault.kind == KILL:
+        node.kill()
+        time.sleep(fault.hold_s)
+        node.start()
+    elif fault.kind == PAUSE:
+        os.kill(node.proc.pid, signal.SIGSTOP)
+        try:
+            time.sleep(fault.hold_s)
+        finally:
+            os.kill(node.proc.pid, signal.SIGCONT)
+    else:
+        raise ValueError(fault.kind)
+
+
+def _heal(node: Node) -> None:
+    if node.proc is None:
+        return
+    if node.proc.poll() is not None:
+        node.start()
+    else:
+        os.kill(node.proc.pid, signal.SIGCONT)

@@ -1,0 +1,33 @@
+"""A seeded fault schedule: the same seed gives the same faults on every kind of cluster, so a
+finding on one is compared with the other's answer to the very same schedule."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Sequence
+
+KILL = "kill"  # kill -9, restarted after hold_s
+PAUSE = "pause"  # SIGSTOP for hold_s (past the ZooKeeper session: the cluster fails it over), SIGCONT
+KINDS = (KILL, PAUSE)
+
+
+@dataclass(frozen=True)
+class Fault:
+    kind: str
+    node: int
+    hold_s: float  # how long the node stays down or paused
+    settle_s: float  # how long the healed cluster runs before the next fault
+
+
+def make_schedule(seed: int, nodes: Sequence[int], count: int, session_timeout_s: float) -> list[Fault]:
+    """count faults, one at a time (a cluster of three with min.insync.replicas=2 keeps taking
+    acks=all writes through any one of them); a pause outlasts the ZooKeeper session so that it
+    forces a failover, and a kill is sometimes healed before the session expires (a quick restart)."""
+    rng = random.Random(seed)
+    faults = []
+    for _ in range(count):
+        kind = rng.choice(KINDS)
+        hold = session_timeout_s + rng.uniform(0.5, 2.0) if kind == PAUSE else rng.uniform(0.2, 2 * session_timeout_s)
+        faults.append(Fault(kind, rng.choice(list(nodes)), round(hold, 2), round(rng.uniform(2.0, 4.0), 2)))
+    return faults

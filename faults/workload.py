@@ -1,0 +1,77 @@
+"""The nemesis suite's workload: an idempotent acks=all producer that logs every acknowledgement,
+and a read-back of the whole topic once the faults healed."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from faults.checkers import Ack
+
+log = logging.getLogger(__name__)
+_LIBRDKAFKA = logging.getLogger("librdkafka")
+
+
+class AckingProducer(threading.Thread):
+    """Writes numbered values round-robin over the partitions at about `rate` a second, each
+    acknowledgement logged as (partition, offset, value); what fails is only counted (a write
+    that was never acknowledged may or may not be stored)."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, rate: float) -> None:
+        super().__init__(name=f"acking-producer-{topic}", daemon=True)
+        self.topic, self.partitions, self.rate = topic, partitions, rate
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                                  "linger.ms": 5, "message.timeout.ms": 120_000, "logger": _LIBRDKAFKA})
+        self.acks: list[Ack] = []
+        self.failed = 0
+        self._halt = threading.Event()
+        self._lock = threading.Lock()
+
+    def _delivered(self, err, msg) -> None:
+        with self._lock:
+            if err is None:
+                self.acks.append((msg.partition(), msg.offset(), msg.value()))
+            else:
+                self.failed += 1
+
+    def run(self) -> None:
+        seq = 0
+        start = time.monotonic()
+        while not self._halt.is_set():
+            due = start + seq / self.rate
+            if time.monotonic() < due:
+                self.producer.poll(min(due - time.monotonic(), 0.05))
+                continue
+            self.producer.produce(self.topic, value=b"v%09d" % seq, partition=seq % self.partitions,
+                                  on_delivery=self._delivered)
+            self.producer.poll(0)
+            seq += 1
+
+    def finish(self, timeout: float) -> int:
+        """Stop writing and wait for the outstanding acknowledgements; how many are left."""
+        self._halt.set()
+        self.join(10)
+        return self.producer.flush(timeout)
+
+
+def read_back(bootstrap: str, topic: str, partitions: int, timeout: float) -> dict[tuple[int, int], bytes]:
+    """Every record of the topic up to each partition's high watermark, by (partition, offset)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"nemesis-reader-{topic}",
+                         "enable.auto.commit": False, "enable.partition.eof": False, "logger": _LIBRDKAFKA})
+    try:
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(partitions)}
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        got: dict[tuple[int, int], bytes] = {}
+        deadline = time.monotonic() + timeout
+        while any(len([k for k in got if k[0] == p]) < end for p, end in ends.items()):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"read back {len(got)} of {sum(ends.values())} records of {topic}")
+            for msg in consumer.consume(500, 1.0):
+                if msg.error() is None:
+                    got[(msg.partition(), msg.offset())] = msg.value()
+        return got
+    finally:
+        consumer.close()

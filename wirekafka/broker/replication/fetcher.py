@@ -136,16 +136,15 @@ class LeaderFetcher:
         with_epoch = [f for f in todo if f.partition.epochs.latest_epoch >= 0]
         for f in todo:
             if f.partition.epochs.latest_epoch < 0:
-                await self._truncate(f, TruncationStep(f.partition.high_watermark, True), f.partition.leader_epoch)
+                await self._truncate(f, TruncationStep(f.partition.high_watermark, True))
         if not with_epoch:
             return
         by_topic: dict[str, list[Followed]] = {}
         for f in with_epoch:
             by_topic.setdefault(f.partition.topic, []).append(f)
-        asked_under = {id(f): f.partition.leader_epoch for f in with_epoch}
         request = OffsetForLeaderEpochRequest(version=EPOCH_VERSION, replica_id=self.node_id, topics=[
             _E(topic=t, partitions=[_E.OffsetForLeaderPartition(
-                partition=f.partition.index, current_leader_epoch=asked_under[id(f)],
+                partition=f.partition.index, current_leader_epoch=f.leader_epoch,
                 leader_epoch=f.partition.epochs.latest_epoch) for f in fs]) for t, fs in by_topic.items()])
         response = answer_of(await self.client.send(request), OffsetForLeaderEpochResponse)
         answers = {(t.topic, p.partition): p for t in response.topics for p in t.partitions}
@@ -156,10 +155,11 @@ class LeaderFetcher:
                 continue  # retried at the next round (the epochs may not agree yet)
             if self.partitions.get((p.topic, p.index)) is not f:
                 continue  # no longer fetched from this leader: the answer is for a role it left
-            await self._truncate(f, truncation_step(p, a.leader_epoch, a.end_offset), asked_under[id(f)])
+            await self._truncate(f, truncation_step(p, a.leader_epoch, a.end_offset))
 
-    async def _truncate(self, f: Followed, step: TruncationStep, asked_under: int) -> None:
-        p = f.partition
+    async def _truncate(self, f: Followed, step: TruncationStep) -> None:
+        """Apply one truncation step decided in the epoch f follows in (f.leader_epoch)."""
+        p, asked_under = f.partition, f.leader_epoch
         if step.offset < p.log_end_offset or not step.done:  # not done: epochs from the offset go too
             log.info("%s-%d: truncating from %d to %d (leader %d, epoch %d)", p.topic, p.index, p.log_end_offset,
                      step.offset, self.leader.node_id, asked_under)
@@ -227,7 +227,7 @@ class LeaderFetcher:
             # our log parted from the leader's: truncate as an OffsetForLeaderEpoch answer says
             # (Kafka's truncation on fetch, KIP-595 style), then fetch from there
             # (an epoch we lack leaves needs_truncation set: the next round asks OffsetForLeaderEpoch)
-            await self._truncate(f, truncation_step(p, diverging.epoch, diverging.end_offset), f.leader_epoch)
+            await self._truncate(f, truncation_step(p, diverging.epoch, diverging.end_offset))
             return
         if code == ErrorCode.NONE:
             data = pd.records or b""

@@ -682,12 +682,12 @@ def main(argv: list[str] | None = None) -> int:
         brokers.append(WirekafkaBroker(workdir / "wirekafka", python))
         if not args.no_kafka:
             brokers.append(KafkaBroker(workdir / "kafka"))
-    cluster_rows = [r for r in CLUSTER_ROWS if r in selected]
+    wanted_cluster_rows = [r for r in CLUSTER_ROWS if r in selected]
     columns = ["wirekafka"]
     if not args.no_kafka:
         if selected - set(CLUSTER_ROWS):
             columns.append(f"Kafka {realkafka.KAFKA_VERSION}")
-        if cluster_rows:
+        if wanted_cluster_rows:
             columns.append(cluster_rows.kafka_cluster_name())
     report = Report(columns)
     single_kafka = [c for c in columns[1:] if c != cluster_rows.kafka_cluster_name()]
@@ -702,7 +702,7 @@ def main(argv: list[str] | None = None) -> int:
             "Throughput base: 1 KB records, 3 partitions, 1 producer, acks=all, idempotent, no compression, "
             f"linger 5 ms; consumers with fetch.queue.backoff.ms={workloads.CONSUMER_QUEUE_BACKOFF_MS}; "
             "MB = 10^6 bytes of record payload.")
-    if cluster_rows:
+    if wanted_cluster_rows:
         kafka_cluster = "" if args.no_kafka else f", then 3 {cluster_rows.kafka_cluster_name()} brokers (512 MB heap each)"
         report.preamble.append(
             f"{'' if selected - set(CLUSTER_ROWS) else f'wirekafka {_git_revision()} {machine}. {quick}'}"
@@ -753,8 +753,8 @@ def main(argv: list[str] | None = None) -> int:
                     own.append((workdir / f"kafka-{row_id}",
                                 lambda d: KafkaBroker(d, start_timeout=600, overrides=compaction.BROKER_OVERRIDES)))
                 run_row(own)
-        if cluster_rows:
-            bench.run_clusters(set(cluster_rows), kafka=not args.no_kafka)
+        if wanted_cluster_rows:
+            bench.run_clusters(set(wanted_cluster_rows), kafka=not args.no_kafka)
     finally:
         if own_workdir and not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

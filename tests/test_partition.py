@@ -87,6 +87,9 @@ def test_epoch_bump_is_recorded_and_answers_offset_for_leader_epoch(tmp_path: Pa
     assert p.end_offset_for_epoch(0) == (0, 5)
     assert p.end_offset_for_epoch(3) == (3, 7)
     assert p.end_offset_for_epoch(1) == (0, 5)
+    work = p.epochs.checkpoint_work()  # the flush task writes it in a worker thread
+    assert work is not None
+    work.run()
     reopened = _open(tmp_path / "t-0")  # the checkpoint file is read at start
     assert reopened.epochs.entries == [(0, 0), (3, 5)]
 

@@ -48,7 +48,7 @@ from wirekafka.startup_errors import StartupError
 from wirekafka.broker.replica.cleaner_scheduler import LogCleaner
 from wirekafka.storage import checkpoint, properties_file
 from wirekafka.storage.epoch_cache import LeaderEpochCache
-from wirekafka.storage.log import PartitionLog
+from wirekafka.storage.log import PartitionLog, recovered_epoch_starts
 
 log = logging.getLogger(__name__)
 
@@ -283,7 +283,7 @@ class BrokerState:
         if not meta.exists():
             checkpoint.atomic_write(meta, f"version: 0\ntopic_id: {uuid_to_base64(topic.topic_id)}\n")
         epochs = LeaderEpochCache(directory / "leader-epoch-checkpoint")
-        epochs.truncate_from_end(plog.log_end_offset)
+        epochs.recover(recovered_epoch_starts(plog), plog.log_start_offset, plog.log_end_offset)
         partition = Partition(topic.name, index, plog, epochs, clock=self.clock,
                               producer_id_expiration_ms=self.metadata.broker_configs.current_int(
                                   "producer.id.expiration.ms"),
@@ -378,8 +378,12 @@ class BrokerState:
             await p.files.delete_files()
 
     async def checkpoint(self) -> None:
-        """Snapshot on the loop, write the checkpoint files in a worker."""
-        await trio.to_thread.run_sync(self.write_checkpoints, self.checkpoint_snapshot())
+        """Snapshot on the loop, write the checkpoint files in a worker; a failing write takes the
+        log directory offline (Kafka's checkpoint writers report to the LogDirFailureChannel)."""
+        try:
+            await trio.to_thread.run_sync(self.write_checkpoints, self.checkpoint_snapshot())
+        except OSError as exc:
+            self.log_dir_failures.fail("writing the offset checkpoints", exc)
 
     def write_checkpoints(self, snapshot: CheckpointSnapshot) -> None:
         """Write Kafka's recovery-point and log-start checkpoint files (worker thread)."""
@@ -398,6 +402,7 @@ class BrokerState:
                 p.files.abandon()
             return
         for p in partitions:
+            p.epochs.flush()
             p.files.flush()
         self.write_checkpoints(self.checkpoint_snapshot())
         self.metadata.save()

@@ -48,6 +48,13 @@ class _IndexFile:
         self._keys.clear()
         self._values.clear()
 
+    def keep_first(self, count: int) -> None:
+        """Drop every entry after the first count (the segment was truncated)."""
+        if count < len(self._keys):
+            os.ftruncate(self._fd, count * self.entry.size)
+            del self._keys[count:]
+            del self._values[count:]
+
     def flush(self) -> None:
         os.fsync(self._fd)
 
@@ -67,6 +74,13 @@ class OffsetIndex(_IndexFile):
             return
         os.write(self._fd, _OFFSET_ENTRY.pack(offset - self.base_offset, position))
         self._add(offset - self.base_offset, position)
+
+    def count_below(self, offset: int) -> int:
+        """How many entries name a batch ending before offset."""
+        return bisect.bisect_left(self._keys, offset)
+
+    def position_of(self, i: int) -> int:
+        return self._values[i]
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """The greatest entry with entry offset <= offset, else (base offset, 0)."""
@@ -110,6 +124,10 @@ class TimeIndex(_IndexFile):
         """Offset of the greatest entry with entry timestamp <= timestamp, else the base offset."""
         i = bisect.bisect_right(self._keys, timestamp) - 1
         return self.base_offset if i < 0 else self._values[i]
+
+    def count_below(self, offset: int) -> int:
+        """How many leading entries name an offset before offset (a truncation keeps them)."""
+        return next((i for i, value in enumerate(self._values) if value >= offset), len(self._values))
 
     def last_entry(self) -> tuple[int, int] | None:
         return (self._keys[-1], self._values[-1]) if self._keys else None

@@ -54,12 +54,15 @@ class FlushWork:
     end: int
 
     def run(self) -> None:
+        """fsync each segment; an OSError goes up (a failing disk) unless the segment was closed
+        meanwhile (retention or truncation detached and deleted it: nothing left to flush)."""
         for seg in self.segments:
-            if not seg.closed:  # retention may have detached and deleted it meanwhile
-                try:
-                    seg.flush()
-                except OSError as exc:
-                    log.debug("flush of %s skipped: %s", seg.log_path, exc)
+            if not seg.pin():
+                continue
+            try:
+                seg.flush()
+            finally:
+                seg.unpin()
 
 
 class PartitionLog:
@@ -453,6 +456,17 @@ class PartitionLog:
         os.rename(self.dir, target)
         _fsync_dir(self.dir.parent)
         return target
+
+
+def recovered_epoch_starts(plog: PartitionLog) -> tuple[int, Iterator[tuple[int, int]]] | None:
+    """After a log's recovery: the first offset recovery re-read, and each re-read batch's (leader
+    epoch, base offset) in log order, read by header (for LeaderEpochCache.recover); None when
+    nothing was recovered (a clean shutdown)."""
+    recovered = [seg for seg in plog.segments if seg.recovered]
+    if not recovered:
+        return None
+    return recovered[0].base_offset, ((h.partition_leader_epoch, h.base_offset)
+                                      for seg in recovered for _, h in seg.iter_headers(0))
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -273,19 +273,41 @@ class LogSegment:
         return FileRegion(self._fd, position, length, self.base_offset)
 
     def truncate_to(self, offset: int) -> None:
-        """Remove every batch holding an offset >= offset (Kafka cuts at the batch that contains
-        it), then rebuild the indexes."""
-        cut = self.size
-        for position, header in self.iter_headers_sparse(0):
+        """Remove every batch holding an offset >= offset (Kafka's LogSegment.truncateTo cuts at
+        the batch that contains it). The batches are not re-validated (they were when appended
+        or recovered): the scan starts at the last offset index entry before offset, so a
+        truncation reads the headers of at most about index.interval.bytes of batches, never the
+        whole segment (a follower truncates on the event loop). The indexes keep their entries
+        before the cut; the time index, as in Kafka, those naming an offset before it, so the
+        segment's max timestamp is the kept time entries' and the scanned batches' greatest."""
+        indexed = self.index.count_below(offset)
+        start = self.index.position_of(indexed - 1) if indexed else 0
+        self.index.keep_first(indexed)
+        cut, last = self.size, None
+        scanned = []
+        for position, header in self.iter_headers_sparse(start):
             if header.last_offset >= offset:
                 cut = position
                 break
+            scanned.append(header)
+            last = header
+        new_next = last.next_offset if last is not None else self.base_offset
+        self.time_index.keep_first(self.time_index.count_below(new_next))
         kept_aborts = [txn for txn in self.txn_index.entries if txn.last_offset < offset]
-        os.ftruncate(self._fd, cut)
-        self.recover()
+        self.txn_index.reset()
         for txn in kept_aborts:  # their markers are still in the log
             self.txn_index.append(txn)
-        self.recovered = False
+        os.ftruncate(self._fd, cut)
+        self.size = cut
+        self.next_offset = new_next
+        kept_time = self.time_index.last_entry()
+        self.max_timestamp, self.offset_of_max_timestamp = kept_time if kept_time else (NO_TIMESTAMP, -1)
+        for header in scanned:
+            if header.max_timestamp > self.max_timestamp:
+                self.max_timestamp, self.offset_of_max_timestamp = header.max_timestamp, header.last_offset
+        if cut == 0:
+            self.first_batch_timestamp = None
+        self._bytes_since_index_entry = cut - start
 
     def find_timestamp(self, timestamp: int) -> tuple[int, BatchHeader] | None:
         """First batch (position, header) whose max timestamp is >= timestamp."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterable
 
 import trio
 
@@ -38,6 +38,8 @@ from wirekafka.config.broker_keys import RACK_AWARE_SELECTOR
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.storage import batch_filter
+from wirekafka.storage.epoch_cache import EpochCheckpointWork
+from wirekafka.storage.log import FlushWork
 
 log = logging.getLogger(__name__)
 
@@ -276,16 +278,36 @@ class ReplicaManager:
 
     async def flush(self, partition: Partition) -> None:
         """fsync a partition in a worker thread, then move its recovery point."""
-        work = partition.files.flush_work()
-        await trio.to_thread.run_sync(work.run)
-        partition.files.flushed(work.end)
+        await self._flush(partition, partition.files.flush_work())
 
     async def flush_rolled(self, partition: Partition) -> None:
         """fsync the segments a roll closed, in a worker thread, then move the recovery point."""
         work = partition.files.rolled_flush_work()
         if work is not None:
-            await trio.to_thread.run_sync(work.run)
-            partition.files.flushed(work.end)
+            await self._flush(partition, work)
+
+    async def _flush(self, partition: Partition, work: FlushWork) -> None:
+        """The leader-epoch checkpoint is written first (see storage/epoch_cache.py): data below
+        the recovery point is never re-read at recovery, so its epochs must be on disk before the
+        point moves past it. A failing write or fsync takes the log directory offline (Kafka's
+        UnifiedLog.flush reports an IOException to the LogDirFailureChannel); the point stays."""
+        epochs = partition.epochs.unwritten_work()
+        try:
+            await trio.to_thread.run_sync(_write_then_flush, epochs, work)
+        except OSError as exc:
+            self.log_dir_failures.fail(f"flushing {partition.topic}-{partition.index}", exc)
+            return
+        partition.files.flushed(work.end)
+
+    async def write_epoch_checkpoints(self, partitions: Iterable[Partition]) -> None:
+        """The leader-epoch checkpoints changed since the last call, in one worker thread."""
+        works = [w for w in (p.epochs.checkpoint_work() for p in partitions) if w is not None]
+        if not works:
+            return
+        try:
+            await trio.to_thread.run_sync(_run_all, works)
+        except OSError as exc:
+            self.log_dir_failures.fail("writing leader-epoch checkpoints", exc)
 
     async def delete_records(self, partition: Partition, offset: int) -> None:
         """DeleteRecords: move the log start offset now; the segments below it are deleted in a
@@ -397,3 +419,14 @@ def _close_regions(outcomes: list[FetchOutcome]) -> None:
     for o in outcomes:
         if o.read is not None and o.read.region is not None:
             o.read.region.close()
+
+
+def _write_then_flush(epochs: EpochCheckpointWork | None, work: FlushWork) -> None:
+    if epochs is not None:
+        epochs.run()
+    work.run()
+
+
+def _run_all(works: list[EpochCheckpointWork]) -> None:
+    for work in works:
+        work.run()

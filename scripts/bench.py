@@ -43,6 +43,10 @@ Rows (``--only`` takes a comma-separated list of these ids):
                    the same log dir: seconds until ApiVersions is answered, and until Metadata
                    names a leader and ListOffsets answers; the end offset is checked against the
                    acked count. For scale, the same after a clean restart of that log.
+  loop-stall       in-process, wirekafka only (benchlib/loop_stall.py): a 1 ms timer on the event
+                   loop while 3,000 (--stall-partitions) partitions become leaders in a new epoch
+                   and their epoch checkpoints are written, then while a retention pass expires
+                   all of them: the operation's seconds, the timer's p99 and worst lateness
   offsets-compaction  fresh broker with offsets.topic.segment.bytes=1 MiB (Kafka 4's smallest
                    segment) and log.cleaner.backoff.ms=1000: 1,000,000 (--offsets-commits) offset
                    commits from 10 standalone groups over 100 partitions (raw OffsetCommit v8,
@@ -99,8 +103,8 @@ import confluent_kafka
 if not __package__:  # run as a file (`python scripts/bench.py`): siblings are imported as scripts.*,
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # from the repository root
 from scripts import realkafka  # noqa: E402
-from scripts.benchlib import (cluster_rows, compaction, netprobe, recovery, syscalls,  # noqa: E402
-                              transactions, workloads)
+from scripts.benchlib import (cluster_rows, compaction, loop_stall, netprobe, recovery,  # noqa: E402
+                              syscalls, transactions, workloads)
 from scripts.benchlib.brokers import (HOST, REPO, Broker, KafkaBroker, WirekafkaBroker,  # noqa: E402
                                       peak_rss_mb, rss_mb)
 from scripts.benchlib.report import Report  # noqa: E402
@@ -123,7 +127,7 @@ THROUGHPUT: dict[str, tuple[str, Callable[[LoadSpec], LoadSpec]]] = {
 TRANSACTIONAL: dict[str, int] = {"txn-1prod": 1, "txn-8prod": 8}
 TXN_RECORDS = 100
 CLUSTER_ROWS = ["cluster-produce", "cluster-failover"]
-OTHER_ROWS = [*TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "syscalls", "recovery",
+OTHER_ROWS = [*TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "syscalls", "recovery", "loop-stall",
               "offsets-compaction", "cleaner", *CLUSTER_ROWS]
 ROW_IDS = [*THROUGHPUT, *OTHER_ROWS]
 #: Rows on the two long-running single-node brokers (the others start brokers of their own).
@@ -151,11 +155,12 @@ class Settings:
     cluster_mb: float = 200       # payload MB of cluster-produce's throughput load
     cluster_timeout: float = 60   # seconds that load may take
     failover_runs: int = 9        # kills per cluster in cluster-failover (the median is reported)
+    stall_partitions: int = 3000  # partitions of the loop-stall row
 
 
 QUICK = Settings(mb=5, small_mb=1, txn_mb=1, latency_rate=200, latency_seconds=2, syscall_mb=5,
                  recovery_bytes=50 << 20, load_timeout=60, settle=1.0, offsets_commits=20_000, cleaner_mb=5,
-                 cluster_mb=5, failover_runs=1)
+                 cluster_mb=5, failover_runs=1, stall_partitions=300)
 OFFSETS_GROUPS, OFFSETS_PARTITIONS = 10, 100
 CLEANER_KEYS, CLEANER_VALUE_BYTES = 50_000, 256
 
@@ -449,6 +454,14 @@ class Bench:
             self.report.note(f"recovery on {name}: {r.acked:,} records acked ({mb_text(r.log_bytes)} of segments), "
                              f"end offset after restart {r.end_offset} - {ok}")
 
+    def run_loop_stall(self) -> None:
+        """In-process on wirekafka's own classes: no broker, no Kafka column (see loop_stall)."""
+        for f in loop_stall.run(self.s.stall_partitions, self.workdir):
+            workload = f"event loop, {f.operation} over {f.partitions:,} partitions (1 ms timer)"
+            self.report.set(workload, "operation, s", "wirekafka", f.seconds, "lower", 2)
+            self.report.set(workload, f"timer lateness p99, ms ({f.samples:,} samples)", "wirekafka", f.p99_ms, "lower", 1)
+            self.report.set(workload, "timer lateness max, ms", "wirekafka", f.max_ms, "lower", 1)
+
     # -- compaction, on brokers of their own ---------------------------------------------------
 
     def _fresh(self, what: str, factories: list[tuple[Path, Callable[[Path], Broker]]],
@@ -643,6 +656,8 @@ def build_args() -> argparse.ArgumentParser:
                                                      f"(default {Settings.cluster_mb:g})")
     ap.add_argument("--failover-runs", type=int, help=f"kills per cluster in cluster-failover "
                                                       f"(default {Settings.failover_runs})")
+    ap.add_argument("--stall-partitions", type=int, help=f"partitions of the loop-stall row "
+                                                         f"(default {Settings.stall_partitions:,})")
     ap.add_argument("--workdir", type=Path, help="where brokers keep their data (default: a new dir in $TMPDIR)")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, strace output)")
     ap.add_argument("--python", default=None, help="interpreter for wirekafka (default .venv/bin/python)")
@@ -654,7 +669,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     base = QUICK if args.quick else Settings()
     given = {k: getattr(args, k) for k in ("mb", "small_mb", "latency_rate", "latency_seconds", "syscall_mb",
                                            "recovery_bytes", "load_timeout", "offsets_commits", "cleaner_mb",
-                                           "cluster_mb", "failover_runs")
+                                           "cluster_mb", "failover_runs", "stall_partitions")
              if getattr(args, k) is not None}
     return replace(base, **given)
 
@@ -744,6 +759,8 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_kafka:
                 recovery_factories.append((workdir / "kafka-recovery", lambda d: KafkaBroker(d, start_timeout=600)))
             bench.run_recovery(recovery_factories)
+        if "loop-stall" in selected:
+            bench.run_loop_stall()
         for row_id, run_row in (("offsets-compaction", bench.run_offsets_compaction), ("cleaner", bench.run_cleaner)):
             if row_id in selected:
                 own: list[tuple[Path, Callable[[Path], Broker]]] = [

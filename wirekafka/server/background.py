@@ -11,6 +11,7 @@ import logging
 
 import trio
 
+from wirekafka.broker.replica.partition import Partition
 from wirekafka.broker.state import BrokerState
 
 log = logging.getLogger(__name__)
@@ -21,28 +22,39 @@ async def retention_task(state: BrokerState, *, task_status=trio.TASK_STATUS_IGN
     task_status.started()
     while True:
         await trio.sleep(interval)
-        doomed = []
-        for topic in state.metadata.all_topics():
-            # Kafka's deleteOldSegments: time and size retention under the delete policy only; a
-            # compact-only topic still drops segments wholly below its log start offset.
-            delete_policy = "delete" in state.metadata.topic_config_value(topic, "cleanup.policy")
-            for p in topic.local_partitions():
-                segments = p.apply_retention(delete_policy)
-                if segments:
-                    doomed.append((p, segments))
-        for p, segments in doomed:
-            await p.files.delete_segments(segments)
-        if doomed:
+        # Kafka's deleteOldSegments: time and size retention under the delete policy only; a
+        # compact-only topic still drops segments wholly below its log start offset.
+        targets = [(p, "delete" in state.metadata.topic_config_value(topic, "cleanup.policy"))
+                   for topic in state.metadata.all_topics() for p in topic.local_partitions()]
+        if await retention_pass(targets):
             await state.checkpoint()
+
+
+async def retention_pass(targets: list[tuple[Partition, bool]]) -> bool:
+    """Apply retention to each (partition, whether its cleanup.policy has delete); True if any
+    segment went. Each partition's decision is on the loop and may roll a new segment (three files
+    created) when all of it expired: the loop is given back after each partition that changed, so
+    a pass over thousands of partitions never holds it for more than one; the detached segments'
+    files are deleted in worker threads."""
+    doomed = []
+    for p, delete_policy in targets:
+        segments = p.apply_retention(delete_policy)
+        if segments:
+            doomed.append((p, segments))
+            await trio.sleep(0)
+    for p, segments in doomed:
+        await p.files.delete_segments(segments)
+    return bool(doomed)
 
 
 async def flush_task(state: BrokerState, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
     """Flush logs whose flush.ms elapsed, write the checkpoint files every
     log.flush.offset.checkpoint.interval.ms, and on every tick (at most a second) the producer
     snapshots partitions took at segment rolls, the deletions of those below a moved log start,
-    and the flush of the segments rolls closed (Kafka flushes up to each new segment, so the
-    recovery point follows the rolls and a crash re-checks only the active segments). A crash
-    before a snapshot is written costs only a longer replay at the next start."""
+    the leader-epoch checkpoints that changed, and the flush of the segments rolls closed (Kafka
+    flushes up to each new segment, so the recovery point follows the rolls and a crash re-checks
+    only the active segments). A crash before a snapshot is written costs only a longer replay at
+    the next start; before an epoch checkpoint, nothing (see storage/epoch_cache.py)."""
     checkpoint_every = state.config.int("log.flush.offset.checkpoint.interval.ms") / 1000
     flush_every = state.config.flush_interval_ms / 1000
     tick = min(checkpoint_every, flush_every, 1.0)
@@ -54,6 +66,7 @@ async def flush_task(state: BrokerState, *, task_status=trio.TASK_STATUS_IGNORED
         since_checkpoint += tick
         since_flush += tick
         await write_producer_snapshots(state)
+        await state.replicas.write_epoch_checkpoints(list(state.metadata.iter_partitions()))
         for p in list(state.metadata.iter_partitions()):
             await state.replicas.flush_rolled(p)
         if since_flush >= flush_every:

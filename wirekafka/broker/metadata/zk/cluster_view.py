@@ -180,12 +180,14 @@ class ClusterView(TopicIndex):
             for p in topic.local_partitions():
                 p.min_insync_replicas = min_isr  # replicas a reassignment opened here too
                 current = view.states.get(p.index)
-                if current is not None:
-                    self._apply_role(p, view.assignment.get(p.index, ()), current[0], snapshot, change)
+                if current is not None and self._apply_role(p, view.assignment.get(p.index, ()), current[0],
+                                                            snapshot, change):
+                    await trio.sleep(0)  # a change of thousands of roles never holds the loop for long
         self.on_roles(change)
 
     def _apply_role(self, p: Partition, replicas: tuple[int, ...], state: LeaderAndIsr, snapshot: ClusterSnapshot,
-                    change: RoleChange) -> None:
+                    change: RoleChange) -> bool:
+        """Bring the partition to its role in state; True if it took a new role or epoch."""
         isr = frozenset(state.isr)
         rs = p.replica_set
         if state.leader == self.node_id:
@@ -195,10 +197,11 @@ class ClusterView(TopicIndex):
                 if not p.is_leader:
                     change.became_leader.append(p)
                 p.make_leader(state.leader_epoch, replicas, isr)
-            elif rs.isr != isr or rs.replicas != replicas:
+                return True
+            if rs.isr != isr or rs.replicas != replicas:
                 rs.set_replicas(replicas)
                 p.set_isr(isr)
-            return
+            return False
         if p.is_leader or p.leader_epoch != state.leader_epoch or rs.leader != state.leader:
             log.info("%s-%d: follower of %d in epoch %d", p.topic, p.index, state.leader, state.leader_epoch)
             if p.is_leader:
@@ -208,12 +211,13 @@ class ClusterView(TopicIndex):
             leader = self.peer(snapshot, state.leader)
             if leader is not None and not self.stopping:
                 change.follow.append((p, leader))
-        else:
-            rs.isr = isr
-            rs.replicas = replicas
-            leader = self.peer(snapshot, state.leader)
-            if leader is not None and not self.stopping:
-                change.follow.append((p, leader))  # a no-op if already following it
+            return True
+        rs.isr = isr
+        rs.replicas = replicas
+        leader = self.peer(snapshot, state.leader)
+        if leader is not None and not self.stopping:
+            change.follow.append((p, leader))  # a no-op if already following it
+        return False
 
     async def _follow_reassignments(self, topic: Topic, view: TopicView, change: RoleChange) -> None:
         """A reassignment added this broker to a partition (open a replica: it fetches from the

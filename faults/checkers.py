@@ -15,6 +15,7 @@ class Verdict:
     lost: list[Ack] = field(default_factory=list)  # acknowledged, not at its offset (or anywhere)
     reused: list[tuple[int, int]] = field(default_factory=list)  # an offset acknowledged for two values
     duplicated: list[bytes] = field(default_factory=list)  # a value stored twice (idempotence broken)
+    unacknowledged: int = 0  # writes that failed or were never answered (stored or not: both fine)
 
     @property
     def ok(self) -> bool:

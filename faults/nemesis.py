@@ -44,6 +44,7 @@ def run_schedule(nodes: Mapping[int, Node], bootstrap: Callable[[], str], topic:
     log.info("nemesis on %s: %d acknowledged, %d failed, %d unanswered", topic, len(producer.acks),
              producer.failed, left)
     verdict = judge(producer.acks, read_back(bootstrap(), topic, partitions, 120))
+    verdict.unacknowledged = producer.failed + left
     log.info("nemesis on %s: %s", topic, verdict.row())
     return verdict
 

@@ -1,0 +1,61 @@
+"""The two kinds of cluster a schedule runs on, set up the same way: three wirekafka brokers
+(testsupport/cluster.py) or three Kafka 3.9.1 ZooKeeper-mode brokers (scripts/realkafka.py), each
+on its own chroot of one ZooKeeper, with the same settings, and one topic of replication factor 3
+and min.insync.replicas=2 whose partitions all have a leader and a full ISR before the first fault."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from faults.checkers import Verdict
+from faults.nemesis import run_schedule
+from faults.schedule import Fault
+from scripts import realkafka
+from testsupport.cluster import SESSION_TIMEOUT_MS, WirekafkaCluster, every_broker_knows_the_cluster, wait_for
+
+NODES = (1, 2, 3)
+# what both clusters run with: the test cluster's ZooKeeper session and ISR lag
+SETTINGS = {"zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS), "replica.lag.time.max.ms": "4000",
+            "offsets.topic.replication.factor": "3", "transaction.state.log.replication.factor": "3",
+            "offsets.topic.num.partitions": "5", "transaction.state.log.num.partitions": "5",
+            "unclean.leader.election.enable": "false"}
+SESSION_TIMEOUT_S = SESSION_TIMEOUT_MS / 1000
+_LOG = logging.getLogger("librdkafka")
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _LOG})
+    admin.create_topics([NewTopic(topic, partitions, 3, config={"min.insync.replicas": "2"})])[topic].result(30)
+
+    def every_isr_full() -> bool:
+        meta = admin.list_topics(topic, timeout=10).topics[topic]
+        return len(meta.partitions) == partitions and all(
+            p.leader >= 0 and len(p.isrs) == 3 for p in meta.partitions.values())
+
+    wait_for(every_isr_full, 60, f"{topic}'s partitions led with full ISRs")
+
+
+def on_wirekafka(workdir: Path, zookeeper: str, topic: str, partitions: int, faults: list[Fault],
+                 rate: float = 100.0) -> Verdict:
+    with WirekafkaCluster(workdir, zookeeper, overrides=SETTINGS) as cluster:
+        create_topic(cluster.bootstrap, topic, partitions)
+        return run_schedule(cluster.brokers, lambda: cluster.bootstrap, topic, partitions, faults, rate)
+
+
+def on_kafka39(workdir: Path, zookeeper: str, topic: str, partitions: int, faults: list[Fault],
+               rate: float = 100.0) -> Verdict:
+    chroot = f"/nemesis-k39-{workdir.name}"
+    brokers: list = []
+    try:
+        brokers = realkafka.start_zk_cluster(zookeeper + chroot, NODES, workdir=workdir, heap="256m",
+                                             version=realkafka.KAFKA_ZK_VERSION, overrides=SETTINGS)
+        bootstrap = ",".join(b.bootstrap for b in brokers)
+        wait_for(lambda: every_broker_knows_the_cluster([b.bootstrap for b in brokers]), 60,
+                 "every Kafka 3.9 broker naming all brokers and the controller")
+        create_topic(bootstrap, topic, partitions)
+        return run_schedule({b.broker_id: b for b in brokers}, lambda: bootstrap, topic, partitions, faults, rate)
+    finally:
+        realkafka.stop_all(brokers)

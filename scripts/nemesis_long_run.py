@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""The nemesis suite's long run (issue 34): one seeded schedule of many faults (kill -9, some
+restarted before the ZooKeeper session expires; SIGSTOP past the session, then SIGCONT), one at a
+time, under an idempotent acks=all producer, on a three-broker wirekafka cluster and then on a
+three-broker Kafka 3.9.1 ZooKeeper-mode cluster with the same settings (faults/clusters.py), each
+on its own chroot of one real ZooKeeper. Prints one markdown table: per broker kind, the faults by
+kind, the records acknowledged, and those lost, reused or duplicated; and the wall time.
+
+    .venv/bin/python scripts/nemesis_long_run.py                         # 200 faults on both (about 1 hour)
+    .venv/bin/python scripts/nemesis_long_run.py --faults 20 --no-kafka  # a shorter look at wirekafka
+    .venv/bin/python scripts/nemesis_long_run.py --seed 7 --out docs/nemesis.md
+
+The test command runs a short schedule of the same kind (faults/test_nemesis.py). A finding on
+Kafka is reported in its row like any other, not hidden. Exits 1 if any cluster lost, reused or
+duplicated an acknowledged record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+if not __package__:  # run as a file: siblings are imported as scripts.*, from the repository root
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from faults.checkers import Verdict  # noqa: E402
+from faults.clusters import NODES, SESSION_TIMEOUT_S, on_kafka39, on_wirekafka  # noqa: E402
+from faults.schedule import KILL, Fault, make_schedule  # noqa: E402
+from scripts import zookeeper as zookeeper_launcher  # noqa: E402
+
+log = logging.getLogger("nemesis")
+
+
+def fault_mix(faults: list[Fault]) -> str:
+    kinds = Counter(f.kind for f in faults)
+    quick = sum(1 for f in faults if f.kind == KILL and f.hold_s < SESSION_TIMEOUT_S)
+    return ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items())) + f" ({quick} kills restarted within the session)"
+
+
+def table(seed: int, faults: list[Fault], rows: list[tuple[str, Verdict | str, float]]) -> str:
+    lines = [f"Seed {seed}: {len(faults)} faults, one at a time: {fault_mix(faults)}; ZooKeeper session "
+             f"{SESSION_TIMEOUT_S:g} s; an idempotent acks=all producer at 100 records/s over 3 partitions "
+             "(replication factor 3, min.insync.replicas=2).", "",
+             "| cluster | acknowledged | lost | reused | duplicated | unacknowledged | minutes |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for name, verdict, seconds in rows:
+        if isinstance(verdict, str):
+            lines.append(f"| {name} | failed to run: {verdict} | | | | | {seconds / 60:.1f} |")
+        else:
+            lines.append(f"| {name} | {verdict.acknowledged:,} | {len(verdict.lost)} | {len(verdict.reused)} | "
+                         f"{len(verdict.duplicated)} | {verdict.unacknowledged:,} | {seconds / 60:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seed", type=int, default=20261128)
+    ap.add_argument("--faults", type=int, default=200)
+    ap.add_argument("--partitions", type=int, default=3)
+    ap.add_argument("--no-kafka", action="store_true", help="wirekafka only")
+    ap.add_argument("--out", type=Path, help="also write the table to this file")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s",
+                        datefmt="%H:%M:%S")
+    faults = make_schedule(args.seed, NODES, args.faults, SESSION_TIMEOUT_S)
+    log.info("schedule: %s", fault_mix(faults))
+    runs = [("wirekafka", on_wirekafka)] + ([] if args.no_kafka else [("Kafka 3.9.1", on_kafka39)])
+    rows: list[tuple[str, Verdict | str, float]] = []
+    with tempfile.TemporaryDirectory(prefix="wirekafka-nemesis-") as tmp:
+        server = zookeeper_launcher.ZooKeeperServer(Path(tmp) / "zookeeper")
+        server.start(timeout=60)
+        try:
+            for name, run in runs:
+                workdir = Path(tmp) / name.split()[0].lower()
+                workdir.mkdir()
+                started = time.monotonic()
+                try:
+                    verdict: Verdict | str = run(workdir, server.connect_string, f"nemesis-{args.seed}",
+                                                 args.partitions, faults)
+                except Exception as exc:  # noqa: BLE001 - reported in the table
+                    log.exception("%s: the run failed", name)
+                    verdict = f"{type(exc).__name__}: {exc}"
+                rows.append((name, verdict, time.monotonic() - started))
+        finally:
+            server.stop()
+    text = table(args.seed, faults, rows)
+    sys.stdout.write(text)
+    if args.out:
+        args.out.write_text(text)
+    return 0 if all(not isinstance(v, str) and v.ok for _, v, _ in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -153,18 +153,31 @@ def _advertised(bootstrap: str) -> set[int]:
     return {k.api_key for k in resp.api_keys}
 
 
+_CONSUME_DEADLINE = b"Timed out after 10000 ms."
+
+
 def run_java(bootstrap: str) -> dict[str, str]:
     """ClientCompatibilityTest is told which optional features the broker has (it fails if a
     feature it was told is missing works, or the reverse), then the verifiable pair runs."""
     results: dict[str, str] = {}
     topic = "compat-" + os.urandom(4).hex()
     acls = "true" if 29 in _advertised(bootstrap) else "false"  # DescribeAcls
-    proc = _tool("kafka-client-compatibility", [
-        "--bootstrap-server", bootstrap, "--topic", topic, "--num-cluster-nodes", "1",
-        "--offsets-for-times-supported", "true", "--cluster-id-supported", "true",
-        "--expect-record-too-large-exception", "false", "--create-topics-supported", "true",
-        "--describe-acls-supported", acls,
-        "--describe-configs-supported", "true", "--idempotent-producer-supported", "true"])
+
+    def compatibility_test(topic: str) -> subprocess.CompletedProcess:
+        return _tool("kafka-client-compatibility", [
+            "--bootstrap-server", bootstrap, "--topic", topic, "--num-cluster-nodes", "1",
+            "--offsets-for-times-supported", "true", "--cluster-id-supported", "true",
+            "--expect-record-too-large-exception", "false", "--create-topics-supported", "true",
+            "--describe-acls-supported", acls,
+            "--describe-configs-supported", "true", "--idempotent-producer-supported", "true"])
+
+    proc = compatibility_test(topic)
+    if proc.returncode != 0 and _CONSUME_DEADLINE in proc.stderr + proc.stdout:
+        # Its consume step must end 10 s after its first produce, JVM class loading and admin
+        # calls included: on a machine busy with other tests that is the machine, not the broker.
+        # Once more on a fresh topic; any other failure stands.
+        log.warning("ClientCompatibilityTest ran out of its 10 s on a busy machine; once more")
+        proc = compatibility_test(topic + "-again")
     results["ClientCompatibilityTest"] = "pass" if proc.returncode == 0 and b"SUCCESS" in proc.stdout else "fail"
     if results["ClientCompatibilityTest"] == "fail":
         log.warning("ClientCompatibilityTest: %s", (proc.stdout + proc.stderr)[-1500:].decode(errors="replace"))

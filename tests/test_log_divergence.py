@@ -205,3 +205,26 @@ def test_a_diverged_follower_gets_no_records_and_does_not_move_the_high_watermar
         assert p.high_watermark == 100
 
     trio.run(main)
+
+
+def test_a_former_leader_that_appended_nothing_in_its_epoch_follows_again(tmp_path: Path):
+    """Found by the nemesis suite's replica checker: a replica made leader (epoch 1, its cache
+    [0@0, 1@25]) and paused before it appended anything comes back as a follower in epoch 2. Its
+    fetches name epoch 1 as the last fetched one; the leader answers that it diverged where epoch 0
+    ends (25), which is its log end. Nothing to cut in the log, but the epoch entry at the end
+    must go (Kafka's UnifiedLog.truncateTo), or every fetch gets the same answer and no record."""
+    follower = _follower(tmp_path / "f" / "t-0", 0)
+    _replicate(follower, 0, 25, 0)
+    follower.make_leader(1, (1, LEADER), frozenset((1, LEADER)))
+    follower.make_follower(2, LEADER, (LEADER, 1), frozenset((LEADER,)))
+    leader = _follower(tmp_path / "l" / "t-0", 0)
+    _replicate(leader, 0, 25, 0)
+    _replicate(leader, 25, 10, 2)
+    leader.make_leader(2, (LEADER, 1), frozenset((LEADER,)))
+    diverged = diverging_epoch(leader, follower.epochs.latest_epoch, follower.log_end_offset)
+    assert diverged == (0, 25)
+    fetcher = _fetcher(tmp_path)
+    fetcher.add(follower)
+    trio.run(fetcher._truncate, fetcher.partitions[("t", 0)], truncation_step(follower, *diverged))
+    assert follower.log_end_offset == 25 and follower.epochs.entries == [(0, 0)]
+    assert diverging_epoch(leader, follower.epochs.latest_epoch, follower.log_end_offset) is None  # it fetches on

@@ -202,8 +202,7 @@ class Partition:
         self.make_leader(leader_epoch, (me,), frozenset((me,)))
 
     def make_leader(self, leader_epoch: int, replicas: tuple[int, ...], isr: frozenset[int]) -> None:
-        """Kafka's makeLeader: the new epoch starts at the current log end; followers are
-        tracked afresh."""
+        """Kafka's makeLeader: the new epoch starts at the log end; followers are tracked afresh."""
         self.leader_epoch = leader_epoch
         self.epochs.assign(leader_epoch, self._log.log_end_offset)
         self.replica_set.lead(replicas, isr, self._now_ms())
@@ -452,10 +451,11 @@ class Partition:
         to delete. None, nothing cut, if decided in another epoch or the replica now leads."""
         if leader_epoch != self.leader_epoch or self.is_leader:
             return None
-        doomed = self._log.truncate_to(offset)
-        self.epochs.truncate_from_end(self._log.log_end_offset)
-        self._load_producer_state()
-        self._high_watermark = min(self._high_watermark, self._log.log_end_offset)
+        cut, doomed = offset < self._log.log_end_offset, self._log.truncate_to(offset)
+        self.epochs.truncate_from_end(self._log.log_end_offset)  # even with nothing cut (Kafka's truncateTo)
+        if cut:
+            self._load_producer_state()
+            self._high_watermark = min(self._high_watermark, self._log.log_end_offset)
         return doomed
 
     def restart_at(self, offset: int) -> list[LogSegment]:

@@ -158,20 +158,22 @@ class LeaderFetcher:
             await self._truncate(f, truncation_step(p, a.leader_epoch, a.end_offset))
 
     async def _truncate(self, f: Followed, step: TruncationStep) -> None:
-        """Apply one truncation step decided in the epoch f follows in (f.leader_epoch)."""
+        """Apply one truncation step decided in the epoch f follows in (f.leader_epoch). A step
+        at or past the log end still truncates the epochs from the log end, as Kafka's
+        UnifiedLog.truncateTo does: this replica may have led in an epoch it appended nothing
+        in, and an entry for that epoch at the log end would name it as the last fetched epoch
+        of every fetch, each answered with the same diverging epoch: a follower stuck forever."""
         p, asked_under = f.partition, f.leader_epoch
-        if step.offset < p.log_end_offset or not step.done:  # not done: epochs from the offset go too
+        if step.offset < p.log_end_offset:
             log.info("%s-%d: truncating from %d to %d (leader %d, epoch %d)", p.topic, p.index, p.log_end_offset,
                      step.offset, self.leader.node_id, asked_under)
-            doomed = p.truncate_to(step.offset, asked_under)
-            if doomed is None:
-                log.info("%s-%d: truncation decided in leader epoch %d dropped: the partition is now in epoch %d%s",
-                         p.topic, p.index, asked_under, p.leader_epoch, " and leads" if p.is_leader else "")
-                return
-            if doomed:
-                await p.files.delete_segments(doomed)
-        elif p.leader_epoch != asked_under:
-            return  # a stale answer: the partition asks again in its new epoch
+        doomed = p.truncate_to(step.offset, asked_under)
+        if doomed is None:
+            log.info("%s-%d: truncation decided in leader epoch %d dropped: the partition is now in epoch %d%s",
+                     p.topic, p.index, asked_under, p.leader_epoch, " and leads" if p.is_leader else "")
+            return
+        if doomed:
+            await p.files.delete_segments(doomed)
         f.needs_truncation = not step.done
 
     # ---- fetching ----------------------------------------------------------------------------

@@ -16,14 +16,15 @@ class Verdict:
     reused: list[tuple[int, int]] = field(default_factory=list)  # an offset acknowledged for two values
     duplicated: list[bytes] = field(default_factory=list)  # a value stored twice (idempotence broken)
     unacknowledged: int = 0  # writes that failed or were never answered (stored or not: both fine)
+    divergent: list[str] = field(default_factory=list)  # replicas whose committed bytes differ (replicas.py)
 
     @property
     def ok(self) -> bool:
-        return not (self.lost or self.reused or self.duplicated)
+        return not (self.lost or self.reused or self.duplicated or self.divergent)
 
     def row(self) -> str:
         return (f"acknowledged {self.acknowledged}, lost {len(self.lost)}, reused {len(self.reused)}, "
-                f"duplicated {len(self.duplicated)}")
+                f"duplicated {len(self.duplicated)}, divergent replicas {len(self.divergent)}")
 
 
 def judge(acks: list[Ack], log: dict[tuple[int, int], bytes]) -> Verdict:

@@ -1,6 +1,7 @@
 """The two kinds of cluster a schedule runs on, set up the same way: three wirekafka brokers
 (testsupport/cluster.py) or three Kafka 3.9.1 ZooKeeper-mode brokers (scripts/realkafka.py), each
-on its own chroot of one ZooKeeper, with the same settings, and one topic of replication factor 3
+on its own chroot of one ZooKeeper, which each broker reaches through a link the nemesis can cut
+(faults/proxy.py), with the same settings, and one topic of replication factor 3
 and min.insync.replicas=2 whose partitions all have a leader and a full ISR before the first fault."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from faults.checkers import Verdict
 from faults.nemesis import run_schedule
+from faults.proxy import Link
 from faults.schedule import Fault
 from scripts import realkafka
 from testsupport.cluster import SESSION_TIMEOUT_MS, WirekafkaCluster, every_broker_knows_the_cluster, wait_for
@@ -40,22 +42,44 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 
 def on_wirekafka(workdir: Path, zookeeper: str, topic: str, partitions: int, faults: list[Fault],
                  rate: float = 100.0) -> Verdict:
-    with WirekafkaCluster(workdir, zookeeper, overrides=SETTINGS) as cluster:
-        create_topic(cluster.bootstrap, topic, partitions)
-        return run_schedule(cluster.brokers, lambda: cluster.bootstrap, topic, partitions, faults, rate)
+    links = _zk_links(zookeeper)
+    cluster = WirekafkaCluster(workdir, zookeeper, overrides=SETTINGS)
+    for node, broker in cluster.brokers.items():  # each broker reaches ZooKeeper through its link
+        broker.overrides["zookeeper.connect"] = links[node].address + cluster.chroot
+    try:
+        with cluster:
+            create_topic(cluster.bootstrap, topic, partitions)
+            return run_schedule(cluster.brokers, links, lambda: cluster.bootstrap, topic, partitions, faults, rate)
+    finally:
+        _close(links)
 
 
 def on_kafka39(workdir: Path, zookeeper: str, topic: str, partitions: int, faults: list[Fault],
                rate: float = 100.0) -> Verdict:
     chroot = f"/nemesis-k39-{workdir.name}"
+    links = _zk_links(zookeeper)
     brokers: list = []
     try:
-        brokers = realkafka.start_zk_cluster(zookeeper + chroot, NODES, workdir=workdir, heap="256m",
-                                             version=realkafka.KAFKA_ZK_VERSION, overrides=SETTINGS)
+        brokers = realkafka.start_zk_cluster(
+            zookeeper + chroot, NODES, workdir=workdir, heap="256m", version=realkafka.KAFKA_ZK_VERSION,
+            overrides=SETTINGS, broker_overrides={n: {"zookeeper.connect": links[n].address + chroot} for n in NODES})
         bootstrap = ",".join(b.bootstrap for b in brokers)
         wait_for(lambda: every_broker_knows_the_cluster([b.bootstrap for b in brokers]), 60,
                  "every Kafka 3.9 broker naming all brokers and the controller")
         create_topic(bootstrap, topic, partitions)
-        return run_schedule({b.broker_id: b for b in brokers}, lambda: bootstrap, topic, partitions, faults, rate)
+        return run_schedule({b.broker_id: b for b in brokers}, links, lambda: bootstrap, topic, partitions,
+                            faults, rate)
     finally:
         realkafka.stop_all(brokers)
+        _close(links)
+
+
+def _zk_links(zookeeper: str) -> dict[int, Link]:
+    """One link per node to the ZooKeeper server (a connect string of one 127.0.0.1:port)."""
+    host, port = zookeeper.split("/", 1)[0].rsplit(":", 1)
+    return {n: Link((host, int(port))) for n in NODES}
+
+
+def _close(links: dict[int, Link]) -> None:
+    for link in links.values():
+        link.close()

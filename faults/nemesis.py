@@ -1,6 +1,6 @@
 """Runs a fault schedule against a cluster while the workload writes, then heals it, reads the
-topic back and judges. The cluster is any mapping of node id to a process handle with kill(),
-start() and proc (testsupport's BrokerProcess, scripts.realkafka's RealKafka): the same schedule
+topic back and judges it, and compares the replicas' committed bytes. The cluster is any mapping of node id to a process handle with kill(),
+start(), proc and data_dir, each reaching ZooKeeper through a Link of its own (testsupport's BrokerProcess, scripts.realkafka's RealKafka): the same schedule
 runs on wirekafka and on Kafka 3.9."""
 
 from __future__ import annotations
@@ -10,10 +10,13 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 from typing import Callable, Mapping, Protocol
 
 from faults.checkers import Verdict, judge
-from faults.schedule import KILL, PAUSE, Fault
+from faults.replicas import divergent_replicas
+from faults.proxy import Link
+from faults.schedule import KILL, PAUSE, ZK_CUT, Fault
 from faults.workload import AckingProducer, read_back
 
 log = logging.getLogger(__name__)
@@ -21,35 +24,41 @@ log = logging.getLogger(__name__)
 
 class Node(Protocol):
     proc: subprocess.Popen | None
+    data_dir: Path  # its log.dirs: partition directories are <topic>-<p> in it
 
     def kill(self) -> None: ...
     def start(self) -> object: ...
 
 
-def run_schedule(nodes: Mapping[int, Node], bootstrap: Callable[[], str], topic: str, partitions: int,
-                 faults: list[Fault], rate: float = 100.0) -> Verdict:
+def run_schedule(nodes: Mapping[int, Node], zk_links: Mapping[int, Link], bootstrap: Callable[[], str],
+                 topic: str, partitions: int, faults: list[Fault], rate: float = 100.0) -> Verdict:
     """The workload through every fault of the schedule, one at a time; the verdict on what was
-    acknowledged, after every node is back."""
+    acknowledged, after every node is back. zk_links: each node's link to ZooKeeper."""
     producer = AckingProducer(bootstrap(), topic, partitions, rate)
     producer.start()
     try:
         time.sleep(2.0)  # some acknowledgements before the first fault
         for fault in faults:
-            _inject(nodes[fault.node], fault)
+            _inject(nodes[fault.node], zk_links[fault.node], fault)
             time.sleep(fault.settle_s)
     finally:
-        for node in nodes.values():  # whatever a failed step left down comes back
+        for node_id, node in nodes.items():  # whatever a failed step left down comes back
+            zk_links[node_id].heal()
             _heal(node)
         left = producer.finish(120)
     log.info("nemesis on %s: %d acknowledged, %d failed, %d unanswered", topic, len(producer.acks),
              producer.failed, left)
-    verdict = judge(producer.acks, read_back(bootstrap(), topic, partitions, 120))
+    stored, high_watermarks = read_back(bootstrap(), topic, partitions, 120)
+    verdict = judge(producer.acks, stored)
     verdict.unacknowledged = producer.failed + left
+    for p, high_watermark in high_watermarks.items():
+        verdict.divergent += divergent_replicas({n: node.data_dir / f"{topic}-{p}" for n, node in nodes.items()},
+                                                high_watermark)
     log.info("nemesis on %s: %s", topic, verdict.row())
     return verdict
 
 
-def _inject(node: Node, fault: Fault) -> None:
+def _inject(node: Node, zk_link: Link, fault: Fault) -> None:
     assert node.proc is not None
     log.info("nemesis: %s node pid %d for %.1fs", fault.kind, node.proc.pid, fault.hold_s)
     if fault.kind == KILL:
@@ -62,6 +71,12 @@ def _inject(node: Node, fault: Fault) -> None:
             time.sleep(fault.hold_s)
         finally:
             os.kill(node.proc.pid, signal.SIGCONT)
+    elif fault.kind == ZK_CUT:
+        zk_link.cut()
+        try:
+            time.sleep(fault.hold_s)
+        finally:
+            zk_link.heal()
     else:
         raise ValueError(fault.kind)
 

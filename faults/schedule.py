@@ -9,7 +9,8 @@ from typing import Sequence
 
 KILL = "kill"  # kill -9, restarted after hold_s
 PAUSE = "pause"  # SIGSTOP for hold_s (past the ZooKeeper session: the cluster fails it over), SIGCONT
-KINDS = (KILL, PAUSE)
+ZK_CUT = "zk-cut"  # the node's link to ZooKeeper cut for hold_s (past the session): it keeps running
+KINDS = (KILL, PAUSE, ZK_CUT)
 
 
 @dataclass(frozen=True)
@@ -20,14 +21,16 @@ class Fault:
     settle_s: float  # how long the healed cluster runs before the next fault
 
 
-def make_schedule(seed: int, nodes: Sequence[int], count: int, session_timeout_s: float) -> list[Fault]:
+def make_schedule(seed: int, nodes: Sequence[int], count: int, session_timeout_s: float,
+                  kinds: Sequence[str] = KINDS) -> list[Fault]:
     """count faults, one at a time (a cluster of three with min.insync.replicas=2 keeps taking
-    acks=all writes through any one of them); a pause outlasts the ZooKeeper session so that it
-    forces a failover, and a kill is sometimes healed before the session expires (a quick restart)."""
+    acks=all writes through any one of them); a pause or a cut from ZooKeeper outlasts the
+    ZooKeeper session so that it forces a failover, and a kill is sometimes healed before the
+    session expires (a quick restart)."""
     rng = random.Random(seed)
     faults = []
     for _ in range(count):
-        kind = rng.choice(KINDS)
-        hold = session_timeout_s + rng.uniform(0.5, 2.0) if kind == PAUSE else rng.uniform(0.2, 2 * session_timeout_s)
+        kind = rng.choice(list(kinds))
+        hold = rng.uniform(0.2, 2 * session_timeout_s) if kind == KILL else session_timeout_s + rng.uniform(0.5, 2.0)
         faults.append(Fault(kind, rng.choice(list(nodes)), round(hold, 2), round(rng.uniform(2.0, 4.0), 2)))
     return faults

@@ -1,8 +1,9 @@
-"""The nemesis suite's short run (issue 34): one seeded schedule of kill -9s and pauses past the
-ZooKeeper session, under an idempotent acks=all producer, on a three-broker wirekafka cluster and
-on a three-broker Kafka 3.9.1 cluster with the same settings (faults/clusters.py). Both must end
-with every acknowledged record at its offset, no offset acknowledged twice and no value stored
-twice. `scripts/nemesis_long_run.py` runs the long schedules."""
+"""The nemesis suite's short run (issue 34): one seeded schedule of kill -9s, pauses past the
+ZooKeeper session and cuts of one broker's link to ZooKeeper, under an idempotent acks=all
+producer, on a three-broker wirekafka cluster and on a three-broker Kafka 3.9.1 cluster with the
+same settings (faults/clusters.py). Both must end with every acknowledged record at its offset,
+no offset acknowledged twice, no value stored twice, and the replicas' logs byte-identical below
+the high watermark. `scripts/nemesis_long_run.py` runs the long schedules."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from faults.schedule import make_schedule
 pytestmark = [pytest.mark.slow, pytest.mark.zookeeper, pytest.mark.timeout(420)]
 
 SEED = 20261128
-FAULTS = 4
+FAULTS = 6  # with this seed: a pause, three cuts from ZooKeeper, a pause, a kill
 PARTITIONS = 3
 
 

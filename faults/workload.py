@@ -57,8 +57,10 @@ class AckingProducer(threading.Thread):
         return self.producer.flush(timeout)
 
 
-def read_back(bootstrap: str, topic: str, partitions: int, timeout: float) -> dict[tuple[int, int], bytes]:
-    """Every record of the topic up to each partition's high watermark, by (partition, offset)."""
+def read_back(bootstrap: str, topic: str, partitions: int,
+              timeout: float) -> tuple[dict[tuple[int, int], bytes], dict[int, int]]:
+    """Every record of the topic up to each partition's high watermark, by (partition, offset),
+    and each partition's high watermark."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"nemesis-reader-{topic}",
                          "enable.auto.commit": False, "enable.partition.eof": False, "logger": _LIBRDKAFKA})
     try:
@@ -72,6 +74,6 @@ def read_back(bootstrap: str, topic: str, partitions: int, timeout: float) -> di
             for msg in consumer.consume(500, 1.0):
                 if msg.error() is None:
                     got[(msg.partition(), msg.offset())] = msg.value()
-        return got
+        return got, ends
     finally:
         consumer.close()

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """The nemesis suite's long run (issue 34): one seeded schedule of many faults (kill -9, some
-restarted before the ZooKeeper session expires; SIGSTOP past the session, then SIGCONT), one at a
-time, under an idempotent acks=all producer, on a three-broker wirekafka cluster and then on a
+restarted before the ZooKeeper session expires; SIGSTOP past the session, then SIGCONT; one
+broker's link to ZooKeeper cut past the session, then healed), one at a time, under an idempotent acks=all producer, on a three-broker wirekafka cluster and then on a
 three-broker Kafka 3.9.1 ZooKeeper-mode cluster with the same settings (faults/clusters.py), each
 on its own chroot of one real ZooKeeper. Prints one markdown table: per broker kind, the faults by
-kind, the records acknowledged, and those lost, reused or duplicated; and the wall time.
+kind, the records acknowledged, and those lost, reused or duplicated, the partitions whose replicas
+differ below the high watermark (faults/replicas.py); and the wall time.
 
     .venv/bin/python scripts/nemesis_long_run.py                         # 200 faults on both (about 1 hour)
     .venv/bin/python scripts/nemesis_long_run.py --faults 20 --no-kafka  # a shorter look at wirekafka
     .venv/bin/python scripts/nemesis_long_run.py --seed 7 --out docs/nemesis.md
+    .venv/bin/python scripts/nemesis_long_run.py --kinds kill,pause             # no ZooKeeper cuts
 
 The test command runs a short schedule of the same kind (faults/test_nemesis.py). A finding on
 Kafka is reported in its row like any other, not hidden. Exits 1 if any cluster lost, reused or
@@ -29,7 +31,7 @@ if not __package__:  # run as a file: siblings are imported as scripts.*, from t
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from faults.checkers import Verdict  # noqa: E402
 from faults.clusters import NODES, SESSION_TIMEOUT_S, on_kafka39, on_wirekafka  # noqa: E402
-from faults.schedule import KILL, Fault, make_schedule  # noqa: E402
+from faults.schedule import KILL, KINDS, Fault, make_schedule  # noqa: E402
 from scripts import zookeeper as zookeeper_launcher  # noqa: E402
 
 log = logging.getLogger("nemesis")
@@ -45,15 +47,18 @@ def table(seed: int, faults: list[Fault], rows: list[tuple[str, Verdict | str, f
     lines = [f"Seed {seed}: {len(faults)} faults, one at a time: {fault_mix(faults)}; ZooKeeper session "
              f"{SESSION_TIMEOUT_S:g} s; an idempotent acks=all producer at 100 records/s over 3 partitions "
              "(replication factor 3, min.insync.replicas=2).", "",
-             "| cluster | acknowledged | lost | reused | duplicated | unacknowledged | minutes |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| cluster | acknowledged | lost | reused | duplicated | divergent replicas | unacknowledged | minutes |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    notes: list[str] = []
     for name, verdict, seconds in rows:
         if isinstance(verdict, str):
-            lines.append(f"| {name} | failed to run: {verdict} | | | | | {seconds / 60:.1f} |")
+            lines.append(f"| {name} | failed to run: {verdict} | | | | | | {seconds / 60:.1f} |")
         else:
             lines.append(f"| {name} | {verdict.acknowledged:,} | {len(verdict.lost)} | {len(verdict.reused)} | "
-                         f"{len(verdict.duplicated)} | {verdict.unacknowledged:,} | {seconds / 60:.1f} |")
-    return "\n".join(lines) + "\n"
+                         f"{len(verdict.duplicated)} | {len(verdict.divergent)} | {verdict.unacknowledged:,} | "
+                         f"{seconds / 60:.1f} |")
+            notes.extend(f"- {name}: {finding}" for finding in verdict.divergent)
+    return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,12 +66,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=20261128)
     ap.add_argument("--faults", type=int, default=200)
     ap.add_argument("--partitions", type=int, default=3)
+    ap.add_argument("--kinds", default=",".join(KINDS), help=f"fault kinds (default {','.join(KINDS)})")
     ap.add_argument("--no-kafka", action="store_true", help="wirekafka only")
     ap.add_argument("--out", type=Path, help="also write the table to this file")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s",
                         datefmt="%H:%M:%S")
-    faults = make_schedule(args.seed, NODES, args.faults, SESSION_TIMEOUT_S)
+    faults = make_schedule(args.seed, NODES, args.faults, SESSION_TIMEOUT_S, args.kinds.split(","))
     log.info("schedule: %s", fault_mix(faults))
     runs = [("wirekafka", on_wirekafka)] + ([] if args.no_kafka else [("Kafka 3.9.1", on_kafka39)])
     rows: list[tuple[str, Verdict | str, float]] = []

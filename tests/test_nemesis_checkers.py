@@ -1,18 +1,25 @@
-"""The nemesis suite's pure parts (faults/): a seed gives one schedule, and the checkers find a
-lost, a moved, a reused and a duplicated acknowledgement."""
+"""The nemesis suite's pure parts (faults/): a seed gives one schedule, the checkers find a lost,
+a moved, a reused and a duplicated acknowledgement, and replicas that differ below the high
+watermark."""
 
 from __future__ import annotations
 
+import socket
+from pathlib import Path
+
 from faults.checkers import judge
-from faults.schedule import KILL, PAUSE, make_schedule
+from faults.proxy import Link
+from faults.replicas import committed_bytes, divergent_replicas
+from faults.schedule import KILL, PAUSE, ZK_CUT, make_schedule
+from wirekafka.protocol import records
 
 
 def test_a_seed_gives_one_schedule_and_pauses_outlast_the_session() -> None:
     first = make_schedule(7, (1, 2, 3), 20, 2.0)
     assert first == make_schedule(7, (1, 2, 3), 20, 2.0)
     assert first != make_schedule(8, (1, 2, 3), 20, 2.0)
-    assert {f.kind for f in first} == {KILL, PAUSE} and {f.node for f in first} <= {1, 2, 3}
-    assert all(f.hold_s > 2.0 for f in first if f.kind == PAUSE)
+    assert {f.kind for f in first} == {KILL, PAUSE, ZK_CUT} and {f.node for f in first} <= {1, 2, 3}
+    assert all(f.hold_s > 2.0 for f in first if f.kind in (PAUSE, ZK_CUT))
 
 
 def test_the_checkers_find_each_kind_of_loss() -> None:
@@ -27,3 +34,49 @@ def test_the_checkers_find_each_kind_of_loss() -> None:
     assert reused.reused == [(0, 1)]
     duplicated = judge(acks, {**intact, (1, 2): b"a"})
     assert duplicated.duplicated == [b"a"] and duplicated.lost == []
+
+
+def _segments(directory: Path, batches: list[bytes], roll_every: int) -> Path:
+    """A partition directory holding batches in segments of roll_every batches each."""
+    directory.mkdir(parents=True)
+    for start in range(0, len(batches), roll_every):
+        base = records.parse_header(batches[start]).base_offset
+        (directory / f"{base:020d}.log").write_bytes(b"".join(batches[start:start + roll_every]))
+    return directory
+
+
+def test_replicas_are_compared_by_their_committed_bytes_whatever_their_segments(tmp_path: Path) -> None:
+    batches = [records.build_batch([(None, b"v%d" % i, 1_700_000_000_000)], base_offset=i) for i in range(10)]
+    other = records.build_batch([(None, b"other", 1_700_000_000_000)], base_offset=5)
+    leader = _segments(tmp_path / "1" / "t-0", batches, 4)
+    follower = _segments(tmp_path / "2" / "t-0", batches, 3)  # rolled elsewhere: the same bytes
+    assert committed_bytes(leader, 8) == committed_bytes(follower, 8)
+    assert divergent_replicas({1: leader, 2: follower}, 8, timeout=0) == []
+    diverged = _segments(tmp_path / "3" / "t-0", batches[:5] + [other] + batches[6:], 10)
+    assert divergent_replicas({1: leader, 3: diverged}, 8, timeout=0) != []
+    assert divergent_replicas({1: leader, 3: diverged}, 5, timeout=0) == []  # below the divergence
+    behind = _segments(tmp_path / "4" / "t-0", batches[:6], 10)
+    assert divergent_replicas({1: leader, 4: behind}, 8, timeout=0) == ["node 4 holds offsets below 6 of 8 committed"]
+
+
+def test_a_cut_link_refuses_until_healed_and_carries_bytes_again() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as upstream:
+        link = Link(upstream.getsockname()[:2])
+        try:
+            client = socket.create_connection(("127.0.0.1", link.port), timeout=5)
+            server, _ = upstream.accept()
+            client.sendall(b"ping")
+            assert server.recv(4) == b"ping"
+            link.cut()
+            assert client.recv(4) == b""  # the connection through it is gone
+            refused = socket.create_connection(("127.0.0.1", link.port), timeout=5)
+            assert refused.recv(4) == b""  # accepted and closed at once while cut
+            link.heal()
+            again = socket.create_connection(("127.0.0.1", link.port), timeout=5)
+            server2, _ = upstream.accept()
+            server2.sendall(b"pong")
+            assert again.recv(4) == b"pong"
+            for s in (client, server, refused, again, server2):
+                s.close()
+        finally:
+            link.close()

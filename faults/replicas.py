@@ -1,0 +1,59 @@
+"""Checker: every replica's log holds the same bytes up to the high watermark.
+
+Followers store the leader's batches as they are (offsets, leader epochs and CRCs included), so
+once the faults healed and the followers caught up, the committed part of every replica's log is
+byte for byte the same, wherever each broker happened to roll its segments. A replica that kept
+a divergent tail below the high watermark, or truncated committed data, differs. Read from the
+partition directories on disk (a running broker's files, read-only), in Kafka's segment format
+for both broker kinds."""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import time
+from pathlib import Path
+from typing import Mapping
+
+_BASE_AND_LENGTH = struct.Struct(">qi")  # a batch's base offset and length (bytes after these 12)
+_LAST_OFFSET_DELTA = struct.Struct(">i")  # at byte 23 of a batch
+_HEADER = 27
+
+
+def committed_bytes(partition_dir: Path, high_watermark: int) -> tuple[bytes, int]:
+    """The bytes of the batches wholly below high_watermark, segment after segment, and the next
+    offset they reach (equal to high_watermark once the replica has all of it)."""
+    out = bytearray()
+    reached = 0
+    for segment in sorted(partition_dir.glob("*.log")):
+        data = segment.read_bytes()
+        position = 0
+        while position + _HEADER <= len(data):
+            base, length = _BASE_AND_LENGTH.unpack_from(data, position)
+            end = position + 12 + length
+            last = base + _LAST_OFFSET_DELTA.unpack_from(data, position + 23)[0]
+            if end > len(data) or last >= high_watermark:
+                return bytes(out), reached
+            out += data[position:end]
+            reached = last + 1
+            position = end
+    return bytes(out), reached
+
+
+def divergent_replicas(dirs: Mapping[int, Path], high_watermark: int, timeout: float = 60.0) -> list[str]:
+    """Differences between the replicas' committed bytes, waiting up to timeout for every replica
+    to hold all of them; [] when they are identical."""
+    deadline = time.monotonic() + timeout
+    while True:
+        held = {node: committed_bytes(d, high_watermark) for node, d in dirs.items()}
+        behind = {node: reached for node, (_, reached) in held.items() if reached < high_watermark}
+        if not behind:
+            break
+        if time.monotonic() > deadline:
+            return [f"node {node} holds offsets below {reached} of {high_watermark} committed"
+                    for node, reached in sorted(behind.items())]
+        time.sleep(0.5)
+    digests = {node: hashlib.sha256(data).hexdigest()[:16] for node, (data, _) in held.items()}
+    if len(set(digests.values())) == 1:
+        return []
+    return [f"{dirs[next(iter(dirs))].name}: committed bytes differ by node: {digests}"]

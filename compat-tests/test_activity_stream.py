@@ -28,7 +28,9 @@ from examples.activity_stream import generator, job, warehouse
 from examples.activity_stream.top_pages import latest_counts, top_pages
 from spark_support import WIREKAFKA, real_kafka, targets
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+# Three Spark driver runs (a JVM each): about 200-300 s on a quiet 2-core machine, more beside the
+# parallel half of the test command; each run is bounded by itself (_run_job).
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]
 REPO = Path(__file__).resolve().parent.parent
 TOTAL = 600  # 3 minutes of event time, 300 ms apart
 

@@ -456,6 +456,7 @@ class Bench:
 
     def run_loop_stall(self) -> None:
         """In-process on wirekafka's own classes: no broker, no Kafka column (see loop_stall)."""
+        netprobe.ensure_nofile(self.s.stall_partitions * 12 + 1024)  # up to 3 segments x 4 files each
         for f in loop_stall.run(self.s.stall_partitions, self.workdir):
             workload = f"event loop, {f.operation} over {f.partitions:,} partitions (1 ms timer)"
             self.report.set(workload, "operation, s", "wirekafka", f.seconds, "lower", 2)

@@ -159,20 +159,17 @@ class LeaderEpochCache:
     def checkpoint_work(self) -> EpochCheckpointWork | None:
         """The entries to write now, taken on the loop (run() it in a worker); None if nothing
         changed since the last work taken."""
-        if not self.dirty:
-            return None
-        self._taken_version = self._version
-        return EpochCheckpointWork(self, self._version, self.entries)
+        return self._work() if self.dirty else None
 
     def unwritten_work(self) -> EpochCheckpointWork | None:
         """The entries to write before a flush moves the recovery point: None only when the file
         already holds this version (work taken earlier may still be on its way)."""
-        if self._version <= self.written_version:
-            return None
-        self._taken_version = self._version
-        return EpochCheckpointWork(self, self._version, self.entries)
+        return self._work() if self._version > self.written_version else None
 
     def flush(self) -> None:
         """Write the entries now, on the caller's thread (shutdown, tests)."""
+        self._work().run()
+
+    def _work(self) -> EpochCheckpointWork:
         self._taken_version = self._version
-        EpochCheckpointWork(self, self._version, self.entries).run()
+        return EpochCheckpointWork(self, self._version, self.entries)

@@ -76,6 +76,21 @@ def test_isr_shrinks_after_the_lag_time_and_expands_when_caught_up(tmp_path: Pat
     assert p.isr_expansion() == frozenset({3})
 
 
+def test_a_follower_at_the_leaders_log_end_stays_in_sync_however_long_it_is_silent(tmp_path: Path) -> None:
+    """Kafka's Replica.isCaughtUp: an idle partition does not shrink its ISR; once the leader
+    writes again, a follower silent for longer than the lag time is out at once."""
+    clock = Clock()
+    p = leader(tmp_path, clock)
+    append(p, 2)
+    p.record_follower_fetch(2, 2)
+    p.record_follower_fetch(3, 2)
+    clock.now += 60
+    assert p.isr_shrink(4000) == frozenset()
+    p.record_follower_fetch(2, 2)
+    append(p, 1)
+    assert p.isr_shrink(4000) == frozenset({3})
+
+
 def test_follower_high_watermark_is_the_leaders_capped_at_its_log_end(tmp_path: Path) -> None:
     d = tmp_path / "t-0"
     p = Partition("t", 0, PartitionLog(d, LogConfig()), LeaderEpochCache(d / "leader-epoch-checkpoint"), node_id=2,

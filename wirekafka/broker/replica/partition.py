@@ -249,7 +249,7 @@ class Partition:
 
     def isr_shrink(self, lag_ms: int) -> frozenset[int]:
         """In-sync followers lagging more than lag_ms (to be recorded, then set_isr)."""
-        return self.replica_set.out_of_sync(self._now_ms(), lag_ms)
+        return self.replica_set.out_of_sync(self._now_ms(), lag_ms, self._log.log_end_offset)
 
     def append_replicated(self, batch: bytes | memoryview, header: BatchHeader) -> None:
         """A follower's copy of one of its leader's batches, offsets and epoch as they are."""

@@ -118,10 +118,14 @@ class ReplicaSet:
             low = min(low, progress.log_end_offset)
         return low
 
-    def out_of_sync(self, now_ms: int, lag_ms: int) -> frozenset[int]:
-        """In-sync followers that have not caught up for longer than lag_ms."""
-        return frozenset(r for r in self.isr if r != self.local_id
-                         and now_ms - self.followers.get(r, FollowerProgress()).last_caught_up_ms > lag_ms)
+    def out_of_sync(self, now_ms: int, lag_ms: int, leader_end: int) -> frozenset[int]:
+        """In-sync followers that have not caught up for longer than lag_ms. A follower whose log
+        end is the leader's is in sync however long ago it fetched (Kafka's Replica.isCaughtUp):
+        an idle partition keeps its ISR, and the controller drops a dead broker from it."""
+        def lagging(progress: FollowerProgress) -> bool:
+            return progress.log_end_offset != leader_end and now_ms - progress.last_caught_up_ms > lag_ms
+
+        return frozenset(r for r in self.isr if r != self.local_id and lagging(self.followers.get(r, FollowerProgress())))
 
     def caught_up(self, high_watermark: int, epoch_start: int) -> frozenset[int]:
         """Out-of-sync followers that may rejoin: they have everything up to the high watermark

@@ -1,8 +1,10 @@
 """The two kinds of cluster a schedule runs on, set up the same way: three wirekafka brokers
 (testsupport/cluster.py) or three Kafka 3.9.1 ZooKeeper-mode brokers (scripts/realkafka.py), each
-on its own chroot of one ZooKeeper, which each broker reaches through a link the nemesis can cut
-(faults/proxy.py), with the same settings, and one topic of replication factor 3
-and min.insync.replicas=2 whose partitions all have a leader and a full ISR before the first fault."""
+on its own chroot of one ZooKeeper, with the same settings, and one topic of replication factor 3
+and min.insync.replicas=2 whose partitions all have a leader and a full ISR before the first fault.
+Each broker reaches ZooKeeper through a link the nemesis can cut (faults/proxy.py), and has two
+listeners: PLAINTEXT for clients and REPLICATION (inter.broker.listener.name), which its peers
+reach through another such link: cutting it isolates the broker from the other brokers alone."""
 
 from __future__ import annotations
 
@@ -12,10 +14,11 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from faults.checkers import Verdict
-from faults.nemesis import run_schedule
+from faults.nemesis import NodeLinks, run_schedule
 from faults.proxy import Link
 from faults.schedule import Fault
 from scripts import realkafka
+from testsupport.broker_process import free_port
 from testsupport.cluster import SESSION_TIMEOUT_MS, WirekafkaCluster, every_broker_knows_the_cluster, wait_for
 
 NODES = (1, 2, 3)
@@ -25,6 +28,7 @@ SETTINGS = {"zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS), "replica.la
             "offsets.topic.num.partitions": "5", "transaction.state.log.num.partitions": "5",
             "unclean.leader.election.enable": "false"}
 SESSION_TIMEOUT_S = SESSION_TIMEOUT_MS / 1000
+REPLICA_LAG_S = int(SETTINGS["replica.lag.time.max.ms"]) / 1000
 _LOG = logging.getLogger("librdkafka")
 
 
@@ -42,10 +46,10 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 
 def on_wirekafka(workdir: Path, zookeeper: str, topic: str, partitions: int, faults: list[Fault],
                  rate: float = 100.0) -> Verdict:
-    links = _zk_links(zookeeper)
+    links = _links(zookeeper)
     cluster = WirekafkaCluster(workdir, zookeeper, overrides=SETTINGS)
-    for node, broker in cluster.brokers.items():  # each broker reaches ZooKeeper through its link
-        broker.overrides["zookeeper.connect"] = links[node].address + cluster.chroot
+    for node, broker in cluster.brokers.items():
+        broker.overrides.update(_through_links(broker.port, links[node], cluster.chroot))
     try:
         with cluster:
             create_topic(cluster.bootstrap, topic, partitions)
@@ -57,12 +61,14 @@ def on_wirekafka(workdir: Path, zookeeper: str, topic: str, partitions: int, fau
 def on_kafka39(workdir: Path, zookeeper: str, topic: str, partitions: int, faults: list[Fault],
                rate: float = 100.0) -> Verdict:
     chroot = f"/nemesis-k39-{workdir.name}"
-    links = _zk_links(zookeeper)
+    links = _links(zookeeper)
+    ports = {n: free_port() for n in NODES}
     brokers: list = []
     try:
         brokers = realkafka.start_zk_cluster(
             zookeeper + chroot, NODES, workdir=workdir, heap="256m", version=realkafka.KAFKA_ZK_VERSION,
-            overrides=SETTINGS, broker_overrides={n: {"zookeeper.connect": links[n].address + chroot} for n in NODES})
+            overrides=SETTINGS, ports=ports,
+            broker_overrides={n: _through_links(ports[n], links[n], chroot) for n in NODES})
         bootstrap = ",".join(b.bootstrap for b in brokers)
         wait_for(lambda: every_broker_knows_the_cluster([b.bootstrap for b in brokers]), 60,
                  "every Kafka 3.9 broker naming all brokers and the controller")
@@ -74,12 +80,24 @@ def on_kafka39(workdir: Path, zookeeper: str, topic: str, partitions: int, fault
         _close(links)
 
 
-def _zk_links(zookeeper: str) -> dict[int, Link]:
-    """One link per node to the ZooKeeper server (a connect string of one 127.0.0.1:port)."""
+def _links(zookeeper: str) -> dict[int, NodeLinks]:
+    """Each node's links: to the ZooKeeper server (a connect string of one 127.0.0.1:port), and
+    to its own inter-broker listener on a port picked here."""
     host, port = zookeeper.split("/", 1)[0].rsplit(":", 1)
-    return {n: Link((host, int(port))) for n in NODES}
+    return {n: NodeLinks(Link((host, int(port))), Link(("127.0.0.1", free_port()))) for n in NODES}
 
 
-def _close(links: dict[int, Link]) -> None:
+def _through_links(client_port: int, links: NodeLinks, chroot: str) -> dict[str, str]:
+    """A broker's settings for reaching ZooKeeper through its link, and being reached by its
+    peers through the other (advertised as its REPLICATION listener's address)."""
+    replication_port = links.peers.upstream[1]
+    return {"zookeeper.connect": links.zookeeper.address + chroot,
+            "listeners": f"PLAINTEXT://127.0.0.1:{client_port},REPLICATION://127.0.0.1:{replication_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{client_port},REPLICATION://{links.peers.address}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT",
+            "inter.broker.listener.name": "REPLICATION"}
+
+
+def _close(links: dict[int, NodeLinks]) -> None:
     for link in links.values():
         link.close()

@@ -1,7 +1,8 @@
 """Runs a fault schedule against a cluster while the workload writes, then heals it, reads the
-topic back and judges it, and compares the replicas' committed bytes. The cluster is any mapping of node id to a process handle with kill(),
-start(), proc and data_dir, each reaching ZooKeeper through a Link of its own (testsupport's BrokerProcess, scripts.realkafka's RealKafka): the same schedule
-runs on wirekafka and on Kafka 3.9."""
+topic back and judges it, and compares the replicas' committed bytes. The cluster is any mapping
+of node id to a process handle with kill(), start(), proc and data_dir (testsupport's
+BrokerProcess, scripts.realkafka's RealKafka), each reaching ZooKeeper, and reached by its peers,
+through links of its own: the same schedule runs on wirekafka and on Kafka 3.9."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ import os
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Protocol
 
 from faults.checkers import Verdict, judge
 from faults.replicas import divergent_replicas
 from faults.proxy import Link
-from faults.schedule import KILL, PAUSE, ZK_CUT, Fault
+from faults.schedule import KILL, PAUSE, PEER_CUT, ZK_CUT, Fault
 from faults.workload import AckingProducer, read_back
 
 log = logging.getLogger(__name__)
@@ -30,20 +32,34 @@ class Node(Protocol):
     def start(self) -> object: ...
 
 
-def run_schedule(nodes: Mapping[int, Node], zk_links: Mapping[int, Link], bootstrap: Callable[[], str],
+@dataclass(frozen=True)
+class NodeLinks:
+    zookeeper: Link  # the node's way to ZooKeeper
+    peers: Link  # the way other brokers reach the node's inter-broker listener
+
+    def heal(self) -> None:
+        self.zookeeper.heal()
+        self.peers.heal()
+
+    def close(self) -> None:
+        self.zookeeper.close()
+        self.peers.close()
+
+
+def run_schedule(nodes: Mapping[int, Node], links: Mapping[int, NodeLinks], bootstrap: Callable[[], str],
                  topic: str, partitions: int, faults: list[Fault], rate: float = 100.0) -> Verdict:
     """The workload through every fault of the schedule, one at a time; the verdict on what was
-    acknowledged, after every node is back. zk_links: each node's link to ZooKeeper."""
+    acknowledged, after every node is back and every link healed."""
     producer = AckingProducer(bootstrap(), topic, partitions, rate)
     producer.start()
     try:
         time.sleep(2.0)  # some acknowledgements before the first fault
         for fault in faults:
-            _inject(nodes[fault.node], zk_links[fault.node], fault)
+            _inject(nodes[fault.node], links[fault.node], fault)
             time.sleep(fault.settle_s)
     finally:
         for node_id, node in nodes.items():  # whatever a failed step left down comes back
-            zk_links[node_id].heal()
+            links[node_id].heal()
             _heal(node)
         left = producer.finish(120)
     log.info("nemesis on %s: %d acknowledged, %d failed, %d unanswered", topic, len(producer.acks),
@@ -58,7 +74,7 @@ def run_schedule(nodes: Mapping[int, Node], zk_links: Mapping[int, Link], bootst
     return verdict
 
 
-def _inject(node: Node, zk_link: Link, fault: Fault) -> None:
+def _inject(node: Node, links: NodeLinks, fault: Fault) -> None:
     assert node.proc is not None
     log.info("nemesis: %s node pid %d for %.1fs", fault.kind, node.proc.pid, fault.hold_s)
     if fault.kind == KILL:
@@ -71,12 +87,13 @@ def _inject(node: Node, zk_link: Link, fault: Fault) -> None:
             time.sleep(fault.hold_s)
         finally:
             os.kill(node.proc.pid, signal.SIGCONT)
-    elif fault.kind == ZK_CUT:
-        zk_link.cut()
+    elif fault.kind in (ZK_CUT, PEER_CUT):
+        link = links.zookeeper if fault.kind == ZK_CUT else links.peers
+        link.cut()
         try:
             time.sleep(fault.hold_s)
         finally:
-            zk_link.heal()
+            link.heal()
     else:
         raise ValueError(fault.kind)
 

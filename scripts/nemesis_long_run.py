@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
 """The nemesis suite's long run (issue 34): one seeded schedule of many faults (kill -9, some
 restarted before the ZooKeeper session expires; SIGSTOP past the session, then SIGCONT; one
-broker's link to ZooKeeper cut past the session, then healed), one at a time, under an idempotent acks=all producer, on a three-broker wirekafka cluster and then on a
-three-broker Kafka 3.9.1 ZooKeeper-mode cluster with the same settings (faults/clusters.py), each
-on its own chroot of one real ZooKeeper. Prints one markdown table: per broker kind, the faults by
+broker's link to ZooKeeper cut past the session, then healed; one broker cut from its peers past
+replica.lag.time.max.ms, then healed), one at a time, under an idempotent acks=all producer, on a three-broker wirekafka cluster and, at the
+same time, on a three-broker Kafka 3.9.1 ZooKeeper-mode cluster with the same settings
+(faults/clusters.py), each on its own chroot of one real ZooKeeper. Prints one markdown table: per broker kind, the faults by
 kind, the records acknowledged, and those lost, reused or duplicated, the partitions whose replicas
 differ below the high watermark (faults/replicas.py); and the wall time.
 
-    .venv/bin/python scripts/nemesis_long_run.py                         # 200 faults on both (about 1 hour)
+    .venv/bin/python scripts/nemesis_long_run.py                         # 200 faults on both (about 30 minutes)
     .venv/bin/python scripts/nemesis_long_run.py --faults 20 --no-kafka  # a shorter look at wirekafka
     .venv/bin/python scripts/nemesis_long_run.py --seed 7 --out docs/nemesis.md
-    .venv/bin/python scripts/nemesis_long_run.py --kinds kill,pause             # no ZooKeeper cuts
+    .venv/bin/python scripts/nemesis_long_run.py --kinds kill,pause             # no network cuts
 
 The test command runs a short schedule of the same kind (faults/test_nemesis.py). A finding on
 Kafka is reported in its row like any other, not hidden. Exits 1 if any cluster lost, reused or
@@ -25,12 +26,14 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 if not __package__:  # run as a file: siblings are imported as scripts.*, from the repository root
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from faults.checkers import Verdict  # noqa: E402
-from faults.clusters import NODES, SESSION_TIMEOUT_S, on_kafka39, on_wirekafka  # noqa: E402
+from faults.clusters import NODES, REPLICA_LAG_S, SESSION_TIMEOUT_S, on_kafka39, on_wirekafka  # noqa: E402
 from faults.schedule import KILL, KINDS, Fault, make_schedule  # noqa: E402
 from scripts import zookeeper as zookeeper_launcher  # noqa: E402
 
@@ -61,6 +64,21 @@ def table(seed: int, faults: list[Fault], rows: list[tuple[str, Verdict | str, f
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 
+def one_cluster(name: str, run: Callable[..., Verdict], tmp: Path, zookeeper: str, args: argparse.Namespace,
+                faults: list[Fault]) -> tuple[str, Verdict | str, float]:
+    """The whole schedule on one kind of cluster (its own ZooKeeper chroot and work dir); a run
+    that fails is a row of the table too."""
+    workdir = tmp / name.split()[0].lower()
+    workdir.mkdir()
+    started = time.monotonic()
+    try:
+        verdict: Verdict | str = run(workdir, zookeeper, f"nemesis-{args.seed}", args.partitions, faults)
+    except Exception as exc:  # noqa: BLE001 - reported in the table
+        log.exception("%s: the run failed", name)
+        verdict = f"{type(exc).__name__}: {exc}"
+    return name, verdict, time.monotonic() - started
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=20261128)
@@ -72,25 +90,16 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s",
                         datefmt="%H:%M:%S")
-    faults = make_schedule(args.seed, NODES, args.faults, SESSION_TIMEOUT_S, args.kinds.split(","))
+    faults = make_schedule(args.seed, NODES, args.faults, SESSION_TIMEOUT_S, args.kinds.split(","), REPLICA_LAG_S)
     log.info("schedule: %s", fault_mix(faults))
     runs = [("wirekafka", on_wirekafka)] + ([] if args.no_kafka else [("Kafka 3.9.1", on_kafka39)])
-    rows: list[tuple[str, Verdict | str, float]] = []
     with tempfile.TemporaryDirectory(prefix="wirekafka-nemesis-") as tmp:
         server = zookeeper_launcher.ZooKeeperServer(Path(tmp) / "zookeeper")
         server.start(timeout=60)
         try:
-            for name, run in runs:
-                workdir = Path(tmp) / name.split()[0].lower()
-                workdir.mkdir()
-                started = time.monotonic()
-                try:
-                    verdict: Verdict | str = run(workdir, server.connect_string, f"nemesis-{args.seed}",
-                                                 args.partitions, faults)
-                except Exception as exc:  # noqa: BLE001 - reported in the table
-                    log.exception("%s: the run failed", name)
-                    verdict = f"{type(exc).__name__}: {exc}"
-                rows.append((name, verdict, time.monotonic() - started))
+            with ThreadPoolExecutor(len(runs)) as pool:  # side by side: both clusters at once
+                rows = list(pool.map(lambda run: one_cluster(run[0], run[1], Path(tmp), server.connect_string,
+                                                             args, faults), runs))
         finally:
             server.stop()
     text = table(args.seed, faults, rows)

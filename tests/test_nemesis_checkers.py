@@ -10,16 +10,17 @@ from pathlib import Path
 from faults.checkers import judge
 from faults.proxy import Link
 from faults.replicas import committed_bytes, divergent_replicas
-from faults.schedule import KILL, PAUSE, ZK_CUT, make_schedule
+from faults.schedule import KILL, PAUSE, PEER_CUT, ZK_CUT, make_schedule
 from wirekafka.protocol import records
 
 
 def test_a_seed_gives_one_schedule_and_pauses_outlast_the_session() -> None:
-    first = make_schedule(7, (1, 2, 3), 20, 2.0)
-    assert first == make_schedule(7, (1, 2, 3), 20, 2.0)
-    assert first != make_schedule(8, (1, 2, 3), 20, 2.0)
-    assert {f.kind for f in first} == {KILL, PAUSE, ZK_CUT} and {f.node for f in first} <= {1, 2, 3}
+    first = make_schedule(7, (1, 2, 3), 40, 2.0, replica_lag_s=4.0)
+    assert first == make_schedule(7, (1, 2, 3), 40, 2.0, replica_lag_s=4.0)
+    assert first != make_schedule(8, (1, 2, 3), 40, 2.0, replica_lag_s=4.0)
+    assert {f.kind for f in first} == {KILL, PAUSE, ZK_CUT, PEER_CUT} and {f.node for f in first} <= {1, 2, 3}
     assert all(f.hold_s > 2.0 for f in first if f.kind in (PAUSE, ZK_CUT))
+    assert all(f.hold_s > 4.0 for f in first if f.kind == PEER_CUT)  # the ISR shrinks before the heal
 
 
 def test_the_checkers_find_each_kind_of_loss() -> None:

@@ -1,5 +1,5 @@
 """The nemesis suite's short run (issue 34): one seeded schedule of kill -9s and pauses past the
-ZooKeeper session, under an idempotent acks=all producer, on a three-broker wirekafka cluster and on a three-broker Kafka 3.9.1 cluster with the
+ZooKeeper session, then a broker cut from its peers past replica.lag.time.max.ms, under an idempotent acks=all producer, on a three-broker wirekafka cluster and on a three-broker Kafka 3.9.1 cluster with the
 same settings (faults/clusters.py). Both must end with every acknowledged record at its offset,
 no offset acknowledged twice, no value stored twice, and the replicas' logs byte-identical below
 the high watermark. `scripts/nemesis_long_run.py` runs the long schedules."""
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from faults.clusters import NODES, SESSION_TIMEOUT_S, on_kafka39, on_wirekafka
-from faults.schedule import KILL, PAUSE, make_schedule
+from faults.clusters import NODES, REPLICA_LAG_S, SESSION_TIMEOUT_S, on_kafka39, on_wirekafka
+from faults.schedule import KILL, PAUSE, PEER_CUT, make_schedule
 
 # method="thread": a client call that never returns (the signal method waits for it) ends the
 # worker with a stack dump instead of holding up the whole test command
@@ -19,7 +19,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.zookeeper, pytest.mark.timeout(420, 
 
 SEED = 20261128
 FAULTS = 4
-# Kills and pauses (with this seed: two pauses, a kill restarted within the session, a pause).
+# Kills and pauses (with this seed: two pauses, a kill restarted within the session, a pause),
+# then one broker cut from its peers (PEER_CUT).
 # ZooKeeper cuts (ZK_CUT) run in scripts/nemesis_long_run.py: with three of them in this run the
 # harness once hung after the faults on the Kafka 3.9 cluster, in a call that never returned.
 KINDS = (KILL, PAUSE)
@@ -27,7 +28,8 @@ PARTITIONS = 3
 
 
 def _schedule():
-    return make_schedule(SEED, NODES, FAULTS, SESSION_TIMEOUT_S, KINDS)
+    return (make_schedule(SEED, NODES, FAULTS, SESSION_TIMEOUT_S, KINDS)
+            + make_schedule(SEED, NODES, 1, SESSION_TIMEOUT_S, (PEER_CUT,), REPLICA_LAG_S))
 
 
 def test_wirekafka_cluster_keeps_every_acknowledged_record(tmp_path: Path, zookeeper: str):

@@ -17,14 +17,16 @@ class Verdict:
     duplicated: list[bytes] = field(default_factory=list)  # a value stored twice (idempotence broken)
     unacknowledged: int = 0  # writes that failed or were never answered (stored or not: both fine)
     divergent: list[str] = field(default_factory=list)  # replicas whose committed bytes differ (replicas.py)
+    went_back: list[str] = field(default_factory=list)  # a controller or leader epoch that decreased (epochs.py)
 
     @property
     def ok(self) -> bool:
-        return not (self.lost or self.reused or self.duplicated or self.divergent)
+        return not (self.lost or self.reused or self.duplicated or self.divergent or self.went_back)
 
     def row(self) -> str:
         return (f"acknowledged {self.acknowledged}, lost {len(self.lost)}, reused {len(self.reused)}, "
-                f"duplicated {len(self.duplicated)}, divergent replicas {len(self.divergent)}")
+                f"duplicated {len(self.duplicated)}, divergent replicas {len(self.divergent)}, "
+                f"epochs gone back {len(self.went_back)}")
 
 
 def judge(acks: list[Ack], log: dict[tuple[int, int], bytes]) -> Verdict:

@@ -1,7 +1,8 @@
 """The two kinds of cluster a schedule runs on, set up the same way: three wirekafka brokers
 (testsupport/cluster.py) or three Kafka 3.9.1 ZooKeeper-mode brokers (scripts/realkafka.py), each
 on its own chroot of one ZooKeeper, with the same settings, and one topic of replication factor 3
-and min.insync.replicas=2 whose partitions all have a leader and a full ISR before the first fault.
+and min.insync.replicas=2 whose partitions all have a leader and a full ISR before the first fault;
+the controller and leader epochs are watched in ZooKeeper throughout (faults/epochs.py).
 Each broker reaches ZooKeeper through a link the nemesis can cut (faults/proxy.py), and has two
 listeners: PLAINTEXT for clients and REPLICATION (inter.broker.listener.name), which its peers
 reach through another such link: cutting it isolates the broker from the other brokers alone."""
@@ -14,6 +15,7 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from faults.checkers import Verdict
+from faults.epochs import EpochWatch
 from faults.nemesis import NodeLinks, run_schedule
 from faults.proxy import Link
 from faults.schedule import Fault
@@ -53,7 +55,11 @@ def on_wirekafka(workdir: Path, zookeeper: str, topic: str, partitions: int, fau
     try:
         with cluster:
             create_topic(cluster.bootstrap, topic, partitions)
-            return run_schedule(cluster.brokers, links, lambda: cluster.bootstrap, topic, partitions, faults, rate)
+            with EpochWatch(zookeeper + cluster.chroot, topic, partitions) as watch:
+                verdict = run_schedule(cluster.brokers, links, lambda: cluster.bootstrap, topic, partitions, faults,
+                                       rate)
+            verdict.went_back = watch.went_back
+            return verdict
     finally:
         _close(links)
 
@@ -73,8 +79,11 @@ def on_kafka39(workdir: Path, zookeeper: str, topic: str, partitions: int, fault
         wait_for(lambda: every_broker_knows_the_cluster([b.bootstrap for b in brokers]), 60,
                  "every Kafka 3.9 broker naming all brokers and the controller")
         create_topic(bootstrap, topic, partitions)
-        return run_schedule({b.broker_id: b for b in brokers}, links, lambda: bootstrap, topic, partitions,
-                            faults, rate)
+        with EpochWatch(zookeeper + chroot, topic, partitions) as watch:
+            verdict = run_schedule({b.broker_id: b for b in brokers}, links, lambda: bootstrap, topic, partitions,
+                                   faults, rate)
+        verdict.went_back = watch.went_back
+        return verdict
     finally:
         realkafka.stop_all(brokers)
         _close(links)

@@ -50,17 +50,19 @@ def table(seed: int, faults: list[Fault], rows: list[tuple[str, Verdict | str, f
     lines = [f"Seed {seed}: {len(faults)} faults, one at a time: {fault_mix(faults)}; ZooKeeper session "
              f"{SESSION_TIMEOUT_S:g} s; an idempotent acks=all producer at 100 records/s over 3 partitions "
              "(replication factor 3, min.insync.replicas=2).", "",
-             "| cluster | acknowledged | lost | reused | duplicated | divergent replicas | unacknowledged | minutes |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| cluster | acknowledged | lost | reused | duplicated | divergent replicas | epochs gone back "
+             "| unacknowledged | minutes |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     notes: list[str] = []
     for name, verdict, seconds in rows:
         if isinstance(verdict, str):
-            lines.append(f"| {name} | failed to run: {verdict} | | | | | | {seconds / 60:.1f} |")
+            lines.append(f"| {name} | failed to run: {verdict} | | | | | | | {seconds / 60:.1f} |")
         else:
             lines.append(f"| {name} | {verdict.acknowledged:,} | {len(verdict.lost)} | {len(verdict.reused)} | "
-                         f"{len(verdict.duplicated)} | {len(verdict.divergent)} | {verdict.unacknowledged:,} | "
+                         f"{len(verdict.duplicated)} | {len(verdict.divergent)} | {len(verdict.went_back)} | "
+                         f"{verdict.unacknowledged:,} | "
                          f"{seconds / 60:.1f} |")
-            notes.extend(f"- {name}: {finding}" for finding in verdict.divergent)
+            notes.extend(f"- {name}: {finding}" for finding in verdict.divergent + verdict.went_back)
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 

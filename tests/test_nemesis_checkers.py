@@ -8,6 +8,7 @@ import socket
 from pathlib import Path
 
 from faults.checkers import judge
+from faults.epochs import EpochWatch
 from faults.proxy import Link
 from faults.replicas import committed_bytes, divergent_replicas
 from faults.schedule import KILL, PAUSE, PEER_CUT, ZK_CUT, make_schedule
@@ -81,3 +82,14 @@ def test_a_cut_link_refuses_until_healed_and_carries_bytes_again() -> None:
                 s.close()
         finally:
             link.close()
+
+
+def test_the_epoch_watch_reports_every_read_below_the_highest_epoch_seen() -> None:
+    watch = EpochWatch("127.0.0.1:1", "t", 1)  # never started: only what it makes of the values it reads
+    for value in (1, 1, 2, 5, None, 5):
+        watch._see("controller epoch", value)
+    assert watch.went_back == []
+    watch._see("controller epoch", 3)
+    watch._see("controller epoch", 4)  # still below the highest seen (5)
+    watch._see("t-0 leader epoch", 0)
+    assert watch.went_back == ["controller epoch went back from 5 to 3", "controller epoch went back from 5 to 4"]

@@ -3,16 +3,14 @@
 # unit tests, integration tests with stock clients, the conformance suite against wirekafka and
 # real Apache Kafka, the nemesis suite and the Spark tests.
 #
-# Without arguments the whole suite runs as one pytest session (about 50 minutes on 2 cores).
-# WIREKAFKA_TEST_PARALLEL=1 runs it as two pytest sessions at once instead (about 25 minutes),
-# since most of its time is tests waiting on brokers, ZooKeeper sessions and JVMs: the unit tests
-# then the conformance suite (whose version-coverage check needs the whole suite in one session),
-# beside compat-tests/ and faults/ spread over WIREKAFKA_TEST_WORKERS pytest-xdist workers (3; a
-# file's tests stay on one worker, so they share its fixtures). Ports come from one locked pool
-# (scripts/port_pool.py) and each session has its own temp dir, so nothing collides. Each
-# session's output is shown when both are done. Not the default yet: on 2 cores the parallel run
-# keeps both cores busy, and tests bounded by wall-clock time (Kafka's own ClientCompatibilityTest,
-# the Spark pipeline) have failed under that load.
+# Without arguments the whole suite runs as two pytest sessions at once, since most of its time is
+# tests waiting on brokers, ZooKeeper sessions and JVMs: the unit tests then the conformance suite
+# (whose version-coverage check needs the whole suite in one session), beside compat-tests/ and
+# faults/ spread over WIREKAFKA_TEST_WORKERS pytest-xdist workers (3; a file's tests stay on one
+# worker, so they share its fixtures). Ports come from one locked pool (scripts/port_pool.py) and
+# each session has its own temp dir, so nothing collides. Each session's output is shown when both
+# are done. WIREKAFKA_TEST_SERIAL=1 runs the whole suite as one pytest session instead (about 50
+# minutes on 2 cores, against about 25).
 # With arguments, one session runs them as pytest arguments (`./scripts/test.sh tests/`,
 # `./scripts/test.sh -m "not slow"`).
 set -euo pipefail
@@ -26,7 +24,7 @@ verdict() {  # pytest's exit status, except that collecting no test is a failure
     return "$1"
 }
 
-if [ $# -gt 0 ] || [ "${WIREKAFKA_TEST_PARALLEL:-0}" != 1 ]; then
+if [ $# -gt 0 ] || [ "${WIREKAFKA_TEST_SERIAL:-0}" = 1 ]; then
     set +e
     "$PYTHON" -m pytest -q -p no:cacheprovider "$@"
     code=$?

@@ -4,6 +4,9 @@ changed under it (discarded, nothing left behind)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -121,3 +124,17 @@ def test_dynamic_settings_restart_the_cleaner_tasks(tmp_path: Path) -> None:
             nursery.cancel_scope.cancel()
 
     trio.run(main)
+
+
+def _start_cleaner_process(broker_pid: int) -> subprocess.CompletedProcess:
+    code = ("from wirekafka.broker.replica.cleaner_scheduler import _cleaner_process_init\n"
+            f"_cleaner_process_init({broker_pid})\nprint('cleaning')")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+
+def test_a_cleaner_process_whose_broker_died_while_it_started_exits_at_once() -> None:
+    """Its parent is then no longer the broker that started it (the death signal was asked for
+    too late to fire): it must not go on writing into the broker's log dir."""
+    assert _start_cleaner_process(os.getpid()).stdout == "cleaning\n"  # started by us: it works
+    orphan = _start_cleaner_process(os.getpid() + 1_000_000)  # started by a broker that is gone
+    assert (orphan.returncode, orphan.stdout) == (1, "")

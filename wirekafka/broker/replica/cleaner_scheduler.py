@@ -40,11 +40,12 @@ from wirekafka.storage.cleaner import CHECKPOINT_FILE, CleanableRange, CleaningA
 log = logging.getLogger(__name__)
 
 
-def _cleaner_process_init() -> None:
+def _cleaner_process_init(broker_pid: int) -> None:
     """In each cleaner process: die with the broker (a kill -9 of the broker must not leave a
     process writing into its log dir), ignore Ctrl-C (the broker shuts it down), and yield the
     CPU to the broker (nice 10): cleaning is background work, and on a busy machine produce and
-    fetch latency must not pay for it."""
+    fetch latency must not pay for it. A broker killed while this process was still starting
+    (before the death signal was asked for) is seen as a new parent: the process exits at once."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.nice(CLEANER_NICENESS)
     try:
@@ -52,6 +53,8 @@ def _cleaner_process_init() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         log.debug("prctl(PR_SET_PDEATHSIG) unavailable")
+    if os.getppid() != broker_pid:
+        os._exit(1)
 
 
 _PR_SET_PDEATHSIG = 1
@@ -125,7 +128,7 @@ class LogCleaner:
         unsafe)."""
         if self.executor is None:
             self.executor = ProcessPoolExecutor(self.threads, mp_context=multiprocessing.get_context("spawn"),
-                                                initializer=_cleaner_process_init)
+                                                initializer=_cleaner_process_init, initargs=(os.getpid(),))
         return self.executor
 
     async def _cleaner_task(self, restart: trio.Event) -> None:

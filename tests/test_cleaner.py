@@ -421,3 +421,53 @@ def test_a_checkpoint_outside_the_log_restarts_from_the_log_start(tmp_path: Path
     reset = p.cleaning.cleanable_range(2, clock.ms)  # below the log start
     assert reset.checkpoint_reset and reset.first_dirty == 5
     assert not p.cleaning.cleanable_range(7, clock.ms).checkpoint_reset
+
+
+
+def _abort_across_a_roll(p: Partition, clock: Clock, seal_the_markers_segment: bool) -> None:
+    """k=v1 committed at offset 0; a transaction writes k=v2 at 1; the segment rolls (padding of
+    another key); the ABORT marker lands in the next segment, sealed by more padding or not."""
+    pid, epoch = 7, 0
+    _append(p, [(b"k", b"v1")], clock)
+    _append(p, [(b"k", b"v2")], clock, producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True)
+    _append(p, [(b"pad", b"p" * 200)], clock)
+    p.append_marker(pid, epoch, 0, commit=False, timestamp_ms=clock.ms)
+    if seal_the_markers_segment:
+        _append(p, [(b"pad", b"q" * 300)], clock)
+    bases = [s.base_offset for s in p._log.segments]
+    assert bases[:2] == [0, 2]  # the aborted data at 1, its marker at 3: two segments
+    assert (len(bases) > 2) == seal_the_markers_segment
+
+
+def _read_committed(p: Partition, key: bytes) -> list[bytes | None]:
+    """key's values as a read_committed consumer sees them: the fetch's aborted transactions'
+    batches skipped."""
+    read = p.read(0, 10**6, Isolation.READ_COMMITTED, True)
+    assert read.region is not None and read.aborted is not None
+    data = read.region.read()
+    read.region.close()
+    aborted = {(t.producer_id, t.first_offset) for t in read.aborted}
+    values = []
+    for batch in _batches_of(data):
+        header = records.parse_header(batch)
+        if header.is_control or any(pid == header.producer_id and first <= header.base_offset
+                                    for pid, first in aborted):
+            continue
+        values += [r.value for r in records.iter_records(batch) if r.key == key]
+    return values
+
+
+@pytest.mark.parametrize("seal_the_markers_segment", [False, True])
+def test_an_aborted_transaction_whose_marker_is_in_a_later_segment_is_cleaned_as_aborted(
+        tmp_path: Path, seal_the_markers_segment: bool) -> None:
+    """Kafka's collectAbortedTransactions walks on past the segments of the range it cleans until
+    it passes it: an abort is recorded in its marker's segment, which may be the active segment
+    (not cleaned) or a sealed one cleaned in its own group. Either way the committed v1 stays, the
+    aborted v2 goes, and read_committed returns v1."""
+    clock = Clock()
+    p = _open(tmp_path / "t-0", clock)
+    _abort_across_a_roll(p, clock, seal_the_markers_segment)
+    assert _read_committed(p, b"k") == [b"v1"]
+    _clean(p, clock)
+    assert [v for _, k, v in _records(p) if k == b"k"] == [b"v1"]
+    assert _read_committed(p, b"k") == [b"v1"]

@@ -314,11 +314,16 @@ class TransactionTracker:
         return False
 
 
-def aborted_between(segments: Sequence["SegmentInfo"], start: int, end: int) -> list[AbortedTxn]:
-    """Kafka's collectAbortedTransactions: the aborted transactions overlapping [start, end)."""
+def aborted_between(segments: Sequence["SegmentInfo"], start: int, end: int,
+                    later: Sequence[AbortedTxn] = ()) -> list[AbortedTxn]:
+    """Kafka's collectAbortedTransactions: the aborted transactions overlapping [start, end). An
+    abort is recorded in the segment of its marker, which may come after the range: like Kafka,
+    the walk goes on through every later segment (and `later`, the aborts recorded past the
+    round's segments), not only those of the range."""
     found = []
-    for seg in segments_between(segments, start, end):
-        found += [t for t in seg.aborted if t.last_offset >= start and t.first_offset < end]
+    walked = segments[_floor_index(segments, start):] if segments else []
+    for aborted in [seg.aborted for seg in walked] + [later]:
+        found += [t for t in aborted if t.last_offset >= start and t.first_offset < end]
     return found
 
 
@@ -365,6 +370,9 @@ class RoundPlan:
     map_bytes: int
     load_factor: float
     io_bytes_per_second: float
+    # aborts recorded in the segments after those (the active one too) of transactions that
+    # began below the first uncleanable offset: their markers came after it
+    later_aborted: tuple[AbortedTxn, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -419,6 +427,7 @@ class CleaningRound:
         self.name = plan.name
         self.dir = Path(plan.directory)
         self.segments = list(plan.segments)
+        self.later_aborted = plan.later_aborted
         self.index_interval_bytes = plan.index_interval_bytes
         self.first_dirty = plan.cleanable.first_dirty
         self.first_uncleanable = plan.cleanable.first_uncleanable
@@ -439,7 +448,7 @@ class CleaningRound:
         dirty = segments_between(self.segments, self.first_dirty, self.first_uncleanable)
         nexts = [s.base_offset for s in dirty[1:]] + [self.first_uncleanable]
         txns = TransactionTracker()
-        txns.add_aborted(aborted_between(self.segments, self.first_dirty, self.first_uncleanable))
+        txns.add_aborted(aborted_between(self.segments, self.first_dirty, self.first_uncleanable, self.later_aborted))
         for seg, next_base in zip(dirty, nexts):
             if self._map_segment(seg, next_base, txns):
                 break
@@ -513,7 +522,7 @@ class CleaningRound:
         try:
             for i, seg in enumerate(group):
                 upper = group[i + 1].base_offset if i + 1 < len(group) else seg.next_offset
-                self._txns.add_aborted(aborted_between(self.segments, seg.base_offset, upper))
+                self._txns.add_aborted(aborted_between(self.segments, seg.base_offset, upper, self.later_aborted))
                 self._clean_into(seg, cleaned)
             cleaned.seal()
             cleaned.flush()

@@ -41,10 +41,12 @@ class PartitionCleaning:
         last = {pid: LastRecord(e.batches[-1].last_offset if e.batches else None, e.epoch)
                 for pid, e in self.partition.producers.entries.items()}
         segments = [s for s in self.log.segments[:-1] if s.base_offset < cleanable.first_uncleanable]
+        later = tuple(t for s in self.log.segments[len(segments):] for t in s.txn_index.entries
+                      if t.first_offset < cleanable.first_uncleanable)
         plan = RoundPlan(f"{self.partition.topic}-{self.partition.index}", str(self.log.dir), self.log.config.index_interval_bytes,
                          cleanable, self._cleaner_config(), last, now_ms,
                          tuple(SegmentInfo.of(s, cleanable.first_dirty) for s in segments), map_bytes, load_factor,
-                         io_bytes_per_second)
+                         io_bytes_per_second, later)
         return plan, {s.base_offset: s for s in segments}
 
     def open_cleaned(self, base_offset: int) -> LogSegment:

@@ -198,3 +198,24 @@ def test_truncation_below_a_marker_reopens_the_transaction_and_drops_its_index_e
     assert (p.high_watermark, p.last_stable_offset) == (1, 0)
     assert (d / "00000000000000000000.txnindex").read_bytes() == b""
     assert _read(p, 0, Isolation.READ_COMMITTED)[1].aborted == []
+
+
+def test_a_completed_transaction_holds_the_last_stable_offset_until_its_marker_is_replicated(tmp_path: Path) -> None:
+    """Kafka's unreplicatedTxns: on a leader whose followers have not fetched the marker, a
+    failover could lose it and reopen the transaction, so the last stable offset stays at the
+    transaction's first offset until the high watermark passes the marker; it never goes back."""
+    d = tmp_path / "t-0"
+    p = Partition("t", 0, PartitionLog(d, LogConfig()), LeaderEpochCache(d / "leader-epoch-checkpoint"),
+                  node_id=1, lead=False)
+    p.make_leader(1, (1, 2), frozenset({1, 2}))  # this broker (1) leads, broker 2 follows in sync
+    _plain(p)
+    p.record_follower_fetch(2, 1)
+    first, _ = Producer(p, 7).send(2)
+    p.record_follower_fetch(2, 3)  # the transaction's data replicated: high watermark 3
+    assert (p.high_watermark, p.last_stable_offset) == (3, first)
+    marker = Producer(p, 7).end(commit=True)
+    assert p.last_stable_offset == first  # the marker is not replicated yet
+    p.record_follower_fetch(2, marker)  # the follower is still below the marker
+    assert p.last_stable_offset == first
+    p.record_follower_fetch(2, marker + 1)
+    assert p.last_stable_offset == p.high_watermark == marker + 1

@@ -152,7 +152,7 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        first_unstable = self.producers.first_unstable_offset()
+        first_unstable = self.producers.first_unstable_offset(self._high_watermark)
         if first_unstable is None:
             return self._high_watermark
         # Kafka's maybeIncrementFirstUnstableOffset: an open transaction whose first batches
@@ -356,7 +356,7 @@ class Partition:
         if index_in is not None and completed.aborted:
             index_in.txn_index.append(AbortedTxn(completed.producer_id, completed.first_offset, completed.last_offset,
                                                  self.producers.stable_offset_after(completed)))
-        self.producers.close_transaction(producer_id)
+        self.producers.close_transaction(completed, self._high_watermark)
 
     # ---- producer state and its snapshots ------------------------------------------------------
     @property

@@ -81,10 +81,23 @@ class ProducerStateTable:
     def __init__(self) -> None:
         self.entries: dict[int, ProducerEntry] = {}
         self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
+        # completed transactions whose marker the high watermark has not passed yet (Kafka's
+        # unreplicatedTxns): a failover could still lose the marker and reopen them
+        self.unreplicated: list[CompletedTxn] = []
 
-    def first_unstable_offset(self) -> int | None:
-        """First offset of the earliest open transaction: the last stable offset cannot pass it."""
-        return min(self.ongoing.values()) if self.ongoing else None
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """First offset of the earliest transaction that is open, or completed with its marker not
+        yet below the high watermark: the last stable offset cannot pass it, so it never goes back
+        after a failover (Kafka's firstUnstableOffset)."""
+        self.drop_replicated(high_watermark)
+        firsts = [t.first_offset for t in self.unreplicated] + list(self.ongoing.values())
+        return min(firsts) if firsts else None
+
+    def drop_replicated(self, high_watermark: int) -> None:
+        """Forget completed transactions whose marker is below the high watermark (Kafka's
+        onHighWatermarkUpdated)."""
+        if self.unreplicated:
+            self.unreplicated = [t for t in self.unreplicated if t.last_offset >= high_watermark]
 
     def stable_offset_after(self, completed: CompletedTxn) -> int:
         """Kafka's lastStableOffset(completedTxn): the first offset of the earliest transaction
@@ -174,13 +187,17 @@ class ProducerStateTable:
         entry.last_timestamp = timestamp
         return completed
 
-    def close_transaction(self, producer_id: int) -> None:
-        """The completed transaction no longer holds the last stable offset back."""
-        self.ongoing.pop(producer_id, None)
+    def close_transaction(self, completed: CompletedTxn, high_watermark: int) -> None:
+        """The completed transaction holds the last stable offset back only until the high
+        watermark passes its marker."""
+        self.ongoing.pop(completed.producer_id, None)
+        self.unreplicated.append(completed)
+        self.drop_replicated(high_watermark)
 
     def forget_all(self) -> None:
         self.entries.clear()
         self.ongoing.clear()
+        self.unreplicated.clear()
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> list[int]:
         """Forget producers idle for expiration_ms (never one with an open transaction); returns

@@ -110,10 +110,13 @@ class TransactionCoordinator:
             raise KafkaApiError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         return self.runtime.partition(TXN_TOPIC, index)  # NOT_COORDINATOR until the topic exists
 
-    @property
-    def coordinator_epoch(self) -> int:
-        """The epoch markers carry: the leader epoch of the transaction state partitions."""
-        return 0
+    def coordinator_epoch(self, transactional_id: str) -> int:
+        """The epoch this coordinator's markers for transactional_id carry: the leader epoch of
+        its transaction state partition here (Kafka's coordinatorEpoch, taken when the partition
+        is loaded on becoming its leader). A partition's producer state refuses a marker with an
+        older one (TRANSACTION_COORDINATOR_FENCED): a stalled former coordinator's late marker
+        cannot complete the next transaction of the same producer."""
+        return self._check_available(transactional_id).leader_epoch
 
     async def _persist(self, meta: TransactionMetadata, new: TransactionMetadata) -> None:
         """Write new as meta's next state and adopt it once replicated; meanwhile the id is
@@ -351,8 +354,9 @@ class TransactionCoordinator:
         """Markers to every partition of the transaction, then CompleteCommit/CompleteAbort."""
         meta.pending = True
         try:
+            epoch = self.coordinator_epoch(meta.transactional_id)
             for tp in sorted(meta.partitions):
-                await self._write_marker(tp, meta.producer_id, meta.producer_epoch, self.coordinator_epoch, commit)
+                await self._write_marker(tp, meta.producer_id, meta.producer_epoch, epoch, commit)
         finally:
             meta.pending = False
         done = self._copy(meta, state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,

@@ -258,9 +258,13 @@ class BrokerState:
         for p in change.became_leader:
             if self._cluster_tasks is None:
                 continue
+            # loading from now, not from when the task first runs: nothing is served from the
+            # partition before its replay (the load marks it again and clears it when done)
             if p.topic == OFFSETS_TOPIC:
+                self.groups.loading.add(p.index)
                 self._cluster_tasks.start_soon(self.groups.load_partition, p)
             elif p.topic == TXN_TOPIC:
+                self.transactions.loading.add(p.index)
                 self._cluster_tasks.start_soon(self.transactions.load_partition, p)
 
     def _open_partition(self, topic: Topic, index: int, new: bool) -> Partition:
@@ -353,9 +357,16 @@ class BrokerState:
             return ErrorCode.NONE
         return self.transactions.verify_produce(producer_id, producer_epoch, topic, index)
 
-    async def load_coordinators(self) -> None:
+    async def load_coordinators(self, *, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
         """Replay the group coordinator's topic, then the transaction coordinator's: finishing a
-        transaction's markers may settle offsets, so the groups must be loaded first."""
+        transaction's markers may settle offsets, so the groups must be loaded first. Started
+        (trio's nursery.start) once both count every partition of their topic as loading, before
+        the listeners accept: an InitProducerId served before its partition was replayed would
+        find no state and write a new one over a transaction still open in the log (Kafka answers
+        COORDINATOR_LOAD_IN_PROGRESS from start-up until the partition is loaded)."""
+        self.groups.loading.update(p.index for p in self.groups.runtime.partitions(OFFSETS_TOPIC))
+        self.transactions.loading.update(p.index for p in self.transactions.runtime.partitions(TXN_TOPIC))
+        task_status.started()
         await self.groups.load()
         await self.transactions.load()
 

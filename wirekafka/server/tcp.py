@@ -96,7 +96,7 @@ async def run_broker(config: BrokerConfig) -> None:
             if config.zookeeper_mode:
                 await background.start(state.run_cluster)
             else:
-                background.start_soon(state.load_coordinators)
+                await background.start(state.load_coordinators)
             quotas = ConnectionQuotas(state.metadata.broker_configs, state.metadata.client_quotas)
             await tls.start()  # the stores as set now, the dynamic ones included
             for source in jwks_sources:

@@ -371,6 +371,10 @@ class TransactionCoordinator:
         for meta in list(self.transactions.values()):
             if meta.state is TxnState.ONGOING and not meta.pending and now - meta.start_ms > meta.timeout_ms \
                     and self.partition_of(meta.transactional_id) not in self.loading:
+                if meta.producer_epoch >= MAX_EPOCH:  # Kafka's prepareFenceProducerEpoch refuses too
+                    log.error("cannot abort the timed-out transaction of %s: producer %d's epoch %d cannot be "
+                              "bumped to fence it", meta.transactional_id, meta.producer_id, meta.producer_epoch)
+                    continue
                 log.info("aborting transaction of %s open for %d ms (timeout %d ms)", meta.transactional_id,
                          now - meta.start_ms, meta.timeout_ms)
                 fenced = self._copy(meta, producer_epoch=meta.producer_epoch + 1,

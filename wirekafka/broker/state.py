@@ -36,7 +36,7 @@ from wirekafka.broker.metadata.broker_id import broker_id_in
 from wirekafka.broker.replication.fetcher import ReplicaFetchers
 from wirekafka.broker.quotas.client_quota_manager import ClientQuotaManagers
 from wirekafka.broker.quotas.replication_quota import ReplicationQuotas
-from wirekafka.broker.replication.markers import RemoteMarkers
+from wirekafka.broker.replication.txn_peers import TransactionPeers
 from wirekafka.broker.replication.peer_client import PeerSecurity
 from wirekafka.broker.metadata.cluster_role import ClusterMembership, ControllerRequests, RoleChange
 from wirekafka.broker.metadata.zk.backend import ZkBackend
@@ -106,10 +106,10 @@ class BrokerState:
         self.groups = GroupCoordinator(runtime)
         self.transactions = TransactionCoordinator(runtime, self._write_marker, self.metadata.allocate_producer_id)
         self.replicas.verify_transaction = self.transactions.verify_produce
-        self.markers: RemoteMarkers | None = None
+        self.txn_peers: TransactionPeers | None = None
         if self.peer_security is not None:  # ZooKeeper mode
             self.replicas.verify_transaction = self._verify_transaction
-            self.markers = RemoteMarkers(self.metadata, config, self.peer_security)
+            self.txn_peers = TransactionPeers(self.metadata, config, self.peer_security)
         self.cleaner = LogCleaner(self)
         # None without authorizer.class.name (Kafka's default: every request is allowed)
         self.authorizer = (Authorizer(parse_super_users(str(config["super.users"])),
@@ -336,8 +336,8 @@ class BrokerState:
         a cluster a partition led by another broker gets its marker through WriteTxnMarkers,
         sent to that leader as Kafka's coordinator does."""
         partition = self._local_leader(tp)
-        if self.markers is not None and partition is None:
-            code = await self.markers.write(tp, producer_id, producer_epoch, coordinator_epoch, commit)
+        if self.txn_peers is not None and partition is None:
+            code = await self.txn_peers.write(tp, producer_id, producer_epoch, coordinator_epoch, commit)
         else:
             code = await self.write_txn_marker(tp[0], tp[1], producer_id, producer_epoch, coordinator_epoch, commit)
         if code not in (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):

@@ -5,6 +5,11 @@ its transaction; they take effect with the COMMIT marker.
   partition (AddOffsetsToTxn), else Kafka's errors: INVALID_PRODUCER_ID_MAPPING, a stale epoch
   INVALID_PRODUCER_EPOCH at every version (Kafka 4 finds it when verifying the write to
   __consumer_offsets, as for a produce), a partition outside the transaction INVALID_TXN_STATE.
+- The transaction is verified by its own coordinator: this broker's, or in a cluster the broker
+  leading the transactional id's __transaction_state partition, asked with AddPartitionsToTxn v4
+  verify_only as Kafka's AddPartitionsToTxnManager asks (its answer mapped as Kafka's group
+  coordinator maps it: no coordinator COORDINATOR_NOT_AVAILABLE, an unreachable one
+  COORDINATOR_LOAD_IN_PROGRESS).
 - v3+ carries the member's generation and member id (KIP-447): a stale generation is
   ILLEGAL_GENERATION, an unknown member UNKNOWN_MEMBER_ID; generation -1 skips the check.
 - Per partition: UNKNOWN_TOPIC_OR_PARTITION for partitions that do not exist (whatever the
@@ -22,6 +27,7 @@ from wirekafka.broker.coordinator import group_records as gr
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.coordinator.groups import OFFSETS_TOPIC
+from wirekafka.broker.coordinator.transactions import TXN_TOPIC
 from wirekafka.broker.handlers.offset_commit import commit_error
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
@@ -29,16 +35,42 @@ _Topic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
 _Part = _Topic.TxnOffsetCommitResponsePartition
 
 
-def _check_transaction(ctx: RequestContext, r: TxnOffsetCommitRequest) -> ErrorCode:
-    coordinator = ctx.state.transactions
-    offsets_partition = ctx.state.groups.partition_of(r.group_id)
-    try:
-        codes = coordinator.verify_only(r.transactional_id, r.producer_id, r.producer_epoch,
-                                        [(OFFSETS_TOPIC, offsets_partition)])
-    except KafkaApiError as exc:
-        return ErrorCode.INVALID_PRODUCER_EPOCH if exc.code is ErrorCode.PRODUCER_FENCED else exc.code
-    code = next(iter(codes.values()))
-    return ErrorCode.INVALID_TXN_STATE if code is ErrorCode.TRANSACTION_ABORTABLE else code
+async def _check_transaction(ctx: RequestContext, r: TxnOffsetCommitRequest) -> ErrorCode:
+    """Is the group's offsets partition in the producer's open transaction? Asked of the
+    transaction's coordinator wherever it is: this broker's own, or in a cluster the broker
+    leading the transactional id's __transaction_state partition (Kafka's group coordinator
+    verifies through its AddPartitionsToTxnManager). The answer as a TxnOffsetCommit error."""
+    state = ctx.state
+    offsets_partition = (OFFSETS_TOPIC, state.groups.partition_of(r.group_id))
+    coordinator = _transaction_coordinator(ctx, r.transactional_id)
+    if state.txn_peers is not None and coordinator != state.node_id:
+        code = (await state.txn_peers.verify(coordinator, r.transactional_id, r.producer_id, r.producer_epoch,
+                                             [offsets_partition]))[offsets_partition]
+    else:
+        try:
+            codes = state.transactions.verify_only(r.transactional_id, r.producer_id, r.producer_epoch,
+                                                   [offsets_partition])
+        except KafkaApiError as exc:
+            return ErrorCode.INVALID_PRODUCER_EPOCH if exc.code is ErrorCode.PRODUCER_FENCED else exc.code
+        code = codes[offsets_partition]
+    return _commit_facing(code)
+
+
+def _transaction_coordinator(ctx: RequestContext, transactional_id: str) -> int:
+    """The broker leading transactional_id's partition of __transaction_state; -1 for none."""
+    topic = ctx.state.metadata.topic(TXN_TOPIC)
+    if topic is None:
+        return -1
+    return ctx.state.metadata.partition_view(topic, ctx.state.transactions.partition_of(transactional_id)).leader
+
+
+def _commit_facing(code: ErrorCode) -> ErrorCode:
+    """A verification answer as Kafka's group coordinator reports it for an offset commit
+    (maybeConvertOffsetCommitError): a partition outside the transaction is INVALID_TXN_STATE, an
+    unreachable coordinator COORDINATOR_LOAD_IN_PROGRESS (the client retries, no new lookup)."""
+    if code is ErrorCode.TRANSACTION_ABORTABLE:
+        return ErrorCode.INVALID_TXN_STATE
+    return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if code is ErrorCode.NETWORK_EXCEPTION else code
 
 
 def _refusal(ctx: RequestContext, r: TxnOffsetCommitRequest) -> ErrorCode:
@@ -112,7 +144,7 @@ async def _commit(ctx: RequestContext, r: TxnOffsetCommitRequest, valid: list[tu
     try:
         group = state.groups.offsets.validate_txn_commit(r.group_id, getattr(r, "generation_id", -1),
                                                  getattr(r, "member_id", ""), getattr(r, "group_instance_id", None))
-        error = _check_transaction(ctx, r)
+        error = await _check_transaction(ctx, r)
     except KafkaApiError as exc:
         error = exc.code
     max_metadata = state.config.int("offset.metadata.max.bytes")

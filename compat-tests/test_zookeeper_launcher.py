@@ -51,6 +51,7 @@ from conformance.cluster.legacy_admin import check_legacy_admin_znodes  # noqa: 
 from conformance.cluster.throttled_reassignment import check_throttled_reassignment  # noqa: E402
 from conformance.cluster.client_quotas import check_client_quotas  # noqa: E402
 from conformance.cluster.scram_users import check_scram_users  # noqa: E402
+from conformance.cluster.txn_offsets import check_txn_offsets_across_coordinators  # noqa: E402
 from testsupport.tls_material import make as make_tls_material  # noqa: E402
 from testsupport.oauth_provider import OAuthProvider  # noqa: E402
 from conformance.cluster.two_listeners import KerberosRealm, check_two_listeners, listener_overrides  # noqa: E402
@@ -327,6 +328,14 @@ def test_kafka39_wrong_broker_answers_name_the_leader(tmp_path):
     with _kafka39_cluster(tmp_path) as (brokers, client):
         summary = check_leader_hints(client, ",".join(b.bootstrap for b in brokers),
                                      {b.broker_id: b.bootstrap for b in brokers})
+        print(f"Kafka {brokers[0].version}: {summary}")
+
+
+def test_kafka39_offsets_sent_to_a_transaction_whose_coordinator_is_not_the_groups(tmp_path):
+    """TxnOffsetCommit across coordinators on Kafka 3.9.1: the check wirekafka's cluster passes too
+    (compat-tests/test_cluster.py)."""
+    with _kafka39_cluster(tmp_path) as (brokers, _client):
+        summary = check_txn_offsets_across_coordinators(",".join(b.bootstrap for b in brokers), brokers[0].bootstrap)
         print(f"Kafka {brokers[0].version}: {summary}")
 
 

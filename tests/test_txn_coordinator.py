@@ -12,6 +12,7 @@ import trio
 from wirekafka.broker.coordinator.transactions import MAX_EPOCH, TransactionCoordinator, TransactionMetadata
 from wirekafka.broker.coordinator.txn_records import TxnState
 from wirekafka.config.loader import build_config
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 TOPIC_PARTITION = ("orders", 0)
 
@@ -77,3 +78,33 @@ def test_the_abort_timer_leaves_a_transaction_whose_epoch_cannot_be_bumped_and_g
     assert coordinator.transactions["exhausted"].state is TxnState.ONGOING
     assert coordinator.transactions["young"].state is TxnState.COMPLETE_ABORT
     assert markers == [(TOPIC_PARTITION, 4003, 4, 0, False)]  # fenced: the abort in the next epoch
+
+
+def test_markers_that_fail_are_retried_until_every_partition_has_one_and_end_txn_succeeds() -> None:
+    """Kafka answers EndTxn once the decision is durable and its marker channel retries until
+    every partition has its marker; a partition done is not sent a second one. Before, the first
+    failure answered EndTxn with an error and left the transaction in PrepareCommit for good."""
+    markers: list[tuple] = []
+    down = {("orders", 1)}
+    coordinator = _coordinator(0, [])
+
+    async def write_marker(tp, producer_id, producer_epoch, coordinator_epoch, commit) -> None:
+        if tp in down:
+            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        markers.append(tp)
+
+    coordinator._write_marker = write_marker
+
+    async def main() -> None:
+        pid, epoch = await coordinator.init_producer_id("app", 60_000, -1, -1)
+        await coordinator.add_partitions("app", pid, epoch, [("orders", 0), ("orders", 1)])
+        await coordinator.end_txn("app", pid, epoch, commit=True)  # no error: the decision is written
+        assert coordinator.transactions["app"].state is TxnState.PREPARE_COMMIT
+        await coordinator.complete_decided()  # the leader is still away
+        assert coordinator.transactions["app"].state is TxnState.PREPARE_COMMIT
+        down.clear()
+        await coordinator.complete_decided()
+
+    trio.run(main)
+    assert coordinator.transactions["app"].state is TxnState.COMPLETE_COMMIT
+    assert markers == [("orders", 0), ("orders", 1)]

@@ -44,6 +44,9 @@ TXN_TOPIC = "__transaction_state"
 NO_PRODUCER_ID = -1
 NO_EPOCH = -1
 MAX_EPOCH = 32767  # Short.MaxValue: an epoch this high is exhausted
+# how often markers that could not be written are tried again (Kafka's marker channel resends on
+# its next poll, after retry.backoff.ms; a second here keeps a leaderless partition from spinning)
+MARKER_RETRY_S = 1.0
 TopicPartition = tuple[str, int]
 
 
@@ -171,10 +174,10 @@ class TransactionCoordinator:
 
     async def _finish_decided(self, loaded: list[TransactionMetadata]) -> None:
         """Complete the loaded transactions left in PrepareCommit or PrepareAbort: their decision
-        is durable, their markers may not all be written."""
+        is durable, their markers may not all be written (what fails now is retried later)."""
         for meta in loaded:
             if meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
-                await self._complete(meta, meta.state is TxnState.PREPARE_COMMIT)
+                await self._try_complete(meta)
 
     def unload_partition(self, index: int) -> None:
         """This broker no longer leads the partition: forget its transactional ids."""
@@ -344,19 +347,38 @@ class TransactionCoordinator:
         return base.producer_id, base.producer_epoch
 
     async def _end(self, meta: TransactionMetadata, base: TransactionMetadata, commit: bool) -> None:
-        """Write the decision (PrepareCommit/PrepareAbort), then the markers and the completion."""
+        """Write the decision (PrepareCommit/PrepareAbort), then the markers and the completion.
+        Once the decision is durable the transaction will end that way, so, as Kafka answers
+        EndTxn then, markers that cannot all be written now are left to complete_decided."""
         base.state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
         base.update_ms = self._now()
         await self._persist(meta, base)
-        await self._complete(self.transactions[meta.transactional_id], commit)
+        await self._try_complete(self.transactions[meta.transactional_id])
+
+    async def _try_complete(self, meta: TransactionMetadata) -> None:
+        try:
+            await self._complete(meta, meta.state is TxnState.PREPARE_COMMIT)
+        except KafkaApiError as exc:
+            log.info("transaction of %s: %d marker(s) left to retry (%s)", meta.transactional_id,
+                     len(meta.partitions), exc.code.name)
+
+    async def complete_decided(self) -> None:
+        """Kafka's marker channel retrying: every transaction of this coordinator whose decision
+        is written and whose markers are not all, tried again (the partitions done are dropped
+        from it, as Kafka's removePartition does, so none gets a second marker)."""
+        for meta in list(self.transactions.values()):
+            if meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT) and not meta.pending \
+                    and self.partition_of(meta.transactional_id) not in self.loading:
+                await self._try_complete(meta)
 
     async def _complete(self, meta: TransactionMetadata, commit: bool) -> None:
-        """Markers to every partition of the transaction, then CompleteCommit/CompleteAbort."""
+        """Markers to every partition of the transaction left, then CompleteCommit/CompleteAbort."""
         meta.pending = True
         try:
             epoch = self.coordinator_epoch(meta.transactional_id)
             for tp in sorted(meta.partitions):
                 await self._write_marker(tp, meta.producer_id, meta.producer_epoch, epoch, commit)
+                meta.partitions.discard(tp)
         finally:
             meta.pending = False
         done = self._copy(meta, state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
@@ -406,13 +428,10 @@ class TransactionCoordinator:
         task_status.started()
         abort_every = self.config.int("transaction.abort.timed.out.transaction.cleanup.interval.ms") / 1000
         expire_every = self.config.int("transaction.remove.expired.transaction.cleanup.interval.ms") / 1000
-        next_expiry = trio.current_time() + expire_every
-        while True:
-            await trio.sleep(abort_every)
-            await self.abort_timed_out()
-            if trio.current_time() >= next_expiry:
-                next_expiry = trio.current_time() + expire_every
-                await self.expire_transactional_ids()
+        async with trio.open_nursery() as timers:
+            timers.start_soon(_every, abort_every, self.abort_timed_out)
+            timers.start_soon(_every, expire_every, self.expire_transactional_ids)
+            timers.start_soon(_every, MARKER_RETRY_S, self.complete_decided)
 
     # ---- describe / list --------------------------------------------------------------------------
     def describe(self, transactional_id: str) -> TransactionMetadata:
@@ -453,3 +472,9 @@ def fenced_error(code: ErrorCode, version: int, first_fenced_version: int) -> Er
         return ErrorCode.INVALID_PRODUCER_EPOCH
     return code
 
+
+
+async def _every(interval_s: float, job: Callable[[], Awaitable[None]]) -> None:
+    while True:
+        await trio.sleep(interval_s)
+        await job()

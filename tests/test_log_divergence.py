@@ -10,6 +10,7 @@ import struct
 from pathlib import Path
 
 import trio
+from kafka.protocol.consumer.fetch import FetchResponse
 from kafka.protocol.consumer.offsets import OffsetForLeaderEpochResponse
 
 from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
@@ -228,3 +229,64 @@ def test_a_former_leader_that_appended_nothing_in_its_epoch_follows_again(tmp_pa
     trio.run(fetcher._truncate, fetcher.partitions[("t", 0)], truncation_step(follower, *diverged))
     assert follower.log_end_offset == 25 and follower.epochs.entries == [(0, 0)]
     assert diverging_epoch(leader, follower.epochs.latest_epoch, follower.log_end_offset) is None  # it fetches on
+
+
+# ---- a fetch answer that arrives after the partition changed role --------------------------------
+class _HeldFetch:
+    """A leader whose Fetch answer (records from offset 150, epoch 4) waits until released."""
+
+    def __init__(self) -> None:
+        self.asked = trio.Event()
+        self.release = trio.Event()
+
+    async def send(self, request, timeout_s=None):
+        self.asked.set()
+        await self.release.wait()
+        batch = bytearray(records.build_batch([(None, b"late", NOW)], base_offset=150))
+        struct.pack_into(">i", batch, 12, 4)
+        topic = FetchResponse.FetchableTopicResponse
+        return FetchResponse(version=12, throttle_time_ms=0, error_code=0, session_id=0, node_endpoints=[], responses=[
+            topic(topic="t", topic_id=None, partitions=[topic.PartitionData(
+                partition_index=0, error_code=0, high_watermark=151, last_stable_offset=151, log_start_offset=0,
+                aborted_transactions=None, preferred_read_replica=-1, records=bytes(batch))])])
+
+
+def _late_fetch_answer(tmp_path: Path, change_role) -> Partition:
+    """Fetch in epoch 4; change_role runs while the answer is on its way; then the answer lands."""
+    p = _kip279_follower(tmp_path)
+    fetcher = _fetcher(tmp_path)
+    held = _HeldFetch()
+    fetcher.client = held  # type: ignore[assignment]
+    fetcher.add(p)
+    fetcher.partitions[("t", 0)].needs_truncation = False
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(fetcher._fetch_once)
+            await held.asked.wait()
+            change_role(fetcher, p)
+            held.release.set()
+
+    trio.run(main)
+    return p
+
+
+def test_a_fetch_answer_for_a_partition_elected_meanwhile_is_dropped(tmp_path: Path):
+    """Seen in a rolling restart: the controller moved a leadership to this replica while its
+    fetch from the old leader was in flight. Appending the answer to the new leader was refused
+    with NOT_LEADER_OR_FOLLOWER, which escaped the fetcher and stopped the broker."""
+    p = _late_fetch_answer(tmp_path, lambda fetcher, p: p.make_leader(5, (1, LEADER), frozenset((1, LEADER))))
+    assert p.is_leader and p.log_end_offset == 150
+
+
+def test_a_fetch_answer_asked_in_an_older_epoch_is_dropped(tmp_path: Path):
+    def new_epoch(fetcher: LeaderFetcher, p: Partition) -> None:
+        p.make_follower(6, LEADER, (LEADER, 1), frozenset((LEADER, 1)))
+
+    p = _late_fetch_answer(tmp_path, new_epoch)
+    assert p.log_end_offset == 150
+
+
+def test_a_fetch_answer_in_the_current_epoch_is_appended(tmp_path: Path):
+    p = _late_fetch_answer(tmp_path, lambda fetcher, p: None)
+    assert p.log_end_offset == 151 and p.high_watermark == 151

@@ -53,6 +53,7 @@ class BrokerProcess:
         self.log_path = log_path or self.data_dir.parent / f"wirekafka-{self.port}.log"
         self.proc: subprocess.Popen | None = None
         self._started = False
+        self._serving = False  # the last start succeeded: an exit after it is the broker's own doing
         self.env = dict(env or {})  # added to the broker's environment (KAFKA_OPTS, say)
         # the largest file the broker may write (RLIMIT_FSIZE), None for no limit: a disk that
         # fills up, for the process alone (Python ignores SIGXFSZ, so writes fail with EFBIG)
@@ -68,6 +69,7 @@ class BrokerProcess:
         On its first start, a broker whose port was picked here moves to a new free port if the
         old one was taken meanwhile (up to ``attempts`` tries); overrides naming the old port
         (such as advertised.listeners) follow it. A restart keeps its port: clients know it."""
+        self._serving = False
         attempt = 1
         while not self._start_once(timeout):  # False only for a first start on a port picked here
             if attempt == attempts:
@@ -76,7 +78,7 @@ class BrokerProcess:
             old, self.port = self.port, free_port()
             self.overrides = {k: v.replace(f"127.0.0.1:{old}", f"127.0.0.1:{self.port}")
                               for k, v in self.overrides.items()}
-        self._started = True
+        self._started = self._serving = True
         return self
 
     def _start_once(self, timeout: float) -> bool:
@@ -144,6 +146,11 @@ class BrokerProcess:
             self.proc.kill()
             self.proc.wait()
         self._log.close()
+
+    def crashed(self) -> bool:
+        """Whether the broker, once serving, exited by itself with an error: an exception that
+        escaped it. A SIGTERM'd broker exits 0 and a killed one by its signal, so neither counts."""
+        return self._serving and self.proc is not None and (self.proc.poll() or 0) > 0
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

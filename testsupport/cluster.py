@@ -97,6 +97,9 @@ class WirekafkaCluster:
         return self
 
     def stop(self) -> None:
+        """Stop every broker; AssertionError (with its log's tail) if one had exited by itself
+        with an error meanwhile: a broker that crashed must fail its test, not just slow it."""
+        crashed = {node: b for node, b in self.brokers.items() if b.crashed()}
         for b in self.brokers.values():
             if b.alive():
                 b.stop()
@@ -105,6 +108,9 @@ class WirekafkaCluster:
             self.zk.close()
         except Exception:  # noqa: BLE001 - the session may already be gone
             pass
+        if crashed:
+            raise AssertionError("\n".join(f"broker {node} exited with {b.proc.returncode if b.proc else None}:\n"
+                                           f"{b.log_tail(80)}" for node, b in crashed.items()))
 
     def __enter__(self) -> "WirekafkaCluster":
         return self.start()

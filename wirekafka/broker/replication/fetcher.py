@@ -14,8 +14,9 @@ Before a partition's first fetch from a new leader, the follower truncates a tai
 does not have, as Kafka does since KIP-101/279: it asks the leader (OffsetForLeaderEpoch) where
 the follower's latest leader epoch ends on the leader, and cuts its log there (or at its own end
 for that epoch, whichever is lower); an answer naming an epoch the follower lacks is one round of
-several, repeated until the epochs agree (KIP-279). An answer that arrives after the partition
-changed role or epoch is dropped. Without any epoch to ask about, it truncates to its high
+several, repeated until the epochs agree (KIP-279). An answer (to either request, and to the
+ListOffsets asked when out of range) that arrives after the partition changed role or epoch is
+dropped. Without any epoch to ask about, it truncates to its high
 watermark. Each fetch carries the epoch of the follower's last batch (Fetch v12's
 last_fetched_epoch); a leader whose log parted from it there answers a diverging epoch instead of
 records, and the follower truncates by it the same way. Fetch errors: a stale or future epoch (the metadata has moved on), a leader that no
@@ -217,9 +218,19 @@ class LeaderFetcher:
         for t in response.responses:
             for pd in t.partitions:
                 f = self.partitions.get((t.topic, pd.partition_index))
-                if f is None or f not in followed:
-                    continue  # removed (or replaced) while the fetch was in flight
+                if f is None or f not in followed or not self._still_follows(f):
+                    continue  # removed, replaced or elected while the fetch (or an earlier answer's handling) waited
                 await self._handle(f, pd)
+
+    def _still_follows(self, f: Followed) -> bool:
+        """Whether f is still fetched from this leader in the epoch it was handed over in. An
+        answer to a request sent before the partition changed role or epoch is dropped (Kafka's
+        fetcher checks the partition's current leader epoch against the request's): appended to
+        a partition that leads now, it would be refused, and applied to one in a newer epoch it
+        could carry records the new leader does not have."""
+        p = f.partition
+        return (self.partitions.get((p.topic, p.index)) is f and not p.is_leader
+                and p.leader_epoch == f.leader_epoch)
 
     async def _handle(self, f: Followed, pd) -> None:
         p = f.partition
@@ -281,7 +292,7 @@ class LeaderFetcher:
                                          timestamp=EARLIEST)])])
         response = answer_of(await self.client.send(request), ListOffsetsResponse)
         earliest = response.topics[0].partitions[0]
-        if earliest.error_code != ErrorCode.NONE:
+        if earliest.error_code != ErrorCode.NONE or not self._still_follows(f):
             return
         if p.log_end_offset < earliest.offset:
             log.info("%s-%d: leader starts at %d, past our end %d: starting over", p.topic, p.index,

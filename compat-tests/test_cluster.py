@@ -37,6 +37,7 @@ from conformance.cluster.throttled_reassignment import check_throttled_reassignm
 from conformance.cluster.client_quotas import check_client_quotas
 from conformance.cluster.scram_users import check_scram_users
 from conformance.cluster.txn_offsets import check_txn_offsets_across_coordinators
+from conformance.cluster.coordinator_unavailable import check_coordinator_unavailable
 from testsupport.tls_material import make as make_tls_material
 from testsupport.oauth_provider import OAuthProvider
 from conformance.cluster.two_listeners import KerberosRealm, check_two_listeners, listener_overrides
@@ -533,6 +534,14 @@ def test_wrong_broker_answers_name_the_leader(cluster: WirekafkaCluster) -> None
     """KIP-951: Produce v10+ and Fetch v16+ answered NOT_LEADER_OR_FOLLOWER name the current
     leader and its endpoint (the same check passes on Kafka 3.9.1, test_zookeeper_launcher.py)."""
     print(check_leader_hints(cluster.zk, cluster.bootstrap, {n: b.bootstrap for n, b in cluster.brokers.items()}))
+
+
+def test_find_coordinator_while_its_internal_topic_cannot_be_created(cluster: WirekafkaCluster) -> None:
+    """With a broker down, the internal topics (replication factor 3) cannot be created: each key is
+    answered COORDINATOR_NOT_AVAILABLE (the same check passes on Kafka 3.9.1, test_zookeeper_launcher.py)."""
+    assert cluster.brokers[3].stop() == 0
+    cluster.wait_for(lambda: cluster.registered() == [1, 2], 30, "broker 3 gone from /brokers/ids")
+    print(check_coordinator_unavailable(cluster.zk, cluster.brokers[1].bootstrap, 2))
 
 
 def test_controller_answers_alter_partition(cluster: WirekafkaCluster) -> None:

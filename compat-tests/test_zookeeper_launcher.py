@@ -52,6 +52,7 @@ from conformance.cluster.throttled_reassignment import check_throttled_reassignm
 from conformance.cluster.client_quotas import check_client_quotas  # noqa: E402
 from conformance.cluster.scram_users import check_scram_users  # noqa: E402
 from conformance.cluster.txn_offsets import check_txn_offsets_across_coordinators  # noqa: E402
+from conformance.cluster.coordinator_unavailable import check_coordinator_unavailable  # noqa: E402
 from testsupport.tls_material import make as make_tls_material  # noqa: E402
 from testsupport.oauth_provider import OAuthProvider  # noqa: E402
 from conformance.cluster.two_listeners import KerberosRealm, check_two_listeners, listener_overrides  # noqa: E402
@@ -324,11 +325,16 @@ def _kafka39_cluster(tmp_path, **start_args) -> Iterator[tuple[list, KazooClient
 
 
 def test_kafka39_wrong_broker_answers_name_the_leader(tmp_path):
-    """KIP-951 on Kafka 3.9.1: the check wirekafka's cluster passes too (compat-tests/test_cluster.py)."""
-    with _kafka39_cluster(tmp_path) as (brokers, client):
+    """KIP-951 on Kafka 3.9.1, then (one broker stopped, the internal topics not created yet)
+    FindCoordinator's answers: the checks wirekafka's cluster passes too (compat-tests/test_cluster.py).
+    One cluster for both: a Kafka cluster's start is the cost."""
+    internal_rf3 = {"offsets.topic.replication.factor": "3", "transaction.state.log.replication.factor": "3"}
+    with _kafka39_cluster(tmp_path, overrides=internal_rf3) as (brokers, client):
         summary = check_leader_hints(client, ",".join(b.bootstrap for b in brokers),
                                      {b.broker_id: b.bootstrap for b in brokers})
         print(f"Kafka {brokers[0].version}: {summary}")
+        brokers[2].stop()
+        print(f"Kafka {brokers[0].version}: {check_coordinator_unavailable(client, brokers[0].bootstrap, 2)}")
 
 
 def test_kafka39_offsets_sent_to_a_transaction_whose_coordinator_is_not_the_groups(tmp_path):

@@ -4,7 +4,10 @@
   __consumer_offsets, which is created on first use. v4+ answers each of several keys.
 - Key type 1 (transaction): the leader of the transactional id's partition of
   __transaction_state, created on first use; an empty transactional id is INVALID_REQUEST.
-- A partition without a leader yet (a cluster electing one): COORDINATOR_NOT_AVAILABLE.
+- A partition without a leader yet (a cluster electing one), or an internal topic that cannot be
+  created yet (fewer live brokers than its replication factor): COORDINATOR_NOT_AVAILABLE, for
+  v4+ in the key's own entry (the generic error answer has no per-key entry: Java's producer then
+  took an empty entry for coordinator node 0 and failed its I/O thread).
 - Other key types: INVALID_REQUEST. An empty group id is a group like any other here, as in
   Kafka (JoinGroup is where it is refused).
 - error_message as Kafka sets it on success: "NONE" (v1-3, the error's name), "" (v4+).
@@ -21,7 +24,7 @@ from wirekafka.broker.context import RequestContext
 from wirekafka.broker.coordinator.groups import OFFSETS_TOPIC
 from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
 from wirekafka.broker.coordinator.transactions import TXN_TOPIC
-from wirekafka.protocol.errors import ErrorCode
+from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 GROUP, TRANSACTION = 0, 1
 NO_NODE = BrokerInfo(-1, "", -1)
@@ -36,16 +39,19 @@ async def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCo
     if refusal is not None and not ctx.authorized(AclOperation.DESCRIBE, refusal[0], key):
         return refusal[1], refusal[2], NO_NODE
     state = ctx.state
-    if key_type == TRANSACTION:
-        if not key:
-            return ErrorCode.INVALID_REQUEST, None, NO_NODE
-        await state.transactions.ensure_topic()
-        topic_name, index = TXN_TOPIC, state.transactions.partition_of(key)
-    elif key_type == GROUP:
-        await state.groups.ensure_offsets_topic()
-        topic_name, index = OFFSETS_TOPIC, state.groups.partition_of(key)
-    else:
-        return ErrorCode.INVALID_REQUEST, f"Unknown coordinator key type {key_type}", NO_NODE
+    try:
+        if key_type == TRANSACTION:
+            if not key:
+                return ErrorCode.INVALID_REQUEST, None, NO_NODE
+            await state.transactions.ensure_topic()
+            topic_name, index = TXN_TOPIC, state.transactions.partition_of(key)
+        elif key_type == GROUP:
+            await state.groups.ensure_offsets_topic()
+            topic_name, index = OFFSETS_TOPIC, state.groups.partition_of(key)
+        else:
+            return ErrorCode.INVALID_REQUEST, f"Unknown coordinator key type {key_type}", NO_NODE
+    except KafkaApiError as exc:  # the internal topic could not be created yet (too few brokers, say)
+        return exc.code, None, NO_NODE
     topic = state.metadata.topic(topic_name)
     leader = state.metadata.partition_view(topic, index).leader if topic is not None else -1
     node = next((b for b in state.metadata.brokers(ctx.listener) if b.node_id == leader), None)

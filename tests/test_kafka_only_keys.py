@@ -5,6 +5,7 @@ another value is logged as having no effect."""
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 
@@ -25,13 +26,14 @@ def test_every_key_has_a_treatment_and_none_is_also_acted_on() -> None:
 @pytest.mark.parametrize("key,value", [
     ("create.topic.policy.class.name", "com.example.Policy"),
     ("remote.log.storage.system.enable", "true"),
-    ("delegation.token.secret.key", "s3cret"),
+    ("delegation.token.secret.key", "[hidden]"),  # a secret: its value is never shown (Kafka's Password)
     ("inter.broker.protocol.version", "3.8"),
     ("group.coordinator.rebalance.protocols", "classic,consumer"),
 ])
 def test_values_wirekafka_cannot_honour_stop_startup(key: str, value: str) -> None:
-    with pytest.raises(ConfigError, match=f"{key}={value} is not available in wirekafka"):
-        build_config({key: value})
+    given = "s3cret" if value == "[hidden]" else value
+    with pytest.raises(ConfigError, match=f"{re.escape(key)}={re.escape(value)} is not available in wirekafka"):
+        build_config({key: given})
 
 
 @pytest.mark.parametrize("key,value", [("log.preallocate", "maybe"), ("metadata.log.segment.bytes", "abc"),

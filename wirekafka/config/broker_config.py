@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
 
+from wirekafka.config import sensitive
 from wirekafka.config.broker_keys import STANDARD_AUTHORIZER, ZK_AUTHORIZER, as_int, parse_list
 from wirekafka.config.listeners import (
     MECHANISM_LOGIN_MODULES,
@@ -37,6 +38,13 @@ class BrokerConfig:
 
     def __getitem__(self, key: str) -> object:
         return self.values[key]
+
+    def __repr__(self) -> str:
+        """Its settings with every secret "[hidden]": a config printed by a log line or a failing
+        test shows no password."""
+        values = {k: sensitive.HIDDEN if v is not None and sensitive.is_password(k) else v
+                  for k, v in self.values.items()}
+        return f"BrokerConfig(values={values!r}, overridden={sorted(self.overridden)!r})"
 
     @property
     def node_id(self) -> int:

@@ -354,10 +354,6 @@ INERT_KEYS: dict[str, str] = {
 }
 
 
-# Kafka's PASSWORD-typed keys: DescribeConfigs reports them sensitive, without their values.
-SENSITIVE_KEYS = frozenset({"ssl.keystore.password", "ssl.key.password", "ssl.truststore.password",
-                            "ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.truststore.certificates",
-                            "password.encoder.secret", "password.encoder.old.secret"})
 # Keys with other validators: their messages.
 CHECKED: dict[str, Callable[[object], str | None]] = {
     "compression.gzip.level": gzip_level, "compression.lz4.level": between(1, 17),

@@ -46,7 +46,8 @@ from wirekafka.config.enums import (
 )
 from wirekafka.config.listener_tls import SSL_STORE_KEYS, ListenerTls, listener_store_key
 from wirekafka.config.broker_config import BrokerConfig
-from wirekafka.config.broker_keys import BROKER_KEYS, LONG_MAX, SENSITIVE_KEYS, as_int, at_least, between, gzip_level
+from wirekafka.config.broker_keys import BROKER_KEYS, LONG_MAX, as_int, at_least, between, gzip_level
+from wirekafka.config import sensitive
 from wirekafka.config.ip_overrides import parse_csv_map
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
@@ -138,8 +139,7 @@ def is_dynamic(key: str) -> bool:
 
 def is_sensitive(key: str) -> bool:
     """Kafka's PASSWORD keys, with or without a listener prefix: never shown."""
-    found = listener_store_key(key)
-    return (found[1] if found else key) in SENSITIVE_KEYS
+    return sensitive.is_password(key)
 
 
 def check_listener_prefix(set_keys: list[str]) -> None:

@@ -5,6 +5,7 @@ or SASL listener needs (its stores, its mechanisms' JAAS modules, a GSSAPI or OA
 from __future__ import annotations
 
 import ipaddress
+import logging
 import time
 
 from wirekafka.config.broker_config import BrokerConfig
@@ -24,8 +25,16 @@ from wirekafka.security.oauth import validator as oauth_validator
 from wirekafka.security.sasl import oauthbearer as oauth
 from wirekafka.startup_errors import ConfigError
 
+log = logging.getLogger(__name__)
+
 OAUTH_LOGIN_FAILED = ("javax.security.auth.login.LoginException: An internal error occurred while retrieving token "
                       "from callback handler")
+# Kafka's default OAUTHBEARER validator takes unsigned tokens: whoever connects names the user it
+# is. Kafka says so only in its documentation; a broker that serves it says so at start-up.
+UNSIGNED_OAUTH_WARNING = ("listener %s accepts unsigned OAUTHBEARER tokens (Kafka's unsecured validator, meant for "
+                          "development): any client can log in as any user, User:admin included. For signed "
+                          "tokens set listener.name.%s.oauthbearer.sasl.server.callback.handler.class=%s "
+                          "with sasl.oauthbearer.jwks.endpoint.url")
 JAAS_MISSING = ("Could not find a 'KafkaServer' or '{listener}.KafkaServer' entry in the JAAS configuration. "
                 "System property 'java.security.auth.login.config' is {login_config}")
 
@@ -129,9 +138,11 @@ def _check_sasl_listener(cfg: BrokerConfig, listener: str) -> None:
             except oauth_login.LoginConfigError as exc:
                 raise ConfigError(str(exc)) from None
             try:
-                cfg.oauth_validator(listener)
+                secured = cfg.oauth_validator(listener)
             except (oauth_validator.ValidatorConfigError, ValueError) as exc:
                 raise ConfigError(str(exc)) from None
+            if secured is None:
+                log.warning(UNSIGNED_OAUTH_WARNING, listener, listener.lower(), oauth_validator.HANDLER_CLASS)
 
 
 def _check_distinct_ports(listeners: tuple[Listener, ...], spec: str) -> None:

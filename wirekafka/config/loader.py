@@ -29,6 +29,7 @@ from wirekafka.config.broker_keys import (
 )
 from wirekafka.config.ip_overrides import parse_ip_overrides
 from wirekafka.config.listener_checks import check_listeners
+from wirekafka.config.sensitive import HIDDEN, is_password, shown
 from wirekafka.security.oauth import token_login as oauth_login
 from wirekafka.security.oauth import validator as oauth_validator
 from wirekafka.security.principal import SslPrincipalMapper
@@ -79,7 +80,7 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
             try:
                 values[key] = AUTHORIZER_KEYS[key][0](raw)
             except ValueError as exc:
-                raise ConfigError(f"invalid value {raw!r} for {key}: {exc}") from exc
+                raise ConfigError(f"invalid value {_quoted(key, raw)} for {key}: {exc}") from exc
             continue
         if key.startswith(ACL_ZOOKEEPER_PREFIX):
             values[key] = raw.strip()  # AclAuthorizer's own ZooKeeper client settings (_check_authorizer)
@@ -95,7 +96,7 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
                 if broker_spec is not None:
                     broker_spec[0](raw)
             except ValueError as exc:
-                raise ConfigError(f"invalid value {raw!r} for {key}: {exc}") from exc
+                raise ConfigError(f"invalid value {_quoted(key, raw)} for {key}: {exc}") from exc
             values[key.lower()] = raw  # a listener's own SASL setting (listener.name.<l>.<...>)
             continue
         # kept as given for their readers: the secured OAUTHBEARER validator and login, the
@@ -106,7 +107,7 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
                 if kind is not None:
                     kafka_only_keys.parse_as(kind, raw)
             except ValueError as exc:
-                raise ConfigError(f"Invalid value {raw} for configuration {key}: {exc}") from None
+                raise ConfigError(f"Invalid value {shown(key, raw)} for configuration {key}: {exc}") from None
             values[key] = raw.strip()
             continue
         if spec is None and key in kafka_only_keys.KEYS:
@@ -118,9 +119,9 @@ def build_config(props: Mapping[str, str]) -> BrokerConfig:
         try:
             values[key] = spec[0](raw)
         except ValueError as exc:
-            raise ConfigError(f"invalid value {raw!r} for {key}: {exc}") from exc
+            raise ConfigError(f"invalid value {_quoted(key, raw)} for {key}: {exc}") from exc
         if key in INERT_KEYS and values[key] != spec[1]:
-            log.warning("%s=%s has no effect in wirekafka: %s", key, raw, INERT_KEYS[key])
+            log.warning("%s=%s has no effect in wirekafka: %s", key, shown(key, raw), INERT_KEYS[key])
     cfg = BrokerConfig(values, _given_keys(props))
     _check(cfg, props)
     return cfg
@@ -131,7 +132,7 @@ def _check(cfg: BrokerConfig, props: Mapping[str, str]) -> None:
     if not cfg.zookeeper_mode:
         for key in sorted(k for k in props if k.startswith("zookeeper.") and k in cfg.values):
             log.warning("%s=%s has no effect in wirekafka: there is no ZooKeeper without zookeeper.connect",
-                        key, props[key])
+                        key, shown(key, props[key]))
     check_listeners(cfg)
     if cfg.int("message.max.bytes") <= 0:
         raise ConfigError("message.max.bytes must be > 0")
@@ -186,13 +187,13 @@ def _accept_kafka_only(key: str, raw: str) -> None:
     try:
         value = kafka_only_keys.parse(key, raw)
     except ValueError as exc:
-        raise ConfigError(f"Invalid value {raw} for configuration {key}: {exc}") from None
+        raise ConfigError(f"Invalid value {shown(key, raw)} for configuration {key}: {exc}") from None
     if kafka_only_keys.is_default(key, value):
         return
     kind, reason = kafka_only_keys.treatment(key)
     if kind == kafka_only_keys.REFUSED:
-        raise ConfigError(f"{key}={raw} is not available in wirekafka: {reason}")
-    log.warning("%s=%s has no effect in wirekafka: %s", key, raw, reason)
+        raise ConfigError(f"{key}={shown(key, raw)} is not available in wirekafka: {reason}")
+    log.warning("%s=%s has no effect in wirekafka: %s", key, shown(key, raw), reason)
 
 
 def _check_authorizer(cfg: BrokerConfig) -> None:
@@ -231,7 +232,12 @@ def _check_acl_zookeeper(cfg: BrokerConfig) -> None:
     for key in sorted(k for k in cfg.values if k.startswith(ACL_ZOOKEEPER_PREFIX)):
         if key not in (ACL_ZOOKEEPER_PREFIX + "url", ACL_ZOOKEEPER_PREFIX + "ssl.client.enable"):
             log.warning("%s=%s has no effect in wirekafka: ACLs are read and written through the broker's own "
-                        "ZooKeeper session", key, cfg.values[key])
+                        "ZooKeeper session", key, shown(key, cfg.values[key]))
+
+
+def _quoted(key: str, raw: str) -> str:
+    """A value as start-up errors quote it (repr), a secret as "[hidden]"."""
+    return HIDDEN if is_password(key) else repr(raw)
 
 
 def _given_keys(props: Mapping[str, str]) -> frozenset[str]:

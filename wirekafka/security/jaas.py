@@ -103,8 +103,8 @@ def parse_file(text: str) -> dict[str, list[LoginModule]]:
     while i < len(tokens):
         name = _value(tokens[i])
         if name is None or i + 1 >= len(tokens) or tokens[i + 1][0] != "{":
-            raise JaasError(f"Configuration Error: expected a login configuration name and '{{', found "
-                            f"{tokens[i][1]!r}")
+            found = "a quoted value" if tokens[i][0] == "string" else repr(tokens[i][1])  # maybe a password
+            raise JaasError(f"Configuration Error: expected a login configuration name and '{{', found {found}")
         modules, i = _modules(tokens, i + 2, "}")
         if i + 1 >= len(tokens) or tokens[i + 1][0] != ";":
             raise JaasError(f"Configuration Error: expected ';' after the '}}' of {name}")

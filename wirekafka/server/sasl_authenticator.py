@@ -16,6 +16,8 @@ Any other request during the handshake fails the connection without an answer; d
 authenticate step Kafka answers it with ILLEGAL_SASL_STATE first (here for APIs whose response
 has a top-level error code; others fail without an answer). A failed connection is closed after
 connection.failed.authentication.delay.ms, its answer (if any) sent then, as Kafka delays it.
+A token that fails in a way no check foresaw takes the same path (Kafka's generic refusal, one
+warning line, no traceback) rather than the connection's catch-all, which would skip the delay.
 
 GSSAPI (Kerberos, RFC 4752) runs its tokens through protocol/sasl_gssapi.py over MIT's acceptor
 (gssapi_binding.py) with the listener's keytab (kerberos_login.py); the principal is the client's
@@ -74,6 +76,7 @@ MIN_REAUTH_INTERVAL_S = 1.0  # Kafka re-authenticates a connection at most once 
 # Kerberos errors Kafka's server treats as transient (KerberosError: client not yet valid, ticket
 # not yet valid, replay): the connection closes without an answer and the client retries
 TRANSIENT_KERBEROS_ERRORS = (21, 33, 34)
+MAX_LOGGED_REASON = 300  # characters of a refusal's reason in its log line
 
 
 @dataclass(frozen=True)
@@ -276,6 +279,12 @@ class SaslServerAuthenticator:
                            f"{self.mechanism}", str(exc)) from None
         except (PlainAuthenticationError, ScramFailure, oauth.Refused) as exc:  # GenericFailure is a ScramFailure
             raise _Refused(str(exc), str(exc)) from None
+        except (oauth.Dropped, _Dropped):  # Kafka's own unexpected failures: closed unanswered, as Kafka does
+            raise
+        except Exception as exc:  # a token no check foresaw: refused as any bad token, not a crash per attempt
+            stage = "re-authentication" if self._previous is not None else "authentication"
+            raise _Refused(f"Authentication failed during {stage} due to invalid credentials with SASL mechanism "
+                           f"{self.mechanism}", f"unexpected {type(exc).__name__}: {exc}", unexpected=True) from None
 
     def _session_ms(self) -> int:
         """The session's lifetime: connections.max.reauth.ms for the mechanism (0: none); an
@@ -302,11 +311,12 @@ class SaslServerAuthenticator:
                 raise _Refused(message, message)
         except _Refused as refused:
             if header is None:  # a bare token has no error answer
-                return self._failed(refused.reason)
+                return self._failed(refused.reason, unexpected=refused.unexpected)
             answer = SaslAuthenticateResponse(version=header.api_version, error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
                                               error_message=refused.message, auth_bytes=b"", session_lifetime_ms=0)
             return self._failed(refused.reason, codec.encode_response(SASL_AUTHENTICATE, header.api_version,
-                                                                      header.correlation_id, answer))
+                                                                      header.correlation_id, answer),
+                                refused.unexpected)
         lifetime_ms = 0
         if principal is not None:
             self.principal, self.state, self._previous = principal, _State.COMPLETE, None
@@ -321,8 +331,13 @@ class SaslServerAuthenticator:
                                           auth_bytes=answer_bytes or b"", session_lifetime_ms=lifetime_ms)
         return Step(reply=codec.encode_response(SASL_AUTHENTICATE, header.api_version, header.correlation_id, answer))
 
-    def _failed(self, reason: str, reply: bytes | None = None) -> Step:
-        log.info("failed authentication with %s (%s)", self.peer, reason)
+    def _failed(self, reason: str, reply: bytes | None = None, unexpected: bool = False) -> Step:
+        """Every refusal's one path: one log line (a warning when no check foresaw the token, so a
+        gap in the checks is seen), then the connection's failure delay, answer and close."""
+        if len(reason) > MAX_LOGGED_REASON:  # a reason may quote the client's message, up to the frame limit
+            reason = reason[:MAX_LOGGED_REASON] + "..."
+        log.log(logging.WARNING if unexpected else logging.INFO, "failed authentication with %s (%s)", self.peer,
+                reason)
         return Step(reply=reply, fail=True)
 
 
@@ -333,9 +348,9 @@ class _Dropped(Exception):
 class _Refused(Exception):
     """A token that does not authenticate: message for the client, reason for the log."""
 
-    def __init__(self, message: str, reason: str) -> None:
+    def __init__(self, message: str, reason: str, unexpected: bool = False) -> None:
         super().__init__(message)
-        self.message, self.reason = message, reason
+        self.message, self.reason, self.unexpected = message, reason, unexpected
 
 
 def _illegal_state_answer(header: codec.RequestHeader) -> bytes | None:

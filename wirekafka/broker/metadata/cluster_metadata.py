@@ -32,7 +32,7 @@ from wirekafka.security.scram_store import ScramCredentials
 from wirekafka.config.broker_config import BrokerConfig
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.security.sasl.scram import ScramCredential
-from wirekafka.storage import checkpoint
+from wirekafka.security.private_file import write_private
 
 log = logging.getLogger(__name__)
 
@@ -290,12 +290,12 @@ class LocalMetadata(TopicIndex):
 
     def save(self) -> None:
         """Write the topics file now (start-up and shutdown, when nothing else runs)."""
-        checkpoint.atomic_write(self.path, self._snapshot())
+        write_private(self.path, self._snapshot())
 
     async def _persist(self) -> None:
         """Write the newest state in a worker; the lock keeps an older snapshot from landing last."""
         async with self._save_lock:
-            await trio.to_thread.run_sync(checkpoint.atomic_write, self.path, self._snapshot())
+            await trio.to_thread.run_sync(write_private, self.path, self._snapshot())
 
     def _snapshot(self) -> str:
         data = {

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -36,6 +37,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric import ec
 from jwt import PyJWK, PyJWTError
 from jwt.algorithms import get_default_algorithms
+
+from wirekafka.security import bounded_json
 
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]*")
 _HASHES = ("256", "384", "512")
@@ -117,7 +120,7 @@ def _public_key(member: dict[str, Any]) -> Any:
 def parse_jwks(text: str | bytes) -> tuple[Jwk, ...]:
     """A JWKS document's keys. Raises ValueError for a document that is not a JWKS; a key of a
     type or curve jose4j would not know is left out, as jose4j leaves it out."""
-    document = json.loads(text)
+    document = bounded_json.parse(json.loads, text)
     if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
         raise ValueError("a JWKS is a JSON object with a 'keys' list")
     keys = []
@@ -196,7 +199,8 @@ def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _json_part(part: str, what: str) -> dict[str, Any]:
     try:
-        value = json.loads(_b64decode(part, what).decode("utf-8"), object_pairs_hook=_unique_members)
+        value = bounded_json.parse(functools.partial(json.loads, object_pairs_hook=_unique_members),
+                                   _b64decode(part, what).decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidJwt(f"the {what} is not base64url JSON ({exc})") from None
     if not isinstance(value, dict):

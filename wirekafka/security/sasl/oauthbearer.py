@@ -35,6 +35,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol
 
+from wirekafka.security import bounded_json
+
 log = logging.getLogger(__name__)
 
 MECHANISM = "OAUTHBEARER"
@@ -132,7 +134,8 @@ def decode_part(part: str) -> dict[str, Any]:
         text = raw.decode("utf-8").lstrip(" \t\r\n")
         if not text:
             return {}
-        value, _ = json.JSONDecoder(parse_constant=_no_constant).raw_decode(text)  # trailing text ignored
+        decoder = json.JSONDecoder(parse_constant=_no_constant)
+        value = bounded_json.parse(lambda t: decoder.raw_decode(t)[0], text)  # trailing text ignored
     except (UnicodeDecodeError, ValueError):
         raise IllegalToken("malformed JSON") from None
     if not isinstance(value, dict):

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from faults.copy_job import CopyRun
 
 Ack = tuple[int, int, bytes]  # partition, offset, value
 
@@ -18,15 +22,50 @@ class Verdict:
     unacknowledged: int = 0  # writes that failed or were never answered (stored or not: both fine)
     divergent: list[str] = field(default_factory=list)  # replicas whose committed bytes differ (replicas.py)
     went_back: list[str] = field(default_factory=list)  # a controller or leader epoch that decreased (epochs.py)
+    copy: "CopyVerdict | None" = None  # the transactional copy job's output, when it ran
 
     @property
     def ok(self) -> bool:
-        return not (self.lost or self.reused or self.duplicated or self.divergent or self.went_back)
+        return not (self.lost or self.reused or self.duplicated or self.divergent or self.went_back
+                    or (self.copy is not None and not self.copy.ok))
 
     def row(self) -> str:
         return (f"acknowledged {self.acknowledged}, lost {len(self.lost)}, reused {len(self.reused)}, "
                 f"duplicated {len(self.duplicated)}, divergent replicas {len(self.divergent)}, "
-                f"epochs gone back {len(self.went_back)}")
+                f"epochs gone back {len(self.went_back)}" + ("" if self.copy is None else f"; {self.copy.row()}"))
+
+
+@dataclass
+class CopyVerdict:
+    """The copy job's output read with read_committed, against the input it copied: each input
+    record exactly once, and nothing else (an aborted record read back would show as a copy too
+    many, or as one the input never had). `job` is what the job itself reported."""
+
+    copied: int = 0
+    missing: list[bytes] = field(default_factory=list)
+    duplicated: list[bytes] = field(default_factory=list)
+    foreign: list[bytes] = field(default_factory=list)
+    job: "CopyRun | None" = None
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.duplicated or self.foreign)
+
+    def row(self) -> str:
+        job = "" if self.job is None else (
+            f" in {self.job.commits} transactions ({self.job.random_aborts} aborted on purpose, "
+            f"{self.job.aborts} after an error, {self.job.restarts} producers replaced)")
+        return (f"copied {self.copied}{job}, missing {len(self.missing)}, duplicated {len(self.duplicated)}, "
+                f"foreign {len(self.foreign)}")
+
+
+def judge_copy(inputs: list[bytes], output: list[bytes], job: "CopyRun | None" = None) -> CopyVerdict:
+    """Exactly once: every input value in the output once, no other value there."""
+    counts = Counter(output)
+    wanted = set(inputs)
+    return CopyVerdict(copied=len(output), missing=sorted(wanted - counts.keys()),
+                       duplicated=sorted(v for v, n in counts.items() if n > 1),
+                       foreign=sorted(counts.keys() - wanted), job=job)
 
 
 def judge(acks: list[Ack], log: dict[tuple[int, int], bytes]) -> Verdict:

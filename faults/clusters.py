@@ -1,7 +1,8 @@
 """The two kinds of cluster a schedule runs on, set up the same way: three wirekafka brokers
 (testsupport/cluster.py) or three Kafka 3.9.1 ZooKeeper-mode brokers (scripts/realkafka.py), each
 on its own chroot of one ZooKeeper, with the same settings, and one topic of replication factor 3
-and min.insync.replicas=2 whose partitions all have a leader and a full ISR before the first fault;
+and min.insync.replicas=2 whose partitions all have a leader and a full ISR before the first fault
+(and, when the transactional copy job runs, its output topic made the same way);
 the controller and leader epochs are watched in ZooKeeper throughout (faults/epochs.py).
 Each broker reaches ZooKeeper through a link the nemesis can cut (faults/proxy.py), and has two
 listeners: PLAINTEXT for clients and REPLICATION (inter.broker.listener.name), which its peers
@@ -15,6 +16,7 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from faults.checkers import Verdict
+from faults.copy_job import CopyJob
 from faults.epochs import EpochWatch
 from faults.nemesis import NodeLinks, run_schedule
 from faults.proxy import Link
@@ -47,17 +49,17 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 
 
 def on_wirekafka(workdir: Path, zookeeper: str, topic: str, partitions: int, faults: list[Fault],
-                 rate: float = 100.0) -> Verdict:
+                 rate: float = 100.0, copy: bool = False) -> Verdict:
     links = _links(zookeeper)
     cluster = WirekafkaCluster(workdir, zookeeper, overrides=SETTINGS)
     for node, broker in cluster.brokers.items():
         broker.overrides.update(_through_links(broker.port, links[node], cluster.chroot))
     try:
         with cluster:
-            create_topic(cluster.bootstrap, topic, partitions)
+            copier = _create_topics(cluster.bootstrap, topic, partitions, copy, workdir)
             with EpochWatch(zookeeper + cluster.chroot, topic, partitions) as watch:
                 verdict = run_schedule(cluster.brokers, links, lambda: cluster.bootstrap, topic, partitions, faults,
-                                       rate)
+                                       rate, copier)
             verdict.went_back = watch.went_back
             return verdict
     finally:
@@ -65,7 +67,7 @@ def on_wirekafka(workdir: Path, zookeeper: str, topic: str, partitions: int, fau
 
 
 def on_kafka39(workdir: Path, zookeeper: str, topic: str, partitions: int, faults: list[Fault],
-               rate: float = 100.0) -> Verdict:
+               rate: float = 100.0, copy: bool = False) -> Verdict:
     chroot = f"/nemesis-k39-{workdir.name}"
     links = _links(zookeeper)
     ports = {n: free_port() for n in NODES}
@@ -78,15 +80,24 @@ def on_kafka39(workdir: Path, zookeeper: str, topic: str, partitions: int, fault
         bootstrap = ",".join(b.bootstrap for b in brokers)
         wait_for(lambda: every_broker_knows_the_cluster([b.bootstrap for b in brokers]), 60,
                  "every Kafka 3.9 broker naming all brokers and the controller")
-        create_topic(bootstrap, topic, partitions)
+        copier = _create_topics(bootstrap, topic, partitions, copy, workdir)
         with EpochWatch(zookeeper + chroot, topic, partitions) as watch:
             verdict = run_schedule({b.broker_id: b for b in brokers}, links, lambda: bootstrap, topic, partitions,
-                                   faults, rate)
+                                   faults, rate, copier)
         verdict.went_back = watch.went_back
         return verdict
     finally:
         realkafka.stop_all(brokers)
         _close(links)
+
+
+def _create_topics(bootstrap: str, topic: str, partitions: int, copy: bool, workdir: Path) -> CopyJob | None:
+    """The workload's topic; with copy, the copy job's output topic too, and the job (not started)."""
+    create_topic(bootstrap, topic, partitions)
+    if not copy:
+        return None
+    create_topic(bootstrap, f"{topic}-copy", partitions)
+    return CopyJob(bootstrap, topic, f"{topic}-copy", workdir / "copy-job.log")
 
 
 def _links(zookeeper: str) -> dict[int, NodeLinks]:

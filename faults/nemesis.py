@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Protocol
 
-from faults.checkers import Verdict, judge
+from faults.checkers import Verdict, judge, judge_copy
+from faults.copy_job import CopyJob
 from faults.replicas import divergent_replicas
 from faults.proxy import Link
 from faults.schedule import KILL, PAUSE, PEER_CUT, ZK_CUT, Fault
-from faults.workload import AckingProducer, read_back
+from faults.workload import AckingProducer, read_back, read_committed
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +48,15 @@ class NodeLinks:
 
 
 def run_schedule(nodes: Mapping[int, Node], links: Mapping[int, NodeLinks], bootstrap: Callable[[], str],
-                 topic: str, partitions: int, faults: list[Fault], rate: float = 100.0) -> Verdict:
+                 topic: str, partitions: int, faults: list[Fault], rate: float = 100.0,
+                 copier: CopyJob | None = None) -> Verdict:
     """The workload through every fault of the schedule, one at a time; the verdict on what was
-    acknowledged, after every node is back and every link healed."""
+    acknowledged, after every node is back and every link healed. With a copier (a transactional
+    job copying the topic into one of as many partitions), its copy is judged exactly-once."""
     producer = AckingProducer(bootstrap(), topic, partitions, rate)
     producer.start()
+    if copier is not None:
+        copier.start()
     try:
         time.sleep(2.0)  # some acknowledgements before the first fault
         for fault in faults:
@@ -62,11 +67,19 @@ def run_schedule(nodes: Mapping[int, Node], links: Mapping[int, NodeLinks], boot
             links[node_id].heal()
             _heal(node)
         left = producer.finish(120)
-    log.info("nemesis on %s: %d acknowledged, %d failed, %d unanswered", topic, len(producer.acks),
-             producer.failed, left)
-    stored, high_watermarks = read_back(bootstrap(), topic, partitions, 120)
+        log.info("nemesis on %s: %d acknowledged, %d failed, %d unanswered", topic, len(producer.acks),
+                 producer.failed, left)
+        try:
+            stored, high_watermarks = read_back(bootstrap(), topic, partitions, 120)
+            copied = copier.finish(high_watermarks, 300) if copier is not None else None
+        finally:
+            if copier is not None:
+                copier.stop()
     verdict = judge(producer.acks, stored)
     verdict.unacknowledged = producer.failed + left
+    if copier is not None and copied is not None:
+        verdict.copy = judge_copy(list(stored.values()), read_committed(bootstrap(), copier.sink, partitions, 120),
+                                  copied)
     for p, high_watermark in high_watermarks.items():
         verdict.divergent += divergent_replicas({n: node.data_dir / f"{topic}-{p}" for n, node in nodes.items()},
                                                 high_watermark)

@@ -2,7 +2,9 @@
 ZooKeeper session, then a broker cut from its peers past replica.lag.time.max.ms, under an idempotent acks=all producer, on a three-broker wirekafka cluster and on a three-broker Kafka 3.9.1 cluster with the
 same settings (faults/clusters.py). Both must end with every acknowledged record at its offset,
 no offset acknowledged twice, no value stored twice, and the replicas' logs byte-identical below
-the high watermark. `scripts/nemesis_long_run.py` runs the long schedules."""
+the high watermark; meanwhile a transactional job copies the topic into another, with its offsets
+sent to each transaction, and the copy read with read_committed holds every input record exactly
+once. `scripts/nemesis_long_run.py` runs the long schedules."""
 
 from __future__ import annotations
 
@@ -33,13 +35,15 @@ def _schedule():
 
 
 def test_wirekafka_cluster_keeps_every_acknowledged_record(tmp_path: Path, zookeeper: str):
-    verdict = on_wirekafka(tmp_path, zookeeper, f"nemesis-{SEED}", PARTITIONS, _schedule())
+    verdict = on_wirekafka(tmp_path, zookeeper, f"nemesis-{SEED}", PARTITIONS, _schedule(), copy=True)
     assert verdict.acknowledged > 1000
+    assert verdict.copy is not None and verdict.copy.job is not None and verdict.copy.job.commits > 10, verdict.row()
     assert verdict.ok, verdict.row()
 
 
 @pytest.mark.realkafka
 def test_kafka39_cluster_under_the_same_schedule(tmp_path: Path, zookeeper: str):
-    verdict = on_kafka39(tmp_path, zookeeper, f"nemesis-{SEED}", PARTITIONS, _schedule())
+    verdict = on_kafka39(tmp_path, zookeeper, f"nemesis-{SEED}", PARTITIONS, _schedule(), copy=True)
     assert verdict.acknowledged > 1000
+    assert verdict.copy is not None and verdict.copy.job is not None and verdict.copy.job.commits > 10, verdict.row()
     assert verdict.ok, verdict.row()

@@ -1,5 +1,6 @@
 """The nemesis suite's workload: an idempotent acks=all producer that logs every acknowledgement,
-and a read-back of the whole topic once the faults healed."""
+and a read-back of the whole topic once the faults healed (read_committed for the copy job's
+output, faults/copy_job.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import logging
 import threading
 import time
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
 from faults.checkers import Ack
 
@@ -75,5 +76,33 @@ def read_back(bootstrap: str, topic: str, partitions: int,
                 if msg.error() is None:
                     got[(msg.partition(), msg.offset())] = msg.value()
         return got, ends
+    finally:
+        consumer.close()
+
+
+def read_committed(bootstrap: str, topic: str, partitions: int, timeout: float) -> list[bytes]:
+    """Every value a read_committed consumer returns from the start of each partition, read until
+    it reports the end of each at the high watermark or beyond: the last stable offset caught up,
+    so no transaction is left open (a hanging one is a TimeoutError here)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"nemesis-committed-reader-{topic}",
+                         "enable.auto.commit": False, "enable.partition.eof": True,
+                         "isolation.level": "read_committed", "logger": _LIBRDKAFKA})
+    try:
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(partitions)}
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        values: list[bytes] = []
+        reached: set[int] = {p for p, end in ends.items() if end == 0}
+        deadline = time.monotonic() + timeout
+        while len(reached) < partitions:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"read_committed of {topic} reached the end of {sorted(reached)} only "
+                                   f"(high watermarks {ends}): a transaction left open?")
+            for msg in consumer.consume(500, 1.0):
+                error = msg.error()
+                if error is None:
+                    values.append(msg.value())
+                elif error.code() == KafkaError._PARTITION_EOF and msg.offset() >= ends[msg.partition()]:
+                    reached.add(msg.partition())
+        return values
     finally:
         consumer.close()

@@ -2,11 +2,14 @@
 """The nemesis suite's long run (issue 34): one seeded schedule of many faults (kill -9, some
 restarted before the ZooKeeper session expires; SIGSTOP past the session, then SIGCONT; one
 broker's link to ZooKeeper cut past the session, then healed; one broker cut from its peers past
-replica.lag.time.max.ms, then healed), one at a time, under an idempotent acks=all producer, on a three-broker wirekafka cluster and, at the
+replica.lag.time.max.ms, then healed), one at a time, under an idempotent acks=all producer and a
+transactional Java job copying its topic (faults/copy_job.py; --no-copy leaves it out), on a three-broker wirekafka cluster and, at the
 same time, on a three-broker Kafka 3.9.1 ZooKeeper-mode cluster with the same settings
 (faults/clusters.py), each on its own chroot of one real ZooKeeper. Prints one markdown table: per broker kind, the faults by
 kind, the records acknowledged, and those lost, reused or duplicated, the partitions whose replicas
-differ below the high watermark (faults/replicas.py); and the wall time.
+differ below the high watermark (faults/replicas.py); the copy job's transactions and its output
+read with read_committed (input records missing from it or in it twice, records the input never
+had); and the wall time.
 
     .venv/bin/python scripts/nemesis_long_run.py                         # 200 faults on both (about 30 minutes)
     .venv/bin/python scripts/nemesis_long_run.py --faults 20 --no-kafka  # a shorter look at wirekafka
@@ -15,7 +18,7 @@ differ below the high watermark (faults/replicas.py); and the wall time.
 
 The test command runs a short schedule of the same kind (faults/test_nemesis.py). A finding on
 Kafka is reported in its row like any other, not hidden. Exits 1 if any cluster lost, reused or
-duplicated an acknowledged record.
+duplicated an acknowledged record, or its copy is not exactly-once.
 """
 
 from __future__ import annotations
@@ -51,17 +54,21 @@ def table(seed: int, faults: list[Fault], rows: list[tuple[str, Verdict | str, f
              f"{SESSION_TIMEOUT_S:g} s; an idempotent acks=all producer at 100 records/s over 3 partitions "
              "(replication factor 3, min.insync.replicas=2).", "",
              "| cluster | acknowledged | lost | reused | duplicated | divergent replicas | epochs gone back "
-             "| unacknowledged | minutes |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| unacknowledged | copy: transactions (aborted) | copy: missing / twice / foreign | minutes |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     notes: list[str] = []
     for name, verdict, seconds in rows:
         if isinstance(verdict, str):
-            lines.append(f"| {name} | failed to run: {verdict} | | | | | | | {seconds / 60:.1f} |")
+            lines.append(f"| {name} | failed to run: {verdict} | | | | | | | | | {seconds / 60:.1f} |")
         else:
+            copy = verdict.copy
             lines.append(f"| {name} | {verdict.acknowledged:,} | {len(verdict.lost)} | {len(verdict.reused)} | "
                          f"{len(verdict.duplicated)} | {len(verdict.divergent)} | {len(verdict.went_back)} | "
                          f"{verdict.unacknowledged:,} | "
-                         f"{seconds / 60:.1f} |")
+                         + ("- | - | " if copy is None or copy.job is None else
+                            f"{copy.job.commits:,} ({copy.job.random_aborts + copy.job.aborts}) | "
+                            f"{len(copy.missing)} / {len(copy.duplicated)} / {len(copy.foreign)} | ")
+                         + f"{seconds / 60:.1f} |")
             notes.extend(f"- {name}: {finding}" for finding in verdict.divergent + verdict.went_back)
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
@@ -74,7 +81,8 @@ def one_cluster(name: str, run: Callable[..., Verdict], tmp: Path, zookeeper: st
     workdir.mkdir()
     started = time.monotonic()
     try:
-        verdict: Verdict | str = run(workdir, zookeeper, f"nemesis-{args.seed}", args.partitions, faults)
+        verdict: Verdict | str = run(workdir, zookeeper, f"nemesis-{args.seed}", args.partitions, faults,
+                                     copy=not args.no_copy)
     except Exception as exc:  # noqa: BLE001 - reported in the table
         log.exception("%s: the run failed", name)
         verdict = f"{type(exc).__name__}: {exc}"
@@ -88,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--kinds", default=",".join(KINDS), help=f"fault kinds (default {','.join(KINDS)})")
     ap.add_argument("--no-kafka", action="store_true", help="wirekafka only")
+    ap.add_argument("--no-copy", action="store_true", help="without the transactional copy job")
     ap.add_argument("--out", type=Path, help="also write the table to this file")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s",

@@ -7,7 +7,8 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from faults.checkers import judge
+from faults.checkers import Verdict, judge, judge_copy
+from faults.copy_job import CopyRun
 from faults.epochs import EpochWatch
 from faults.proxy import Link
 from faults.replicas import committed_bytes, divergent_replicas
@@ -93,3 +94,15 @@ def test_the_epoch_watch_reports_every_read_below_the_highest_epoch_seen() -> No
     watch._see("controller epoch", 4)  # still below the highest seen (5)
     watch._see("t-0 leader epoch", 0)
     assert watch.went_back == ["controller epoch went back from 5 to 3", "controller epoch went back from 5 to 4"]
+
+
+def test_the_copy_is_judged_exactly_once() -> None:
+    inputs = [b"v1", b"v2", b"v3"]
+    assert judge_copy(inputs, [b"v2", b"v1", b"v3"]).ok
+    verdict = judge_copy(inputs, [b"v1", b"v1", b"v3", b"aborted-only"])
+    assert (verdict.missing, verdict.duplicated, verdict.foreign) == ([b"v2"], [b"v1"], [b"aborted-only"])
+    assert not verdict.ok
+    whole = Verdict(acknowledged=3, copy=verdict)
+    assert not whole.ok and "missing 1, duplicated 1, foreign 1" in whole.row()
+    reported = judge_copy(inputs, inputs, CopyRun(copied=3, commits=2, aborts=1, random_aborts=1, restarts=0))
+    assert reported.ok and "in 2 transactions (1 aborted on purpose, 1 after an error, 0 producers" in reported.row()

@@ -115,8 +115,9 @@ def test_legacy_alter_configs_cannot_drop_the_cluster_min_insync_replicas(target
         assert _described(conn, "") == {}
 
 
-# Broker keys wirekafka accepts with Kafka's defaults though nothing in it acts on them
-# (config.py INERT_KEYS): described with Kafka 4.3.1's values, types and sources all the same.
+# Broker keys described with Kafka 4.3.1's values, types and sources all the same: most are
+# accepted with Kafka's defaults though nothing in wirekafka acts on them (config.py INERT_KEYS);
+# queued.max.request.bytes is one wirekafka acts on (server/memory_pool.py).
 INERT_DESCRIBED = ["background.threads", "num.recovery.threads.per.data.dir", "queued.max.requests",
                    "queued.max.request.bytes", "fetch.purgatory.purge.interval.requests",
                    "producer.purgatory.purge.interval.requests", "delete.records.purgatory.purge.interval.requests",

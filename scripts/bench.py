@@ -47,6 +47,10 @@ Rows (``--only`` takes a comma-separated list of these ids):
                    loop while 3,000 (--stall-partitions) partitions become leaders in a new epoch
                    and their epoch checkpoints are written, then while a retention pass expires
                    all of them: the operation's seconds, the timer's p99 and worst lateness
+  large-request    fresh broker with socket.request.max.bytes and message.max.bytes at 200 MiB
+                   (benchlib/large_request.py): one raw 100 MB Produce request (one batch of 1 MiB
+                   records) while a producer sends 1 KB records at 200/s, acks=all, linger 0: that
+                   producer's worst produce->ack during the big request, and its round trip
   offsets-compaction  fresh broker with offsets.topic.segment.bytes=1 MiB (Kafka 4's smallest
                    segment) and log.cleaner.backoff.ms=1000: 1,000,000 (--offsets-commits) offset
                    commits from 10 standalone groups over 100 partitions (raw OffsetCommit v8,
@@ -103,7 +107,7 @@ import confluent_kafka
 if not __package__:  # run as a file (`python scripts/bench.py`): siblings are imported as scripts.*,
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # from the repository root
 from scripts import realkafka  # noqa: E402
-from scripts.benchlib import (cluster_rows, compaction, loop_stall, netprobe, recovery,  # noqa: E402
+from scripts.benchlib import (cluster_rows, compaction, large_request, loop_stall, netprobe, recovery,  # noqa: E402
                               syscalls, transactions, workloads)
 from scripts.benchlib.brokers import (HOST, REPO, Broker, KafkaBroker, WirekafkaBroker,  # noqa: E402
                                       peak_rss_mb, rss_mb)
@@ -128,7 +132,7 @@ TRANSACTIONAL: dict[str, int] = {"txn-1prod": 1, "txn-8prod": 8}
 TXN_RECORDS = 100
 CLUSTER_ROWS = ["cluster-produce", "cluster-failover"]
 OTHER_ROWS = [*TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "syscalls", "recovery", "loop-stall",
-              "offsets-compaction", "cleaner", *CLUSTER_ROWS]
+              "large-request", "offsets-compaction", "cleaner", *CLUSTER_ROWS]
 ROW_IDS = [*THROUGHPUT, *OTHER_ROWS]
 #: Rows on the two long-running single-node brokers (the others start brokers of their own).
 LONG_RUNNING_ROWS = {*THROUGHPUT, *TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "syscalls"}
@@ -478,6 +482,17 @@ class Bench:
             finally:
                 shutil.rmtree(where, ignore_errors=True)
 
+    def run_large_request(self, factories: list[tuple[Path, Callable[[Path], Broker]]]) -> None:
+        workload = "one 100 MB Produce request beside a producer of 1 KB at 200/s, acks=all"
+
+        def one(make: Callable[[], Broker]) -> None:
+            name, r = large_request.on_fresh_broker(make, 100 << 20, max(self.s.load_timeout, 120))
+            self.report.set(workload, "bystander's worst produce->ack during it, ms", name, r.bystander_worst_ms,
+                            "lower", 0)
+            self.report.set(workload, "the big request's round trip, s", name, r.round_trip_s, "lower", 2)
+
+        self._fresh("large-request", factories, one)
+
     def run_offsets_compaction(self, factories: list[tuple[Path, Callable[[Path], Broker]]]) -> None:
         commits = self.s.offsets_commits
         workload = (f"__consumer_offsets: {commits:,} offset commits, {OFFSETS_GROUPS} groups x "
@@ -762,14 +777,16 @@ def main(argv: list[str] | None = None) -> int:
             bench.run_recovery(recovery_factories)
         if "loop-stall" in selected:
             bench.run_loop_stall()
-        for row_id, run_row in (("offsets-compaction", bench.run_offsets_compaction), ("cleaner", bench.run_cleaner)):
+        for row_id, run_row, overrides in (("large-request", bench.run_large_request, large_request.BROKER_OVERRIDES),
+                                           ("offsets-compaction", bench.run_offsets_compaction, compaction.BROKER_OVERRIDES),
+                                           ("cleaner", bench.run_cleaner, compaction.BROKER_OVERRIDES)):
             if row_id in selected:
                 own: list[tuple[Path, Callable[[Path], Broker]]] = [
                     (workdir / f"wirekafka-{row_id}",
-                     lambda d: WirekafkaBroker(d, python, start_timeout=600, overrides=compaction.BROKER_OVERRIDES))]
+                     lambda d, o=overrides: WirekafkaBroker(d, python, start_timeout=600, overrides=o))]
                 if not args.no_kafka:
                     own.append((workdir / f"kafka-{row_id}",
-                                lambda d: KafkaBroker(d, start_timeout=600, overrides=compaction.BROKER_OVERRIDES)))
+                                lambda d, o=overrides: KafkaBroker(d, start_timeout=600, overrides=o)))
                 run_row(own)
         if wanted_cluster_rows:
             bench.run_clusters(set(wanted_cluster_rows), kafka=not args.no_kafka)

@@ -337,7 +337,6 @@ INERT_KEYS: dict[str, str] = {
     "num.recovery.threads.per.data.dir": "logs are recovered in trio's worker threads",
     "queued.max.requests": "each connection handles one request at a time, read only when the previous "
                            "is answered (no shared request queue)",
-    "queued.max.request.bytes": "there is no shared request queue",
     "fetch.purgatory.purge.interval.requests": "a waiting fetch is woken or times out by itself (no purgatory)",
     "producer.purgatory.purge.interval.requests": "a waiting produce is woken or times out by itself (no purgatory)",
     "delete.records.purgatory.purge.interval.requests": "DeleteRecords waits by itself (no purgatory)",

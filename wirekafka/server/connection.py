@@ -5,7 +5,14 @@ is sent), so requests here are handled strictly in sequence and responses leave 
 
 A response is either bytes or a list of parts (bytes and file regions, see
 protocol/response_parts.py); regions go from the page cache to the socket with os.sendfile, the
-seeds' zero-copy transfer, and are closed once sent (or when the connection fails)."""
+seeds' zero-copy transfer, and are closed once sent (or when the connection fails).
+
+Each request holds its size in the request memory pool (queued.max.request.bytes) from the moment
+its length is read until it has been handled; while the pool is spent the connection reads
+nothing more. A request too big to decode within a few ms (codec.SlowDecode: the decoders build a
+Python object per array element) is decoded in a worker thread, so the event loop keeps serving
+other connections meanwhile; a produce request's records are never copied (they stay slices of
+the frame, protocol/produce_request), so only its count of partitions matters."""
 
 from __future__ import annotations
 
@@ -22,22 +29,28 @@ from wirekafka.broker.dispatch import dispatch
 from wirekafka.broker.handlers.api_versions import unsupported_version_response
 from wirekafka.broker.state import BrokerState
 from wirekafka.protocol import served_versions as api_versions, codec
-from wirekafka.protocol.framing import FrameError, FrameReader
+from wirekafka.protocol.framing import Frame, FrameError, FrameReader
 from wirekafka.security.principal import NoMatchingRule, SslPrincipalMapper
 from wirekafka.protocol.response_parts import Part, Region, RegionResponse
 from wirekafka.server.idle_connections import IdleConnections
 from wirekafka.server.listener_security import PLAINTEXT, ListenerSecurity
+from wirekafka.server.memory_pool import RequestMemoryPool
 from wirekafka.server.sasl_authenticator import SASL_HANDSHAKE, SaslServerAuthenticator
 from wirekafka.storage.region import FileRegion
 from wirekafka.broker.replication.receive import receive_into
 
 log = logging.getLogger(__name__)
 
+UNBOUNDED = RequestMemoryPool(-1)  # queued.max.request.bytes=-1: stateless, so one is shared
+
+
 async def serve_connection(stream: trio.SocketStream, state: BrokerState, listener: str, idle: IdleConnections,
-                           on_close: Callable[[], None] = lambda: None, security: ListenerSecurity = PLAINTEXT) -> None:
+                           on_close: Callable[[], None] = lambda: None, security: ListenerSecurity = PLAINTEXT,
+                           pool: RequestMemoryPool = UNBOUNDED) -> None:
     """Serve a connection accepted on listener until it closes; on_close runs after (the
     connection quota's release). On a TLS listener the TLS handshake comes first, on a SASL one
-    the client authenticates before its other requests are served."""
+    the client authenticates before its other requests are served. Requests hold their size in
+    pool while read and handled."""
     peer = _peer_name(stream)
     auth = security.sasl.authenticator(peer) if security.sasl is not None else None
     channel: trio.abc.Stream = stream if security.tls is None else trio.SSLStream(stream, security.tls(),
@@ -47,6 +60,7 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
     # Kafka closes a connection with no traffic for connections.max.idle.ms; here that is the
     # time since the last response went out or the last bytes came in.
     idle_s = idle.timeout_s
+    held: int | None = None  # what the current request holds in the pool (None: nothing yet)
     try:
         if isinstance(channel, trio.SSLStream):
             with trio.move_on_after(idle_s) as handshake:
@@ -60,6 +74,12 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
             log.info("closing connection from %s: %s", peer, exc)
             return
         while True:
+            if held is None and pool.bounded:
+                size = reader.next_frame_size()
+                if size is not None:  # reserved before the frame's buffer exists, or waits unread
+                    if not pool.try_reserve(size):
+                        await pool.reserve(size)
+                    held = size
             payload = reader.next_frame()
             if payload is None:
                 target = reader.large_frame_target()
@@ -82,12 +102,18 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
                 continue
             if auth is not None:
                 verdict = await _authenticate(auth, payload, channel, reader, state, peer)
+                if held is not None and verdict is not _SERVE:
+                    pool.release(held)
+                    held = None
                 if verdict is _CLOSE:
                     return
                 if verdict is _ANSWERED:
                     continue
             principal = (auth.principal if auth is not None else None) or certificate_principal or ANONYMOUS
             response, mute_until = await _handle_frame(payload, state, listener, peer, principal)
+            if held is not None:  # handled: its memory goes back before the answer is sent, as in Kafka
+                pool.release(held)
+                held = None
             if isinstance(response, list):
                 await _send_parts(channel, response)
             elif response is not None:
@@ -107,6 +133,8 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
         # A bug must cost one connection, never the broker.
         log.exception("closing connection from %s after an unexpected error", peer)
     finally:
+        if held is not None:
+            pool.release(held)
         on_close()
         with trio.CancelScope(shield=True):
             if isinstance(channel, trio.SSLStream):  # no close_notify exchange with a client that may be gone
@@ -120,7 +148,7 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
 _SERVE, _ANSWERED, _CLOSE = object(), object(), object()
 
 
-async def _authenticate(auth: SaslServerAuthenticator, payload: bytes | bytearray, channel: trio.abc.Stream, reader: FrameReader,
+async def _authenticate(auth: SaslServerAuthenticator, payload: Frame, channel: trio.abc.Stream, reader: FrameReader,
                         state: BrokerState, peer: str) -> object:
     """A SASL listener's gate before a frame is served: the exchange until the client is
     authenticated, re-authentication when it asks, and the close of an expired session."""
@@ -133,7 +161,8 @@ async def _authenticate(auth: SaslServerAuthenticator, payload: bytes | bytearra
         else:
             return _SERVE
     # the authenticator is this connection's alone: a worker thread may run its step
-    step = await trio.to_thread.run_sync(auth.step, payload) if auth.reads_files else auth.step(payload)
+    frame = payload if isinstance(payload, (bytes, bytearray)) else payload[:]  # a mapping's bytes
+    step = await trio.to_thread.run_sync(auth.step, frame) if auth.reads_files else auth.step(frame)
     if step.drop:
         return _CLOSE
     if step.fail:
@@ -148,7 +177,7 @@ async def _authenticate(auth: SaslServerAuthenticator, payload: bytes | bytearra
     return _SERVE if step.dispatch else _ANSWERED
 
 
-def _api_key(frame: bytes | bytearray) -> int:
+def _api_key(frame: Frame) -> int:
     return int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
 
 
@@ -194,7 +223,7 @@ async def _sendfile(sock: trio.socket.SocketType, region: Region) -> None:
         await trio.lowlevel.checkpoint()
 
 
-async def _handle_frame(payload: bytes | bytearray, state: BrokerState, listener: str, peer: str, principal: str
+async def _handle_frame(payload: Frame, state: BrokerState, listener: str, peer: str, principal: str
                         ) -> tuple[bytes | list[Part] | None, float]:
     """The encoded response (None: none is sent) and until when the connection stays muted."""
     header = codec.parse_header(payload)
@@ -202,7 +231,10 @@ async def _handle_frame(payload: bytes | bytearray, state: BrokerState, listener
         if header.api_key == codec.API_VERSIONS_KEY:
             return codec.encode_response(header.api_key, 0, header.correlation_id, unsupported_version_response()), 0.0
         raise codec.ProtocolError(f"unsupported api {header.api_key} v{header.api_version}")
-    body = codec.decode_body(header, payload)
+    try:
+        body = codec.decode_body(header, payload, quick=True)
+    except codec.SlowDecode:  # the worker gives the loop the GIL back every switch interval (5 ms)
+        body = await trio.to_thread.run_sync(codec.decode_body, header, payload)
     ctx = RequestContext(state, header, listener, peer, principal, request_size=len(payload))
     response = await dispatch(ctx, body)
     if response is None:

@@ -25,6 +25,7 @@ from wirekafka.server.background import flush_task, producer_expiration_task, re
 from wirekafka.server.connection import serve_connection
 from wirekafka.server.connection_quotas import ConnectionQuotas, hold_then_close
 from wirekafka.server.idle_connections import IdleConnections
+from wirekafka.server.memory_pool import RequestMemoryPool
 from wirekafka.server.listener_security import ListenerSecurity
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,7 @@ async def run_broker(config: BrokerConfig) -> None:
     else:
         await trio.to_thread.run_sync(state.load)
     idle = IdleConnections(config.int("connections.max.idle.ms") / 1000)
+    pool = RequestMemoryPool(config.int("queued.max.request.bytes"))
     try:
         tls = state.metadata.broker_configs.listener_tls
         securities = {listener.name: ListenerSecurity.of(config, listener.name, state.metadata.scram.get, tls)
@@ -107,7 +109,7 @@ async def run_broker(config: BrokerConfig) -> None:
                 async def accept_loop(server: trio.SocketListener, name: str, security: ListenerSecurity,
                                       scope: trio.CancelScope) -> None:
                     with scope:
-                        await _accept(server, name, security, quotas, connections, state, idle)
+                        await _accept(server, name, security, quotas, connections, state, idle, pool)
 
                 for listener, servers in bound:
                     security = securities[listener.name]
@@ -145,17 +147,17 @@ def _bound_port(servers: list[trio.SocketListener]) -> int:
 
 
 async def _accept(server: trio.SocketListener, listener: str, security: ListenerSecurity, quotas: ConnectionQuotas,
-                  nursery: trio.Nursery, state: BrokerState, idle: IdleConnections) -> None:
+                  nursery: trio.Nursery, state: BrokerState, idle: IdleConnections, pool: RequestMemoryPool) -> None:
     """Accept connections on one listener within the connection quotas, each served in its own task.
     Connections over their address's connection rate are held (unread) in tasks of their own, and
     closed at once when accepting stops, as Kafka's acceptor closes them when it shuts down."""
     async with trio.open_nursery() as held:
-        await _accept_into(server, listener, security, quotas, nursery, held, state, idle)
+        await _accept_into(server, listener, security, quotas, nursery, held, state, idle, pool)
 
 
 async def _accept_into(server: trio.SocketListener, listener: str, security: ListenerSecurity,
                        quotas: ConnectionQuotas, nursery: trio.Nursery, held: trio.Nursery, state: BrokerState,
-                       idle: IdleConnections) -> None:
+                       idle: IdleConnections, pool: RequestMemoryPool) -> None:
     while True:
         await quotas.wait_for_slot()
         try:
@@ -195,7 +197,7 @@ async def _accept_into(server: trio.SocketListener, listener: str, security: Lis
             await stream.aclose()
             continue
         nursery.start_soon(serve_connection, stream, state, listener, idle,
-                           functools.partial(quotas.release, address), security)
+                           functools.partial(quotas.release, address), security, pool)
 
 
 def _address(stream: trio.SocketStream) -> str:

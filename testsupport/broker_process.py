@@ -63,8 +63,10 @@ class BrokerProcess:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30.0, attempts: int = 3) -> "BrokerProcess":
-        """Start the broker and wait (bounded by ``timeout`` per attempt) until it serves.
+    def start(self, timeout: float = 60.0, attempts: int = 3) -> "BrokerProcess":
+        """Start the broker and wait (bounded by ``timeout`` per attempt) until it serves. A start
+        takes about a second; 60 s because a restart in the nemesis long run, beside eight busy
+        processes on this 2-core machine, once took over 30.
 
         On its first start, a broker whose port was picked here moves to a new free port if the
         old one was taken meanwhile (up to ``attempts`` tries); overrides naming the old port

@@ -37,6 +37,9 @@ Rows (``--only`` takes a comma-separated list of these ids):
   connect          100 raw TCP connections each completing an ApiVersions v0 exchange, wall time
                    (median of 3): as a burst (all connect, then all answered) and one at a time
   idle-conns       RSS growth with 1,000 idle connections open (one ApiVersions exchange each)
+  bombs            four concurrent zstd batches of ~8 KB, each one record inflating to 192 MiB with a
+                   timestamp 10 days ahead, sent while a bystander produces (benchlib/bombs.py): the
+                   error codes, RSS growth, the bystander's worst ack before and during them
   syscalls         strace on the broker while one consumer reads ~100 MB back: file bytes read
                    into user space, sendfile calls, socket writes, per MB delivered
   recovery         fresh broker, ~1 GB (--recovery-bytes) into one partition, SIGKILL, restart on
@@ -107,8 +110,8 @@ import confluent_kafka
 if not __package__:  # run as a file (`python scripts/bench.py`): siblings are imported as scripts.*,
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # from the repository root
 from scripts import realkafka  # noqa: E402
-from scripts.benchlib import (cluster_rows, compaction, large_request, loop_stall, netprobe, recovery,  # noqa: E402
-                              syscalls, transactions, workloads)
+from scripts.benchlib import (bombs, cluster_rows, compaction, large_request, loop_stall, netprobe,  # noqa: E402
+                              recovery, syscalls, transactions, workloads)
 from scripts.benchlib.brokers import (HOST, REPO, Broker, KafkaBroker, WirekafkaBroker,  # noqa: E402
                                       peak_rss_mb, rss_mb)
 from scripts.benchlib.report import Report  # noqa: E402
@@ -131,11 +134,11 @@ THROUGHPUT: dict[str, tuple[str, Callable[[LoadSpec], LoadSpec]]] = {
 TRANSACTIONAL: dict[str, int] = {"txn-1prod": 1, "txn-8prod": 8}
 TXN_RECORDS = 100
 CLUSTER_ROWS = ["cluster-produce", "cluster-failover"]
-OTHER_ROWS = [*TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "syscalls", "recovery", "loop-stall",
+OTHER_ROWS = [*TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "bombs", "syscalls", "recovery", "loop-stall",
               "large-request", "offsets-compaction", "cleaner", *CLUSTER_ROWS]
 ROW_IDS = [*THROUGHPUT, *OTHER_ROWS]
 #: Rows on the two long-running single-node brokers (the others start brokers of their own).
-LONG_RUNNING_ROWS = {*THROUGHPUT, *TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "syscalls"}
+LONG_RUNNING_ROWS = {*THROUGHPUT, *TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "bombs", "syscalls"}
 
 
 @dataclass(frozen=True)
@@ -757,6 +760,8 @@ def main(argv: list[str] | None = None) -> int:
                 bench.run_connect()
             if "idle-conns" in selected:
                 bench.run_idle_connections()
+            if "bombs" in selected:
+                bombs.bench_row(bench, 32 << 20 if args.quick else 192 << 20)
             for row_id in THROUGHPUT:
                 if row_id in selected:
                     bench.run_throughput(row_id)

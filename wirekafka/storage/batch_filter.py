@@ -1,11 +1,13 @@
 """The record level of compaction: the records inside one magic-v2 batch, and the batch Kafka's
 cleaner writes in its place once some of them are dropped (Kafka's MemoryRecords.filterTo).
 
-The cleaner comes here, and the produce path's validator for the checks Kafka makes per record
-(a key on every record of a compacted topic; timestamps, when the batch header says one may be out
-of range); fetch never looks inside a batch. Records are walked on the raw bytes (varints decoded
-in place, no record objects), and a retained record is copied byte for byte; only its timestamp
-delta is re-encoded when the batch's base timestamp changes. Kafka's rules for the rewritten batch:
+The cleaner comes here; the produce path's validator reads records as a bounded stream
+(`stream_records`, over record_stream and codec_stream) and converts a batch to a topic's
+compression.type record by record (`BatchWriter`, `recompress`); fetch never looks inside a
+batch. Records are walked on the raw bytes (varints decoded in place, no record objects), and a
+retained record is copied byte for byte; only its timestamp delta is re-encoded when the batch's
+base timestamp changes. The cleaner still decompresses a batch whole (`records_section`): it
+reads batches this broker accepted, in a process of its own. Kafka's rules for the rewritten batch:
 - nothing dropped and no delete horizon to set: the original batch, bytes unchanged;
 - otherwise a new batch with the same base offset, last offset delta (so a producer's last
   sequence survives), producer id/epoch/base sequence, leader epoch and flags, the codec
@@ -23,16 +25,16 @@ import struct
 from typing import Final, Iterator
 
 import crc32c
-import kafka.codec as codecs
-import zstandard
 
 from wirekafka.protocol import records
 from wirekafka.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
 from wirekafka.protocol.varint import encode_uvarint
+from wirekafka.storage import codec_stream
+from wirekafka.storage.codec_stream import CODEC_NONE
+from wirekafka.storage.record_stream import RecordStream, Sink
 
 DELETE_HORIZON_MASK = 0x40
 NO_TIMESTAMP = -1
-CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD = range(5)
 
 
 def has_delete_horizon(header: BatchHeader) -> bool:
@@ -44,39 +46,32 @@ def delete_horizon(header: BatchHeader) -> int | None:
     return header.base_timestamp if has_delete_horizon(header) else None
 
 
-# codec id -> (compress, decompress), Kafka's compression ids; none (0) is the identity
-_CODECS = {
-    CODEC_GZIP: (codecs.gzip_encode, codecs.gzip_decode),
-    CODEC_SNAPPY: (codecs.snappy_encode, codecs.snappy_decode),
-    CODEC_LZ4: (codecs.lz4_encode, codecs.lz4_decode),
-    CODEC_ZSTD: (codecs.zstd_encode, codecs.zstd_decode),
-}
-
-
-def _codec(codec: int) -> tuple:
-    try:
-        return _CODECS[codec]
-    except KeyError:
-        raise records.InvalidBatch(f"unknown compression codec {codec}", corrupt=True) from None
-
-
 def _decompress(codec: int, data: bytes) -> bytes:
-    return data if codec == CODEC_NONE else _codec(codec)[1](data)
+    """data decompressed whole: for the cleaner, which reads batches this broker validated."""
+    if codec == CODEC_NONE:
+        return data
+    try:
+        source = codec_stream.inflater(codec, data)
+    except codec_stream.UnknownCodec as exc:
+        raise records.InvalidBatch(str(exc), corrupt=True) from None
+    parts = []
+    while chunk := source.read(1 << 20):
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def _compress(codec: int, data: bytes, level: int | None = None) -> bytes:
-    """data compressed with codec; level as Kafka's compression.<codec>.level (None: the
-    library's default, -1 for gzip: zlib's default, 6)."""
+    """data compressed with codec, as the streaming BatchWriter compresses it (so a batch
+    compressed whole and one converted record by record are the same bytes); level as Kafka's
+    compression.<codec>.level (None: the library's default, -1 for gzip: zlib's default, 6)."""
     if codec == CODEC_NONE:
         return data
-    if level is not None:
-        if codec == CODEC_GZIP:
-            return codecs.gzip_encode(data, compresslevel=6 if level == -1 else level)
-        if codec == CODEC_LZ4:
-            return codecs.lz4_encode(data, compression_level=level)
-        if codec == CODEC_ZSTD:
-            return zstandard.ZstdCompressor(level=level).compress(data)
-    return _codec(codec)[0](data)
+    try:
+        out = codec_stream.deflater(codec, level)
+    except codec_stream.UnknownCodec as exc:
+        raise records.InvalidBatch(str(exc), corrupt=True) from None
+    out.write(data)
+    return out.finish()
 
 
 def records_section(batch: bytes | memoryview, header: BatchHeader) -> bytes:
@@ -204,14 +199,89 @@ def rebuild(header: BatchHeader, section: bytes, retained: list[RawRecord], hori
                      _compress(codec, body, level))
 
 
-def recompress(batch: bytes | memoryview, header: BatchHeader, codec: int, level: int | None) -> bytes:
+def stream_records(batch: bytes | memoryview, header: BatchHeader) -> RecordStream:
+    """The batch's records as a bounded stream: an uncompressed section is walked where it lies
+    (it is no longer than the batch), a compressed one through its codec's inflater.
+    codec_stream.UnknownCodec for compression bits naming no codec."""
+    section = batch[HEADER_SIZE:header.size]
+    if header.compression == CODEC_NONE:
+        return RecordStream(None, bytes(section))
+    return RecordStream(codec_stream.inflater(header.compression, section))
+
+
+class BatchTooLarge(Exception):
+    """A converted batch over its size limit (Kafka's RecordTooLargeException after conversion)."""
+
+
+class BatchWriter:
+    """The batch Kafka's LogValidator builds when a topic's compression.type differs from the
+    producer's, written record by record through a streaming compressor: the same offsets,
+    producer id/epoch/sequence, flags and records (record timestamps kept, deltas from a base
+    timestamp that is the first record's), the max timestamp the largest record's (or the log
+    append time). The compressed output is bounded by max_size (the whole batch, as Kafka
+    compares it with max.message.bytes): past it, writing stops and finish raises BatchTooLarge,
+    so a batch that inflates without end costs no more than max_size."""
+
+    def __init__(self, header: BatchHeader, codec: int, level: int | None, max_size: int) -> None:
+        self._header = header
+        self._codec = codec
+        self._out: codec_stream.Deflater | None = codec_stream.deflater(codec, level)
+        self._max_body = max_size - HEADER_SIZE
+        self._base_timestamp: int | None = None
+        self._max_timestamp = NO_TIMESTAMP
+        self._count = 0
+
+    @property
+    def overflowed(self) -> bool:
+        return self._out is None
+
+    def start_record(self, timestamp: int, body_len: int) -> Sink | None:
+        """Write a record's new length, attributes and timestamp delta; the sink its bytes from
+        the offset delta on (body_len of them) go to, None once the batch is too large."""
+        if self._out is None:
+            return None
+        if self._base_timestamp is None:
+            self._base_timestamp = timestamp
+        self._max_timestamp = max(self._max_timestamp, timestamp)
+        self._count += 1
+        delta = _encode_varint(timestamp - self._base_timestamp)
+        self._write(_encode_varint(1 + len(delta) + body_len) + b"\x00" + delta)
+        return self._write
+
+    def _write(self, data: bytes | memoryview) -> None:
+        if self._out is None:
+            return
+        self._out.write(data)
+        if self._out.size > self._max_body:
+            self._out = None  # the compressor's state goes now, not at the end of the records
+
+    def finish(self) -> bytes:
+        if self._out is None:
+            raise BatchTooLarge()
+        body = self._out.finish()
+        if len(body) > self._max_body:
+            raise BatchTooLarge()
+        header = self._header
+        base = header.base_timestamp if self._base_timestamp is None else self._base_timestamp
+        max_timestamp = header.max_timestamp if header.is_log_append_time else self._max_timestamp
+        attributes = (header.attributes & ~(DELETE_HORIZON_MASK | records.COMPRESSION_MASK)) | self._codec
+        return _assemble(header, attributes, base, max_timestamp, self._count, body)
+
+
+def recompress(batch: bytes | memoryview, header: BatchHeader, codec: int, level: int | None,
+               max_size: int = (1 << 31) - 1) -> bytes:
     """The batch with its records compressed with codec (none: uncompressed) instead of the
-    producer's, as Kafka's LogValidator writes it when a topic's compression.type differs: the
-    same offsets, producer id/epoch/sequence, flags and records (record timestamps kept, deltas
-    from a base timestamp that is the first record's), the max timestamp the largest record's
-    (or the log append time)."""
-    section = records_section(batch, header)
-    return rebuild(header, section, list(iter_records(section)), None, codec, level)
+    producer's (see BatchWriter), streamed record by record; BatchTooLarge past max_size,
+    record_stream.MalformedRecords or codec_stream.CorruptStream for records that do not read."""
+    stream = stream_records(batch, header)
+    writer = BatchWriter(header, codec, level, max_size)
+    while (head := stream.next_head()) is not None:
+        timestamp = header.max_timestamp if header.is_log_append_time else header.base_timestamp + head[0]
+        sink = writer.start_record(timestamp, head[4])
+        stream.finish_record(sink)
+        while stream.pending:
+            stream.pump(sink)
+    return writer.finish()
 
 
 def compress(batch: bytes | memoryview, header: BatchHeader, codec: int, level: int | None = None) -> bytes:

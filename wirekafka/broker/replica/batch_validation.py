@@ -17,8 +17,14 @@ no offsets and no log start offset. Then, on the first batch, per topic settings
   message.timestamp.before/after.max.ms of the broker's clock (INVALID_TIMESTAMP); a client's
   batch must not claim LogAppendTime on a LogAppendTime topic, nor claim it without a time on a
   CreateTime one, where its records all read its max timestamp (INVALID_TIMESTAMP).
-  Records are decoded (storage/batch_filter's raw walker) only for compacted topics, which must,
-  and when the header's first or max timestamp is out of range or it claims LogAppendTime.
+  Records are read only for compacted topics, which must, when the header's first or max
+  timestamp is out of range or it claims LogAppendTime, and when the topic's compression.type
+  differs from the producer's codec (the batch is then stored converted to it, as Kafka's
+  LogValidator rebuilds it, and refused MESSAGE_TOO_LARGE if that outgrows max.message.bytes);
+  any other batch stays bytes. They are read as a stream (`inspect_records`, over
+  storage/record_stream): a compressed batch may inflate to gigabytes, and Kafka, which streams
+  record by record, refuses such a bomb without holding it, so nothing here holds more than a
+  window of it either; the broker runs the reading in slices between other connections' work.
   Deliberate deviation, to keep other batches undecoded: when the header's first and max
   timestamps are in range the records are trusted to be, so a record with an explicit timestamp
   earlier than the first one and older than message.timestamp.before.max.ms (unbounded by
@@ -35,10 +41,11 @@ start offset and no message."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Generator
 
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
-from wirekafka.storage import batch_filter
+from wirekafka.storage import batch_filter, codec_stream, record_stream
 
 
 class RefusedBeforeLog(KafkaApiError):
@@ -110,8 +117,8 @@ class AppendPolicy:
 
 
 # compression.type -> Kafka's codec id ("producer" keeps the producer's: absent here)
-_TOPIC_CODECS = {"uncompressed": batch_filter.CODEC_NONE, "gzip": batch_filter.CODEC_GZIP,
-                 "snappy": batch_filter.CODEC_SNAPPY, "lz4": batch_filter.CODEC_LZ4, "zstd": batch_filter.CODEC_ZSTD}
+_TOPIC_CODECS = {"uncompressed": codec_stream.CODEC_NONE, "gzip": codec_stream.CODEC_GZIP,
+                 "snappy": codec_stream.CODEC_SNAPPY, "lz4": codec_stream.CODEC_LZ4, "zstd": codec_stream.CODEC_ZSTD}
 
 
 ZSTD = 4
@@ -173,11 +180,11 @@ def starts_transactional(data: bytes | memoryview | None) -> bool:
             and bool(data[records.ATTRIBUTES_OFFSET + 1] & records.TRANSACTIONAL_MASK))
 
 
-def validate_client_batch(data: bytes | memoryview | None, policy: AppendPolicy, now_ms: int,
-                          topic: str = "", partition: int = 0) -> records.BatchHeader:
-    """Structural and policy checks on the batch that starts a partition's records (bytes after
-    it, short of a second batch, are dropped as Kafka's trimInvalidBytes drops them: the caller
-    appends `header.size` bytes); raises KafkaApiError. `topic` and `partition` only word errors."""
+def check_client_batch(data: bytes | memoryview | None, policy: AppendPolicy) -> tuple[bytes | memoryview,
+                                                                                   records.BatchHeader]:
+    """Structural checks on the batch that starts a partition's records: (the batch's bytes,
+    its header). Bytes after it, short of a second batch, are dropped as Kafka's trimInvalidBytes
+    drops them. Raises KafkaApiError; reads no record."""
     if not data:
         raise RefusedBeforeLog(ErrorCode.INVALID_RECORD, "produce request has no record batch")
     if len(data) < records.LOG_OVERHEAD:
@@ -197,10 +204,30 @@ def validate_client_batch(data: bytes | memoryview | None, policy: AppendPolicy,
                                str(exc)) from exc
     if header.is_control:
         raise KafkaApiError(ErrorCode.INVALID_RECORD, "clients are not allowed to write control records")
-    if policy.compacted or _timestamps_need_records(header, policy, now_ms):
-        errors, timestamp_error = _record_errors(batch, header, policy, now_ms, topic, partition)
-        if errors:
-            raise InvalidRecords.of(errors, timestamp_error)
+    return batch, header
+
+
+def converts(header: records.BatchHeader, policy: AppendPolicy) -> bool:
+    """Whether the topic's compression.type makes the batch be stored recompressed."""
+    return policy.codec is not None and policy.codec != header.compression
+
+
+def needs_inspection(header: records.BatchHeader, policy: AppendPolicy, now_ms: int) -> bool:
+    """Whether the broker must read the batch's records: a compacted topic, a timestamp the
+    header puts out of range (or a LogAppendTime claim), or a conversion. Any other batch stays
+    bytes, unread."""
+    return policy.compacted or converts(header, policy) or _timestamps_need_records(header, policy, now_ms)
+
+
+def validate_client_batch(data: bytes | memoryview | None, policy: AppendPolicy, now_ms: int,
+                          topic: str = "", partition: int = 0) -> records.BatchHeader:
+    """check_client_batch, then the record checks of inspect_records run to their end in one go,
+    without the conversion (tools and tests; the broker runs inspections in slices): the batch's
+    header. `topic` and `partition` only word errors."""
+    batch, header = check_client_batch(data, policy)
+    if needs_inspection(header, policy, now_ms):
+        for _ in inspect_records(batch, header, policy, now_ms, topic, partition, convert=False):
+            pass
     return header
 
 
@@ -226,12 +253,25 @@ def _timestamps_need_records(header: records.BatchHeader, policy: AppendPolicy, 
     return False
 
 
-def _record_errors(batch: bytes | memoryview, header: records.BatchHeader, policy: AppendPolicy, now_ms: int,
-                   topic: str, partition: int) -> tuple[list[tuple[int, str]], bool]:
-    """Kafka's per-record checks (LogValidator.validateRecord) on every record of the batch:
-    (index in the batch, Kafka's message) for each record refused, and whether any was refused
-    for its timestamp. A record the walker cannot read makes the batch INVALID_RECORD, as
-    Kafka's record iterator does."""
+# Records per slice of an inspection: the driver may serve other connections between slices.
+_SLICE_RECORDS = 256
+
+
+def inspect_records(batch: bytes | memoryview, header: records.BatchHeader, policy: AppendPolicy, now_ms: int,
+                    topic: str, partition: int, convert: bool = True) -> Generator[None, None, bytes | None]:
+    """Kafka's per-record checks (LogValidator.validateRecord) and, when the topic's codec
+    differs, the conversion to it, in one streaming pass over the records; a generator that
+    yields between slices of the work (every few hundred records, every piece of a long record),
+    so that a batch inflating to gigabytes holds no more than a window and the event loop between
+    slices. Returns the converted batch, or None when the batch is stored as sent (or `convert`
+    is false: the checks alone).
+
+    What it raises, in Kafka's order: a record that cannot be read, the wrong number of records,
+    or anything after the last one, at once (INVALID_RECORD: Kafka's iterator, which reads
+    records_count records and then one byte more; a stream that cannot be decompressed is the same
+    here); after the last record, the per-record errors as InvalidRecords, each with the record's
+    index; then a converted batch over max.message.bytes (MESSAGE_TOO_LARGE, Kafka's
+    RecordTooLargeException: refused before the log, no message)."""
     create_time = not policy.log_append_time
     claimed = header.is_log_append_time  # a client's LogAppendTime batch: every record reads max_timestamp
     # the CreateTime range, clamped to Java longs: inside it Java's wrapping check cannot differ
@@ -239,63 +279,78 @@ def _record_errors(batch: bytes | memoryview, header: records.BatchHeader, polic
     hi = min(now_ms + policy.timestamp_after_ms, _LONG_MAX)
     errors: list[tuple[int, str]] = []
     timestamp_error = False
+    writer = batch_filter.BatchWriter(header, policy.codec, policy.compression_level, policy.max_message_bytes) \
+        if convert and policy.codec is not None and converts(header, policy) else None
     try:
-        section = batch_filter.records_section(batch, header)
-    except Exception as exc:  # noqa: BLE001 - any codec's failure to decompress
-        raise KafkaApiError(ErrorCode.INVALID_RECORD, f"cannot decompress the records: {exc}") from exc
-    count = 0
-    last_end = 0
-    key_index = batch_filter.KEY
-    try:
-        for record in batch_filter.iter_records(section):
-            if record[batch_filter.END] <= last_end or record[batch_filter.END] > len(section) \
-                    or count == header.records_count:
-                raise IndexError("record sizes do not match the batch")
-            last_end = record[batch_filter.END]
-            index = count
+        stream = batch_filter.stream_records(batch, header)
+        count = 0
+        records_count, compacted = header.records_count, policy.compacted
+        base_timestamp, max_timestamp = header.base_timestamp, header.max_timestamp
+        while (head := stream.next_head()) is not None:
+            if count == records_count:
+                raise record_stream.MalformedRecords("records still remaining")
             count += 1
-            if policy.compacted and record[key_index] is None:
-                errors.append((index, "Compacted topic cannot accept message without key in topic partition "
-                                      f"{topic}-{partition}"))
-                continue
-            if claimed:
-                ts = header.max_timestamp
-            elif create_time:
-                ts = header.base_timestamp + record[batch_filter.TIMESTAMP_DELTA]
-                if lo <= ts <= hi:
-                    continue
-                ts = _java_long(ts)
-            else:
-                continue
-            if create_time and ts != -1:
-                diff = _java_long(now_ms - ts)
-                if diff > policy.timestamp_before_ms or _java_long(-diff) > policy.timestamp_after_ms:
-                    offset = _java_long(header.base_offset + record[batch_filter.OFFSET_DELTA])
-                    errors.append((index, f"Timestamp {ts} of message with offset {offset} is out of range. "
-                                          "The timestamp should be within "
-                                          f"[{_java_long(now_ms - policy.timestamp_before_ms)}, "
-                                          f"{_java_long(now_ms + policy.timestamp_after_ms)}]"))
-                    timestamp_error = True
-            elif claimed:
-                shown = _record_string(section, header, record, ts, policy)
-                errors.append((index, f"Invalid timestamp type in message {shown}. "
-                                      "Producer should not set timestamp type to LogAppendTime."))
-                timestamp_error = True
-    except IndexError as exc:
-        raise KafkaApiError(ErrorCode.INVALID_RECORD, "the batch's records cannot be read") from exc
-    if count != header.records_count:
-        raise KafkaApiError(ErrorCode.INVALID_RECORD, "the batch's record count does not match its records")
-    return errors, timestamp_error
+            ts = max_timestamp if claimed else base_timestamp + head[0]
+            sink = writer.start_record(ts, head[4]) if writer is not None else None
+            stream.finish_record(sink)
+            while stream.pending:
+                yield
+                stream.pump(sink)
+            if not count % _SLICE_RECORDS:
+                yield
+            if (compacted and head[2] < 0) or claimed or (create_time and not lo <= ts <= hi):
+                error = _record_error(head, ts, header, policy, now_ms, topic, partition, lo, hi, create_time, claimed)
+                if error is not None:
+                    errors.append((count - 1, error[0]))
+                    timestamp_error |= error[1]
+        if count != header.records_count or not stream.at_end():
+            raise record_stream.MalformedRecords("the batch's record count does not match its records")
+    except (record_stream.MalformedRecords, codec_stream.CorruptStream, codec_stream.UnknownCodec) as exc:
+        raise KafkaApiError(ErrorCode.INVALID_RECORD, f"the batch's records cannot be read: {exc}") from exc
+    if errors:
+        raise InvalidRecords.of(errors, timestamp_error)
+    if writer is None:
+        return None
+    try:
+        return writer.finish()
+    except batch_filter.BatchTooLarge:
+        raise RefusedBeforeLog(ErrorCode.MESSAGE_TOO_LARGE, f"the converted record batch exceeds "
+                                                            f"max.message.bytes={policy.max_message_bytes}") from None
 
 
-def _record_string(section: bytes, header: records.BatchHeader, record: batch_filter.RawRecord, ts: int,
-                   policy: AppendPolicy) -> str:
+def _record_error(head: record_stream.Head, ts: int, header: records.BatchHeader, policy: AppendPolicy, now_ms: int,
+                  topic: str, partition: int, lo: int, hi: int, create_time: bool,
+                  claimed: bool) -> tuple[str, bool] | None:
+    """Kafka's message for a record it refuses, and whether for its timestamp; None if it passes.
+    On a compacted topic a keyless record is refused for that alone."""
+    if policy.compacted and head[2] < 0:
+        return f"Compacted topic cannot accept message without key in topic partition {topic}-{partition}", False
+    if not claimed and (not create_time or lo <= ts <= hi):
+        return None
+    ts = _java_long(ts)
+    if create_time and ts != -1:
+        diff = _java_long(now_ms - ts)
+        if diff > policy.timestamp_before_ms or _java_long(-diff) > policy.timestamp_after_ms:
+            offset = _java_long(header.base_offset + head[1])
+            return (f"Timestamp {ts} of message with offset {offset} is out of range. The timestamp should be within "
+                    f"[{_java_long(now_ms - policy.timestamp_before_ms)}, "
+                    f"{_java_long(now_ms + policy.timestamp_after_ms)}]"), True
+        return None
+    if claimed:
+        shown = _record_string(head, header, ts, policy)
+        return f"Invalid timestamp type in message {shown}. Producer should not set timestamp type to LogAppendTime.", \
+            True
+    return None
+
+
+def _record_string(head: record_stream.Head, header: records.BatchHeader, ts: int, policy: AppendPolicy) -> str:
     """A record as Kafka's validator prints it: a compressed batch kept in the producer's codec is
     read with key and value skipped (PartialDefaultRecord: sizes, -1 for null); an uncompressed
     one, or one the topic's compression.type has recompressed, whole (DefaultRecord: 0 bytes for
-    null)."""
-    key_size, value_size = batch_filter.key_value_sizes(section, record)
-    offset = _java_long(header.base_offset + record[batch_filter.OFFSET_DELTA])
+    null). A value length hidden behind a key longer than the stream's window reads -1."""
+    key_size = head[2]
+    value_size = -1 if head[3] is None else head[3]
+    offset = _java_long(header.base_offset + head[1])
     if header.compression and policy.codec in (None, header.compression):
         return f"PartialDefaultRecord(offset={offset}, timestamp={ts}, key={key_size} bytes, value={value_size} bytes)"
     return (f"DefaultRecord(offset={offset}, timestamp={ts}, key={max(key_size, 0)} bytes, "

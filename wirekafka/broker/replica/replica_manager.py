@@ -16,8 +16,9 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, Generator, Iterable, TypeAlias
 
 import trio
 
@@ -26,7 +27,9 @@ from wirekafka.broker.replica.batch_validation import (
     InvalidRecords,
     RefusedBeforeLog,
     TransactionNotVerified,
-    validate_client_batch,
+    check_client_batch,
+    inspect_records,
+    needs_inspection,
 )
 from wirekafka.broker.metadata.cluster_metadata import ClusterMetadata, Topic
 from wirekafka.broker.replica.divergence import diverging_epoch
@@ -37,7 +40,6 @@ from wirekafka.broker.quotas.replication_quota import ReplicationQuotas
 from wirekafka.config.broker_keys import RACK_AWARE_SELECTOR
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
-from wirekafka.storage import batch_filter
 from wirekafka.storage.epoch_cache import EpochCheckpointWork
 from wirekafka.storage.log import FlushWork
 
@@ -115,6 +117,39 @@ class FetchOutcome:
 TransactionVerifier = Callable[[int, int, str, int], ErrorCode]
 
 
+# A partition's batch once checked: the bytes to append and their header, or the error to answer
+_Checked: TypeAlias = "tuple[bytes | memoryview, records.BatchHeader] | KafkaApiError"
+
+# CPU time all inspections together may hold the event loop before other tasks get a turn
+_SLICE_SECONDS = 0.002
+
+
+class _Slicer:
+    """Runs inspections (generators of slices) on the event loop, sharing one time slice between
+    those under way: each runs for _SLICE_SECONDS divided by their number, then lets every other
+    task run (a trio checkpoint). So however many connections send bombs at once, a bystander
+    waits for about one slice per turn of the loop, not one per bomb."""
+
+    def __init__(self) -> None:
+        self.running = 0
+
+    async def run(self, steps: Generator[None, None, bytes | None]) -> bytes | None:
+        """The generator's return value."""
+        self.running += 1
+        try:
+            deadline = time.perf_counter() + _SLICE_SECONDS / self.running
+            while True:
+                try:
+                    next(steps)
+                except StopIteration as done:
+                    return done.value
+                if time.perf_counter() >= deadline:
+                    await trio.lowlevel.checkpoint()
+                    deadline = time.perf_counter() + _SLICE_SECONDS / self.running
+        finally:
+            self.running -= 1
+
+
 class ReplicaManager:
     def __init__(self, metadata: ClusterMetadata, now_ms: Callable[[], int], quotas: ReplicationQuotas,
                  log_dir_failures: LogDirFailureChannel, replica_selector: object = None) -> None:
@@ -128,6 +163,7 @@ class ReplicaManager:
         # version, policy): overrides are replaced as a whole when altered, so an identity check
         # and a version compare keep this current without per-batch look-ups.
         self._policies: dict[object, tuple[dict[str, str], int, AppendPolicy]] = {}
+        self._slicer = _Slicer()
         # (broker-config version, transaction.partition.verification.enable) as last read
         self._verify_setting: tuple[int, bool] = (-1, True)
 
@@ -138,7 +174,8 @@ class ReplicaManager:
         waits: list[tuple[int, Partition, int, int]] = []
         flushes: list[Partition] = []
         now = self.now_ms()
-        for entry in entries:
+        inspected = await self._inspect(entries, now, client_id)
+        for i, entry in enumerate(entries):
             topic = entry.topic
             if topic is None or not 0 <= entry.index < len(topic.partitions):
                 outcomes.append(ProduceOutcome(entry.unknown))
@@ -147,13 +184,14 @@ class ReplicaManager:
             if partition is None:
                 outcomes.append(ProduceOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER))
                 continue
-            policy = self._policy(topic)
+            policy, checked = inspected.get(i) or (self._policy(topic), None)  # as checked above
             try:
                 if topic.is_internal and client_id != ADMIN_CLIENT_ID:
                     raise RefusedBeforeLog(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                         f"Cannot append to internal topic {topic.name}")
-                data = entry.records or b""  # none (or empty) fails validation as INVALID_RECORD
-                header = validate_client_batch(data, policy, now, topic.name, entry.index)
+                if isinstance(checked, KafkaApiError):
+                    raise checked
+                batch, header = checked or check_client_batch(entry.records, policy)
                 if header.is_transactional and self._verify_transactions():
                     code = self.verify_transaction(header.producer_id, header.producer_epoch, topic.name, entry.index)
                     if code == ErrorCode.INVALID_TXN_STATE:
@@ -161,11 +199,6 @@ class ReplicaManager:
                                                            f"producer's ongoing transaction")
                     if code != ErrorCode.NONE:
                         raise RefusedBeforeLog(code)
-                batch = data if len(data) == header.size else memoryview(data)[:header.size]
-                if policy.codec is not None and policy.codec != header.compression:
-                    # the topic's compression.type is not the producer's: stored recompressed, as Kafka does
-                    batch = batch_filter.recompress(batch, header, policy.codec, policy.compression_level)
-                    header = records.parse_header(batch)
                 if not partition.is_leader:  # Kafka checks leadership before the ISR size
                     raise RefusedBeforeLog(ErrorCode.NOT_LEADER_OR_FOLLOWER)
                 min_isr = partition.replica_set.effective_min_isr(policy.min_insync_replicas)
@@ -205,6 +238,34 @@ class ReplicaManager:
                 if code != ErrorCode.NONE:
                     outcomes[i] = ProduceOutcome(code, log_start_offset=partition.log_start_offset)
         return outcomes
+
+    async def _inspect(self, entries: list[ProduceEntry], now: int, client_id: str | None
+                       ) -> dict[int, tuple[AppendPolicy, _Checked]]:
+        """Check each partition's batch before any is appended: entry index -> (the topic
+        settings it is judged by, then the batch to append and its header, or the error to
+        answer). The records of a batch the broker must look inside (a compacted topic, a
+        timestamp out of range, a conversion to the topic's codec) are read here; a compressed
+        batch may inflate without end, so it is streamed (batch_validation.inspect_records) a
+        slice at a time, and the event loop serves other connections between slices (`_Slicer`).
+        The appends then run without an await, on state read after the last one."""
+        found: dict[int, tuple[AppendPolicy, _Checked]] = {}
+        for i, entry in enumerate(entries):
+            topic = entry.topic
+            if topic is None or not 0 <= entry.index < len(topic.partitions) or topic.partitions[entry.index] is None \
+                    or (topic.is_internal and client_id != ADMIN_CLIENT_ID):
+                continue  # refused by the append loop before its batch is looked at
+            policy = self._policy(topic)
+            try:
+                batch, header = check_client_batch(entry.records, policy)
+                if needs_inspection(header, policy, now):
+                    converted = await self._slicer.run(
+                        inspect_records(batch, header, policy, now, topic.name, entry.index))
+                    if converted is not None:
+                        batch, header = converted, records.parse_header(converted)
+                found[i] = (policy, (batch, header))
+            except KafkaApiError as exc:
+                found[i] = (policy, exc)
+        return found
 
     def _verify_transactions(self) -> bool:
         """transaction.partition.verification.enable: a transactional batch must belong to the

@@ -27,7 +27,8 @@ from kafka.protocol.producer.transaction import (
 )
 
 from conformance.harness.scenarios import batch_bases, fetch, list_offsets, produce
-from conformance.harness.wire import TRANSIENT, Connection, create_topic, ensure_group_coordinator, poll, retry_transient, unique
+from conformance.harness.wire import (TRANSIENT, Connection, create_topic, ensure_group_coordinator, metadata, poll,
+                                     retry_transient, unique)
 from wirekafka.protocol import records
 
 NOW = 1_700_000_000_000
@@ -198,7 +199,9 @@ def test_transactional_offsets_count_with_the_commit(target):
     with Connection(target.bootstrap) as conn:
         pid, epoch = _transaction_with_offsets(conn, topic, tid, group)
         commit = _offset_commit_request(tid, group, pid, epoch, topic, 2)
-        res = conn.call(commit, 3)
+        # Kafka 4.3.1 answered NOT_COORDINATOR here now and then (its new group coordinator still
+        # loading the partition): a client looks again and retries, as this does
+        res = retry_transient(lambda: conn.call(commit, 3), lambda r: r.topics[0].partitions[0].error_code)
         assert [p.error_code for t in res.topics for p in t.partitions] == [0]
 
         def fetch_offset(require_stable: bool):
@@ -481,3 +484,215 @@ def test_transactional_batch_without_a_transactional_id(target, version):
         conn.send(_mixed_produce(topics, None, acks=0), version, expect_response=False)
         with pytest.raises(ConnectionError):
             conn.call(ListTransactionsRequest(state_filters=[], producer_id_filters=[]), 0)
+
+
+# ---- transaction version 2 (KIP-890 part 2) ------------------------------------------------------
+# Kafka 4.3.1 finalizes transaction.version 2: a Produce v12+ batch adds its partition to the
+# transaction (no AddPartitionsToTxn), every EndTxn v5 moves the producer to the next epoch, and a
+# retry is told from the next transaction by its epoch.
+
+INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE = 47, 45
+INVALID_TXN_STATE, PRODUCER_FENCED = 48, 90
+
+
+def _end_v5(conn: Connection, tid: str, pid: int, epoch: int, commit: bool) -> tuple[int, int, int]:
+    res = retry_transient(lambda: conn.call(EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch,
+                                                          committed=commit), 5), lambda r: r.error_code)
+    return res.error_code, res.producer_id, res.producer_epoch
+
+
+def _produce_v12(conn: Connection, topic: str, tid: str, pid: int, epoch: int, seq: int, partition: int = 0,
+                 version: int = 12) -> tuple[int, int]:
+    res = produce(conn, topic, _txn_batch(pid, epoch, seq, [b"v"]), partition=partition, transactional_id=tid,
+                  version=version)
+    return res.error_code, res.base_offset
+
+
+def _producers(conn: Connection, topic: str, partition: int = 0) -> list[tuple[int, int, int, int]]:
+    part = conn.call(DescribeProducersRequest(topics=[DescribeProducersRequest.TopicRequest(
+        name=topic, partition_indexes=[partition])]), 0).topics[0].partitions[0]
+    return [(s.producer_id, s.producer_epoch, s.last_sequence, s.current_txn_start_offset)
+            for s in part.active_producers]
+
+
+@pytest.mark.parametrize("version", [12, 13])
+def test_tv2_produce_adds_the_partition_and_end_txn_bumps_the_epoch(target, version):
+    """The transaction is opened by the partition leader on the first batch; EndTxn v5 answers the
+    next epoch, which the markers carry into the partition's producer state (its sequence starts
+    again); the retry of a completed EndTxn (the epoch before the bump) answers the ids in use."""
+    topic, tid = unique(), unique("tx")
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, topic, partitions=2)
+        init = _init(conn, tid, version=5)
+        pid, epoch = init.producer_id, init.producer_epoch
+        topic_id = metadata(conn, [topic]).topics[0].topic_id if version >= 13 else None
+        res = produce(conn, topic if version < 13 else "", _txn_batch(pid, epoch, 0, [b"a", b"b"]),
+                      transactional_id=tid, version=version, topic_id=topic_id)
+        assert (res.error_code, res.base_offset) == (0, 0)
+        ongoing = _describe(conn, tid)
+        assert (ongoing.transaction_state, [(t.topic, t.partitions) for t in ongoing.topics]) == \
+            ("Ongoing", [(topic, [0])])
+        assert _end_v5(conn, tid, pid, epoch, True) == (0, pid, epoch + 1)
+        done = _wait_complete(conn, tid)
+        assert (done.transaction_state, done.producer_epoch) == ("CompleteCommit", epoch + 1)
+        assert _end_v5(conn, tid, pid, epoch, True) == (0, pid, epoch + 1)  # a retry
+        assert _end_v5(conn, tid, pid, epoch, False)[0] == INVALID_TXN_STATE  # the other outcome
+        assert _end_v5(conn, tid, pid, epoch + 1, True)[0] == INVALID_TXN_STATE  # nothing to commit
+        assert _end_v5(conn, tid, pid, epoch + 3, True)[0] == PRODUCER_FENCED
+        assert _produce_v12(conn, topic, tid, pid, epoch, 2) == (INVALID_PRODUCER_EPOCH, -1)  # the old epoch
+        assert _produce_v12(conn, topic, tid, pid, epoch + 5, 0) == (INVALID_PRODUCER_EPOCH, -1)
+        assert _produce_v12(conn, topic, tid, pid, epoch + 1, 1) == (OUT_OF_ORDER_SEQUENCE, -1)
+        assert _produce_v12(conn, topic, tid, pid, epoch + 1, 0) == (0, 3)
+        # the marker moved the partition's producer to the new epoch: its sequence began again
+        # (only compared after a data batch: a marker's timestamp is the broker's clock)
+        assert _producers(conn, topic) == [(pid, epoch + 1, 0, 3)]
+        assert _produce_v12(conn, topic, tid, pid, epoch + 1, 0, partition=1) == (0, 0)
+        assert _end_v5(conn, tid, pid, epoch + 2, True)[0] == PRODUCER_FENCED
+        assert _end_v5(conn, tid, pid, epoch, True)[0] == PRODUCER_FENCED
+        assert _end_v5(conn, tid, pid, epoch + 1, False) == (0, pid, epoch + 2)
+        aborted = _wait_complete(conn, tid)
+        assert (aborted.transaction_state, aborted.producer_epoch) == ("CompleteAbort", epoch + 2)
+        read = fetch(conn, topic, 3, isolation_level=READ_COMMITTED, version=12)
+        assert (read.last_stable_offset, [(a.producer_id, a.first_offset) for a in read.aborted_transactions]) == \
+            (5, [(pid, 3)])
+
+
+def test_tv2_abort_of_an_empty_transaction(target):
+    """Under transaction version 2 a producer may abort without having written: the epoch moves
+    on; a commit of nothing is INVALID_TXN_STATE. EndTxn v4 (version 1) still repeats the epoch
+    in use to retry."""
+    tid = unique("tx")
+    with Connection(target.bootstrap) as conn:
+        init = _init(conn, tid, version=5)
+        pid, epoch = init.producer_id, init.producer_epoch
+        assert _end_v5(conn, tid, pid, epoch, True)[0] == INVALID_TXN_STATE
+        assert _end_v5(conn, tid, pid, epoch, False) == (0, pid, epoch + 1)
+        assert _wait_complete(conn, tid).transaction_state == "CompleteAbort"
+        assert _end_v5(conn, tid, pid, epoch, False) == (0, pid, epoch + 1)  # a retry
+        assert _end(conn, tid, pid, epoch + 1, False, version=4) == 0
+        assert _end_v5(conn, tid, pid, epoch + 1, True)[0] == INVALID_TXN_STATE
+        assert _end_v5(conn, tid, pid, epoch + 1, False) == (0, pid, epoch + 2)
+        assert _wait_complete(conn, tid).producer_epoch == epoch + 2
+
+
+def test_tv2_and_version_1_requests_on_one_transactional_id(target):
+    """The request decides: AddPartitionsToTxn and Produce v9 then EndTxn v5 (bumps), Produce v12
+    then EndTxn v3 (keeps the epoch); InitProducerId after either bumps once, and once more to
+    fence an open transaction, a retry with the fenced epoch getting the same answer."""
+    topic, tid = unique(), unique("tx")
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, topic, partitions=2)
+        pid, epoch = _open_transaction(conn, topic, tid)
+        assert _end_v5(conn, tid, pid, epoch, False) == (0, pid, epoch + 1)
+        _wait_complete(conn, tid)
+        assert _produce_v12(conn, topic, tid, pid, epoch + 1, 0, partition=1) == (0, 0)
+        assert _end(conn, tid, pid, epoch + 1, True, version=3) == 0
+        assert _wait_complete(conn, tid).producer_epoch == epoch + 1
+        again = _init(conn, tid, version=5, pid=pid, epoch=epoch + 1)
+        assert (again.error_code, again.producer_id, again.producer_epoch) == (0, pid, epoch + 2)
+        assert _produce_v12(conn, topic, tid, pid, epoch + 2, 0) == (0, 3)
+        fenced = _init(conn, tid, version=5, pid=pid, epoch=epoch + 2)
+        assert (fenced.error_code, fenced.producer_id, fenced.producer_epoch) == (0, pid, epoch + 3)
+        assert _describe(conn, tid).transaction_state == "Empty"
+        assert _produce_v12(conn, topic, tid, pid, epoch + 2, 1) == (INVALID_PRODUCER_EPOCH, -1)
+        assert _produce_v12(conn, topic, tid, pid, epoch + 3, 0) == (0, 5)
+        assert _producers(conn, topic) == [(pid, epoch + 3, 0, 5)]
+
+
+def test_tv2_produce_v11_outside_the_transaction(target):
+    """Produce v11 (before transaction version 2) to a partition never added: KIP-890's
+    TRANSACTION_ABORTABLE, which v11 clients know (older versions get INVALID_TXN_STATE)."""
+    with Connection(target.bootstrap) as conn:
+        topic, tid = unique(), unique("tx")
+        create_topic(conn, topic, partitions=2)
+        pid, epoch = _open_transaction(conn, topic, tid)
+        assert _produce_v12(conn, topic, tid, pid, epoch, 0, partition=1, version=11)[0] == 120
+        assert _end(conn, tid, pid, epoch, False) == 0
+        _wait_complete(conn, tid)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_tv2_epoch_exhaustion_moves_the_producer_to_a_new_id(target):
+    """A producer whose epoch reached Short.MaxValue - 1 (32766 InitProducerId bumps, pipelined
+    on one connection: both brokers take a connection's requests one at a time) ends its
+    transaction with EndTxn v5: the answer is a new producer id at epoch 0, the markers carry the
+    old id at Short.MaxValue, a retry from the old id gets the new one, and the new id writes."""
+    topic, tid = unique(), unique("tx")
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, topic)
+        init = _init(conn, tid, version=5)
+        pid = init.producer_id
+        epoch = init.producer_epoch
+        while epoch < 32766:
+            sent = []
+            for _ in range(min(500, 32766 - epoch)):
+                sent.append(conn.send(InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60000,
+                                                            producer_id=pid, producer_epoch=epoch), 5))
+                epoch += 1
+            answers = [conn.receive(InitProducerIdRequest.API_KEY, 5, cid) for cid in sent]
+            assert [(a.error_code, a.producer_id) for a in answers] == [(0, pid)] * len(sent)
+            assert answers[-1].producer_epoch == epoch
+        assert _produce_v12(conn, topic, tid, pid, epoch, 0) == (0, 0)
+        code, new_pid, new_epoch = _end_v5(conn, tid, pid, epoch, True)
+        assert (code, new_epoch) == (0, 0) and new_pid != pid
+        done = _wait_complete(conn, tid)
+        assert (done.transaction_state, done.producer_id, done.producer_epoch) == ("CompleteCommit", new_pid, 0)
+        assert _end_v5(conn, tid, pid, epoch, True) == (0, new_pid, 0)  # a retry from the old id
+        # the partition knows the old id at Short.MaxValue (the marker): fenced there
+        assert _produce_v12(conn, topic, tid, pid, epoch, 1) == (INVALID_PRODUCER_EPOCH, -1)
+        assert _produce_v12(conn, topic, tid, new_pid, 0, 0) == (0, 2)
+        assert _end_v5(conn, tid, new_pid, 0, False) == (0, new_pid, 1)
+
+
+@pytest.mark.parametrize("version", [4, 5])
+def test_tv2_txn_offset_commit_adds_the_offsets_partition(target, version):
+    """A transactional producer commits a group's offsets without AddOffsetsToTxn: from v5
+    (transaction version 2) the group's offsets partition joins the transaction and the offsets
+    count with the commit; before, the partition is not in the transaction (TRANSACTION_ABORTABLE,
+    which v4 clients know; INVALID_TXN_STATE before v4)."""
+    topic, tid, group = unique(), unique("tx"), unique("g")
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, topic)
+        ensure_group_coordinator(conn, group)
+        init = _init(conn, tid, version=5)
+        pid, epoch = init.producer_id, init.producer_epoch
+        assert _produce_v12(conn, topic, tid, pid, epoch, 0) == (0, 0)
+
+        def commit(producer_epoch: int) -> Any:
+            # Kafka may answer NOT_COORDINATOR while the group's partition settles: retried
+            return retry_transient(lambda: conn.call(_offset_commit_request(tid, group, pid, producer_epoch, topic, 1),
+                                                     version), lambda r: r.topics[0].partitions[0].error_code)
+
+        stale = commit(epoch + 1)
+        assert [p.error_code for t in stale.topics for p in t.partitions] == [INVALID_PRODUCER_EPOCH]
+        res = commit(epoch)
+        assert [p.error_code for t in res.topics for p in t.partitions] == [0 if version >= 5 else 120]
+        assert sorted(t.topic for t in _describe(conn, tid).topics) == \
+            sorted([topic] + (["__consumer_offsets"] if version >= 5 else []))
+        assert _end_v5(conn, tid, pid, epoch, True) == (0, pid, epoch + 1)
+        _wait_complete(conn, tid)
+        req = OffsetFetchRequest(group_id=group, topics=[OffsetFetchRequest.OffsetFetchRequestTopic(
+            name=topic, partition_indexes=[0])], require_stable=True)
+        # only the settled answer counts: Kafka's group coordinator may still be moving in
+        res = poll(lambda: conn.call(req, 7), lambda r: r.error_code == 0 and bool(r.topics)
+                   and r.topics[0].partitions[0].error_code == 0, interval=0.05)
+        assert res.topics[0].partitions[0].committed_offset == (1 if version >= 5 else -1)
+
+
+def test_tv2_a_partition_fences_an_older_epoch_it_knows(target):
+    """Before asking the coordinator, the partition leader refuses a transactional batch whose
+    producer it knows at a newer epoch (INVALID_PRODUCER_EPOCH); otherwise the coordinator
+    answers for the transactional id (a producer id not its own: INVALID_PRODUCER_ID_MAPPING)."""
+    topic, first, second = unique(), unique("tx"), unique("tx")
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, topic, partitions=2)
+        a = _init(conn, first, version=5)
+        b = _init(conn, second, version=5)
+        assert _produce_v12(conn, topic, first, a.producer_id, a.producer_epoch, 0) == (0, 0)
+        assert _end_v5(conn, first, a.producer_id, a.producer_epoch, True) == (0, a.producer_id, a.producer_epoch + 1)
+        _wait_complete(conn, first)
+        assert b.producer_id != a.producer_id
+        assert _produce_v12(conn, topic, second, a.producer_id, a.producer_epoch, 1) == (INVALID_PRODUCER_EPOCH, -1)
+        assert _produce_v12(conn, topic, second, a.producer_id, a.producer_epoch, 0, partition=1) == (49, -1)
+        assert _produce_v12(conn, topic, second, a.producer_id, a.producer_epoch + 1, 0) == (49, -1)

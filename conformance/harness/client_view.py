@@ -10,7 +10,8 @@ allowed to present themselves differently.
   and Fetch): the proxy's own listener, so all traffic keeps flowing through it. Addresses are
   volatile in the comparison anyway (compare.VOLATILE).
 - ApiVersions: only the APIs and versions wirekafka serves (protocol.api_versions.SUPPORTED),
-  and no feature levels, as wirekafka's ApiVersions handler advertises none. A client picks its
+  and only the features its ApiVersions handler advertises (transaction.version), with Kafka's
+  levels (the finalized epoch -1 when none is left). A client picks its
   requests from this answer (a Java admin falls back from DescribeTopicPartitions to Metadata, a
   consumer from ConsumerGroupDescribe to DescribeGroups); which APIs wirekafka lacks is a
   coverage question, not a conformance one. A version wirekafka advertises beyond Kafka's still
@@ -25,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.harness.frames import structs
+from wirekafka.broker.handlers.api_versions import SERVED_FEATURES
 from wirekafka.protocol.served_versions import SUPPORTED
 
 PRODUCE, FETCH, METADATA, FIND_COORDINATOR, API_VERSIONS, DESCRIBE_CLUSTER = 0, 1, 3, 10, 18, 60
@@ -73,8 +75,12 @@ def _served_apis_only(response: Any) -> bool:
     response.api_keys = keys
     changed = before != [(e.api_key, e.min_version, e.max_version) for e in keys]
     if (response.version or 0) >= 3:
-        changed |= bool(response.supported_features or response.finalized_features
-                        or response.finalized_features_epoch != -1)
-        response.supported_features, response.finalized_features = [], []
-        response.finalized_features_epoch = -1
+        supported = [f for f in response.supported_features or [] if f.name in SERVED_FEATURES]
+        finalized = [f for f in response.finalized_features or [] if f.name in SERVED_FEATURES]
+        epoch = response.finalized_features_epoch if finalized else -1
+        changed |= (len(supported), len(finalized), epoch) != (
+            len(response.supported_features or []), len(response.finalized_features or []),
+            response.finalized_features_epoch)
+        response.supported_features, response.finalized_features = supported, finalized
+        response.finalized_features_epoch = epoch
     return changed

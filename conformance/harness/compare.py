@@ -295,6 +295,8 @@ class Difference:
 # is still compared (as the sequence of the keys both have).
 KEYED: dict[str, str] = {
     "api_keys": "api_key",  # ApiVersions
+    "supported_features": "name",  # ApiVersions v3+
+    "finalized_features": "name",  # ApiVersions v3+
     "configs": "name",      # CreateTopics, DescribeConfigs
 }
 

@@ -19,15 +19,17 @@ Kafka's rules kept here (TransactionCoordinator / TransactionMetadata):
 - Transactions open longer than their timeout are aborted by the coordinator, with an epoch bump
   that fences their producer.
 
-Transaction version: the coordinator serves transaction version 1 (clients add partitions with
-AddPartitionsToTxn; EndTxn keeps the epoch); wirekafka advertises no `transaction.version`
-feature, so Kafka 4.x clients use it."""
+Transaction version 2 (KIP-890 part 2) as Kafka 4.3.1 serves it: a partition leader adds a
+partition to the transaction when a Produce v12+ batch of it arrives (add_partitions), every
+EndTxn v5 bumps the epoch, and an exhausted epoch moves the producer to a new id when its
+transaction completes (txn_metadata.py holds the state and EndTxn's rules). Version 1 clients
+(AddPartitionsToTxn, EndTxn before v5) are served on the same transactions."""
 
 from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Awaitable, Callable, Iterable
 
 import trio
@@ -35,44 +37,17 @@ import trio
 from wirekafka.broker.coordinator import txn_records as tr
 from wirekafka.broker.coordinator.runtime import CoordinatorRuntime
 from wirekafka.broker.replica.partition import Partition
+from wirekafka.broker.coordinator.txn_metadata import (MAX_EPOCH, NO_EPOCH, NO_PRODUCER_ID, TV2, TopicPartition,
+                                                        TransactionMetadata, completed, end_txn_goes_ahead)
 from wirekafka.broker.coordinator.txn_records import TxnState
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 log = logging.getLogger(__name__)
 
 TXN_TOPIC = "__transaction_state"
-NO_PRODUCER_ID = -1
-NO_EPOCH = -1
-MAX_EPOCH = 32767  # Short.MaxValue: an epoch this high is exhausted
 # how often markers that could not be written are tried again (Kafka's marker channel resends on
 # its next poll, after retry.backoff.ms; a second here keeps a leaderless partition from spinning)
 MARKER_RETRY_S = 1.0
-TopicPartition = tuple[str, int]
-
-
-@dataclass
-class TransactionMetadata:
-    """One transactional id's state, as Kafka's TransactionMetadata keeps it."""
-
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
-    timeout_ms: int
-    state: TxnState
-    partitions: set[TopicPartition] = field(default_factory=set)
-    start_ms: int = -1
-    update_ms: int = -1
-    previous_producer_id: int = NO_PRODUCER_ID
-    last_producer_epoch: int = NO_EPOCH
-    client_transaction_version: int = 0  # 2 once the producer ends transactions with EndTxn v5
-    pending: bool = False  # a transition is being written: CONCURRENT_TRANSACTIONS meanwhile
-
-    def to_record(self) -> tr.TransactionLogValue:
-        return tr.TransactionLogValue(
-            producer_id=self.producer_id, producer_epoch=self.producer_epoch, timeout_ms=self.timeout_ms,
-            state=self.state, last_update_timestamp_ms=self.update_ms, start_timestamp_ms=self.start_ms,
-            partitions=tr.group_partitions(self.partitions), previous_producer_id=self.previous_producer_id,
-            client_transaction_version=self.client_transaction_version)
 
 
 MarkerWriter = Callable[[TopicPartition, int, int, int, bool], Awaitable[None]]
@@ -207,7 +182,7 @@ class TransactionCoordinator:
             transactional_id, value.producer_id, value.producer_epoch, value.timeout_ms, value.state,
             {(p.topic, i) for p in value.partitions for i in p.partition_ids}, value.start_timestamp_ms,
             value.last_update_timestamp_ms, value.previous_producer_id,
-            client_transaction_version=value.client_transaction_version))
+            client_transaction_version=value.client_transaction_version, next_producer_id=value.next_producer_id))
 
     # ---- InitProducerId --------------------------------------------------------------------
     async def init_producer_id(self, transactional_id: str, timeout_ms: int, producer_id: int,
@@ -279,16 +254,18 @@ class TransactionCoordinator:
         return meta
 
     async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                             partitions: Iterable[TopicPartition]) -> None:
+                             partitions: Iterable[TopicPartition], client_transaction_version: int = 0) -> None:
         """Open the transaction (or extend it) with partitions; nothing is written when they
-        are all in it already."""
+        are all in it already. client_transaction_version is 2 when a partition leader adds
+        them for a Produce v12+ batch (transaction version 2), as Kafka records it."""
         meta = self._checked(transactional_id, producer_id, producer_epoch)
         wanted = set(partitions)
         if meta.state is TxnState.ONGOING and wanted <= meta.partitions:
             return
         now = self._now()
         new = self._copy(meta, state=TxnState.ONGOING, partitions=meta.partitions | wanted, update_ms=now,
-                         start_ms=meta.start_ms if meta.state is TxnState.ONGOING else now)
+                         start_ms=meta.start_ms if meta.state is TxnState.ONGOING else now,
+                         client_transaction_version=client_transaction_version)
         await self._persist(meta, new)
 
     def verify_only(self, transactional_id: str, producer_id: int, producer_epoch: int,
@@ -321,29 +298,26 @@ class TransactionCoordinator:
                       bump_epoch: bool = False) -> tuple[int, int]:
         """Commit or abort; the producer id and epoch to use from now on. bump_epoch (EndTxn v5,
         transaction version 2, KIP-890): the decision, the markers and the producer move to the
-        next epoch, so a late write of the finished transaction is fenced."""
+        next epoch (a new producer id once it is exhausted), so a late write of the finished
+        transaction is fenced; such a producer may also abort a transaction it never wrote to."""
         self._check_available(transactional_id)
         meta = self.transactions.get(transactional_id)
-        if meta is None or meta.producer_id != producer_id:
+        if meta is None:
             raise KafkaApiError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
-        done, preparing = ((TxnState.COMPLETE_COMMIT, TxnState.PREPARE_COMMIT) if commit
-                           else (TxnState.COMPLETE_ABORT, TxnState.PREPARE_ABORT))
-        retried_after_bump = bump_epoch and meta.state is done and producer_epoch == meta.producer_epoch - 1
-        if meta.producer_epoch != producer_epoch and not retried_after_bump:
-            raise KafkaApiError(ErrorCode.PRODUCER_FENCED)
-        if meta.pending:
-            raise KafkaApiError(ErrorCode.CONCURRENT_TRANSACTIONS)
-        if meta.state is done:
+        if not end_txn_goes_ahead(meta, producer_id, producer_epoch, commit, bump_epoch):
             return meta.producer_id, meta.producer_epoch  # a retry of an EndTxn that completed
-        if meta.state is preparing:
-            raise KafkaApiError(ErrorCode.CONCURRENT_TRANSACTIONS)
-        if meta.state is not TxnState.ONGOING:
-            raise KafkaApiError(ErrorCode.INVALID_TXN_STATE)
-        base = self._copy(meta)
+        base = self._copy(meta, client_transaction_version=TV2 if bump_epoch else 0)
+        if meta.state is not TxnState.ONGOING:  # version 2's abort of an empty transaction
+            base.start_ms, base.partitions = self._now(), set()
         if bump_epoch:
+            if meta.epoch_exhausted:
+                base.next_producer_id = await self._allocate_producer_id()
+                if self.transactions.get(transactional_id) is not meta or meta.pending:  # changed meanwhile
+                    raise KafkaApiError(ErrorCode.CONCURRENT_TRANSACTIONS)
             base.producer_epoch, base.last_producer_epoch = meta.producer_epoch + 1, meta.producer_epoch
-            base.client_transaction_version = 2
         await self._end(meta, base, commit)
+        if base.next_producer_id != NO_PRODUCER_ID:
+            return base.next_producer_id, 0
         return base.producer_id, base.producer_epoch
 
     async def _end(self, meta: TransactionMetadata, base: TransactionMetadata, commit: bool) -> None:
@@ -381,9 +355,7 @@ class TransactionCoordinator:
                 meta.partitions.discard(tp)
         finally:
             meta.pending = False
-        done = self._copy(meta, state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
-                          partitions=set(), update_ms=self._now())
-        await self._persist(meta, done)
+        await self._persist(meta, completed(meta, self._now()))
 
     # ---- timeouts and expiry ----------------------------------------------------------------------
     async def abort_timed_out(self) -> None:

@@ -1,9 +1,12 @@
 """EndTxn (key 26), v0-5: commit or abort the open transaction. The answer comes once the
 decision is durable and every partition has its marker. PRODUCER_FENCED is
-INVALID_PRODUCER_EPOCH before v2 (KIP-588); v5's producer id and epoch are the ones in use
-(v5 is transaction version 2, KIP-890: every EndTxn moves the producer to the next epoch, and
-the answer carries it). Without WRITE on the transactional id: TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-(producer id and epoch -1), before the coordinator is asked."""
+INVALID_PRODUCER_EPOCH before v2 (KIP-588). v5 is transaction version 2 (KIP-890 part 2), as
+Kafka 4.3.1 serves it (coordinator/txn_metadata.py): every EndTxn moves the producer to the next
+epoch (a new producer id, epoch 0, once the epoch is exhausted) and the answer carries the ids to
+use; a retry carries the epoch before the bump (CONCURRENT_TRANSACTIONS while the markers are
+pending, the ids in use once complete); a producer may abort a transaction it never wrote to.
+Without WRITE on the transactional id: TRANSACTIONAL_ID_AUTHORIZATION_FAILED (producer id and
+epoch -1), before the coordinator is asked."""
 
 from __future__ import annotations
 

@@ -27,7 +27,20 @@ at those versions closes the connection (protocol/api_versions.py).
   on every partition, in the order of its HashMap of partitions (acks=0: the connection closes).
   Then WRITE on each topic, asked once per topic and before its existence: a topic without it
   answers TOPIC_AUTHORIZATION_FAILED whether it exists or not (an unknown topic id stays
-  UNKNOWN_TOPIC_ID: there is no name to authorize)."""
+  UNKNOWN_TOPIC_ID: there is no name to authorize).
+- A transactional batch for a partition outside the producer's transaction (verified with the
+  transaction coordinator, transaction.partition.verification.enable) is INVALID_TXN_STATE with
+  Kafka's message, and at v11 TRANSACTION_ABORTABLE without one, as Kafka answers each version.
+- Transaction version 2 (v12+, KIP-890 part 2; single node only, where transaction.version 2 is
+  finalized): the partitions of the request's transactional batches are added to the producer's
+  transaction by this broker, as Kafka's leader asks its coordinator (AddPartitionsToTxn v5), so
+  the client sends no AddPartitionsToTxn. A partition that knows the producer at a newer epoch
+  (a version 2 marker moved it on) answers INVALID_PRODUCER_EPOCH without asking, as Kafka's
+  leader does. The coordinator's refusals are answered as Kafka's
+  ReplicaManager maps them: a fenced producer INVALID_PRODUCER_EPOCH; a transaction still
+  completing (CONCURRENT_TRANSACTIONS) or a coordinator not ready NOT_ENOUGH_REPLICAS, which
+  every client retries without refreshing metadata. In ZooKeeper mode (no features advertised,
+  Kafka 3.9's behaviour) a batch must be in a transaction its client opened."""
 
 from __future__ import annotations
 
@@ -39,15 +52,26 @@ from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.replica.batch_validation import request_records_error, starts_transactional
 from wirekafka.broker.context import CloseConnection, RequestContext
+from wirekafka.broker.coordinator.txn_metadata import TV2
 from wirekafka.broker.metadata.leader_hints import leader_hint
 from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
+from wirekafka.broker.replica.partition import Partition
 from wirekafka.broker.replica.replica_manager import ProduceEntry
 from wirekafka.jvm import TopicPartitionKey, java_hash, java_hashmap_order, java_objects_hash
+from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.protocol.produce_response import FastProduceResponse, PartitionAnswer, TopicAnswer
 
 _UNAUTHORIZED_TOPIC = KafkaApiError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 LEADER_HINTS_FROM = 10  # KIP-951: the current leader and its endpoint in Produce v10+
+ADDS_PARTITIONS_FROM = 12  # KIP-890 part 2: the leader adds a transaction's partitions itself
+# the one version that answers a batch outside the transaction TRANSACTION_ABORTABLE (KIP-890's
+# error for clients that abort on it); before it INVALID_TXN_STATE, from v12 the leader adds it
+ABORTABLE_VERSION = 11
+# coordinator answers a producer would not retry: Kafka turns them into one it retries
+_RETRIED_AS_NOT_ENOUGH_REPLICAS = {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NETWORK_EXCEPTION,
+                                   ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                   ErrorCode.NOT_COORDINATOR}
 
 
 def _records(pd: ProduceRequest.TopicProduceData.PartitionProduceData) -> bytes | memoryview | None:
@@ -97,6 +121,7 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> FastProduceRes
         return _refused(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     entries: list[ProduceEntry] = []
     rejected: list[KafkaApiError | None] = []  # per partition: refused before any append
+    places: list[int] = []  # per entry: its partition's place in rejected
     for td in request.topic_data:
         topic, unknown = state.metadata.resolve(td.name, td.topic_id, by_id=v >= 13)
         name = topic.name if topic is not None else td.name
@@ -110,6 +135,12 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> FastProduceRes
             rejected.append(request_records_error(v, _records(pd)) if known else None)
             if rejected[-1] is None:
                 entries.append(ProduceEntry(topic, pd.index, _records(pd), unknown))
+                places.append(len(rejected) - 1)
+    if v >= ADDS_PARTITIONS_FROM and request.transactional_id is not None and not state.config.zookeeper_mode:
+        refused = await _add_to_transaction(ctx, request.transactional_id, entries)
+        for i, refusal in refused.items():
+            rejected[places[i]] = refusal
+        entries = [e for i, e in enumerate(entries) if i not in refused]
     if acks not in (-1, 0, 1):
         outcomes = None
     else:
@@ -127,6 +158,9 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> FastProduceRes
                 parts.append(PartitionAnswer(pd.index, refusal.code, -1, -1, -1, refusal.message))
             elif o is None:
                 parts.append(PartitionAnswer(pd.index, ErrorCode.INVALID_REQUIRED_ACKS, -1, -1, -1))
+            elif v == ABORTABLE_VERSION and o.error == ErrorCode.INVALID_TXN_STATE and o.log_start_offset < 0:
+                # refused by the verification before the log: Kafka's answer for a v11 client
+                parts.append(PartitionAnswer(pd.index, ErrorCode.TRANSACTION_ABORTABLE, -1, -1, -1))
             else:
                 parts.append(PartitionAnswer(pd.index, o.error, o.base_offset, o.log_append_time,
                                              o.log_start_offset, o.message, o.record_errors))
@@ -143,6 +177,52 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> FastProduceRes
                                                  for t in topics for p in t.partitions):
         return _with_leader_hints(ctx, topics, throttle)
     return FastProduceResponse(topics, throttle_time_ms=throttle)
+
+
+async def _add_to_transaction(ctx: RequestContext, transactional_id: str,
+                              entries: list[ProduceEntry]) -> dict[int, KafkaApiError]:
+    """Transaction version 2: add the partitions of the entries holding a transaction's batch to
+    the producer's transaction before they are appended; the refused ones, by entry index."""
+    txn = {i: e for i, e in enumerate(entries)
+           if e.topic is not None and 0 <= e.index < len(e.topic.partitions) and starts_transactional(e.records)}
+    if not txn:
+        return {}
+    producers = {(h.producer_id, h.producer_epoch) for h in
+                 (records.parse_header(cast("bytes | memoryview", e.records)) for e in txn.values())}
+    if len(producers) > 1:
+        refusal = KafkaApiError(ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+                                "Transactional records contained more than one producer ID")
+        return dict.fromkeys(txn, refusal)
+    [(producer_id, producer_epoch)] = producers
+    # a partition that knows the producer at a newer epoch fences it without asking (as Kafka's)
+    refused = {i: KafkaApiError(ErrorCode.INVALID_PRODUCER_EPOCH) for i, e in txn.items()
+               if (p := _partition(e)) is not None and p.producers.older_epoch(producer_id, producer_epoch)}
+    wanted = [(e.topic.name, e.index) for i, e in txn.items() if e.topic is not None and i not in refused]
+    if not wanted:
+        return refused
+    try:
+        await ctx.state.transactions.add_partitions(transactional_id, producer_id, producer_epoch, wanted,
+                                                    client_transaction_version=TV2)
+    except KafkaApiError as exc:
+        refused.update(dict.fromkeys((i for i in txn if i not in refused), _producer_facing(exc.code)))
+    return refused
+
+
+def _partition(entry: ProduceEntry) -> Partition | None:
+    """The entry's partition, where this broker holds a replica of it."""
+    return entry.topic.partitions[entry.index] if entry.topic is not None else None
+
+
+def _producer_facing(code: ErrorCode) -> KafkaApiError:
+    """The coordinator's refusal as Kafka's leader answers it to the producer."""
+    if code is ErrorCode.PRODUCER_FENCED:
+        return KafkaApiError(ErrorCode.INVALID_PRODUCER_EPOCH)
+    if code in _RETRIED_AS_NOT_ENOUGH_REPLICAS:
+        return KafkaApiError(ErrorCode.NOT_ENOUGH_REPLICAS, "Unable to verify the partition has been added to "
+                                                            f"the transaction. Underlying error: {code.name}")
+    if code is ErrorCode.INVALID_TXN_STATE:
+        return KafkaApiError(code, "Partition was not added to the transaction")
+    return KafkaApiError(code)
 
 
 def _with_leader_hints(ctx: RequestContext, topics: list[TopicAnswer], throttle: int) -> ProduceResponse:

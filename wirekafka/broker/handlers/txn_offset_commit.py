@@ -4,12 +4,15 @@ its transaction; they take effect with the COMMIT marker.
 - The producer must own the transactional id at its epoch and have added the group's offsets
   partition (AddOffsetsToTxn), else Kafka's errors: INVALID_PRODUCER_ID_MAPPING, a stale epoch
   INVALID_PRODUCER_EPOCH at every version (Kafka 4 finds it when verifying the write to
-  __consumer_offsets, as for a produce), a partition outside the transaction INVALID_TXN_STATE.
+  __consumer_offsets, as for a produce), a partition outside the transaction INVALID_TXN_STATE
+  (TRANSACTION_ABORTABLE from v4, KIP-890).
 - The transaction is verified by its own coordinator: this broker's, or in a cluster the broker
   leading the transactional id's __transaction_state partition, asked with AddPartitionsToTxn v4
   verify_only as Kafka's AddPartitionsToTxnManager asks (its answer mapped as Kafka's group
   coordinator maps it: no coordinator COORDINATOR_NOT_AVAILABLE, an unreachable one
   COORDINATOR_LOAD_IN_PROGRESS).
+- v5+ on a single node (transaction version 2, KIP-890 part 2): the client sends no
+  AddOffsetsToTxn; the group's offsets partition is added to the transaction here instead.
 - v3+ carries the member's generation and member id (KIP-447): a stale generation is
   ILLEGAL_GENERATION, an unknown member UNKNOWN_MEMBER_ID; generation -1 skips the check.
 - Per partition: UNKNOWN_TOPIC_OR_PARTITION for partitions that do not exist (whatever the
@@ -28,9 +31,14 @@ from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.coordinator.groups import OFFSETS_TOPIC
 from wirekafka.broker.coordinator.transactions import TXN_TOPIC
+from wirekafka.broker.coordinator.txn_metadata import TV2
 from wirekafka.broker.handlers.offset_commit import commit_error
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
+ABORTABLE_FROM = 4  # KIP-890: TRANSACTION_ABORTABLE for an offsets partition outside the transaction
+ADDS_PARTITION_FROM = 5  # KIP-890 part 2: the offsets partition joins the transaction here
+_RETRIED = {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+            ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
 _Topic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
 _Part = _Topic.TxnOffsetCommitResponsePartition
 
@@ -42,6 +50,8 @@ async def _check_transaction(ctx: RequestContext, r: TxnOffsetCommitRequest) -> 
     verifies through its AddPartitionsToTxnManager). The answer as a TxnOffsetCommit error."""
     state = ctx.state
     offsets_partition = (OFFSETS_TOPIC, state.groups.partition_of(r.group_id))
+    if ctx.version >= ADDS_PARTITION_FROM and not state.config.zookeeper_mode:
+        return await _add_to_transaction(ctx, r, offsets_partition)
     coordinator = _transaction_coordinator(ctx, r.transactional_id)
     if state.txn_peers is not None and coordinator != state.node_id:
         code = (await state.txn_peers.verify(coordinator, r.transactional_id, r.producer_id, r.producer_epoch,
@@ -53,7 +63,24 @@ async def _check_transaction(ctx: RequestContext, r: TxnOffsetCommitRequest) -> 
         except KafkaApiError as exc:
             return ErrorCode.INVALID_PRODUCER_EPOCH if exc.code is ErrorCode.PRODUCER_FENCED else exc.code
         code = codes[offsets_partition]
-    return _commit_facing(code)
+    return _commit_facing(code, ctx.version)
+
+
+async def _add_to_transaction(ctx: RequestContext, r: TxnOffsetCommitRequest,
+                              offsets_partition: tuple[str, int]) -> ErrorCode:
+    """Transaction version 2 (v5+, single node): the client sends no AddOffsetsToTxn, so the
+    group's offsets partition joins the transaction here, as Kafka's group coordinator has it
+    added (AddPartitionsToTxn v5). A fenced producer is INVALID_PRODUCER_EPOCH; a transaction
+    still completing, or a coordinator not ready, COORDINATOR_NOT_AVAILABLE (Kafka's leader
+    answers NOT_ENOUGH_REPLICAS there, which its group coordinator reports so): retried."""
+    try:
+        await ctx.state.transactions.add_partitions(r.transactional_id, r.producer_id, r.producer_epoch,
+                                                    [offsets_partition], client_transaction_version=TV2)
+    except KafkaApiError as exc:
+        if exc.code is ErrorCode.PRODUCER_FENCED:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE if exc.code in _RETRIED else exc.code
+    return ErrorCode.NONE
 
 
 def _transaction_coordinator(ctx: RequestContext, transactional_id: str) -> int:
@@ -64,11 +91,12 @@ def _transaction_coordinator(ctx: RequestContext, transactional_id: str) -> int:
     return ctx.state.metadata.partition_view(topic, ctx.state.transactions.partition_of(transactional_id)).leader
 
 
-def _commit_facing(code: ErrorCode) -> ErrorCode:
+def _commit_facing(code: ErrorCode, version: int) -> ErrorCode:
     """A verification answer as Kafka's group coordinator reports it for an offset commit
-    (maybeConvertOffsetCommitError): a partition outside the transaction is INVALID_TXN_STATE, an
-    unreachable coordinator COORDINATOR_LOAD_IN_PROGRESS (the client retries, no new lookup)."""
-    if code is ErrorCode.TRANSACTION_ABORTABLE:
+    (maybeConvertOffsetCommitError): a partition outside the transaction is INVALID_TXN_STATE
+    before v4 (v4 clients know KIP-890's TRANSACTION_ABORTABLE), an unreachable coordinator
+    COORDINATOR_LOAD_IN_PROGRESS (the client retries, no new lookup)."""
+    if code is ErrorCode.TRANSACTION_ABORTABLE and version < ABORTABLE_FROM:
         return ErrorCode.INVALID_TXN_STATE
     return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if code is ErrorCode.NETWORK_EXCEPTION else code
 

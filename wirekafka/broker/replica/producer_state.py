@@ -29,6 +29,7 @@ from wirekafka.protocol.records import BatchHeader
 from wirekafka.storage.producer_snapshot import SnapshotEntry
 
 RETAINED_BATCHES = 5
+NO_PRODUCER_EPOCH = -1
 INT32_MAX = 2**31 - 1
 
 
@@ -131,12 +132,20 @@ class ProducerStateTable:
                     ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                     f"invalid sequence number {header.base_sequence} for new epoch {header.producer_epoch}",
                 )
-        elif entry.batches and not _in_sequence(entry.last_seq, header.base_sequence):
+        elif entry.epoch != NO_PRODUCER_EPOCH and not _in_sequence(entry.last_seq, header.base_sequence):
+            # an epoch with no batch yet (a transaction version 2 marker moved the producer to it)
+            # starts at sequence 0; Kafka accepts any sequence only from a producer of no epoch
             raise KafkaApiError(
                 ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                 f"out of order sequence number {header.base_sequence}, expected {entry.last_seq + 1}",
             )
         return None
+
+    def older_epoch(self, producer_id: int, producer_epoch: int) -> bool:
+        """Whether this partition knows the producer at a newer epoch (a marker of transaction
+        version 2 moves it on): a batch of the older one is fenced before anything else."""
+        entry = self.entries.get(producer_id)
+        return entry is not None and producer_epoch < entry.epoch
 
     def record(self, header: BatchHeader) -> None:
         """Remember an appended data batch (header already carries its assigned offsets and, on

@@ -22,7 +22,7 @@ from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, Fin
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.coordinator.groups import OFFSETS_TOPIC
-from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
+from wirekafka.broker.metadata.cluster_metadata import BrokerInfo, leader_of
 from wirekafka.broker.coordinator.transactions import TXN_TOPIC
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
@@ -52,8 +52,7 @@ async def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCo
             return ErrorCode.INVALID_REQUEST, f"Unknown coordinator key type {key_type}", NO_NODE
     except KafkaApiError as exc:  # the internal topic could not be created yet (too few brokers, say)
         return exc.code, None, NO_NODE
-    topic = state.metadata.topic(topic_name)
-    leader = state.metadata.partition_view(topic, index).leader if topic is not None else -1
+    leader = leader_of(state.metadata, topic_name, index)
     node = next((b for b in state.metadata.brokers(ctx.listener) if b.node_id == leader), None)
     if node is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, NO_NODE

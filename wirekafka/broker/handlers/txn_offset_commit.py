@@ -33,6 +33,7 @@ from wirekafka.broker.coordinator.groups import OFFSETS_TOPIC
 from wirekafka.broker.coordinator.transactions import TXN_TOPIC
 from wirekafka.broker.coordinator.txn_metadata import TV2
 from wirekafka.broker.handlers.offset_commit import commit_error
+from wirekafka.broker.metadata.cluster_metadata import leader_of
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 ABORTABLE_FROM = 4  # KIP-890: TRANSACTION_ABORTABLE for an offsets partition outside the transaction
@@ -85,10 +86,7 @@ async def _add_to_transaction(ctx: RequestContext, r: TxnOffsetCommitRequest,
 
 def _transaction_coordinator(ctx: RequestContext, transactional_id: str) -> int:
     """The broker leading transactional_id's partition of __transaction_state; -1 for none."""
-    topic = ctx.state.metadata.topic(TXN_TOPIC)
-    if topic is None:
-        return -1
-    return ctx.state.metadata.partition_view(topic, ctx.state.transactions.partition_of(transactional_id)).leader
+    return leader_of(ctx.state.metadata, TXN_TOPIC, ctx.state.transactions.partition_of(transactional_id))
 
 
 def _commit_facing(code: ErrorCode, version: int) -> ErrorCode:

@@ -168,6 +168,15 @@ class ClusterMetadata(Protocol):
                            ) -> list[tuple[str, int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]]: ...
 
 
+def leader_of(metadata: ClusterMetadata, topic_name: str, index: int) -> int:
+    """The broker leading a partition as this broker knows it; -1 for none, or no such partition
+    (a coordinator's internal topic not created yet, say)."""
+    topic = metadata.topic(topic_name)
+    if topic is None or not 0 <= index < len(topic.partitions):
+        return -1
+    return metadata.partition_view(topic, index).leader
+
+
 def check_new_topic(name: str, num_partitions: int, replication_factor: int, configs: dict[str, str]) -> None:
     """Kafka's checks of a new topic's name, partition count, replication factor and configs."""
     reason = topic_name_error(name)

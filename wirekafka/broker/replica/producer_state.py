@@ -91,8 +91,11 @@ class ProducerStateTable:
         yet below the high watermark: the last stable offset cannot pass it, so it never goes back
         after a failover (Kafka's firstUnstableOffset)."""
         self.drop_replicated(high_watermark)
-        firsts = [t.first_offset for t in self.unreplicated] + list(self.ongoing.values())
-        return min(firsts) if firsts else None
+        if not self.unreplicated:  # the usual case, asked on every read: no list made
+            return min(self.ongoing.values()) if self.ongoing else None
+        firsts = [t.first_offset for t in self.unreplicated]
+        firsts.extend(self.ongoing.values())
+        return min(firsts)
 
     def drop_replicated(self, high_watermark: int) -> None:
         """Forget completed transactions whose marker is below the high watermark (Kafka's

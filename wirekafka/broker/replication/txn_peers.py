@@ -23,7 +23,7 @@ from kafka.protocol.producer.transaction import (
     WriteTxnMarkersResponse,
 )
 
-from wirekafka.broker.metadata.cluster_metadata import BrokerInfo, ClusterMetadata
+from wirekafka.broker.metadata.cluster_metadata import BrokerInfo, ClusterMetadata, leader_of
 from wirekafka.broker.replication.peer_client import PeerPool, PeerSecurity, PeerUnavailable, answer_of
 from wirekafka.config.broker_config import BrokerConfig
 from wirekafka.protocol.errors import ErrorCode
@@ -53,7 +53,7 @@ class TransactionPeers:
         topic = self.metadata.topic(tp[0])
         if topic is None or not 0 <= tp[1] < len(topic.partitions):
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        leader = self.metadata.partition_view(topic, tp[1]).leader
+        leader = leader_of(self.metadata, *tp)
         client = self._peers.client(leader) if leader >= 0 else None
         if client is None:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER

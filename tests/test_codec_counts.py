@@ -179,9 +179,12 @@ def test_quick_decoding_declines_many_partitions_and_big_other_requests() -> Non
         codec.decode_body(codec.parse_header(frame), frame, quick=True)
 
 
-def test_a_null_topic_name_is_left_to_the_schema_codec() -> None:
+def test_a_null_topic_name_is_left_to_the_schema_codec_which_refuses_it() -> None:
+    """Kafka's reader refuses a null in the non-nullable topic name (protocol/field_rules.py)."""
     body = _produce_prefix(3) + _count(3, 1) + struct.pack(">h", -1) + _count(3, 0)
     frame = _frame(0, 3, body)
     with pytest.raises(produce_request.Unusual):
         produce_request.decode(memoryview(frame)[codec.parse_header(frame).body_offset:], 3)
-    assert _flat(codec.decode_body(codec.parse_header(frame), frame)) == _flat(_schema_decode(frame))
+    assert _schema_decode(frame).topic_data[0].name is None
+    with pytest.raises(codec.ProtocolError, match="non-nullable field Name was serialized as null"):
+        codec.decode_body(codec.parse_header(frame), frame)

@@ -13,7 +13,7 @@ from typing import Any
 
 from kafka.protocol.api_message import ApiMessage
 
-from wirekafka.protocol import produce_request, schema_meta, served_versions as api_versions
+from wirekafka.protocol import field_rules, produce_request, schema_meta, served_versions as api_versions
 from wirekafka.protocol.framing import Frame
 from wirekafka.protocol.response_parts import Part, RegionResponse, part_size, splice
 
@@ -121,24 +121,30 @@ def decode_body(header: RequestHeader, frame: Frame, quick: bool = False) -> Any
     topics and partitions, any other request over QUICK_BYTES), for the caller to decode it away
     from its event loop."""
     body = memoryview(frame)[header.body_offset:]
+    request_class = api_versions.request_class(header.api_key)
+    request = None
     if header.api_key == PRODUCE_KEY:
         try:
-            return produce_request.decode(body, header.api_version, QUICK_ELEMENTS if quick else None)
+            request = produce_request.decode(body, header.api_version, QUICK_ELEMENTS if quick else None)
         except produce_request.OverBudget as exc:
             raise SlowDecode() from exc
         except produce_request.Malformed as exc:
             raise ProtocolError(f"cannot decode api 0 v{header.api_version}: {exc}") from exc
         except produce_request.Unusual:
             pass
-    if quick and len(body) > QUICK_BYTES:
-        raise SlowDecode()
-    request_class = api_versions.request_class(header.api_key)
-    try:
-        return request_class.decode(body, version=header.api_version)
-    except Exception as exc:  # the generated decoder raises assorted errors on bad bytes
-        raise ProtocolError(
-            f"cannot decode api {header.api_key} v{header.api_version}: {exc!r}"
-        ) from exc
+    if request is None:
+        if quick and len(body) > QUICK_BYTES:
+            raise SlowDecode()
+        try:
+            request = request_class.decode(body, version=header.api_version)
+        except Exception as exc:  # the generated decoder raises assorted errors on bad bytes
+            raise ProtocolError(
+                f"cannot decode api {header.api_key} v{header.api_version}: {exc!r}"
+            ) from exc
+    broken = field_rules.broken_rule(request_class, header.api_version, request)
+    if broken is not None:  # Kafka's readers refuse it: an invalid request, the connection closes
+        raise ProtocolError(f"api {header.api_key} v{header.api_version}: {broken}")
+    return request
 
 
 def _response_header(api_key: int, api_version: int, correlation_id: int, body: ApiMessage) -> bytes:

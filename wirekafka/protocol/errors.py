@@ -106,6 +106,20 @@ class KafkaApiError(Exception):
     """A Kafka-level failure that a handler turns into an error code in its response."""
 
     def __init__(self, code: ErrorCode, message: str | None = "") -> None:
+        message = fits_in_a_string(message) if message else None
         super().__init__(f"{code.name}: {message}" if message else code.name)
         self.code = code
-        self.message = message or None
+        self.message = message
+
+
+MAX_STRING_BYTES = 0x7FFF  # a non-flexible version's string has an int16 length
+
+
+def fits_in_a_string(text: str) -> str:
+    """text cut to what any version's string field holds (32,767 UTF-8 bytes). An error message
+    may quote a request's string, itself up to that long: uncut, its answer cannot be encoded in
+    the older versions (found by the fuzzing campaign: AlterConfigs v0, DescribeConfigs v1,
+    DescribeClientQuotas v0)."""
+    if len(text) <= MAX_STRING_BYTES // 4:
+        return text
+    return text.encode()[:MAX_STRING_BYTES].decode(errors="ignore")

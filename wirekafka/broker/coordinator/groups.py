@@ -405,10 +405,13 @@ class GroupCoordinator:
         next_retention = self.now() + retention_check
         while True:
             await trio.sleep(TIMER_TICK)
-            self.expire_members()
-            if self.now() >= next_retention:
-                next_retention = self.now() + retention_check
-                self.offsets.expire_offsets()
+            try:
+                self.expire_members()
+                if self.now() >= next_retention:
+                    next_retention = self.now() + retention_check
+                    self.offsets.expire_offsets()
+            except Exception:  # noqa: BLE001 - a bug in one group's timer must not stop the broker
+                log.exception("group timers failed; trying again at the next tick")
 
     def expire_members(self) -> None:
         now = self.now()

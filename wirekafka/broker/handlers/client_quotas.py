@@ -52,7 +52,7 @@ from wirekafka.broker.quotas.entities import (
 )
 from wirekafka.broker.context import RequestContext
 from wirekafka.jvm import java_hashmap_order
-from wirekafka.protocol.errors import ErrorCode
+from wirekafka.protocol.errors import ErrorCode, fits_in_a_string
 
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 
@@ -65,7 +65,7 @@ class _Invalid(Exception):
     """One entity's (or a filter's) INVALID_REQUEST, or another code, with Kafka's message."""
 
     def __init__(self, message: str, code: ErrorCode = ErrorCode.INVALID_REQUEST) -> None:
-        super().__init__(message)
+        super().__init__(fits_in_a_string(message))  # it may quote an entity name
         self.code = code
 
 

@@ -7,7 +7,8 @@
   commit to a group that does not exist is ILLEGAL_GENERATION before v9, GROUP_ID_NOT_FOUND
   from v9.
 - v2-4: retention_time_ms other than -1 gives the offsets their own expire timestamp (commit
-  time + retention), kept in the offset record as Kafka keeps it.
+  time + retention, wrapping as Kafka's long addition does for a huge retention), kept in the
+  offset record as Kafka keeps it.
 - Authorization, as Kafka's KafkaApis checks it before the coordinator: without READ on the
   group every partition is GROUP_AUTHORIZATION_FAILED, in request order; then a topic without
   READ is TOPIC_AUTHORIZATION_FAILED whether it exists or not (at v10 an unknown topic id has no
@@ -114,13 +115,18 @@ def commit_error(group_error: ErrorCode, metadata: str | None, max_metadata: int
     return ErrorCode.NONE
 
 
+def _java_long(value: int) -> int:
+    """A sum as Java's long holds it: the low 64 bits, signed (the offset record's int64)."""
+    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
 def _coordinator_answer(ctx: RequestContext, valid: list[_Valid], answer: _Answer,
                         group_error: ErrorCode, retention: int) -> tuple[dict[tuple[str, int], gr.OffsetValue], list[_Part]]:
     """Answer the partitions left for the coordinator; return the offsets to write and their
     answers (which a failed write turns into its error)."""
     max_metadata = ctx.state.config.int("offset.metadata.max.bytes")
     now_ms = ctx.state.now_ms()
-    expire_ms = None if retention == NO_RETENTION else now_ms + retention
+    expire_ms = None if retention == NO_RETENTION else _java_long(now_ms + retention)
     accepted: dict[tuple[str, int], gr.OffsetValue] = {}
     accepted_parts: list[_Part] = []
     # with nothing answered yet the coordinator's answer is the whole answer, a topic named

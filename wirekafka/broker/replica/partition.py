@@ -234,12 +234,12 @@ class Partition:
         self._maybe_advance_high_watermark()
 
     def record_follower_fetch(self, replica_id: int, fetch_offset: int, log_start_offset: int = -1) -> bool:
-        """A follower's fetch from fetch_offset: its progress, and the high watermark it allows.
-        False when replica_id does not follow this partition here."""
-        if not self.replica_set.record_fetch(replica_id, fetch_offset, self._log.log_end_offset, self._now_ms(),
-                                             log_start_offset):
+        """A follower's fetch: its progress, the high watermark, an ISR notice; False if it follows not here."""
+        rs = self.replica_set
+        if not rs.record_fetch(replica_id, fetch_offset, self._log.log_end_offset, self._now_ms(), log_start_offset):
             return False
         self._maybe_advance_high_watermark()
+        rs.note_if_rejoining(replica_id, self.isr_expansion)
         return True
 
     def isr_expansion(self) -> frozenset[int]:

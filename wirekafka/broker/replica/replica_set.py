@@ -11,11 +11,16 @@ answered (`pending_isr`), the high watermark counts the old and the proposed mem
 the member it adds, so a replica the controller puts in the ISR has everything below the high
 watermark. Either way the high watermark can only wait, never advance wrongly.
 
+In a cluster the leader's ISR manager watches the set (`isr_watch`): a fetch that makes an
+out-of-sync follower eligible to rejoin tells it at once (Kafka checks an expansion on each follower
+fetch), so no loop has to visit every partition to find expansions.
+
 A single node is a ReplicaSet of one: its own leader and whole in-sync set."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
 
 @dataclass(slots=True)
@@ -37,6 +42,8 @@ class ReplicaSet:
     leader: int
     followers: dict[int, FollowerProgress]
     pending_isr: frozenset[int] | None = None  # proposed to the controller, not yet answered
+    # the ISR manager's notice that this partition's ISR may expand; kept across roles (None: unwatched)
+    isr_watch: Callable[[], None] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def single(cls, node_id: int) -> "ReplicaSet":
@@ -104,6 +111,13 @@ class ReplicaSet:
         progress.last_fetch_leader_end = leader_end
         progress.last_fetch_ms = now_ms
         return True
+
+    def note_if_rejoining(self, replica_id: int, expansion: Callable[[], frozenset[int]]) -> None:
+        """After a fetch of replica_id: notify isr_watch when replica_id is out of the ISR and now
+        among the followers that may rejoin (expansion(), the caller's `caught_up`). A member's
+        fetch costs one set lookup; only a follower outside the ISR pays for the check."""
+        if self.isr_watch is not None and replica_id not in self.isr and replica_id in expansion():
+            self.isr_watch()
 
     def min_in_sync_end(self, leader_end: int) -> int | None:
         """The smallest log end offset over the in-sync replicas; None while one of them has not

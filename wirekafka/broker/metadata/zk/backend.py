@@ -98,7 +98,6 @@ class ZkBackend:
         self.node_id = config.node_id
         self.zk = session
         self.view = ClusterView(config, open_partition, session.mark_changed)
-        self.view.on_roles = on_roles
         # the view's, which it keeps current from /config (ClusterMetadata's attributes)
         self.broker_configs: DynamicBrokerConfigs = self.view.broker_configs
         self.scram: ScramCredentials = self.view.scram
@@ -111,6 +110,11 @@ class ZkBackend:
         self.isr = IsrManager(config, session, self.view,
                               IsrProposer(self._controller_peers, lambda: self.view.snapshot.controller),
                               lambda: self.registrar.broker_epoch)
+
+        def roles(change: RoleChange) -> None:  # the ISR manager watches the partitions this broker leads
+            self.isr.on_roles(change)
+            on_roles(change)
+        self.view.on_roles = roles
         self.reassignments = Reassignments(session, self.view)
         self.controller = ActiveController(config, session, self.view, self.reassignments)
         self.admin = AdminWriter(config, session, self.view)

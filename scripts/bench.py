@@ -67,6 +67,11 @@ Rows (``--only`` takes a comma-separated list of these ids):
                    processed in Y seconds", Kafka's and wirekafka's), and produce->ack p50/p99 on
                    another topic (1 KB at the latency rate) with the cleaner idle vs during that
                    round (samples sent between the round's first log line and its summary)
+  distinct-keys    fresh broker (same settings): 10,000,000 (--distinct-keys) distinct keys of 13 B,
+                   each written twice (32 B values) to one partition in 1 MiB segments, then turned
+                   compact: the cleaner's MB/s over its rounds (their summaries), how many rounds it
+                   took to clean the whole log (the offset map's size: each round rereads what was
+                   cleaned before), and seconds from the switch to the last round's summary
 
 Cluster rows run last, on 3-broker clusters of their own: a wirekafka cluster (three `wirekafka
 serve` processes, testsupport/cluster.py) and a Kafka 3.9.1 ZooKeeper-mode cluster
@@ -135,7 +140,7 @@ TRANSACTIONAL: dict[str, int] = {"txn-1prod": 1, "txn-8prod": 8}
 TXN_RECORDS = 100
 CLUSTER_ROWS = ["cluster-produce", "cluster-failover"]
 OTHER_ROWS = [*TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "bombs", "syscalls", "recovery", "loop-stall",
-              "large-request", "offsets-compaction", "cleaner", *CLUSTER_ROWS]
+              "large-request", "offsets-compaction", "cleaner", "distinct-keys", *CLUSTER_ROWS]
 ROW_IDS = [*THROUGHPUT, *OTHER_ROWS]
 #: Rows on the two long-running single-node brokers (the others start brokers of their own).
 LONG_RUNNING_ROWS = {*THROUGHPUT, *TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "bombs", "syscalls"}
@@ -159,6 +164,7 @@ class Settings:
     settle: float = 3.0           # idle seconds before an RSS reading
     offsets_commits: int = 1_000_000  # offset commits: 10 groups x 100 partitions x 1,000 rounds
     cleaner_mb: float = 100       # payload MB the cleaner row compacts
+    distinct_keys: int = 10_000_000  # keys of the distinct-keys row (each written twice)
     cluster_mb: float = 200       # payload MB of cluster-produce's throughput load
     cluster_timeout: float = 60   # seconds that load may take
     failover_runs: int = 9        # kills per cluster in cluster-failover (the median is reported)
@@ -167,9 +173,11 @@ class Settings:
 
 QUICK = Settings(mb=5, small_mb=1, txn_mb=1, latency_rate=200, latency_seconds=2, syscall_mb=5,
                  recovery_bytes=50 << 20, load_timeout=60, settle=1.0, offsets_commits=20_000, cleaner_mb=5,
+                 distinct_keys=20_000,
                  cluster_mb=5, failover_runs=1, stall_partitions=300)
 OFFSETS_GROUPS, OFFSETS_PARTITIONS = 10, 100
 CLEANER_KEYS, CLEANER_VALUE_BYTES = 50_000, 256
+DISTINCT_VALUE_BYTES = 32
 
 
 def parse_size(text: str) -> int:
@@ -543,6 +551,26 @@ class Bench:
         self.report.note(f"cleaner: produce latency with 1 KB records at {s.latency_rate:,.0f}/s on another "
                          f"topic, acks=all, linger 0; idle for {s.latency_seconds:g} s, then during the round.")
 
+    def run_distinct_keys(self, factories: list[tuple[Path, Callable[[Path], Broker]]]) -> None:
+        keys = self.s.distinct_keys
+        workload = (f"compaction of {keys:,} distinct keys, each written twice ({DISTINCT_VALUE_BYTES} B values), "
+                    "1 partition, 1 MiB segments")
+
+        def one(make: Callable[[], Broker]) -> None:
+            r = compaction.distinct_keys(make, keys, DISTINCT_VALUE_BYTES, timeout=max(self.s.load_timeout, 3600))
+            put = self.report.set
+            put(workload, "cleaner MB/s (its own summaries)", r.broker, r.mb_per_second, "higher", 1)
+            put(workload, "cleaning rounds", r.broker, r.rounds, "lower", 0)
+            put(workload, "log processed over the rounds, MiB", r.broker, r.cleaned_mb, "lower", 1)
+            put(workload, "compact -> whole log cleaned, s", r.broker, r.wall_seconds, "lower", 1)
+            put(workload, "size before / after cleaning, MB", r.broker,
+                f"{r.input_bytes / 1e6:,.1f} / {r.end_bytes / 1e6:,.1f}", "", 0)
+
+        self._fresh("distinct-keys", factories, one)
+        self.report.note("distinct-keys: both brokers with log.cleaner.dedupe.buffer.size at its default (128 MiB, "
+                         "1 cleaner thread), the topic with min.cleanable.dirty.ratio=0.01; a round maps as many "
+                         "keys as that map holds, then rewrites the log up to them.")
+
     # -- cluster rows, on 3-broker clusters of their own ----------------------------------------
 
     def run_clusters(self, selected: set[str], kafka: bool) -> None:
@@ -671,6 +699,8 @@ def build_args() -> argparse.ArgumentParser:
     ap.add_argument("--load-timeout", type=float, help="seconds any one produce or consume may take (default 180)")
     ap.add_argument("--offsets-commits", type=int, help="offset commits for offsets-compaction (default 1,000,000)")
     ap.add_argument("--cleaner-mb", type=float, help=f"payload MB for the cleaner row (default {Settings.cleaner_mb:g})")
+    ap.add_argument("--distinct-keys", type=int, help=f"keys of the distinct-keys row "
+                                                      f"(default {Settings.distinct_keys:,})")
     ap.add_argument("--cluster-mb", type=float, help=f"payload MB for cluster-produce "
                                                      f"(default {Settings.cluster_mb:g})")
     ap.add_argument("--failover-runs", type=int, help=f"kills per cluster in cluster-failover "
@@ -688,7 +718,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     base = QUICK if args.quick else Settings()
     given = {k: getattr(args, k) for k in ("mb", "small_mb", "latency_rate", "latency_seconds", "syscall_mb",
                                            "recovery_bytes", "load_timeout", "offsets_commits", "cleaner_mb",
-                                           "cluster_mb", "failover_runs", "stall_partitions")
+                                           "distinct_keys", "cluster_mb", "failover_runs", "stall_partitions")
              if getattr(args, k) is not None}
     return replace(base, **given)
 
@@ -784,7 +814,8 @@ def main(argv: list[str] | None = None) -> int:
             bench.run_loop_stall()
         for row_id, run_row, overrides in (("large-request", bench.run_large_request, large_request.BROKER_OVERRIDES),
                                            ("offsets-compaction", bench.run_offsets_compaction, compaction.BROKER_OVERRIDES),
-                                           ("cleaner", bench.run_cleaner, compaction.BROKER_OVERRIDES)):
+                                           ("cleaner", bench.run_cleaner, compaction.BROKER_OVERRIDES),
+                                           ("distinct-keys", bench.run_distinct_keys, compaction.BROKER_OVERRIDES)):
             if row_id in selected:
                 own: list[tuple[Path, Callable[[Path], Broker]]] = [
                     (workdir / f"wirekafka-{row_id}",

@@ -17,6 +17,7 @@ from wirekafka.storage import batch_filter
 from wirekafka.storage.cleaner import CLEANED_SUFFIX, SWAP_SUFFIX, Throttler, run_round
 from wirekafka.storage.epoch_cache import LeaderEpochCache
 from wirekafka.storage.log import LogConfig, PartitionLog
+from wirekafka.storage.offset_map import SLOT_BYTES
 from testsupport.cleaning import clean_partition
 
 NOW = 1_700_000_000_000
@@ -151,7 +152,7 @@ def test_a_full_offset_map_cleans_in_several_rounds(tmp_path: Path) -> None:
     p = _open(tmp_path / "t-0", clock, segment_bytes=2000)
     latest = _fill(p, clock, rounds=10, keys=40)
     active_base = p._log.active.base_offset
-    small = 30 * 150  # room for 27 keys: the first round stops early
+    small = 30 * SLOT_BYTES  # 29 slots, room for 26 keys: the first round stops early
     end = _clean(p, clock, map_bytes=small)
     assert end < active_base
     while end < active_base:

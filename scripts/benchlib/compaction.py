@@ -423,3 +423,110 @@ def cleaner(make_broker: Callable[[], Broker], total_bytes: int, keys: int, valu
                              len(cleaning))
     finally:
         broker.stop()
+
+
+# ---- many distinct keys: the offset map's size in rounds ------------------------------------------
+@dataclass(frozen=True)
+class DistinctKeysResult:
+    broker: str
+    keys: int
+    input_bytes: int
+    cleaned_mb: float         # "MB of log processed" summed over the rounds (MiB)
+    clean_seconds: float      # their seconds, summed
+    rounds: int
+    wall_seconds: float | None  # cleanup.policy=compact -> the whole log below the active segment cleaned
+    end_bytes: int
+
+    @property
+    def mb_per_second(self) -> float | None:
+        return self.cleaned_mb / self.clean_seconds if self.clean_seconds > 0 else None
+
+
+def _fill_distinct(bootstrap: str, topic: str, keys: int, passes: int, value_size: int, timeout: float) -> int:
+    """Every key of ``keys`` (13 bytes each) once per pass, in order: each pass supersedes the
+    previous one. Returns the records acked."""
+    value = random.Random(99).randbytes(value_size)
+    errors = []
+    producer = Producer(_producer_config(bootstrap, BASE, **{"delivery.report.only.error": True,
+                                                              "on_delivery": lambda e, _m: errors.append(e)}))
+    deadline = time.monotonic() + timeout
+    for i in range(keys * passes):
+        key = b"key-%09d" % (i % keys)
+        while True:
+            try:
+                producer.produce(topic, value, key=key, partition=0)
+                break
+            except BufferError:
+                producer.poll(0.005)
+        if i & 4095 == 0:
+            producer.poll(0)
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"fill: {i:,} of {keys * passes:,} records sent in {timeout:g}s")
+    left = producer.flush(max(1.0, deadline - time.monotonic()))
+    if errors or left:
+        raise RuntimeError(f"fill: {len(errors)} delivery errors, {left} unacknowledged")
+    return keys * passes
+
+
+#: The topic's min.cleanable.dirty.ratio once compact: with the default 0.5 a cleaner whose map
+#: holds half the keys stops when the clean half outweighs the dirty one; this one goes on to the end.
+DISTINCT_DIRTY_RATIO = 0.01
+_DIRTY_SECTION = r"cleaned log {name} \(dirty section = \[\d+, (\d+)\]\)"
+
+
+def distinct_keys(make_broker: Callable[[], Broker], keys: int, value_size: int, timeout: float,
+                  passes: int = 2) -> DistinctKeysResult:
+    """``keys`` distinct keys, each written ``passes`` times (all keys, then all again), on one
+    partition under cleanup.policy=delete in 1 MiB segments; then the topic turns compact (with
+    min.cleanable.dirty.ratio=0.01, so that rounds go on to the end) and the cleaner's rounds
+    are followed in the broker's log until one ends at the active segment (the whole log
+    cleaned). A map too small for the keys shows as more rounds, each rereading the
+    log cleaned before it."""
+    broker = make_broker()
+    broker.start()
+    try:
+        bootstrap = broker.bootstrap
+        name = new_topic_name("distinct")
+        partition = f"{name}-0"
+        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+        admin.create_topics([NewTopic(name, 1, 1, config={"cleanup.policy": "delete",
+                                                          "segment.bytes": str(SEGMENT_BYTES)})])[name].result(30)
+        wait_for_leaders(bootstrap, name, 1, 30)
+        t0 = time.monotonic()
+        records = _fill_distinct(bootstrap, name, keys, passes, value_size, timeout)
+        pdir = broker.data_dir / partition
+        segments = sorted(pdir.glob("*.log"))
+        input_bytes = sum(log_size(f) for f in segments)
+        active_base = int(segments[-1].name.split(".")[0])
+        log.info("%s: %d records of %d distinct keys, %.1f MB of segments in %.1fs", broker.name, records, keys,
+                 input_bytes / 1e6, time.monotonic() - t0)
+        mark = log_size(broker.log_path)
+        resource = ConfigResource(ConfigResource.Type.TOPIC, name, incremental_configs=[
+            ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("min.cleanable.dirty.ratio", str(DISTINCT_DIRTY_RATIO),
+                        incremental_operation=AlterConfigOpType.SET)])
+        t0 = time.monotonic()
+        admin.incremental_alter_configs([resource])[resource].result(30)
+        ended = re.compile(_DIRTY_SECTION.format(name=re.escape(partition)))
+        wall = None
+        summaries: list[str] = []
+        while time.monotonic() - t0 < timeout:
+            summaries = [text for _, text in log_records(broker.log_path, mark) if ended.search(text)]
+            if any(int(m.group(1)) >= active_base for m in map(ended.search, summaries) if m):
+                wall = time.monotonic() - t0
+                break
+            time.sleep(0.5)
+        else:
+            log.warning("%s: the log was not fully cleaned within %gs", broker.name, timeout)
+        mb = secs = 0.0
+        for text in summaries:
+            m = _PROCESSED.search(text)
+            if m:
+                mb += float(m.group(1).replace(",", ""))
+                secs += float(m.group(2).replace(",", ""))
+        end_bytes = sum(log_size(f) for f in pdir.glob("*.log"))
+        log.info("%s: %d cleaning round(s), %.1f MiB in %.1f s (%s s to the end)", broker.name, len(summaries), mb,
+                 secs, f"{wall:.1f}" if wall is not None else "not")
+        return DistinctKeysResult(broker.name, keys, input_bytes, mb, secs, len(summaries), wall, end_bytes)
+    finally:
+        broker.stop()

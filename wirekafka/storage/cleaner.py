@@ -28,7 +28,6 @@ pinned open while read) and on files nothing else touches; nothing here mutates 
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import logging
 import os
@@ -40,6 +39,7 @@ from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence, TypeVa
 from wirekafka.protocol import records
 from wirekafka.protocol.records import BatchHeader
 from wirekafka.storage import batch_filter
+from wirekafka.storage.offset_map import OffsetMap
 from wirekafka.storage.segment import LogSegment, file_paths, iter_batches
 from wirekafka.storage.txn_index import AbortedTxn, TransactionIndex
 
@@ -49,14 +49,6 @@ CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 DELETED_SUFFIX = ".deleted"
 CHECKPOINT_FILE = "cleaner-offset-checkpoint"
-
-# What one offset-map entry costs in this implementation (a dict slot, a key of at most 16 bytes
-# and an int: 131-134 bytes with tracemalloc for 200,000 entries, rounded up for the dict's
-# growth steps), so that log.cleaner.dedupe.buffer.size bounds the memory it really takes, as
-# Kafka's 24-byte slots bound its map.
-ENTRY_COST_BYTES = 150
-_MAX_RAW_KEY = 15  # longer keys are stored as their 16-byte MD5 (Kafka's hash): never equal to a raw key
-
 
 class _HasBaseOffset(Protocol):
     @property
@@ -68,43 +60,6 @@ _S = TypeVar("_S", bound=_HasBaseOffset)  # LogSegment on the loop, SegmentInfo 
 
 class CleaningAborted(Exception):
     """The log changed under the cleaner (deleted, truncated): this round's output is discarded."""
-
-
-class OffsetMap:
-    """key -> the latest offset seen for it in the dirty section, within a memory budget."""
-
-    def __init__(self, memory_bytes: int, load_factor: float) -> None:
-        self.capacity = max(int(memory_bytes / ENTRY_COST_BYTES * load_factor), 1)
-        self._offsets: dict[bytes, int] = {}
-        self.latest_offset = -1
-
-    def clear(self) -> None:
-        self._offsets = {}
-        self.latest_offset = -1
-
-    def get(self, key: bytes) -> int:
-        return self._offsets.get(key if len(key) <= _MAX_RAW_KEY else hashlib.md5(key).digest(), -1)
-
-    def put_keys(self, base_offset: int, raw: Iterable[batch_filter.RawRecord], min_offset: int) -> tuple[bool, int]:
-        """Map the keys of one batch's records at or past min_offset, in order: the cleaner's
-        innermost loop. Returns (the map filled up, records seen)."""
-        offsets = self._offsets
-        capacity = self.capacity
-        md5 = hashlib.md5
-        seen = 0
-        for record in raw:
-            offset = base_offset + record[4]  # OFFSET_DELTA
-            key = record[5]  # KEY
-            if key is not None and offset >= min_offset:
-                if len(offsets) >= capacity:
-                    return True, seen
-                offsets[key if len(key) <= _MAX_RAW_KEY else md5(key).digest()] = offset
-            seen += 1
-        return False, seen
-
-    @property
-    def utilization(self) -> float:
-        return len(self._offsets) / self.capacity
 
 
 class Throttler:

@@ -46,6 +46,12 @@ Rows (``--only`` takes a comma-separated list of these ids):
                    the same log dir: seconds until ApiVersions is answered, and until Metadata
                    names a leader and ListOffsets answers; the end offset is checked against the
                    acked count. For scale, the same after a clean restart of that log.
+  startup          fresh broker per side (benchlib/startup.py): 10,000 (--startup-partitions)
+                   partitions (topics of 1,000) with a record each, clean restart and kill -9
+                   restart: seconds until ListOffsets answers every partition, RSS after; and
+                   in-process, wirekafka only: a 2 GiB (--startup-bytes) log of ~4 KB batches
+                   opened after a clean shutdown / a kill -9 / with every segment recovered, and
+                   its index memory per GiB of log
   loop-stall       in-process, wirekafka only (benchlib/loop_stall.py): a 1 ms timer on the event
                    loop while 3,000 (--stall-partitions) partitions become leaders in a new epoch
                    and their epoch checkpoints are written, then while a retention pass expires
@@ -116,7 +122,7 @@ if not __package__:  # run as a file (`python scripts/bench.py`): siblings are i
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # from the repository root
 from scripts import realkafka  # noqa: E402
 from scripts.benchlib import (bombs, cluster_rows, compaction, large_request, loop_stall, netprobe,  # noqa: E402
-                              recovery, syscalls, transactions, workloads)
+                              recovery, startup, syscalls, transactions, workloads)
 from scripts.benchlib.brokers import (HOST, REPO, Broker, KafkaBroker, WirekafkaBroker,  # noqa: E402
                                       peak_rss_mb, rss_mb)
 from scripts.benchlib.report import Report  # noqa: E402
@@ -139,8 +145,8 @@ THROUGHPUT: dict[str, tuple[str, Callable[[LoadSpec], LoadSpec]]] = {
 TRANSACTIONAL: dict[str, int] = {"txn-1prod": 1, "txn-8prod": 8}
 TXN_RECORDS = 100
 CLUSTER_ROWS = ["cluster-produce", "cluster-failover"]
-OTHER_ROWS = [*TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "bombs", "syscalls", "recovery", "loop-stall",
-              "large-request", "offsets-compaction", "cleaner", "distinct-keys", *CLUSTER_ROWS]
+OTHER_ROWS = [*TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "bombs", "syscalls", "recovery", "startup",
+              "loop-stall", "large-request", "offsets-compaction", "cleaner", "distinct-keys", *CLUSTER_ROWS]
 ROW_IDS = [*THROUGHPUT, *OTHER_ROWS]
 #: Rows on the two long-running single-node brokers (the others start brokers of their own).
 LONG_RUNNING_ROWS = {*THROUGHPUT, *TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "bombs", "syscalls"}
@@ -169,12 +175,15 @@ class Settings:
     cluster_timeout: float = 60   # seconds that load may take
     failover_runs: int = 9        # kills per cluster in cluster-failover (the median is reported)
     stall_partitions: int = 3000  # partitions of the loop-stall row
+    startup_partitions: int = 10_000  # partitions of the startup row
+    startup_bytes: int = 2 << 30  # log size the startup row opens in-process
 
 
 QUICK = Settings(mb=5, small_mb=1, txn_mb=1, latency_rate=200, latency_seconds=2, syscall_mb=5,
                  recovery_bytes=50 << 20, load_timeout=60, settle=1.0, offsets_commits=20_000, cleaner_mb=5,
                  distinct_keys=20_000,
-                 cluster_mb=5, failover_runs=1, stall_partitions=300)
+                 cluster_mb=5, failover_runs=1, stall_partitions=300,
+                 startup_partitions=300, startup_bytes=64 << 20)
 OFFSETS_GROUPS, OFFSETS_PARTITIONS = 10, 100
 CLEANER_KEYS, CLEANER_VALUE_BYTES = 50_000, 256
 DISTINCT_VALUE_BYTES = 32
@@ -707,6 +716,9 @@ def build_args() -> argparse.ArgumentParser:
                                                       f"(default {Settings.failover_runs})")
     ap.add_argument("--stall-partitions", type=int, help=f"partitions of the loop-stall row "
                                                          f"(default {Settings.stall_partitions:,})")
+    ap.add_argument("--startup-partitions", type=int, help=f"partitions of the startup row "
+                                                           f"(default {Settings.startup_partitions:,})")
+    ap.add_argument("--startup-bytes", type=parse_size, help="log size the startup row opens in-process (default 2G)")
     ap.add_argument("--workdir", type=Path, help="where brokers keep their data (default: a new dir in $TMPDIR)")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, strace output)")
     ap.add_argument("--python", default=None, help="interpreter for wirekafka (default .venv/bin/python)")
@@ -718,7 +730,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
     base = QUICK if args.quick else Settings()
     given = {k: getattr(args, k) for k in ("mb", "small_mb", "latency_rate", "latency_seconds", "syscall_mb",
                                            "recovery_bytes", "load_timeout", "offsets_commits", "cleaner_mb",
-                                           "distinct_keys", "cluster_mb", "failover_runs", "stall_partitions")
+                                           "distinct_keys", "cluster_mb", "failover_runs", "stall_partitions",
+                                           "startup_partitions", "startup_bytes")
              if getattr(args, k) is not None}
     return replace(base, **given)
 
@@ -810,6 +823,16 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_kafka:
                 recovery_factories.append((workdir / "kafka-recovery", lambda d: KafkaBroker(d, start_timeout=600)))
             bench.run_recovery(recovery_factories)
+        if "startup" in selected:
+            netprobe.ensure_nofile(settings.startup_partitions * 6 + 1024)
+            makers: list[tuple[str, Callable[[Path], Broker]]] = [
+                ("wirekafka", lambda d: WirekafkaBroker(d, python, start_timeout=900))]
+            if not args.no_kafka:
+                makers.append(("kafka", lambda d: KafkaBroker(d, start_timeout=900)))
+            startup.report_rows(report, [startup.run_partitions(lambda: make(workdir / f"{name}-startup"),
+                                                                settings.startup_partitions, 900)
+                                         for name, make in makers],
+                                startup.run_log_open(workdir, settings.startup_bytes))
         if "loop-stall" in selected:
             bench.run_loop_stall()
         for row_id, run_row, overrides in (("large-request", bench.run_large_request, large_request.BROKER_OVERRIDES),

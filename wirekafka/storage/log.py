@@ -398,7 +398,8 @@ class PartitionLog:
     def open_cleaned(self, base_offset: int) -> LogSegment:
         """A `.cleaned` segment the cleaner wrote, with its in-memory summary (header scan)."""
         seg = LogSegment(self.dir, base_offset, self.config.index_interval_bytes, CLEANED_SUFFIX)
-        seg.load()
+        if not seg.load():  # the cleaner's indexes failed the sanity check: summarise by a scan
+            seg.scan()
         return seg
 
     def discard_cleaned(self, base_offsets: list[int]) -> None:

@@ -18,7 +18,7 @@ Buffer = Union[bytes, bytearray, memoryview]
 
 from wirekafka.protocol import records
 from wirekafka.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
-from wirekafka.storage.index import OffsetIndex, TimeIndex
+from wirekafka.storage.index import CorruptIndex, OffsetIndex, TimeIndex
 from wirekafka.storage.region import FileRegion
 from wirekafka.storage.txn_index import TransactionIndex
 
@@ -355,9 +355,47 @@ class LogSegment:
         self.size = position
         return truncated
 
-    def load(self) -> None:
-        """Rebuild in-memory state of a cleanly shut down segment from its indexes and a header
-        scan (no CRC checks: those are for segments past the recovery point)."""
+    def load(self) -> bool:
+        """Open a cleanly shut down segment as Kafka does, reading no record data: the indexes
+        must pass Kafka's sanity check; the batch headers from the last offset index entry on
+        (about index.interval.bytes of batches at most) give the segment's end, and with the time
+        index's last entry its max timestamp; the first batch's header its first timestamp
+        (time-based rolling). False when the indexes cannot be trusted (a failed check, an entry
+        that is not where its batch is): the caller recovers the segment, which rebuilds them.
+        The caller checks first that the index files exist (it lists the directory anyway)."""
+        self.next_offset = self.base_offset
+        self._bytes_since_index_entry = 0
+        if not self.size:
+            return True
+        try:
+            self.index.sanity_check()
+            self.time_index.sanity_check()
+            last = self.index.last_entry()
+            start = last[1] if last is not None else 0
+            if start and self.size < start + HEADER_SIZE:
+                raise CorruptIndex(f"the last entry's position {start} is past the log's end {self.size}")
+            timed = self.time_index.last_entry()
+            self.max_timestamp, self.offset_of_max_timestamp = timed if timed is not None else (NO_TIMESTAMP, -1)
+            self.first_batch_timestamp = self._header_at(0).max_timestamp if start else None
+            end = start
+            for position, header in self.iter_headers_sparse(start):
+                if position == start and last is not None and header.last_offset != last[0]:
+                    raise CorruptIndex(f"the entry for offset {last[0]} points at a batch ending at "
+                                       f"{header.last_offset}")
+                self._note(header)
+                end = position + header.size
+            if end != self.size:
+                raise CorruptIndex(f"the batches from the last index entry end at {end}, not at {self.size}")
+        except CorruptIndex as exc:
+            log.warning("rebuilding the indexes of %s: %s", self.log_path, exc)
+            self.next_offset, self.max_timestamp, self.offset_of_max_timestamp = self.base_offset, NO_TIMESTAMP, -1
+            self.first_batch_timestamp = None
+            return False
+        return True
+
+    def scan(self) -> None:
+        """Rebuild the in-memory summary from a header scan of the whole segment, trusting its
+        batches (no CRC checks) and leaving the indexes as they are."""
         self.next_offset = self.base_offset
         self._bytes_since_index_entry = 0
         for _position, header in self.iter_headers(0):

@@ -34,6 +34,7 @@ import zstandard
 from confluent_kafka import KafkaError, Producer
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
+from wirekafka.protocol.varint import encode_varint
 from scripts.benchlib import workloads
 from scripts.benchlib.brokers import rss_mb
 
@@ -48,16 +49,6 @@ DAY_MS = 86_400_000
 INVALID_TIMESTAMP = 32
 _PIECE = 1 << 20  # zeros fed to the compressor at a time
 _ZEROS = bytes(_PIECE)
-
-
-def _zigzag(value: int) -> bytes:
-    v = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
 
 
 def _compress_zeros(codec: int, prefix: bytes, zeros: int, suffix: bytes) -> bytes:
@@ -100,11 +91,11 @@ def _compress_zeros(codec: int, prefix: bytes, zeros: int, suffix: bytes) -> byt
 def bomb_batch(inflated: int, timestamp_ms: int, codec: int = ZSTD, key: bytes | None = b"bomb",
                trailing: int = 0) -> bytes:
     """One batch of one record whose value is `inflated` zero bytes (see the module docstring)."""
-    key_field = _zigzag(-1) if key is None else _zigzag(len(key)) + key
-    head = b"\x00" + _zigzag(0) + _zigzag(0) + key_field + _zigzag(inflated)  # attributes, deltas, key, value size
+    key_field = encode_varint(-1) if key is None else encode_varint(len(key)) + key
+    head = b"\x00" + encode_varint(0) + encode_varint(0) + key_field + encode_varint(inflated)  # attributes, deltas, key, value size
     body_len = len(head) + inflated + 1  # + the headers count
-    prefix = _zigzag(body_len) + head
-    section = _compress_zeros(codec, prefix, inflated, _zigzag(0) + bytes(trailing))
+    prefix = encode_varint(body_len) + head
+    section = _compress_zeros(codec, prefix, inflated, encode_varint(0) + bytes(trailing))
     attributes = codec
     rest = struct.pack(">hiqqqhii", attributes, 0, timestamp_ms, timestamp_ms, -1, -1, -1, 1) + section
     crc = crc32c.crc32c(rest)

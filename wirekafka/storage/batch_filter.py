@@ -28,7 +28,7 @@ import crc32c
 
 from wirekafka.protocol import records
 from wirekafka.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
-from wirekafka.protocol.varint import encode_uvarint
+from wirekafka.protocol.varint import decode_varint, encode_varint
 from wirekafka.storage import codec_stream
 from wirekafka.storage.codec_stream import CODEC_NONE
 from wirekafka.storage.record_stream import RecordStream, Sink
@@ -79,28 +79,6 @@ def records_section(batch: bytes | memoryview, header: BatchHeader) -> bytes:
     return _decompress(header.compression, bytes(batch[HEADER_SIZE:header.size]))
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """A zigzag varint (Kafka's record fields) at pos: (value, position after it)."""
-    b = buf[pos]
-    pos += 1
-    if b < 0x80:
-        return (b >> 1) ^ -(b & 1), pos
-    result = b & 0x7F
-    shift = 7
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-
-
-def _encode_varint(value: int) -> bytes:
-    """A zigzag varint (Kafka's record fields)."""
-    return encode_uvarint((value << 1) ^ (value >> 63))
-
-
 def _skip_varint(buf: bytes, pos: int) -> int:
     while buf[pos] & 0x80:
         pos += 1
@@ -135,23 +113,23 @@ def iter_records(section: bytes) -> Iterator[RawRecord]:
             v = (b & 0x7F) | (section[pos + 1] << 7)
             length, pos = (v >> 1) ^ -(v & 1), pos + 2
         else:
-            length, pos = _varint(section, pos)
+            length, pos = decode_varint(section, pos)
         end = pos + length
         b = section[pos + 1]
         if b < 0x80:
             timestamp_delta, rest = (b >> 1) ^ -(b & 1), pos + 2
         else:
-            timestamp_delta, rest = _varint(section, pos + 1)
+            timestamp_delta, rest = decode_varint(section, pos + 1)
         b = section[rest]
         if b < 0x80:
             offset_delta, p = (b >> 1) ^ -(b & 1), rest + 1
         else:
-            offset_delta, p = _varint(section, rest)
+            offset_delta, p = decode_varint(section, rest)
         b = section[p]
         if b < 0x80:
             key_len, p = (b >> 1) ^ -(b & 1), p + 1
         else:
-            key_len, p = _varint(section, p)
+            key_len, p = decode_varint(section, p)
         if key_len < 0:
             key = None
         else:
@@ -164,8 +142,8 @@ def iter_records(section: bytes) -> Iterator[RawRecord]:
 def key_value_sizes(section: bytes, record: RawRecord) -> tuple[int, int]:
     """The record's key and value lengths as encoded (-1 for null)."""
     p = _skip_varint(section, record[REST])  # the offset delta
-    key_len, p = _varint(section, p)
-    value_len, _ = _varint(section, p + max(key_len, 0))
+    key_len, p = decode_varint(section, p)
+    value_len, _ = decode_varint(section, p + max(key_len, 0))
     return key_len, value_len
 
 
@@ -173,8 +151,8 @@ def encoded(section: bytes, record: RawRecord, timestamp_delta: int) -> bytes:
     """The record's bytes with timestamp_delta (the same bytes when it is unchanged)."""
     if timestamp_delta == record[TIMESTAMP_DELTA]:
         return section[record[START]:record[END]]
-    body = b"\x00" + _encode_varint(timestamp_delta) + section[record[REST]:record[END]]
-    return _encode_varint(len(body)) + body
+    body = b"\x00" + encode_varint(timestamp_delta) + section[record[REST]:record[END]]
+    return encode_varint(len(body)) + body
 
 
 def record_timestamp(header: BatchHeader, record: RawRecord) -> int:
@@ -244,8 +222,8 @@ class BatchWriter:
             self._base_timestamp = timestamp
         self._max_timestamp = max(self._max_timestamp, timestamp)
         self._count += 1
-        delta = _encode_varint(timestamp - self._base_timestamp)
-        self._write(_encode_varint(1 + len(delta) + body_len) + b"\x00" + delta)
+        delta = encode_varint(timestamp - self._base_timestamp)
+        self._write(encode_varint(1 + len(delta) + body_len) + b"\x00" + delta)
         return self._write
 
     def _write(self, data: bytes | memoryview) -> None:

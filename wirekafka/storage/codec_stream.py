@@ -96,7 +96,8 @@ def deflater(codec: int, level: int | None = None) -> Deflater:
     if codec == CODEC_SNAPPY:
         return _SnappyDeflater()
     if codec == CODEC_LZ4:
-        return _Lz4Deflater(level)
+        frame = lz4.frame.LZ4FrameCompressor(compression_level=level or 0, block_linked=False)
+        return _Flushing(frame, frame.begin())
     if codec == CODEC_ZSTD:
         return _Flushing(zstandard.ZstdCompressor(level=3 if level is None else level).compressobj())
     raise UnknownCodec(f"unknown compression codec {codec}")
@@ -252,12 +253,13 @@ class _Compressor(Protocol):
 
 
 class _Flushing:
-    """A compressobj-style compressor (zlib's, zstd's): compress pieces, flush at the end."""
+    """A compressobj-style compressor (zlib's, zstd's, lz4's frame): compress pieces, flush at
+    the end; header: what the format writes before the first piece (lz4's frame header)."""
 
-    def __init__(self, compressor: _Compressor) -> None:
+    def __init__(self, compressor: _Compressor, header: bytes = b"") -> None:
         self._c = compressor
-        self._parts: list[bytes] = []
-        self.size = 0
+        self._parts: list[bytes] = [header] if header else []
+        self.size = len(header)
 
     def write(self, data: bytes | memoryview) -> None:
         out = self._c.compress(bytes(data))
@@ -293,22 +295,4 @@ class _SnappyDeflater:
         if self._pending:
             self._block(bytes(self._pending))
             self._pending.clear()
-        return b"".join(self._parts)
-
-
-class _Lz4Deflater:
-    def __init__(self, level: int | None) -> None:
-        self._c = lz4.frame.LZ4FrameCompressor(compression_level=level or 0, block_linked=False)
-        header = self._c.begin()
-        self._parts: list[bytes] = [header]
-        self.size = len(header)
-
-    def write(self, data: bytes | memoryview) -> None:
-        out = self._c.compress(bytes(data))
-        if out:
-            self._parts.append(out)
-            self.size += len(out)
-
-    def finish(self) -> bytes:
-        self._parts.append(self._c.flush())
         return b"".join(self._parts)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from wirekafka.protocol.varint import VarintTooLong, decode_varint
 from wirekafka.storage.codec_stream import Inflater
 
 WINDOW = 64 * 1024  # decompressed bytes held for records that fit; longer ones stream through
@@ -27,21 +28,6 @@ Sink = Callable[[memoryview | bytes], None]
 
 class MalformedRecords(Exception):
     """The records do not parse as a batch's records must (Kafka's InvalidRecordException)."""
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """A zigzag varint at pos: (value, position after it); IndexError when it runs off buf."""
-    result = 0
-    shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-        if shift > 63:
-            raise MalformedRecords("a varint longer than 10 bytes")
 
 
 # A record's head: (timestamp delta, offset delta, key length, value length or None when a long
@@ -104,7 +90,7 @@ class RecordStream:
                 v = (b & 0x7F) | (buf[pos + 1] << 7)
                 length, p = (v >> 1) ^ -(v & 1), pos + 2
             else:
-                length, p = _varint(buf, pos)
+                length, p = decode_varint(buf, pos)
             if length <= 0:
                 raise MalformedRecords(f"record of length {length}")
             end = p + length
@@ -122,7 +108,7 @@ class RecordStream:
             if b < 0x80:
                 ts_delta, rest = (b >> 1) ^ -(b & 1), p + 2
             else:
-                ts_delta, rest = _varint(buf, p + 1)
+                ts_delta, rest = decode_varint(buf, p + 1)
             b = buf[rest]
             if b < 0x80:
                 offset_delta, q = (b >> 1) ^ -(b & 1), rest + 1
@@ -130,12 +116,12 @@ class RecordStream:
                 v = (b & 0x7F) | (buf[rest + 1] << 7)
                 offset_delta, q = (v >> 1) ^ -(v & 1), rest + 2
             else:
-                offset_delta, q = _varint(buf, rest)
+                offset_delta, q = decode_varint(buf, rest)
             b = buf[q]
             if b < 0x80:
                 key_len, q = (b >> 1) ^ -(b & 1), q + 1
             else:
-                key_len, q = _varint(buf, q)
+                key_len, q = decode_varint(buf, q)
             if key_len > 0:
                 q += key_len
             value_len: int | None = None
@@ -148,9 +134,11 @@ class RecordStream:
                     v = (b & 0x7F) | (buf[q + 1] << 7)
                     value_len, q = (v >> 1) ^ -(v & 1), q + 2
                 elif q + 10 <= n or end <= n:
-                    value_len, q = _varint(buf, q)
+                    value_len, q = decode_varint(buf, q)
         except IndexError:
             raise MalformedRecords("the records end inside a record") from None
+        except VarintTooLong as exc:
+            raise MalformedRecords(str(exc)) from None
         if q > end or (value_len is None and end <= n):
             raise MalformedRecords("a record's fields run past its length")
         self._rest = rest

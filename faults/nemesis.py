@@ -55,26 +55,26 @@ def run_schedule(nodes: Mapping[int, Node], links: Mapping[int, NodeLinks], boot
     job copying the topic into one of as many partitions), its copy is judged exactly-once."""
     producer = AckingProducer(bootstrap(), topic, partitions, rate)
     producer.start()
-    if copier is not None:
-        copier.start()
     try:
-        time.sleep(2.0)  # some acknowledgements before the first fault
-        for fault in faults:
-            _inject(nodes[fault.node], links[fault.node], fault)
-            time.sleep(fault.settle_s)
-    finally:
-        for node_id, node in nodes.items():  # whatever a failed step left down comes back
-            links[node_id].heal()
-            _heal(node)
-        left = producer.finish(120)
-        log.info("nemesis on %s: %d acknowledged, %d failed, %d unanswered", topic, len(producer.acks),
-                 producer.failed, left)
+        if copier is not None:
+            copier.start()
         try:
-            stored, high_watermarks = read_back(bootstrap(), topic, partitions, 120)
-            copied = copier.finish(high_watermarks, 300) if copier is not None else None
+            time.sleep(2.0)  # some acknowledgements before the first fault
+            for fault in faults:
+                _inject(nodes[fault.node], links[fault.node], fault)
+                time.sleep(fault.settle_s)
         finally:
-            if copier is not None:
-                copier.stop()
+            for node_id, node in nodes.items():  # whatever a failed step left down comes back
+                links[node_id].heal()
+                _heal(node)
+            left = producer.finish(120)
+            log.info("nemesis on %s: %d acknowledged, %d failed, %d unanswered", topic, len(producer.acks),
+                     producer.failed, left)
+        stored, high_watermarks = read_back(bootstrap(), topic, partitions, 120)
+        copied = copier.finish(high_watermarks, 300) if copier is not None else None
+    finally:  # the copy job's JVM never outlives the run, however it ends (a failed restart, say)
+        if copier is not None:
+            copier.stop()
     verdict = judge(producer.acks, stored)
     verdict.unacknowledged = producer.failed + left
     if copier is not None and copied is not None:

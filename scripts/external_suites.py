@@ -116,26 +116,52 @@ def _kafka_python_tests() -> Path:
 
 
 def run_kafka_python(bootstrap: str) -> dict[str, str]:
+    """Its admin, consumer and producer integration tests against bootstrap. These tests bound
+    their own waits in wall-clock time (30 s futures, 15 s group convergence) that a CI machine
+    running two test sessions at once can overrun: an allowlisted test that fails is logged with
+    its failure text and run once more on its own, and only a second failure stands."""
     work = _kafka_python_tests()
+    allowlisted = set((OUT / "kafka-python.allowlist").read_text().split())
+    # KAFKA_ROOT must exist even for an external broker (its fixture checks the directory).
+    (work / "kafka-bin").mkdir(exist_ok=True)
+    env = dict(os.environ, KAFKA_URI=f"PLAINTEXT://{bootstrap}", KAFKA_VERSION="4.0.0",
+               KAFKA_ROOT=str(work / "kafka-bin"))
+    tests = [str(work / "test" / "integration" / f"test_{n}_integration.py") for n in ("admin", "consumer", "producer")]
+    outcomes = _kafka_python_pytest(work, env, tests)
+    failed = [t for t, (status, _) in outcomes.items() if status == "fail" and t in allowlisted]
+    for test in failed:
+        log.warning("allowlisted kafka-python test %s failed, once more on its own: %s", test, outcomes[test][1])
+    if failed:
+        again = _kafka_python_pytest(work, env, [_node_id(work, t) for t in failed])
+        outcomes.update((t, again.get(t, ("fail", "not run again"))) for t in failed)
+        for test in failed:
+            if outcomes[test][0] == "fail":
+                log.warning("allowlisted kafka-python test %s failed again: %s", test, outcomes[test][1])
+    return {t: status for t, (status, _) in outcomes.items()}
+
+
+def _kafka_python_pytest(work: Path, env: dict[str, str], targets: list[str]) -> dict[str, tuple[str, str]]:
+    """Each test's id (its junit classname::name) -> (pass, fail or skip; the failure's text)."""
     with tempfile.TemporaryDirectory() as tmp:
         junit = Path(tmp) / "junit.xml"
-        # KAFKA_ROOT must exist even for an external broker (its fixture checks the directory).
-        (work / "kafka-bin").mkdir(exist_ok=True)
-        env = dict(os.environ, KAFKA_URI=f"PLAINTEXT://{bootstrap}", KAFKA_VERSION="4.0.0",
-                   KAFKA_ROOT=str(work / "kafka-bin"))
-        tests = [str(work / "test" / "integration" / f"test_{n}_integration.py") for n in ("admin", "consumer", "producer")]
         subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout", "60",
-                        "-o", "addopts=", f"--junitxml={junit}", f"--rootdir={work}", *tests],
+                        "-o", "addopts=", f"--junitxml={junit}", f"--rootdir={work}", *targets],
                        cwd=work, env=env, capture_output=True, timeout=900)
-        results: dict[str, str] = {}
+        outcomes: dict[str, tuple[str, str]] = {}
         for case in ET.parse(junit).getroot().iter("testcase"):
-            status = "pass"
-            if case.find("failure") is not None or case.find("error") is not None:
-                status = "fail"
-            elif case.find("skipped") is not None:
-                status = "skip"
-            results[f"{case.get('classname')}::{case.get('name')}"] = status
-        return results
+            failure = case.find("failure") if case.find("failure") is not None else case.find("error")
+            if failure is not None:
+                outcome = ("fail", (failure.text or failure.get("message") or "")[-4000:])
+            else:
+                outcome = ("skip" if case.find("skipped") is not None else "pass", "")
+            outcomes[f"{case.get('classname')}::{case.get('name')}"] = outcome
+        return outcomes
+
+
+def _node_id(work: Path, test: str) -> str:
+    """pytest's node id for a junit test id: test.integration.test_x::name -> <work>/test/integration/test_x.py::name."""
+    module, name = test.split("::", 1)
+    return f"{work / module.replace('.', '/')}.py::{name}"
 
 
 # ---- Java -------------------------------------------------------------------------------------

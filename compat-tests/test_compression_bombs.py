@@ -13,6 +13,7 @@ import pytest
 
 from raw_connections import wirekafka_and_kafka
 from scripts.benchlib import bombs, workloads
+from scripts.benchlib.brokers import proc_status_kb
 from testsupport.broker_process import api_versions_ok
 from wirekafka.protocol.errors import ErrorCode
 
@@ -69,3 +70,53 @@ def test_bombs_of_every_codec_get_kafkas_answers(bootstrap: str) -> None:
         assert _one(bootstrap, {}, ahead) == ErrorCode.INVALID_TIMESTAMP
     host, port = bootstrap.rsplit(":", 1)
     assert api_versions_ok(host, int(port))  # still serving
+
+
+def _offset_for_time(bootstrap: str, topic: str, timestamp_ms: int) -> int:
+    """ListOffsets by timestamp through librdkafka (offsets_for_times), on partition 0."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": topic, "log_level": 3})
+    try:
+        [found] = consumer.offsets_for_times([TopicPartition(topic, 0, timestamp_ms)], timeout=60)
+        assert found.error is None, found.error
+        return found.offset
+    finally:
+        consumer.close()
+
+
+def _stored_bomb_then_records(bootstrap: str, inflated: int) -> tuple[str, int]:
+    """A topic holding a batch that breaks no rule, so it is stored: a bomb at offset 0 and a
+    small record 5 ms later at offset 1; then a small batch 1 s later at offset 2. (topic, the
+    bomb's timestamp)"""
+    now = int(time.time() * 1000) - 10_000
+    topic = workloads.new_topic_name("stored-bomb")
+    workloads.create_topic(bootstrap, topic, 1)
+    host, port = bootstrap.rsplit(":", 1)
+    stored = bombs.bomb_batch(inflated, now, then_after_ms=5)
+    assert bombs.produce_raw(host, int(port), topic, stored) == ErrorCode.NONE
+    small = bombs.bomb_batch(10, now + 1000)
+    assert bombs.produce_raw(host, int(port), topic, small, correlation_id=2) == ErrorCode.NONE
+    return topic, now
+
+
+def test_a_search_by_timestamp_through_a_stored_bomb_gets_kafkas_offsets(bootstrap: str) -> None:
+    """ListOffsets by timestamp reads the records inside the stored bomb's batch, on Kafka as
+    here, and both brokers give the same offsets."""
+    topic, at = _stored_bomb_then_records(bootstrap, 16 * MB)
+    assert _offset_for_time(bootstrap, topic, at) == 0
+    assert _offset_for_time(bootstrap, topic, at + 1) == 1  # the record behind the bomb
+    assert _offset_for_time(bootstrap, topic, at + 5) == 1
+    assert _offset_for_time(bootstrap, topic, at + 6) == 2
+    assert _offset_for_time(bootstrap, topic, at + 1001) == -1  # past every record: the log end
+
+
+def test_a_search_by_timestamp_through_a_stored_bomb_holds_a_window(dedicated) -> None:
+    """The search streams through the stored batch: the broker's peak RSS grows by a window's
+    worth, not by the 192 MiB the record inflates to."""
+    topic, at = _stored_bomb_then_records(dedicated.bootstrap, 192 * MB)
+    peak_before = proc_status_kb(dedicated.proc.pid, "VmHWM")  # the peak RSS so far, storing the bomb included
+    assert _offset_for_time(dedicated.bootstrap, topic, at + 1) == 1  # found past the whole bomb
+    growth_mb = (proc_status_kb(dedicated.proc.pid, "VmHWM") - peak_before) / 1024
+    assert growth_mb <= 64, growth_mb
+    assert dedicated.alive() and api_versions_ok("127.0.0.1", dedicated.port)

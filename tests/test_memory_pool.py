@@ -10,8 +10,10 @@ import pytest
 import trio
 import trio.testing
 
+from wirekafka.config.loader import build_config
 from wirekafka.protocol.framing import FrameError, FrameReader, frame
 from wirekafka.server.memory_pool import RequestMemoryPool
+from wirekafka.startup_errors import ConfigError
 
 
 def test_unbounded_pool_never_waits() -> None:
@@ -122,3 +124,14 @@ def test_a_huge_frame_is_received_into_a_mapping_faulted_in_as_it_arrives() -> N
             break
     reader.feed(wire[pos:])
     assert reader.next_frame() == b"after"
+
+
+def test_a_pool_smaller_than_the_largest_request_stops_start_up() -> None:
+    """Kafka's KafkaConfig requirement: a bounded pool must hold at least one request of
+    socket.request.max.bytes; -1 and 0 leave it unbounded."""
+    base = {"log.dirs": "/tmp/unused", "socket.request.max.bytes": "1048576"}
+    with pytest.raises(ConfigError, match="queued.max.request.bytes must be larger or equal to "
+                                          "socket.request.max.bytes"):
+        build_config({**base, "queued.max.request.bytes": "1048575"})
+    for allowed in ("-1", "0", "1048576", "5000000"):
+        assert build_config({**base, "queued.max.request.bytes": allowed}).int("queued.max.request.bytes") == int(allowed)

@@ -16,7 +16,7 @@ from wirekafka.broker.replica.batch_validation import (AppendPolicy, InvalidReco
                                                         inspect_records, validate_client_batch)
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
-from wirekafka.storage import codec_stream
+from wirekafka.storage import batch_filter, codec_stream
 
 CODECS = [bombs.GZIP, bombs.SNAPPY, bombs.LZ4, bombs.ZSTD]
 NOW = 1_700_000_000_000
@@ -212,3 +212,29 @@ def test_records_shorter_than_their_fields_are_invalid_record() -> None:
     with pytest.raises(KafkaApiError) as info:
         _inspect(bytes(damaged), _policy(compacted=True))
     assert info.value.code == ErrorCode.INVALID_RECORD
+
+
+@pytest.mark.parametrize("codec", [0, *CODECS])
+@pytest.mark.parametrize("append_time", [False, True])
+def test_record_positions_are_the_offsets_and_timestamps_kafka_python_reads(codec: int, append_time: bool) -> None:
+    entries = [(b"k%d" % i if i % 3 else None, b"v" * (i % 300), NOW + (i * 37) % 1000) for i in range(500)]
+    batch = bytearray(records.build_batch(entries, base_offset=1000, compression=codec))
+    if append_time:
+        records.set_log_append_time(batch, NOW + 5000)
+    header = records.parse_header(bytes(batch))
+    expected = [(r.offset, r.timestamp) for r in records.iter_records(bytes(batch))]
+    assert list(batch_filter.record_positions(bytes(batch), header)) == expected
+    assert expected[0] == (1000, NOW + 5000 if append_time else NOW)
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_record_positions_stream_past_a_bomb(codec: int) -> None:
+    batch = bombs.bomb_batch(64 * MB, NOW, codec=codec, then_after_ms=5)
+    header = records.parse_header(batch)
+    tracemalloc.start()
+    try:
+        assert list(batch_filter.record_positions(batch, header)) == [(0, NOW), (1, NOW + 5)]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < len(batch) + 4 * MB, peak

@@ -89,15 +89,24 @@ def _compress_zeros(codec: int, prefix: bytes, zeros: int, suffix: bytes) -> byt
 
 
 def bomb_batch(inflated: int, timestamp_ms: int, codec: int = ZSTD, key: bytes | None = b"bomb",
-               trailing: int = 0) -> bytes:
-    """One batch of one record whose value is `inflated` zero bytes (see the module docstring)."""
+               trailing: int = 0, then_after_ms: int | None = None) -> bytes:
+    """One batch of one record whose value is `inflated` zero bytes (see the module docstring);
+    then_after_ms: a second, small record follows it, that many ms later (so a reader looking for
+    it must get through the bomb first)."""
     key_field = encode_varint(-1) if key is None else encode_varint(len(key)) + key
     head = b"\x00" + encode_varint(0) + encode_varint(0) + key_field + encode_varint(inflated)  # attributes, deltas, key, value size
     body_len = len(head) + inflated + 1  # + the headers count
     prefix = encode_varint(body_len) + head
-    section = _compress_zeros(codec, prefix, inflated, encode_varint(0) + bytes(trailing))
+    suffix = encode_varint(0)
+    last_delta, max_timestamp, count = 0, timestamp_ms, 1
+    if then_after_ms is not None:
+        second = (b"\x00" + encode_varint(then_after_ms) + encode_varint(1) + key_field + encode_varint(5)
+                  + b"after" + encode_varint(0))
+        suffix += encode_varint(len(second)) + second
+        last_delta, max_timestamp, count = 1, timestamp_ms + then_after_ms, 2
+    section = _compress_zeros(codec, prefix, inflated, suffix + bytes(trailing))
     attributes = codec
-    rest = struct.pack(">hiqqqhii", attributes, 0, timestamp_ms, timestamp_ms, -1, -1, -1, 1) + section
+    rest = struct.pack(">hiqqqhii", attributes, last_delta, timestamp_ms, max_timestamp, -1, -1, -1, count) + section
     crc = crc32c.crc32c(rest)
     return struct.pack(">qiibI", 0, 4 + 1 + 4 + len(rest), -1, 2, crc) + rest
 

@@ -175,6 +175,10 @@ def _check(cfg: BrokerConfig, props: Mapping[str, str]) -> None:
     if not 0 <= codec <= 4:  # Kafka's CompressionType.forId, when the group coordinator starts
         raise ConfigError(f"Unknown compression type id: {codec}")
     parse_ip_overrides(str(cfg["max.connections.per.ip.overrides"]))  # refused now, not at the first connection
+    # a pool smaller than one request could never admit the largest frame a client may send
+    if 0 < cfg.int("queued.max.request.bytes") < cfg.int("socket.request.max.bytes"):
+        raise ConfigError("requirement failed: queued.max.request.bytes must be larger or equal to "
+                          "socket.request.max.bytes")
     if cfg.int("max.connections.per.ip") == 0 and not cfg["max.connections.per.ip.overrides"]:
         raise ConfigError("requirement failed: max.connections.per.ip can be set to zero only if "
                           "max.connections.per.ip.overrides property is set.")

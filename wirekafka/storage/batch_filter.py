@@ -3,8 +3,8 @@ cleaner writes in its place once some of them are dropped (Kafka's MemoryRecords
 
 The cleaner comes here; the produce path's validator reads records as a bounded stream
 (`stream_records`, over record_stream and codec_stream) and converts a batch to a topic's
-compression.type record by record (`BatchWriter`, `recompress`); fetch never looks inside a
-batch. Records are walked on the raw bytes (varints decoded in place, no record objects), and a
+compression.type record by record (`BatchWriter`, `recompress`); ListOffsets' search by
+timestamp reads the same stream (`record_positions`); fetch never looks inside a batch. Records are walked on the raw bytes (varints decoded in place, no record objects), and a
 retained record is copied byte for byte; only its timestamp delta is re-encoded when the batch's
 base timestamp changes. The cleaner still decompresses a batch whole (`records_section`): it
 reads batches this broker accepted, in a process of its own. Kafka's rules for the rewritten batch:
@@ -185,6 +185,20 @@ def stream_records(batch: bytes | memoryview, header: BatchHeader) -> RecordStre
     if header.compression == CODEC_NONE:
         return RecordStream(None, bytes(section))
     return RecordStream(codec_stream.inflater(header.compression, section))
+
+
+def record_positions(batch: bytes | memoryview, header: BatchHeader) -> Iterator[tuple[int, int]]:
+    """(offset, timestamp) of each record, read through the bounded stream: what a search by
+    timestamp needs, without inflating a compressed batch whole (a stored batch may inflate to
+    far more than its size). A LogAppendTime batch's records all carry its max timestamp."""
+    stream = stream_records(batch, header)
+    append_time = header.is_log_append_time
+    while (head := stream.next_head()) is not None:
+        # given before the record's remainder is read: a reader that stops here reads no more
+        yield header.base_offset + head[1], header.max_timestamp if append_time else header.base_timestamp + head[0]
+        stream.finish_record()
+        while stream.pending:
+            stream.pump()
 
 
 class BatchTooLarge(Exception):

@@ -27,57 +27,15 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsRespo
 
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.replica.partition import Partition
+from wirekafka.broker.replica.offset_lookup import lookup
 from wirekafka.jvm import TopicPartitionKey, kafka_grouped
-from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
-
-LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
 
 _TopicResp = ListOffsetsResponse.ListOffsetsTopicResponse
 _PartResp = _TopicResp.ListOffsetsPartitionResponse
 
 
-NOT_FOUND = (-1, -1, -1)
-
-
-def _first_record_at(partition: Partition, found, predicate) -> tuple[int, int, int] | None:
-    header, read = found
-    for rec in records.iter_records(read()):
-        if rec.offset >= partition.log_start_offset and predicate(rec.timestamp):
-            return rec.timestamp, rec.offset, header.partition_leader_epoch
-    return None
-
-
-def lookup(partition: Partition, timestamp: int, read_committed: bool) -> tuple[int, int, int]:
-    """(timestamp, offset, leader epoch) answering a ListOffsets query for one partition."""
-    if timestamp == LATEST:
-        return -1, partition.last_stable_offset if read_committed else partition.high_watermark, partition.leader_epoch
-    if timestamp in (EARLIEST, EARLIEST_LOCAL):
-        return -1, partition.log_start_offset, partition.epochs.epoch_for_offset(partition.log_start_offset)
-    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
-        return NOT_FOUND
-    if timestamp == MAX_TIMESTAMP:
-        found = partition.files.batch_with_max_timestamp()
-        if found is None:
-            return NOT_FOUND
-        max_ts = found[0].max_timestamp
-        return _first_record_at(partition, found, lambda ts: ts == max_ts) or NOT_FOUND
-    if timestamp < 0:
-        raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"invalid timestamp {timestamp}")
-    found = partition.files.batch_for_timestamp(timestamp)
-    if found is None:
-        return NOT_FOUND
-    # Usually the first candidate batch answers; one straddling the log start may not.
-    for candidate in partition.files.iter_batches(found[0].base_offset):
-        if candidate[0].max_timestamp >= timestamp:
-            hit = _first_record_at(partition, candidate, lambda ts: ts >= timestamp)
-            if hit:
-                return hit
-    return NOT_FOUND
-
-
-def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
+async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
     state = ctx.state
     read_committed = getattr(request, "isolation_level", 0) == 1
     mentions = Counter((rt.name, rp.partition_index) for rt in request.topics
@@ -99,7 +57,7 @@ def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsRespo
                     raise KafkaApiError(ErrorCode.INVALID_REQUEST, "partition is duplicated in the request")
                 partition = state.metadata.partition(rt.name, rp.partition_index)
                 partition.check_leader_epoch(rp.current_leader_epoch)
-                ts, offset, epoch = lookup(partition, rp.timestamp, read_committed)
+                ts, offset, epoch = await state.replicas.run_sliced(lookup(partition, rp.timestamp, read_committed))
                 answer = _PartResp(partition_index=rp.partition_index, error_code=ErrorCode.NONE,
                                    timestamp=ts, offset=offset, leader_epoch=epoch)
             except KafkaApiError as exc:

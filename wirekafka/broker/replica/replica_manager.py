@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Callable, Generator, Iterable, TypeAlias
+from typing import Callable, Generator, Iterable, TypeAlias, TypeVar
 
 import trio
 
@@ -120,6 +120,8 @@ TransactionVerifier = Callable[[int, int, str, int], ErrorCode]
 # A partition's batch once checked: the bytes to append and their header, or the error to answer
 _Checked: TypeAlias = "tuple[bytes | memoryview, records.BatchHeader] | KafkaApiError"
 
+_T = TypeVar("_T")
+
 # CPU time all inspections together may hold the event loop before other tasks get a turn
 _SLICE_SECONDS = 0.002
 
@@ -133,7 +135,7 @@ class _Slicer:
     def __init__(self) -> None:
         self.running = 0
 
-    async def run(self, steps: Generator[None, None, bytes | None]) -> bytes | None:
+    async def run(self, steps: Generator[None, None, _T]) -> _T:
         """The generator's return value."""
         self.running += 1
         try:
@@ -166,6 +168,12 @@ class ReplicaManager:
         self._slicer = _Slicer()
         # (broker-config version, transaction.partition.verification.enable) as last read
         self._verify_setting: tuple[int, bool] = (-1, True)
+
+    async def run_sliced(self, steps: Generator[None, None, _T]) -> _T:
+        """A generator's return value, run on the event loop in slices shared with the produce
+        path's inspections: work over a batch's records (which may inflate to far more than the
+        batch) never holds the loop for longer than one slice."""
+        return await self._slicer.run(steps)
 
     # ---- produce -----------------------------------------------------------------------------
     async def append_records(self, entries: list[ProduceEntry], acks: int, timeout_ms: int,

@@ -470,3 +470,56 @@ def test_truncation_mid_log_drops_later_segments(tmp_path: Path) -> None:
     end = log.log_end_offset
     assert _offsets(log.read(end - 1, 10**6, end, True))[-1] == end - 1
     assert len(list(d.glob("*.log"))) == 2
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_rolled_segments_hold_one_descriptor_each_and_a_reopened_log_none_for_its_indexes(tmp_path: Path) -> None:
+    """Kafka keeps a channel per segment's log and maps its indexes without an open channel:
+    here an index holds its file open only while appended to, so a rolled segment costs one
+    descriptor (its log), the active one three (its log and its two indexes once they have an
+    entry; the transaction index opens only for an aborted transaction)."""
+    before = _open_descriptors()
+    config = LogConfig(segment_bytes=2000, index_interval_bytes=100)
+    log = PartitionLog(tmp_path / "t-0", config, clock=Clock())
+    for i in range(120):
+        _append(log, 2, NOW_MS + i)
+    assert len(log.segments) >= 5
+    assert all(len(seg.index) for seg in log.segments[:-1])  # the indexes have entries, on disk
+    assert _open_descriptors() - before == len(log.segments) + 2
+    log.close()
+    assert _open_descriptors() == before
+    log = PartitionLog(tmp_path / "t-0", config, clock=Clock(), clean_shutdown=True)
+    assert _open_descriptors() - before == len(log.segments)
+    # the indexes still answer: a read in the middle of the log jumps through them
+    assert _offsets(log.read(150, 10**6, log.log_end_offset, True))[0] <= 150
+    assert log.find_timestamp(NOW_MS + 60) is not None
+    assert _open_descriptors() - before == len(log.segments)  # look-ups opened their files only for the read
+    _append(log, 2, NOW_MS + 200)
+    log.flush()
+    log.close()
+    assert _open_descriptors() == before
+
+
+def test_a_reader_on_a_deleted_segment_still_finds_its_batches_and_a_flush_of_it_does_not_fail(tmp_path: Path) -> None:
+    """Retention may delete a segment a worker holds pinned (a cold read, a flush): the index
+    entries are read before the files go, and flushing a deleted index is nothing to do."""
+    log = PartitionLog(tmp_path / "t-0", LogConfig(segment_bytes=2000, index_interval_bytes=100), clock=Clock())
+    for i in range(40):
+        _append(log, 2, NOW_MS + i)
+    log.close()
+    log = PartitionLog(tmp_path / "t-0", LogConfig(segment_bytes=2000, index_interval_bytes=100), clock=Clock(),
+                       clean_shutdown=True)
+    seg = log.segments[0]
+    assert seg.pin()
+    try:
+        seg.delete()
+        assert not seg.log_path.exists() and not seg.index.path.exists()
+        found = seg.find_batch(seg.base_offset + 5)
+        assert found is not None and found[1].base_offset <= seg.base_offset + 5 <= found[1].last_offset
+        seg.flush()
+    finally:
+        seg.unpin()
+    log.close()

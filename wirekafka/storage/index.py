@@ -11,11 +11,17 @@ columns of 32-bit ints) and 8 in the time index while its timestamps span less t
 (32-bit deltas from the first one; 12 bytes otherwise), not the ~80 bytes of Python ints in
 lists. Like Kafka's LazyIndex, an index reads its entries only when first looked up: opening a
 segment reads just the file's first and last entries (Kafka's sanity check and the segment's
-end), so a clean start costs a few small reads per segment, however large the log."""
+end), so a clean start costs a few small reads per segment, however large the log.
+
+Descriptors: an index holds its file open only while it is being appended to, from its first
+entry until its segment is sealed (`release`), as Kafka keeps no channel open to a mapped index.
+Any other access (a first look-up, a truncation, a flush) opens the file for that call alone, so a
+partition's rolled segments cost one descriptor each (their log), not three."""
 
 from __future__ import annotations
 
 import bisect
+import contextlib
 import os
 import struct
 import sys
@@ -24,6 +30,7 @@ from array import array
 from itertools import repeat
 from operator import sub
 from pathlib import Path
+from typing import Iterator
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
@@ -56,17 +63,26 @@ class _IndexFile:
     def __init__(self, path: Path, base_offset: int) -> None:
         self.path = path
         self.base_offset = base_offset
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        size = os.fstat(self._fd).st_size
-        whole = size - size % self.entry.size
-        self.torn = whole != size  # a torn trailing entry from a crash: Kafka calls the file corrupt
-        if self.torn:
-            os.ftruncate(self._fd, whole)
-        self._count = whole // self.entry.size
-        self._last: tuple[int, int] | None = (
-            self.entry.unpack(os.pread(self._fd, self.entry.size, whole - self.entry.size)) if whole else None)
+        self._fd: int | None = None  # open while appended to (see the module docstring)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            whole = size - size % self.entry.size
+            self.torn = whole != size  # a torn trailing entry from a crash: Kafka calls the file corrupt
+            if self.torn:
+                os.ftruncate(fd, whole)
+            self._count = whole // self.entry.size
+            self._first: tuple[int, int] | None = (
+                self.entry.unpack(os.pread(fd, self.entry.size, 0)) if whole else None)
+            self._last: tuple[int, int] | None = (
+                self.entry.unpack(os.pread(fd, self.entry.size, whole - self.entry.size)) if whole else None)
+        finally:
+            os.close(fd)
         self._loaded = False
-        self._lock = threading.Lock()  # a worker's first look-up against the loop's appends
+        # a worker's first look-up or flush against the loop's appends, and the segment's
+        # renames (the file is opened by name); reentrant, as the descriptor is taken under it
+        # by methods that already hold it
+        self.lock = threading.RLock()
         self._clear()
 
     def _clear(self) -> None:
@@ -80,19 +96,37 @@ class _IndexFile:
         """Add one entry, as the file holds it, to the columns."""
         raise NotImplementedError
 
+    @contextlib.contextmanager
+    def _descriptor(self) -> Iterator[int]:
+        """The file's descriptor: the one held while appending, else one opened for this use."""
+        with self.lock:
+            if self._fd is not None:
+                yield self._fd
+                return
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
+            try:
+                yield fd
+            finally:
+                os.close(fd)
+
     def _ensure(self) -> None:
         if self._loaded:
             return
-        with self._lock:
+        with self.lock:
             if not self._loaded:
-                self._decode(os.pread(self._fd, self._count * self.entry.size, 0))
+                with self._descriptor() as fd:
+                    self._decode(os.pread(fd, self._count * self.entry.size, 0))
                 self._loaded = True
 
     def _write(self, a: int, b: int) -> None:
-        os.write(self._fd, self.entry.pack(a, b))
-        with self._lock:
+        with self.lock:
+            if self._fd is None:
+                self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
+            os.write(self._fd, self.entry.pack(a, b))
             if self._loaded:
                 self._push(a, b)
+            if self._first is None:
+                self._first = (a, b)
             self._count += 1
             self._last = (a, b)
 
@@ -111,28 +145,46 @@ class _IndexFile:
             raise CorruptIndex(f"{self.path} held a torn trailing entry")
 
     def reset(self) -> None:
-        with self._lock:
-            os.ftruncate(self._fd, 0)
+        with self.lock, self._descriptor() as fd:
+            os.ftruncate(fd, 0)
             self._clear()
-            self._count, self._last, self._loaded, self.torn = 0, None, True, False
+            self._count, self._first, self._last, self._loaded, self.torn = 0, None, None, True, False
 
     def keep_first(self, count: int) -> None:
         """Drop every entry after the first count (the segment was truncated)."""
         if count < self._count:
             self._ensure()
-            with self._lock:
-                os.ftruncate(self._fd, count * self.entry.size)
+            with self.lock, self._descriptor() as fd:
+                os.ftruncate(fd, count * self.entry.size)
                 del self._keys[count:]
                 del self._values[count:]
                 self._count = count
-                self._last = self.entry.unpack(os.pread(self._fd, self.entry.size, (count - 1) * self.entry.size)) \
+                self._last = self.entry.unpack(os.pread(fd, self.entry.size, (count - 1) * self.entry.size)) \
                     if count else None
+                if not count:
+                    self._first = None
 
     def flush(self) -> None:
-        os.fsync(self._fd)
+        try:
+            with self._descriptor() as fd:  # fsync through any descriptor writes the file's pages
+                os.fsync(fd)
+        except FileNotFoundError:  # deleted while its segment was pinned for this flush: nothing to keep
+            pass
+
+    def read_entries(self) -> None:
+        """Read the entries now if not yet read (before the file goes, for readers still on it)."""
+        self._ensure()
+
+    def release(self) -> None:
+        """Close the descriptor held for appending (the segment was sealed); a later use opens
+        the file again."""
+        with self.lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
     def close(self) -> None:
-        os.close(self._fd)
+        self.release()
 
 
 class OffsetIndex(_IndexFile):
@@ -247,7 +299,7 @@ class TimeIndex(_IndexFile):
         super().sanity_check()
         if self._last is None:
             return
-        first = _TIME_ENTRY.unpack(os.pread(self._fd, _TIME_ENTRY.size, 0))[0]
+        first = self._first[0] if self._first is not None else self._last[0]
         if self._last[0] < first:
             raise CorruptIndex(f"{self.path}: last timestamp {self._last[0]} is below the first {first}")
         if self._last[1] < 0:

@@ -94,7 +94,7 @@ class LogSegment:
         The log file names the segment's state for recovery, so it is renamed first when a suffix
         is added and last when one is removed: a crash in between never leaves a final `.log`
         whose indexes still carry the suffix (recovery deletes those)."""
-        with self._pin_lock:
+        with self._pin_lock, self.index.lock, self.time_index.lock:  # the indexes open their files by name
             if self.closed:
                 return
             paths = self._paths()
@@ -149,9 +149,12 @@ class LogSegment:
         self._bytes_since_index_entry += header.size
 
     def seal(self) -> None:
-        """Called when the segment stops being active: the final time index entry."""
+        """Called when the segment stops being active: the final time index entry, and the
+        indexes give back the descriptors they held for appending."""
         if self.max_timestamp != NO_TIMESTAMP:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        self.index.release()
+        self.time_index.release()
 
     def flush(self) -> None:
         os.fsync(self._fd)
@@ -436,6 +439,9 @@ class LogSegment:
     def delete(self) -> None:
         self.close()
         with self._pin_lock:
+            if self._pins:  # readers still on it look entries up after the index files are gone
+                self.index.read_entries()
+                self.time_index.read_entries()
             for path in self._paths():
                 path.unlink(missing_ok=True)
 

@@ -493,10 +493,13 @@ def test_rolled_segments_hold_one_descriptor_each_and_a_reopened_log_none_for_it
     assert _open_descriptors() == before
     log = PartitionLog(tmp_path / "t-0", config, clock=Clock(), clean_shutdown=True)
     assert _open_descriptors() - before == len(log.segments)
+    log.close()
+    log = PartitionLog(tmp_path / "t-0", config, clock=Clock(), clean_shutdown=False)  # every segment recovered
+    assert _open_descriptors() - before == len(log.segments) + 2  # the active segment's rebuilt indexes
     # the indexes still answer: a read in the middle of the log jumps through them
     assert _offsets(log.read(150, 10**6, log.log_end_offset, True))[0] <= 150
     assert log.find_timestamp(NOW_MS + 60) is not None
-    assert _open_descriptors() - before == len(log.segments)  # look-ups opened their files only for the read
+    assert _open_descriptors() - before == len(log.segments) + 2  # look-ups opened their files only for the read
     _append(log, 2, NOW_MS + 200)
     log.flush()
     log.close()

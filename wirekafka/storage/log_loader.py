@@ -62,6 +62,9 @@ def load_segments(directory: Path, index_interval_bytes: int, recovery_point: in
         kept.append(seg)
     if not kept:
         kept.append(LogSegment(directory, 0, index_interval_bytes))
+    for seg in kept[:-1]:  # recovery rebuilt their indexes: only the active one is appended to again
+        seg.index.release()
+        seg.time_index.release()
     for seg in kept:
         seg.created_ms = now_ms
     return kept

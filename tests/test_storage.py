@@ -526,3 +526,29 @@ def test_a_reader_on_a_deleted_segment_still_finds_its_batches_and_a_flush_of_it
     finally:
         seg.unpin()
     log.close()
+
+
+def test_a_search_by_timestamp_jumps_over_the_batches_below_the_log_start(tmp_path: Path, monkeypatch) -> None:
+    """As Kafka's findOffsetByTimestamp(timestamp, logStartOffset): the scan starts at the
+    offset index's entry for the log start, so a log start moved deep into a segment
+    (DeleteRecords) costs a few header reads, not a read per batch below it (before: a
+    fresh scan of the rest of the segment per batch, the fuzz run's ListOffsets hot spot)."""
+    log = PartitionLog(tmp_path / "t-0", LogConfig(index_interval_bytes=100), clock=Clock())
+    for i in range(2000):
+        _append(log, 1, NOW_MS + i)
+    log.log_start_offset = 1500
+    read = [0]
+    real_pread = os.pread
+
+    def counting_pread(fd: int, n: int, position: int) -> bytes:
+        data = real_pread(fd, n, position)
+        read[0] += len(data)
+        return data
+
+    monkeypatch.setattr(segment_module.os, "pread", counting_pread)
+    assert log.find_timestamp(0)[2].base_offset == 1500
+    assert log.find_timestamp(NOW_MS + 1700)[2].base_offset == 1700  # past the log start: the time index leads
+    assert log.find_timestamp(NOW_MS + 2000) is None
+    assert read[0] < 64 * 1024, read[0]
+    monkeypatch.undo()
+    log.close()

@@ -231,13 +231,7 @@ class PartitionLog:
         for seg in self.segments:
             if seg.max_timestamp < timestamp or seg.next_offset <= self.log_start_offset:
                 continue
-            found = seg.find_timestamp(timestamp)
-            while found is not None and found[1].last_offset < self.log_start_offset:
-                pos, header = found
-                found = next(
-                    ((p, h) for p, h in seg.iter_headers(pos + header.size) if h.max_timestamp >= timestamp),
-                    None,
-                )
+            found = seg.find_timestamp(timestamp, self.log_start_offset)
             if found is not None:
                 return seg, found[0], found[1]
         return None

@@ -312,11 +312,14 @@ class LogSegment:
             self.first_batch_timestamp = None
         self._bytes_since_index_entry = cut - start
 
-    def find_timestamp(self, timestamp: int) -> tuple[int, BatchHeader] | None:
-        """First batch (position, header) whose max timestamp is >= timestamp."""
-        _, start = self.index.lookup(self.time_index.lookup(timestamp))
+    def find_timestamp(self, timestamp: int, starting_offset: int = 0) -> tuple[int, BatchHeader] | None:
+        """First batch (position, header) whose max timestamp is >= timestamp and which ends at
+        or past starting_offset (the log start). As Kafka's LogSegment.findOffsetByTimestamp, the
+        scan starts where the time index and the offset index of starting_offset both allow, so
+        batches below the log start are jumped over, not read."""
+        _, start = self.index.lookup(max(self.time_index.lookup(timestamp), starting_offset))
         for position, header in self.iter_headers_sparse(start):
-            if header.max_timestamp >= timestamp:
+            if header.max_timestamp >= timestamp and header.last_offset >= starting_offset:
                 return position, header
         return None
 

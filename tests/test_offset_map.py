@@ -10,7 +10,7 @@ import weakref
 
 import pytest
 
-from wirekafka.storage.offset_map import DICT_ENTRY_BYTES, SLOT_BYTES, OffsetMap, prime_at_most
+from wirekafka.storage.offset_map import DICT_ENTRY_BYTES, SLOT_BYTES, OffsetMap, key_identity, prime_at_most
 
 DEFAULT_BUFFER = 128 * 1024 * 1024  # log.cleaner.dedupe.buffer.size
 # a pair of 128-byte messages with one MD5 (Wang and Yu, 2004)
@@ -24,13 +24,17 @@ MD5_TWIN_B = bytes.fromhex(
     "e99f33420f577ee8ce54b67080280d1ec69821bcb6a8839396f965ab6ff72a70")
 
 
-def _records(keys: list[bytes | None]) -> list[tuple[int, int, int, int, int, bytes | None, bool]]:
-    """Records as batch_filter.iter_records yields them, offset deltas 0, 1, ..."""
-    return [(0, 0, 0, 0, delta, key, True) for delta, key in enumerate(keys)]
+def _records(keys: list[bytes | None]) -> list[tuple[int, bytes | None, bool]]:
+    """Records as batch_filter.keyed_records yields them (keys as identities), offset deltas 0, 1, ..."""
+    return [(delta, None if key is None else key_identity(key), True) for delta, key in enumerate(keys)]
 
 
 def _put(m: OffsetMap, base: int, keys: list[bytes | None], min_offset: int = 0) -> tuple[bool, int]:
     return m.put_keys(base, _records(keys), min_offset)
+
+
+def _get(m: OffsetMap, key: bytes) -> int:
+    return m.get(key_identity(key))
 
 
 def _table(keys: int = 8000) -> OffsetMap:
@@ -64,9 +68,9 @@ def test_the_latest_offset_of_a_key_wins(make) -> None:
     m = make()
     assert _put(m, 10_000, [b"a", b"long key, more than fifteen bytes", b"a", None]) == (False, 4)
     assert _put(m, 20_000, [b"long key, more than fifteen bytes"]) == (False, 1)
-    assert m.get(b"a") == 10_002
-    assert m.get(b"long key, more than fifteen bytes") == 20_000
-    assert m.get(b"absent") == -1 and m.get(b"an absent key longer than 15 bytes") == -1
+    assert _get(m, b"a") == 10_002
+    assert _get(m, b"long key, more than fifteen bytes") == 20_000
+    assert _get(m, b"absent") == -1 and _get(m, b"an absent key longer than 15 bytes") == -1
 
 
 @pytest.mark.parametrize("make", [lambda: OffsetMap(1 << 20, 0.9), _table], ids=["dict", "table"])
@@ -75,16 +79,16 @@ def test_keys_are_told_apart_exactly_up_to_15_bytes_and_by_md5_past_them(make) -
     keys = [b"", b"\x00", b"\x00\x00", b"a", b"a\x00", b"\x00a", b"x" * 15, b"x" * 16, b"x" * 15 + b"\x10",
             b"x" * 14 + b"\x0f", bytes(15), bytes(16)]
     assert _put(m, 50_000, keys) == (False, len(keys))
-    assert [m.get(k) for k in keys] == [50_000 + i for i in range(len(keys))]
+    assert [_get(m, k) for k in keys] == [50_000 + i for i in range(len(keys))]
     # two long keys with one MD5 are one key, as in Kafka's map: the later offset stands for both
     assert _put(m, 60_000, [MD5_TWIN_A, MD5_TWIN_B]) == (False, 2)
-    assert m.get(MD5_TWIN_A) == m.get(MD5_TWIN_B) == 60_001
+    assert _get(m, MD5_TWIN_A) == _get(m, MD5_TWIN_B) == 60_001
 
 
 def test_records_before_the_first_dirty_offset_and_without_a_key_are_not_mapped() -> None:
     m = OffsetMap(1 << 20, 0.9)
     assert _put(m, 100, [b"old", None, b"new"], min_offset=101) == (False, 3)
-    assert m.get(b"old") == -1 and m.get(b"new") == 102 and m.size == 1
+    assert _get(m, b"old") == -1 and _get(m, b"new") == 102 and m.size == 1
 
 
 @pytest.mark.parametrize("load_factor", [0.9, 0.5])
@@ -97,8 +101,8 @@ def test_a_full_map_refuses_the_next_key_even_one_it_holds(load_factor: float) -
     # before the refused one are counted as seen
     assert _put(m, m.capacity, [None, b"another", b"key-0"]) == (True, 1)
     assert _put(m, m.capacity, [b"key-0"]) == (True, 0)
-    assert [m.get(k) for k in keys] == list(range(m.capacity))  # every probe sequence still ends
-    assert m.get(b"another") == -1 and m.get(b"yet another key, longer than 15") == -1
+    assert [_get(m, k) for k in keys] == list(range(m.capacity))  # every probe sequence still ends
+    assert _get(m, b"another") == -1 and _get(m, b"yet another key, longer than 15") == -1
 
 
 def test_the_map_is_a_dict_while_the_keys_fit_the_memory_at_a_dicts_cost() -> None:
@@ -111,19 +115,19 @@ def test_the_map_is_a_dict_while_the_keys_fit_the_memory_at_a_dicts_cost() -> No
     second = [b"k0", None, b"k1", b"fresh", b"long key number 1 ..."]
     assert _put(m, fit, second) == (False, 5)
     assert m._words is not None and m.size == fit + 1
-    assert m.get(b"k0") == fit and m.get(b"k1") == fit + 2
-    assert m.get(b"fresh") == fit + 3 and m.get(b"long key number 1 ...") == fit + 4
-    assert m.get(b"k%d" % (fit - 3)) == fit - 3
-    assert m.get(b"long key number 0 ...") == fit - 2
+    assert _get(m, b"k0") == fit and _get(m, b"k1") == fit + 2
+    assert _get(m, b"fresh") == fit + 3 and _get(m, b"long key number 1 ...") == fit + 4
+    assert _get(m, b"k%d" % (fit - 3)) == fit - 3
+    assert _get(m, b"long key number 0 ...") == fit - 2
 
 
 def test_clear_empties_the_map_and_frees_the_table() -> None:
     m = _table()
     m.latest_offset = 7999
     m.clear()
-    assert m.size == 0 and m.latest_offset == -1 and m.get(b"k1") == -1
+    assert m.size == 0 and m.latest_offset == -1 and _get(m, b"k1") == -1
     assert m._words is None
-    assert _put(m, 5, [b"k1"]) == (False, 1) and m.get(b"k1") == 5
+    assert _put(m, 5, [b"k1"]) == (False, 1) and _get(m, b"k1") == 5
 
 
 def test_a_dropped_map_unmaps_its_table_at_once() -> None:

@@ -1,13 +1,15 @@
 """The record level of compaction: the records inside one magic-v2 batch, and the batch Kafka's
 cleaner writes in its place once some of them are dropped (Kafka's MemoryRecords.filterTo).
 
-The cleaner comes here; the produce path's validator reads records as a bounded stream
-(`stream_records`, over record_stream and codec_stream) and converts a batch to a topic's
-compression.type record by record (`BatchWriter`, `recompress`); ListOffsets' search by
-timestamp reads the same stream (`record_positions`); fetch never looks inside a batch. Records are walked on the raw bytes (varints decoded in place, no record objects), and a
-retained record is copied byte for byte; only its timestamp delta is re-encoded when the batch's
-base timestamp changes. The cleaner still decompresses a batch whole (`records_section`): it
-reads batches this broker accepted, in a process of its own. Kafka's rules for the rewritten batch:
+Every reader here goes through one bounded stream of records (`stream_records`, over
+record_stream and codec_stream), so that no batch is ever inflated whole: a stored compressed
+batch may inflate to far more than its size. The produce path's validator reads that stream and
+converts a batch to a topic's compression.type record by record (`BatchWriter`, `recompress`);
+ListOffsets' search by timestamp reads it (`record_positions`); the cleaner reads each record's
+offset, key and whether it has a value (`keyed_records`), then writes the records it keeps
+through the same writer (`rewrite`). Fetch never looks inside a batch. A retained record's bytes
+from its offset delta on are copied as they are; its length and timestamp delta are written anew.
+Kafka's rules for the rewritten batch:
 - nothing dropped and no delete horizon to set: the original batch, bytes unchanged;
 - otherwise a new batch with the same base offset, last offset delta (so a producer's last
   sequence survives), producer id/epoch/base sequence, leader epoch and flags, the codec
@@ -22,15 +24,16 @@ reads batches this broker accepted, in a process of its own. Kafka's rules for t
 from __future__ import annotations
 
 import struct
-from typing import Final, Iterator
+from typing import Iterator
 
 import crc32c
 
 from wirekafka.protocol import records
 from wirekafka.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
-from wirekafka.protocol.varint import decode_varint, encode_varint
+from wirekafka.protocol.varint import encode_varint
 from wirekafka.storage import codec_stream
 from wirekafka.storage.codec_stream import CODEC_NONE
+from wirekafka.storage.offset_map import KEY_DIGEST, MAX_RAW_KEY, KeyedRecord, key_identity
 from wirekafka.storage.record_stream import RecordStream, Sink
 
 DELETE_HORIZON_MASK = 0x40
@@ -46,20 +49,6 @@ def delete_horizon(header: BatchHeader) -> int | None:
     return header.base_timestamp if has_delete_horizon(header) else None
 
 
-def _decompress(codec: int, data: bytes) -> bytes:
-    """data decompressed whole: for the cleaner, which reads batches this broker validated."""
-    if codec == CODEC_NONE:
-        return data
-    try:
-        source = codec_stream.inflater(codec, data)
-    except codec_stream.UnknownCodec as exc:
-        raise records.InvalidBatch(str(exc), corrupt=True) from None
-    parts = []
-    while chunk := source.read(1 << 20):
-        parts.append(chunk)
-    return b"".join(parts)
-
-
 def _compress(codec: int, data: bytes, level: int | None = None) -> bytes:
     """data compressed with codec, as the streaming BatchWriter compresses it (so a batch
     compressed whole and one converted record by record are the same bytes); level as Kafka's
@@ -72,109 +61,6 @@ def _compress(codec: int, data: bytes, level: int | None = None) -> bytes:
         raise records.InvalidBatch(str(exc), corrupt=True) from None
     out.write(data)
     return out.finish()
-
-
-def records_section(batch: bytes | memoryview, header: BatchHeader) -> bytes:
-    """The batch's records, decompressed."""
-    return _decompress(header.compression, bytes(batch[HEADER_SIZE:header.size]))
-
-
-def _skip_varint(buf: bytes, pos: int) -> int:
-    while buf[pos] & 0x80:
-        pos += 1
-    return pos + 1
-
-
-# A record as the cleaner sees it: (start, rest, end, timestamp delta, offset delta, key, has value).
-# start is its length varint, rest its offset delta (everything from there on is copied as is).
-RawRecord = tuple[int, int, int, int, int, "bytes | None", bool]
-# the positions as literals, so that a type checker knows each field's type
-START: Final = 0
-REST: Final = 1
-END: Final = 2
-TIMESTAMP_DELTA: Final = 3
-OFFSET_DELTA: Final = 4
-KEY: Final = 5
-HAS_VALUE: Final = 6
-
-
-def iter_records(section: bytes) -> Iterator[RawRecord]:
-    """Each record of a decompressed records section, decoded in place. Single-byte varints (and
-    two-byte lengths, records of 64 B to 8 KiB) are decoded inline: this loop runs once per
-    record the cleaner reads, twice per dirty one."""
-    pos = 0
-    end_all = len(section)
-    while pos < end_all:
-        start = pos
-        b = section[pos]
-        if b < 0x80:
-            length, pos = (b >> 1) ^ -(b & 1), pos + 1
-        elif section[pos + 1] < 0x80:  # records of 64 B to 8 KiB
-            v = (b & 0x7F) | (section[pos + 1] << 7)
-            length, pos = (v >> 1) ^ -(v & 1), pos + 2
-        else:
-            length, pos = decode_varint(section, pos)
-        end = pos + length
-        b = section[pos + 1]
-        if b < 0x80:
-            timestamp_delta, rest = (b >> 1) ^ -(b & 1), pos + 2
-        else:
-            timestamp_delta, rest = decode_varint(section, pos + 1)
-        b = section[rest]
-        if b < 0x80:
-            offset_delta, p = (b >> 1) ^ -(b & 1), rest + 1
-        else:
-            offset_delta, p = decode_varint(section, rest)
-        b = section[p]
-        if b < 0x80:
-            key_len, p = (b >> 1) ^ -(b & 1), p + 1
-        else:
-            key_len, p = decode_varint(section, p)
-        if key_len < 0:
-            key = None
-        else:
-            key = section[p:p + key_len]
-            p += key_len
-        yield start, rest, end, timestamp_delta, offset_delta, key, section[p] != 1  # value length -1 is 0x01
-        pos = end
-
-
-def key_value_sizes(section: bytes, record: RawRecord) -> tuple[int, int]:
-    """The record's key and value lengths as encoded (-1 for null)."""
-    p = _skip_varint(section, record[REST])  # the offset delta
-    key_len, p = decode_varint(section, p)
-    value_len, _ = decode_varint(section, p + max(key_len, 0))
-    return key_len, value_len
-
-
-def encoded(section: bytes, record: RawRecord, timestamp_delta: int) -> bytes:
-    """The record's bytes with timestamp_delta (the same bytes when it is unchanged)."""
-    if timestamp_delta == record[TIMESTAMP_DELTA]:
-        return section[record[START]:record[END]]
-    body = b"\x00" + encode_varint(timestamp_delta) + section[record[REST]:record[END]]
-    return encode_varint(len(body)) + body
-
-
-def record_timestamp(header: BatchHeader, record: RawRecord) -> int:
-    """The timestamp a reader sees: the log append time for such batches, else base + delta."""
-    return header.max_timestamp if header.is_log_append_time else header.base_timestamp + record[TIMESTAMP_DELTA]
-
-
-def rebuild(header: BatchHeader, section: bytes, retained: list[RawRecord], horizon_ms: int | None,
-            codec: int | None = None, level: int | None = None) -> bytes:
-    """A batch of the retained records of section in place of the original: see the module
-    docstring. horizon_ms: the delete horizon to carry (new or the batch's own), or None. codec
-    and level: compress anew with those (a topic's compression.type) instead of the batch's codec."""
-    timestamps = [record_timestamp(header, r) for r in retained]
-    base_timestamp = horizon_ms if horizon_ms is not None else timestamps[0] if timestamps else header.base_timestamp
-    body = b"".join(encoded(section, r, ts - base_timestamp) for r, ts in zip(retained, timestamps))
-    codec = header.compression if codec is None else codec
-    max_timestamp = header.max_timestamp if header.is_log_append_time else max(timestamps, default=header.max_timestamp)
-    attributes = (header.attributes & ~(DELETE_HORIZON_MASK | records.COMPRESSION_MASK)) | codec
-    if horizon_ms is not None:
-        attributes |= DELETE_HORIZON_MASK
-    return _assemble(header, attributes, base_timestamp, max_timestamp, len(retained),
-                     _compress(codec, body, level))
 
 
 def stream_records(batch: bytes | memoryview, header: BatchHeader) -> RecordStream:
@@ -201,6 +87,117 @@ def record_positions(batch: bytes | memoryview, header: BatchHeader) -> Iterator
             stream.pump()
 
 
+def keyed_records(batch: bytes | memoryview, header: BatchHeader) -> Iterator[KeyedRecord]:
+    """(offset delta, key identity, has a value) of each record, read through the bounded stream:
+    what the cleaner maps and filters on. The identity is the offset map's (the key itself up to
+    MAX_RAW_KEY bytes, else its digest), taken in place for a record in the window and hashed as
+    it streams past for a longer one, so no key or value is held whole. The records lying whole in
+    the window are walked inline (one-byte varints, and two-byte lengths, decoded in place): this
+    loop runs once per record the cleaner reads, twice per dirty one; a record across the
+    window's end goes through the stream's own reader, which refills the window and checks it."""
+    stream = stream_records(batch, header)
+    while True:
+        buf, pos = stream.buf, stream.pos
+        n = len(buf)
+        while pos < n:
+            b = buf[pos]
+            if b < 0x80:
+                length, p = (b >> 1) ^ -(b & 1), pos + 1
+            elif pos + 1 < n and buf[pos + 1] < 0x80:  # records of 64 B to 8 KiB
+                v = (b & 0x7F) | (buf[pos + 1] << 7)
+                length, p = (v >> 1) ^ -(v & 1), pos + 2
+            else:
+                break
+            end = p + length
+            if length < 6 or end > n:  # 6: the shortest record's fields, so none below runs past it
+                break
+            # after the attributes byte: a one-byte timestamp delta, an offset delta of one or two
+            # bytes (offsets up to 8191 in the batch), a one-byte key length; else the stream's reader
+            if buf[p + 1] >= 0x80:
+                break
+            od = buf[p + 2]
+            q = p + 3
+            if od >= 0x80:
+                if buf[q] >= 0x80:
+                    break
+                od = (od & 0x7F) | (buf[q] << 7)
+                q += 1
+            kl = buf[q]
+            if kl >= 0x80:
+                break
+            q += 1
+            key_len = (kl >> 1) ^ -(kl & 1)
+            if key_len < 0:
+                key = None
+            else:
+                key = buf[q:q + key_len] if key_len <= MAX_RAW_KEY else key_identity(memoryview(buf)[q:q + key_len])
+                q += key_len
+            if q >= end:
+                break
+            yield (od >> 1) ^ -(od & 1), key, buf[q] != 1  # a null value's length, -1, is 0x01
+            pos = end
+        stream.pos = pos
+        head = stream.next_head()
+        if head is None:
+            return
+        key_len = head[2]
+        if stream.in_window:
+            if key_len < 0:
+                key = None
+            elif key_len <= MAX_RAW_KEY:
+                key = stream.buf[stream.key_at:stream.key_at + key_len]
+            else:
+                key = key_identity(memoryview(stream.buf)[stream.key_at:stream.key_at + key_len])
+            yield head[1], key, head[3] != -1
+            stream.finish_record()
+        else:
+            picker = _KeyPicker(stream.key_at - stream.rest, key_len)
+            stream.finish_record(picker.take)
+            while stream.pending:
+                stream.pump(picker.take)
+            yield head[1], picker.identity(), picker.has_value()
+
+
+class _KeyPicker:
+    """A long record's key identity and value length, picked from its bytes (from the offset
+    delta on) as they stream past in pieces."""
+
+    __slots__ = ("_skip", "_left", "_short", "_digest", "_value_head")
+
+    def __init__(self, skip: int, key_len: int) -> None:
+        self._skip = skip  # the offset delta's and key length's bytes
+        self._left = max(key_len, 0)
+        self._short: bytearray | None = bytearray() if 0 <= key_len <= MAX_RAW_KEY else None
+        self._digest = KEY_DIGEST() if key_len > MAX_RAW_KEY else None
+        self._value_head = b""  # the value length's first byte
+
+    def take(self, data: bytes | memoryview) -> None:
+        view = memoryview(data)
+        if self._skip:
+            n = min(self._skip, len(view))
+            self._skip -= n
+            view = view[n:]
+        if self._left and len(view):
+            n = min(self._left, len(view))
+            if self._short is not None:
+                self._short += view[:n]
+            elif self._digest is not None:
+                self._digest.update(view[:n])
+            self._left -= n
+            view = view[n:]
+        if not self._skip and not self._left and len(view) and not self._value_head:
+            self._value_head = bytes(view[:1])
+
+    def identity(self) -> bytes | None:
+        if self._digest is not None:
+            return self._digest.digest()
+        return None if self._short is None else bytes(self._short)
+
+    def has_value(self) -> bool:
+        """A null value's length is -1, one zigzag byte: 0x01 (every other length differs in it)."""
+        return self._value_head != b"\x01"
+
+
 class BatchTooLarge(Exception):
     """A converted batch over its size limit (Kafka's RecordTooLargeException after conversion)."""
 
@@ -212,14 +209,17 @@ class BatchWriter:
     timestamp that is the first record's), the max timestamp the largest record's (or the log
     append time). The compressed output is bounded by max_size (the whole batch, as Kafka
     compares it with max.message.bytes): past it, writing stops and finish raises BatchTooLarge,
-    so a batch that inflates without end costs no more than max_size."""
+    so a batch that inflates without end costs no more than max_size. The cleaner writes its
+    batches here too, with a delete horizon as the base timestamp when one is set."""
 
-    def __init__(self, header: BatchHeader, codec: int, level: int | None, max_size: int) -> None:
+    def __init__(self, header: BatchHeader, codec: int, level: int | None, max_size: int,
+                 delete_horizon: int | None = None) -> None:
         self._header = header
         self._codec = codec
         self._out: codec_stream.Deflater | None = codec_stream.deflater(codec, level)
         self._max_body = max_size - HEADER_SIZE
-        self._base_timestamp: int | None = None
+        self._horizon = delete_horizon
+        self._base_timestamp: int | None = delete_horizon
         self._max_timestamp = NO_TIMESTAMP
         self._count = 0
 
@@ -257,6 +257,8 @@ class BatchWriter:
         base = header.base_timestamp if self._base_timestamp is None else self._base_timestamp
         max_timestamp = header.max_timestamp if header.is_log_append_time else self._max_timestamp
         attributes = (header.attributes & ~(DELETE_HORIZON_MASK | records.COMPRESSION_MASK)) | self._codec
+        if self._horizon is not None:
+            attributes |= DELETE_HORIZON_MASK
         return _assemble(header, attributes, base, max_timestamp, self._count, body)
 
 
@@ -265,11 +267,28 @@ def recompress(batch: bytes | memoryview, header: BatchHeader, codec: int, level
     """The batch with its records compressed with codec (none: uncompressed) instead of the
     producer's (see BatchWriter), streamed record by record; BatchTooLarge past max_size,
     record_stream.MalformedRecords or codec_stream.CorruptStream for records that do not read."""
+    return _write_records(batch, header, BatchWriter(header, codec, level, max_size), None)
+
+
+def rewrite(batch: bytes | memoryview, header: BatchHeader, keep: bytearray, horizon_ms: int | None) -> bytes:
+    """The cleaner's batch in place of the original (see the module docstring): the records whose
+    byte in keep (one per record, in order) is set, in the batch's own codec. horizon_ms: the
+    delete horizon to carry (new or the batch's own), or None."""
+    return _write_records(batch, header, BatchWriter(header, header.compression, None, 1 << 31, horizon_ms), keep)
+
+
+def _write_records(batch: bytes | memoryview, header: BatchHeader, writer: BatchWriter,
+                   keep: bytearray | None) -> bytes:
+    """The batch's records streamed into writer (those keep marks, or all), with their timestamps."""
     stream = stream_records(batch, header)
-    writer = BatchWriter(header, codec, level, max_size)
+    append_time = header.is_log_append_time
+    index = 0
     while (head := stream.next_head()) is not None:
-        timestamp = header.max_timestamp if header.is_log_append_time else header.base_timestamp + head[0]
-        sink = writer.start_record(timestamp, head[4])
+        sink = None
+        if keep is None or keep[index]:
+            timestamp = header.max_timestamp if append_time else header.base_timestamp + head[0]
+            sink = writer.start_record(timestamp, head[4])
+        index += 1
         stream.finish_record(sink)
         while stream.pending:
             stream.pump(sink)

@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence, TypeVa
 from wirekafka.protocol import records
 from wirekafka.protocol.records import BatchHeader
 from wirekafka.storage import batch_filter
-from wirekafka.storage.offset_map import OffsetMap
+from wirekafka.storage.offset_map import KeyedRecord, OffsetMap
 from wirekafka.storage.segment import LogSegment, file_paths, iter_batches
 from wirekafka.storage.txn_index import AbortedTxn, TransactionIndex
 
@@ -422,8 +422,7 @@ class CleaningRound:
             elif txns.on_batch(header):
                 self.stats.map_messages_read += header.records_count
             else:
-                records_ = batch_filter.iter_records(batch_filter.records_section(batch, header))
-                full, seen = self.map.put_keys(header.base_offset, records_, start)
+                full, seen = self.map.put_keys(header.base_offset, batch_filter.keyed_records(batch, header), start)
                 self.stats.map_messages_read += seen
                 if full:
                     return True
@@ -518,46 +517,50 @@ class CleaningRound:
             self.stats.messages_read += header.records_count
             return None
         marker_for_empty_txn = can_discard and header.is_control
-        section = batch_filter.records_section(batch, header)
-        raw = list(batch_filter.iter_records(section))
-        self.stats.messages_read += len(raw)
         if discard_records:
-            retained = []
-        elif header.is_control:
-            retained = raw
-        else:
-            retained = self._retained(header, raw)
-        if not retained:
+            self.stats.messages_read += header.records_count
+            return batch_filter.empty_batch(header)
+        keep, kept, has_tombstone = self._retained(header, batch_filter.keyed_records(batch, header))
+        self.stats.messages_read += len(keep)
+        if not kept:
             return batch_filter.empty_batch(header) if keep_empty else None
-        self.stats.messages_written += len(retained)
-        has_tombstone = not all(r[batch_filter.HAS_VALUE] for r in retained)
+        self.stats.messages_written += kept
         needs_horizon = (has_tombstone or marker_for_empty_txn) and not batch_filter.has_delete_horizon(header)
-        if len(retained) == len(raw) and not needs_horizon:
+        if kept == len(keep) and not needs_horizon:
             return batch
         horizon = self.now_ms + self.config.delete_retention_ms if needs_horizon else batch_filter.delete_horizon(header)
-        return batch_filter.rebuild(header, section, retained, horizon)
+        return batch_filter.rewrite(batch, header, keep, horizon)
 
-    def _retained(self, header: BatchHeader, raw: list[batch_filter.RawRecord]) -> list[batch_filter.RawRecord]:
+    def _retained(self, header: BatchHeader, keyed: Iterator[KeyedRecord]) -> tuple[bytearray, int, bool]:
         """Kafka's shouldRetainRecord over a batch's records: past the map, kept; without a key,
         dropped; superseded by a later offset of the key, dropped; a tombstone, kept until the
-        batch's delete horizon."""
+        batch's delete horizon. A control batch's records are all kept. Returns one byte per
+        record (1: kept), how many are kept, and whether a kept one has no value."""
         latest = self.map.latest_offset
         get = self.map.get
         base = header.base_offset
         horizon = batch_filter.delete_horizon(header)
         keep_tombstones = horizon is None or self.now_ms < horizon
-        retained = []
-        for record in raw:
-            offset = base + record[4]  # OFFSET_DELTA
-            if offset > latest:
-                retained.append(record)
-                continue
-            key = record[5]  # KEY
-            if key is None:
-                self.stats.invalid_messages += 1
-            elif offset >= get(key) and (record[6] or keep_tombstones):  # HAS_VALUE
-                retained.append(record)
-        return retained
+        keep_all = header.is_control
+        keep = bytearray()
+        kept = 0
+        tombstone = False
+        invalid = 0
+        for offset_delta, key, has_value in keyed:
+            offset = base + offset_delta
+            if keep_all or offset > latest:
+                retain = True
+            elif key is None:
+                invalid += 1
+                retain = False
+            else:
+                retain = offset >= get(key) and (has_value or keep_tombstones)
+            if retain:
+                kept += 1
+                tombstone = tombstone or not has_value
+            keep.append(retain)
+        self.stats.invalid_messages += invalid
+        return keep, kept, tombstone
 
     def _is_last_of_producer(self, header: BatchHeader) -> bool:
         last = self.last_records.get(header.producer_id)

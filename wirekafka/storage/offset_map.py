@@ -36,10 +36,18 @@ from hashlib import md5
 from itertools import chain
 from typing import Callable, Iterable
 
-from wirekafka.storage.batch_filter import RawRecord
-
 SLOT_BYTES = 24  # 16 bytes of key identity + 8 of offset, as Kafka's MD5 slots
 MAX_RAW_KEY = 15  # keys up to this length are their own identity
+KEY_DIGEST = md5  # a longer key's identity is its digest, Kafka's hash
+# A record as the map takes it: (offset delta, key identity or None without a key, has a value).
+# The caller gives identities (storage/batch_filter.keyed_records hashes a long key as it streams
+# past), so put and get take a long key's 16-byte digest, never the key.
+KeyedRecord = tuple[int, "bytes | None", bool]
+
+
+def key_identity(key: bytes | memoryview) -> bytes:
+    """What the map holds for key: the key up to MAX_RAW_KEY bytes, else its digest."""
+    return bytes(key) if len(key) <= MAX_RAW_KEY else KEY_DIGEST(key).digest()
 # a dict entry (slot, key of at most 16 bytes, int): 131-134 bytes with tracemalloc for 200,000
 # entries, rounded up for the dict's growth steps
 DICT_ENTRY_BYTES = 150
@@ -105,7 +113,7 @@ class OffsetMap:
         """Keys held / slots, as Kafka's buffer utilization."""
         return self.size / self.slots
 
-    def put_keys(self, base_offset: int, raw: Iterable[RawRecord], min_offset: int) -> tuple[bool, int]:
+    def put_keys(self, base_offset: int, raw: Iterable[KeyedRecord], min_offset: int) -> tuple[bool, int]:
         """Map the keys of one batch's records at or past min_offset, in order: the cleaner's
         innermost loop. Returns (the map filled up, records seen)."""
         if self._words is None:
@@ -113,14 +121,14 @@ class OffsetMap:
         return self._table_put_keys(base_offset, raw, min_offset)
 
     # ---- the dict, while the keys fit one ------------------------------------------------------
-    def _small_put_keys(self, base_offset: int, raw: Iterable[RawRecord], min_offset: int) -> tuple[bool, int]:
+    def _small_put_keys(self, base_offset: int, raw: Iterable[KeyedRecord], min_offset: int) -> tuple[bool, int]:
         offsets = self._small
         limit = self._small_limit
         seen = 0
         records = iter(raw)
         for record in records:
-            offset = base_offset + record[4]  # OFFSET_DELTA
-            key = record[5]  # KEY
+            offset = base_offset + record[0]
+            key = record[1]
             if key is not None and offset >= min_offset:
                 if len(offsets) >= limit:
                     if limit >= self.capacity:
@@ -128,7 +136,7 @@ class OffsetMap:
                     self._to_table()
                     full, more = self._table_put_keys(base_offset, chain((record,), records), min_offset)
                     return full, seen + more
-                offsets[key if len(key) <= MAX_RAW_KEY else md5(key).digest()] = offset
+                offsets[key] = offset
             seen += 1
         return False, seen
 
@@ -140,13 +148,11 @@ class OffsetMap:
         self.get = _table_lookup(self._words, self.slots)
         while small:
             key, offset = small.popitem()
-            self._table_put_keys(0, [(0, 0, 0, 0, offset, key, True)], 0, digested=True)
+            self._table_put_keys(0, [(offset, key, True)], 0)
 
     # ---- the table ------------------------------------------------------------------------------
-    def _table_put_keys(self, base_offset: int, raw: Iterable[RawRecord], min_offset: int,
-                        digested: bool = False) -> tuple[bool, int]:
-        """As _small_put_keys, into the table (with digested=True a key longer than 15 bytes is
-        its digest already: the dict's entries moving in)."""
+    def _table_put_keys(self, base_offset: int, raw: Iterable[KeyedRecord], min_offset: int) -> tuple[bool, int]:
+        """As _small_put_keys, into the table."""
         words = self._words
         assert words is not None
         capacity = self.capacity
@@ -158,19 +164,14 @@ class OffsetMap:
         from_le = _from_le
         seen = 0
         for record in raw:
-            offset = base_offset + record[4]  # OFFSET_DELTA
-            key = record[5]  # KEY
+            offset = base_offset + record[0]
+            key = record[1]
             if key is not None and offset >= min_offset:
                 if size >= capacity:
                     self._size = size
                     return True, seen
                 n = len(key)
-                if n <= MAX_RAW_KEY:
-                    value = from_le(key, "little") | tags[n]
-                else:
-                    if not digested:
-                        key = md5(key).digest()
-                    value = from_le(key, "little")
+                value = from_le(key, "little") | tags[n] if n <= MAX_RAW_KEY else from_le(key, "little")
                 h = hash(key)
                 low, high = value & low_mask, value >> 64
                 i = h % slots * 3
@@ -198,7 +199,7 @@ def _dict_lookup(small: dict[bytes, int]) -> Callable[[bytes], int]:
     find = small.get
 
     def get(key: bytes) -> int:
-        return find(key if len(key) <= MAX_RAW_KEY else md5(key).digest(), -1)
+        return find(key, -1)
 
     return get
 
@@ -212,11 +213,7 @@ def _table_lookup(words: memoryview, slots: int) -> Callable[[bytes], int]:
 
     def get(key: bytes) -> int:
         n = len(key)
-        if n <= MAX_RAW_KEY:
-            value = from_le(key, "little") | tags[n]
-        else:
-            key = md5(key).digest()
-            value = from_le(key, "little")
+        value = from_le(key, "little") | tags[n] if n <= MAX_RAW_KEY else from_le(key, "little")
         h = hash(key)
         low, high = value & low_mask, value >> 64
         i = h % slots * 3

@@ -3,7 +3,7 @@ DefaultRecordBatch.streamingIterator is to its log validator.
 
 A compressed batch may inflate to far more than its size (see codec_stream), so the records are
 pulled from an inflater into a window of about `WINDOW` bytes. A record that fits is decoded in
-place, as storage/batch_filter's walker decodes a whole section; a longer one is read by its head
+place (its key where `key_at` says, while `in_window`); a longer one is read by its head
 (length, attributes, timestamp and offset deltas, key length, and the value length when the key
 is short enough to see it) and its remainder then skipped or passed on piece by piece
 (`finish_record`, then `pump` while `pending`). Nothing here grows with the inflated size.
@@ -38,13 +38,14 @@ Head = tuple[int, int, int, "int | None", int]
 class RecordStream:
     """Records pulled one at a time from `source` (None: everything is in `buf` already)."""
 
-    __slots__ = ("_source", "buf", "pos", "_rest", "_end", "pending")
+    __slots__ = ("_source", "buf", "pos", "rest", "key_at", "_end", "pending")
 
     def __init__(self, source: Inflater | None, buf: bytes = b"") -> None:
         self._source = source
         self.buf = buf
         self.pos = 0
-        self._rest = 0  # where the current record's offset delta starts in buf
+        self.rest = 0  # where the current record's offset delta starts in buf
+        self.key_at = 0  # where its key starts in buf (its bytes may run past the window)
         self._end = 0  # where it ends (past len(buf) for a record longer than the window)
         self.pending = 0  # bytes of the current record still in the source after finish_record
 
@@ -122,6 +123,7 @@ class RecordStream:
                 key_len, q = (b >> 1) ^ -(b & 1), q + 1
             else:
                 key_len, q = decode_varint(buf, q)
+            key_at = q
             if key_len > 0:
                 q += key_len
             value_len: int | None = None
@@ -141,9 +143,15 @@ class RecordStream:
             raise MalformedRecords(str(exc)) from None
         if q > end or (value_len is None and end <= n):
             raise MalformedRecords("a record's fields run past its length")
-        self._rest = rest
+        self.rest = rest
+        self.key_at = key_at
         self._end = end
         return ts_delta, offset_delta, key_len, value_len, end - rest
+
+    @property
+    def in_window(self) -> bool:
+        """Whether the current record lies whole in buf (from pos), so its fields read in place."""
+        return self._end <= len(self.buf)
 
     def finish_record(self, sink: Sink | None = None) -> None:
         """Consume the current record, its bytes from the offset delta on passed to sink; what a
@@ -151,11 +159,11 @@ class RecordStream:
         buf, end = self.buf, self._end
         if end <= len(buf):
             if sink is not None:
-                sink(memoryview(buf)[self._rest:end])
+                sink(memoryview(buf)[self.rest:end])
             self.pos = end
             return
         if sink is not None:
-            sink(memoryview(buf)[self._rest:])
+            sink(memoryview(buf)[self.rest:])
         self.pending = end - len(buf)
         self.buf = b""
         self.pos = 0

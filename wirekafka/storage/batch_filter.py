@@ -30,7 +30,7 @@ import crc32c
 
 from wirekafka.protocol import records
 from wirekafka.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
-from wirekafka.protocol.varint import encode_varint
+from wirekafka.protocol.varint import decode_varint, encode_varint
 from wirekafka.storage import codec_stream
 from wirekafka.storage.codec_stream import CODEC_NONE
 from wirekafka.storage.offset_map import KEY_DIGEST, MAX_RAW_KEY, KeyedRecord, key_identity
@@ -156,6 +156,30 @@ def keyed_records(batch: bytes | memoryview, header: BatchHeader) -> Iterator[Ke
             while stream.pending:
                 stream.pump(picker.take)
             yield head[1], picker.identity(), picker.has_value()
+
+
+def read_records(batch: bytes | memoryview, header: BatchHeader) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+    """(offset, key, value) of each record, the batch read through the bounded stream: each
+    record is held whole, as Kafka's readers hold one, never the batch (the coordinators load their
+    topics so, where a client allowed to write them could have stored a batch that inflates far)."""
+    stream = stream_records(batch, header)
+    while (head := stream.next_head()) is not None:
+        if stream.in_window:
+            body: bytes | bytearray | memoryview = memoryview(stream.buf)[stream.rest:stream.rest + head[4]]
+            stream.finish_record()
+        else:
+            collected = bytearray()
+            stream.finish_record(collected.extend)
+            while stream.pending:
+                stream.pump(collected.extend)
+            body = collected
+        _, p = decode_varint(body, 0)  # the offset delta, known from the head
+        key_len, p = decode_varint(body, p)
+        key = None if key_len < 0 else bytes(body[p:p + key_len])
+        p += max(key_len, 0)
+        value_len, p = decode_varint(body, p)
+        value = None if value_len < 0 else bytes(body[p:p + value_len])
+        yield header.base_offset + head[1], key, value
 
 
 class _KeyPicker:

@@ -126,8 +126,8 @@ def _read_entries(partition: Partition, start: int, end: int) -> Replay:
             if marker.commit:
                 replay.entries.extend(pending)
             continue
-        keyed = [(rec.key, rec.value) for rec in records.iter_records(read())
-                 if rec.key is not None and start <= rec.offset < end]
+        keyed = [(key, value) for offset, key, value in batch_filter.read_records(read(), header)
+                 if key is not None and start <= offset < end]
         if header.is_transactional:
             replay.open_transactions.setdefault(header.producer_id, []).extend(keyed)
         else:

@@ -12,6 +12,8 @@ broker (resource name "<id>") or as a cluster-wide default (resource name ""). w
 - the thread-pool sizes Kafka can resize (num.io.threads, ...), which wirekafka stores and
   reports as Kafka does; it has no such pools, so they change nothing else (as their static
   settings, broker_keys.py INERT_KEYS);
+- the log cleaner's threads and buffers, the connection limits (server/connection_quotas.py),
+  producer.id.expiration.ms and transaction.partition.verification.enable;
 - a TLS listener's key and trust stores, per broker and with the listener prefix only
   (listener.name.<l>.ssl.keystore.location, ...: broker/listener_tls.py checks and applies
   them to new connections). As in Kafka, the same keys without the prefix are refused ("only
@@ -19,8 +21,8 @@ broker (resource name "<id>") or as a cluster-wide default (resource name ""). w
   specified"). In ZooKeeper mode their passwords are stored encoded with password.encoder.secret
   as Kafka 3.9 stores them (broker/replication/zk_broker_passwords.py).
 Other broker keys stay static (refused with Kafka's message for a key that cannot change at
-runtime); that includes keys Kafka can change but wirekafka reads only at start-up (the
-connection limits, producer.id.expiration.ms, a listener's other ssl.* keys), so a change is
+runtime); that includes keys Kafka can change but wirekafka reads only at start-up (listeners
+and advertised.listeners, a listener's other ssl.* keys and its SASL settings), so a change is
 never silently without effect.
 
 Where they live is Kafka's: a single node keeps them with its topics (the KRaft metadata log's

@@ -59,7 +59,7 @@ def _replicate(p: Partition, base: int, count: int, epoch: int, step_ms: int = 1
 def _replica_manager(tmp_path: Path) -> ReplicaManager:
     """Only the flush path is used: it needs no metadata or quotas."""
     return ReplicaManager(cast(ClusterMetadata, None), lambda: NOW, cast(ReplicationQuotas, None),
-                          LogDirFailureChannel(tmp_path))
+                          LogDirFailureChannel((tmp_path,)))
 
 
 def test_leadership_and_new_epoch_batches_write_no_checkpoint_on_the_callers_thread(tmp_path: Path) -> None:

@@ -31,8 +31,9 @@ from wirekafka.broker.coordinator.groups import OFFSETS_TOPIC, GroupCoordinator
 from wirekafka.broker.metadata.cluster_metadata import LocalMetadata, Topic, base64_to_uuid, uuid_to_base64
 from wirekafka.broker.replica.partition import Partition
 from wirekafka.broker.replica.log_dir_failure import LogDirFailureChannel
+from wirekafka.broker.replica.log_dirs import LogDirPlacement
 from wirekafka.broker.replica.replica_manager import ReplicaManager
-from wirekafka.broker.metadata.broker_id import broker_id_in
+from wirekafka.broker.metadata import log_dir_meta
 from wirekafka.broker.replication.fetcher import ReplicaFetchers
 from wirekafka.broker.quotas.client_quota_manager import ClientQuotaManagers
 from wirekafka.broker.quotas.replication_quota import ReplicationQuotas
@@ -44,9 +45,8 @@ from wirekafka.broker.metadata.zk.session import session_for
 from wirekafka.broker.coordinator.transactions import TXN_TOPIC, TransactionCoordinator
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.config.broker_config import BrokerConfig
-from wirekafka.startup_errors import StartupError
 from wirekafka.broker.replica.cleaner_scheduler import LogCleaner
-from wirekafka.storage import checkpoint, properties_file
+from wirekafka.storage import checkpoint
 from wirekafka.storage.epoch_cache import LeaderEpochCache
 from wirekafka.storage.log import PartitionLog, recovered_epoch_starts
 
@@ -64,11 +64,13 @@ def new_cluster_id() -> str:
 
 @dataclass(frozen=True)
 class CheckpointSnapshot:
-    """Offsets to checkpoint, copied on the event loop; a worker writes them."""
+    """Offsets to checkpoint, copied on the event loop; a worker writes them, each log dir's
+    files with the partitions it holds."""
 
     recovery: dict[tuple[str, int], int]
     starts: dict[tuple[str, int], int]
     high_watermarks: dict[tuple[str, int], int]
+    log_dirs: dict[Path, set[tuple[str, int]]]  # the online log dirs and their partitions
 
 
 class BrokerState:
@@ -76,7 +78,8 @@ class BrokerState:
         self.config = config
         self.clock = clock
         self.node_id = config.node_id
-        self.log_dir = config.log_dir
+        self.log_dirs = config.log_dirs
+        self.log_dir = config.log_dir  # the first: it holds the metadata files too
         self.cluster_id = ""
         self.metadata: LocalMetadata | ZkBackend
         # in a cluster (ZooKeeper mode): the broker's membership and what it answers as controller
@@ -94,7 +97,9 @@ class BrokerState:
         else:
             self.metadata = LocalMetadata(self.log_dir, config, self._open_partition)
         self.quotas = ReplicationQuotas(self.metadata, config)
-        self.log_dir_failures = LogDirFailureChannel(self.log_dir)
+        self.log_dir_failures = LogDirFailureChannel(self.log_dirs, halt_on_first=config.zookeeper_mode)
+        self.log_dir_failures.on_offline(self._take_log_dir_offline)
+        self.placement = LogDirPlacement(self.log_dirs, lambda d: not self.log_dir_failures.is_offline(d))
         self.client_quotas = ClientQuotaManagers(self.metadata.client_quotas, config)
         if self.peer_security is not None:  # ZooKeeper mode
             self.fetchers = ReplicaFetchers(config, self.quotas, self.peer_security, self.log_dir_failures)
@@ -129,9 +134,9 @@ class BrokerState:
         self._recovery: dict[tuple[str, int], int] = {}
         self._high_watermarks: dict[tuple[str, int], int] = {}
         self._starts: dict[tuple[str, int], int] = {}
-        # whether the previous run shut down cleanly: it holds for the whole run, since in a
+        # the log dirs the previous run shut down cleanly: it holds for the whole run, since in a
         # cluster the partitions open when the metadata names them, long after load()
-        self._clean = True
+        self._clean_dirs: set[Path] = set(self.log_dirs)
         self._recovered: set[tuple[str, int]] = set()  # opened once this run: recovered if need be
 
     def now_ms(self) -> int:
@@ -142,68 +147,28 @@ class BrokerState:
         """Open the log dir: meta.properties, topics, every partition log (recovering those not
         cleanly shut down) and producer state. Runs in a worker before the broker serves. In a
         cluster the topics come from ZooKeeper afterwards (`run_cluster`)."""
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        fresh = not (self.log_dir / "meta.properties").exists()
+        fresh = {d for d in self.log_dirs if not (d / "meta.properties").exists()}
+        for d in self.log_dirs:
+            d.mkdir(parents=True, exist_ok=True)
         if zk_cluster_id is None:
-            self._load_meta()
+            self.cluster_id = log_dir_meta.load_kraft_meta(self.log_dirs, self.node_id, new_cluster_id)
         else:
-            self._load_zk_meta(zk_cluster_id)
-        clean_marker = self.log_dir / CLEAN_SHUTDOWN_FILE
-        self._clean = clean_marker.exists()
-        self._recovery = checkpoint.read_offsets(self.log_dir / RECOVERY_CHECKPOINT)
-        self._high_watermarks = checkpoint.read_offsets(self.log_dir / HIGH_WATERMARK_CHECKPOINT)
-        self._starts = checkpoint.read_offsets(self.log_dir / LOG_START_CHECKPOINT)
+            self.cluster_id = log_dir_meta.load_zk_meta(self.log_dirs, self.node_id, zk_cluster_id)
+        self._clean_dirs = {d for d in self.log_dirs if (d / CLEAN_SHUTDOWN_FILE).exists()}
+        self.placement.scan()
+        for d in self.log_dirs:  # each dir's checkpoints, for the partitions it holds
+            held = self.placement.held_in(d)
+            for name, offsets in ((RECOVERY_CHECKPOINT, self._recovery), (HIGH_WATERMARK_CHECKPOINT, self._high_watermarks),
+                                  (LOG_START_CHECKPOINT, self._starts)):
+                offsets.update((k, v) for k, v in checkpoint.read_offsets(d / name).items() if k in held)
         self.metadata.load()
         if self._local_acls is not None:
             self._local_acls.load()
-        if not self._clean and not fresh:
-            log.info("log dir %s was not shut down cleanly: its partitions are recovered past their "
-                     "recovery points as they open", self.log_dir)
-        clean_marker.unlink(missing_ok=True)
-
-    def _load_meta(self) -> None:
-        meta_path = self.log_dir / "meta.properties"
-        if meta_path.exists():
-            meta = properties_file.read_properties(meta_path)
-            if int(meta.get("node.id", self.node_id)) != self.node_id:
-                raise StartupError(
-                    f"node.id {self.node_id} does not match {meta['node.id']} in {meta_path}"
-                )
-            self.cluster_id = meta["cluster.id"]
-            return
-        self.cluster_id = new_cluster_id()
-        properties_file.write_properties(
-            meta_path,
-            {
-                "cluster.id": self.cluster_id,
-                "directory.id": new_cluster_id(),
-                "node.id": str(self.node_id),
-                "version": "1",
-            },
-        )
-        log.info("formatted %s with cluster id %s", self.log_dir, self.cluster_id)
-
-    def _load_zk_meta(self, zk_cluster_id: str) -> None:
-        """Kafka 3.9's ZooKeeper-mode meta.properties (version 0, broker.id): a log dir formatted
-        for another cluster or broker is refused, as Kafka refuses it."""
-        meta_path = self.log_dir / "meta.properties"
-        if meta_path.exists():
-            meta = properties_file.read_properties(meta_path)
-            stored = meta.get("cluster.id")
-            if stored and stored != zk_cluster_id:
-                raise StartupError(
-                    f"The Cluster ID {zk_cluster_id} doesn't match stored clusterId Some({stored}) in "
-                    f"meta.properties. The broker is trying to join the wrong cluster. Configured "
-                    f"zookeeper.connect may be wrong.")
-            stored_id = broker_id_in(meta)
-            if stored_id is not None and stored_id != self.node_id:
-                raise StartupError(f"Stored node id {stored_id} doesn't match previous node id {self.node_id} "
-                                   f"in {meta_path}")
-        else:
-            properties_file.write_properties(meta_path, {"version": "0", "broker.id": str(self.node_id),
-                                                    "cluster.id": zk_cluster_id})
-            log.info("formatted %s for cluster %s", self.log_dir, zk_cluster_id)
-        self.cluster_id = zk_cluster_id
+        for d in self.log_dirs:
+            if d not in self._clean_dirs and d not in fresh:
+                log.info("log dir %s was not shut down cleanly: its partitions are recovered past their "
+                         "recovery points as they open", d)
+            (d / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
 
     async def join_cluster(self) -> None:
         """Cluster mode start-up: connect to ZooKeeper, check the log dir against /cluster/id,
@@ -270,8 +235,9 @@ class BrokerState:
     def _open_partition(self, topic: Topic, index: int, new: bool) -> Partition:
         """This broker's replica of topic-index: its log (recovered past the recovery point
         after an unclean shutdown), epoch cache and producer state."""
-        directory = self.log_dir / f"{topic.name}-{index}"
         key = (topic.name, index)
+        log_dir = self.placement.log_dir(key)
+        directory = log_dir / f"{topic.name}-{index}"
         if self._of_another_topic(directory, topic, index):
             new = True  # that topic was deleted while this broker was away: this replica starts empty
         plog = PartitionLog(
@@ -279,7 +245,7 @@ class BrokerState:
             topic_config.log_config(topic.configs, self.config, self.metadata.broker_configs),
             log_start_offset=0 if new else self._starts.get(key, 0),
             recovery_point=0 if new else self._recovery.get(key, 0),
-            clean_shutdown=new or self._clean or key in self._recovered,
+            clean_shutdown=new or log_dir in self._clean_dirs or key in self._recovered,
             clock=self.clock,
         )
         self._recovered.add(key)
@@ -311,7 +277,7 @@ class BrokerState:
         stored = dict(line.split(": ", 1) for line in lines if ": " in line).get("topic_id")
         if stored is None or base64_to_uuid(stored.strip()) == topic.topic_id:
             return False
-        retired = directory.rename(self.log_dir / delete_directory_name(topic.name, index, uuid.uuid4().hex))
+        retired = directory.rename(directory.parent / delete_directory_name(topic.name, index, uuid.uuid4().hex))
         log.warning("%s holds topic id %s, not %s's %s: a deleted topic's replica, renamed %s for deletion",
                     directory, stored.strip(), topic.name, uuid_to_base64(topic.topic_id), retired.name)
         self.deletes.schedule_directory(retired)
@@ -371,15 +337,22 @@ class BrokerState:
         await self.transactions.load()
 
     def checkpoint_snapshot(self) -> CheckpointSnapshot:
-        """Copy every partition's recovery point and log start (on the event loop)."""
+        """Copy the recovery point and log start of every partition in an online log dir (on the
+        event loop)."""
         recovery = {}
         starts = {}
         high_watermarks = {}
+        log_dirs: dict[Path, set[tuple[str, int]]] = {d: set() for d in self.log_dir_failures.online_dirs}
         for p in self.metadata.iter_partitions():
-            recovery[(p.topic, p.index)] = p.recovery_point
-            starts[(p.topic, p.index)] = p.log_start_offset
-            high_watermarks[(p.topic, p.index)] = p.high_watermark
-        return CheckpointSnapshot(recovery, starts, high_watermarks)
+            held = log_dirs.get(p.files.directory.parent)
+            if held is None:  # its log dir is offline: nothing of it is written any more
+                continue
+            key = (p.topic, p.index)
+            held.add(key)
+            recovery[key] = p.recovery_point
+            starts[key] = p.log_start_offset
+            high_watermarks[key] = p.high_watermark
+        return CheckpointSnapshot(recovery, starts, high_watermarks, log_dirs)
 
     async def delete_topic(self, name: str) -> None:
         """Remove the topic from the metadata (its partitions go offline at once, waking their
@@ -387,36 +360,60 @@ class BrokerState:
         topic = await self.metadata.delete_topic(name)
         for p in topic.local_partitions():
             await p.files.delete_files()
+            self.placement.forget((p.topic, p.index))
 
     async def checkpoint(self) -> None:
         """Snapshot on the loop, write the checkpoint files in a worker; a failing write takes the
         log directory offline (Kafka's checkpoint writers report to the LogDirFailureChannel)."""
-        try:
-            await trio.to_thread.run_sync(self.write_checkpoints, self.checkpoint_snapshot())
-        except OSError as exc:
-            self.log_dir_failures.fail("writing the offset checkpoints", exc)
+        for log_dir, exc in await trio.to_thread.run_sync(self.write_checkpoints, self.checkpoint_snapshot()):
+            self.log_dir_failures.fail("writing the offset checkpoints", exc, log_dir)
 
-    def write_checkpoints(self, snapshot: CheckpointSnapshot) -> None:
-        """Write Kafka's recovery-point and log-start checkpoint files (worker thread)."""
-        checkpoint.write_offsets(self.log_dir / RECOVERY_CHECKPOINT, snapshot.recovery)
-        checkpoint.write_offsets(self.log_dir / HIGH_WATERMARK_CHECKPOINT, snapshot.high_watermarks)
-        checkpoint.write_offsets(self.log_dir / LOG_START_CHECKPOINT, snapshot.starts)
+    @staticmethod
+    def write_checkpoints(snapshot: CheckpointSnapshot) -> list[tuple[Path, OSError]]:
+        """Write Kafka's recovery-point, high-watermark and log-start checkpoint files in each
+        online log dir (worker thread); returns the dirs whose files could not be written."""
+        failed = []
+        for log_dir, held in snapshot.log_dirs.items():
+            try:
+                for name, offsets in ((RECOVERY_CHECKPOINT, snapshot.recovery),
+                                      (HIGH_WATERMARK_CHECKPOINT, snapshot.high_watermarks),
+                                      (LOG_START_CHECKPOINT, snapshot.starts)):
+                    checkpoint.write_offsets(log_dir / name, {k: v for k, v in offsets.items() if k in held})
+            except OSError as exc:
+                failed.append((log_dir, exc))
+        return failed
 
     def shutdown(self) -> None:
         """Flush and close every log (closing writes its producer snapshot at the log end),
         checkpoint, and leave the clean-shutdown marker. Runs in a worker after every connection
         and background task has stopped. With the directory offline, the files are only closed:
         no flush, checkpoint or marker, so that the next start recovers the logs."""
-        partitions = list(self.metadata.iter_partitions())
-        if self.log_dir_failures.offline:
-            for p in partitions:
+        failures = self.log_dir_failures
+        partitions = []
+        for p in self.metadata.iter_partitions():
+            if failures.offline or failures.is_offline(p.files.directory.parent):
                 p.files.abandon()
+            else:
+                partitions.append(p)
+        if failures.offline:
             return
         for p in partitions:
             p.epochs.flush()
             p.files.flush()
-        self.write_checkpoints(self.checkpoint_snapshot())
+        unwritten = set()
+        for log_dir, exc in self.write_checkpoints(self.checkpoint_snapshot()):
+            log.error("Error while writing the offset checkpoints in dir %s: %s", log_dir, exc)
+            unwritten.add(log_dir)
         self.metadata.save()
         for p in partitions:
             p.files.close()
-        checkpoint.atomic_write(self.log_dir / CLEAN_SHUTDOWN_FILE, '{"version":0,"brokerEpoch":0}')
+        for log_dir in failures.online_dirs:  # a failed dir gets no marker: its logs are recovered
+            if log_dir not in unwritten:
+                checkpoint.atomic_write(log_dir / CLEAN_SHUTDOWN_FILE, '{"version":0,"brokerEpoch":0}')
+
+    def _take_log_dir_offline(self, log_dir: Path) -> None:
+        """A log dir failed: its partitions answer KAFKA_STORAGE_ERROR from now on (Kafka's
+        ReplicaManager.handleLogDirFailure); their files are left as they are until shutdown."""
+        for p in self.metadata.iter_partitions():
+            if p.files.directory.parent == log_dir:
+                p.take_offline(ErrorCode.KAFKA_STORAGE_ERROR)

@@ -76,9 +76,16 @@ class BrokerConfig:
         return bool(self.values["authorizer.class.name"])
 
     @property
-    def log_dir(self) -> Path:
+    def log_dirs(self) -> tuple[Path, ...]:
+        """log.dirs (else log.dir), each named once: where partitions live, one directory each."""
         dirs = self.strings("log.dirs") or (str(self.values["log.dir"]),)
-        return Path(dirs[0])
+        return tuple(dict.fromkeys(Path(d) for d in dirs))
+
+    @property
+    def log_dir(self) -> Path:
+        """The first of log.dirs: it also holds the broker's metadata files (Kafka's
+        metadata.log.dir defaults to it)."""
+        return self.log_dirs[0]
 
     # Parsed once per config (lookups on the request path ask for them): a cached_property keeps
     # its value beside the frozen fields, and a config made by replace() starts without it.

@@ -69,7 +69,8 @@ async def run_broker(config: BrokerConfig) -> None:
     config = config.with_bound_ports({listener.name: _bound_port(servers) for listener, servers in bound})
     state = BrokerState(config)
     await _log_in(config, state)
-    await state.deletes.adopt_leftovers(state.log_dir)  # before anything of this run is deleted
+    for log_dir in state.log_dirs:  # before anything of this run is deleted
+        await state.deletes.adopt_leftovers(log_dir)
     if config.zookeeper_mode:
         await state.join_cluster()
     else:

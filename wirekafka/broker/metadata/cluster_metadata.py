@@ -86,6 +86,8 @@ class Topic:
         if not 0 <= index < len(self.partitions):
             raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         p = self.partitions[index]
+        if p is not None and not p.online:  # its log dir failed (KAFKA_STORAGE_ERROR), or it is going
+            raise KafkaApiError(p.offline_error)
         if p is None or not p.is_leader:
             raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         return p
@@ -335,6 +337,8 @@ class LocalMetadata(TopicIndex):
     def partition_view(self, topic: Topic, index: int) -> PartitionView:
         node = self.config.node_id
         p = topic.partitions[index]
+        if p is not None and not p.online:  # its log dir failed: no leader, this replica offline
+            return PartitionView(-1, p.leader_epoch, (node,), (node,), (node,))
         return PartitionView(node, p.leader_epoch if p is not None else 0, (node,), (node,))
 
     # ---- changes -------------------------------------------------------------------------------

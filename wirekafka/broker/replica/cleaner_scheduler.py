@@ -30,6 +30,7 @@ import os
 import signal
 from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 
 import trio
 
@@ -68,7 +69,6 @@ class LogCleaner:
         self._restart = trio.Event()  # set when the settings changed: the tasks stop between rounds
         self._read_settings()
         state.metadata.broker_configs.observe(self.reconfigure)
-        self.path = state.log_dir / CHECKPOINT_FILE
         self.checkpoints: dict[tuple[str, int], int] = {}
         self._in_progress: set[tuple[str, int]] = set()
         self._uncleanable: set[tuple[str, int]] = set()
@@ -98,8 +98,12 @@ class LogCleaner:
             self._restart.set()
 
     def load(self) -> None:
-        """Read the checkpoint file (worker thread, at start-up)."""
-        self.checkpoints = checkpoint.read_offsets(self.path)
+        """Read each log dir's checkpoint file, for the partitions it holds (worker thread, at
+        start-up)."""
+        for log_dir in self.state.log_dirs:
+            held = self.state.placement.held_in(log_dir)
+            self.checkpoints.update((k, v) for k, v in checkpoint.read_offsets(log_dir / CHECKPOINT_FILE).items()
+                                    if k in held)
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         await trio.to_thread.run_sync(self.load)
@@ -200,8 +204,29 @@ class LogCleaner:
             self._in_progress.discard(key)
 
     async def write_checkpoint(self) -> None:
-        """Write the first dirty offsets of the logs that still exist (worker thread)."""
-        live = {(p.topic, p.index) for p in self.state.metadata.iter_partitions()}
-        offsets = {k: v for k, v in self.checkpoints.items() if k in live}
+        """Write the first dirty offsets of the logs that still exist, in the checkpoint file of
+        the online log dir holding each (worker thread)."""
+        failures = self.state.log_dir_failures
+        by_dir: dict[Path, dict[tuple[str, int], int]] = {d: {} for d in failures.online_dirs}
+        offsets = {}
+        for p in self.state.metadata.iter_partitions():
+            key = (p.topic, p.index)
+            if key in self.checkpoints:
+                offsets[key] = self.checkpoints[key]
+                held = by_dir.get(p.files.directory.parent)
+                if held is not None:
+                    held[key] = offsets[key]
         self.checkpoints = offsets
-        await trio.to_thread.run_sync(checkpoint.write_offsets, self.path, dict(offsets))
+        for log_dir, exc in await trio.to_thread.run_sync(_write_checkpoints, by_dir):
+            failures.fail("writing the cleaner's offset checkpoint", exc, log_dir)
+
+
+def _write_checkpoints(by_dir: dict[Path, dict[tuple[str, int], int]]) -> list[tuple[Path, OSError]]:
+    """Each log dir's cleaner-offset-checkpoint; the dirs whose file could not be written."""
+    failed = []
+    for log_dir, offsets in by_dir.items():
+        try:
+            checkpoint.write_offsets(log_dir / CHECKPOINT_FILE, offsets)
+        except OSError as exc:
+            failed.append((log_dir, exc))
+    return failed

@@ -128,7 +128,7 @@ class Partition:
         self.leader_epoch = leader_epoch
         self.clock = clock
         self.producer_state = ProducerStateManager(log.dir, producer_id_expiration_ms, log.log_start_offset)
-        self.online = True
+        self.online, self.offline_error = True, ErrorCode.NOT_LEADER_OR_FOLLOWER  # the error once offline
         self.replica_set = ReplicaSet.single(node_id)
         self.min_insync_replicas = 1
         self._high_watermark = 0
@@ -137,12 +137,11 @@ class Partition:
         self.files = PartitionFiles(topic, index, log, self.producer_state, self.deletes)
         self.producer_state.remove_strays(s.base_offset for s in log.segments)
         self._load_producer_state()
-        work = self.producer_state.work()
-        if work is not None:
+        if (work := self.producer_state.work()) is not None:
             work.run()
         if lead:
             self.become_leader(leader_epoch)
-        else:
+        else:  # no role until the cluster metadata gives it one
             self.replica_set.follow(-1, (), frozenset())
 
     # ---- offsets ------------------------------------------------------------------------------
@@ -290,7 +289,7 @@ class Partition:
         buffer; replicated batches keep theirs. log_append_time_ms is set for LogAppendTime
         topics. Raises KafkaApiError for producer-state violations."""
         if not self.online or (origin is not AppendOrigin.REPLICATION and not self.replica_set.is_leader):
-            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER if self.online else self.offline_error)
         if origin is AppendOrigin.CLIENT and header.has_producer_id and header.base_sequence >= 0:
             dup = self.producers.check(header)
             if dup is not None:
@@ -327,7 +326,7 @@ class Partition:
         the producer's transaction: the last stable offset moves past it, and an abort goes into
         the active segment's transaction index. Raises KafkaApiError when the marker is fenced."""
         if not self.online:
-            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            raise KafkaApiError(self.offline_error)
         self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
         batch = records.build_marker_batch(producer_id, producer_epoch, coordinator_epoch, commit, timestamp_ms)
         result = self.append(batch, records.parse_header(batch), AppendOrigin.COORDINATOR)
@@ -409,7 +408,7 @@ class Partition:
         Only page-cache reads happen here; data that would need the disk comes back as `cold`,
         a read to run in a worker thread."""
         if not self.online:
-            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            raise KafkaApiError(self.offline_error)
         self.check_fetch_offset(offset)
         stable = self.last_stable_offset
         if isolation is Isolation.LOG_END:
@@ -505,7 +504,8 @@ class Partition:
     def set_log_config(self, config: LogConfig) -> None:
         self._log.config = config
 
-    def take_offline(self) -> None:
-        """The partition is going away (topic deleted): refuse appends and reads, wake waiters."""
+    def take_offline(self, error: ErrorCode = ErrorCode.NOT_LEADER_OR_FOLLOWER) -> None:
+        """Refuse appends and reads with error, wake waiters: topic deleted, or log dir failed."""
         self.online = False
+        self.offline_error = error
         self._wake_readers()

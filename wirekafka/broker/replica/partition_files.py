@@ -27,6 +27,11 @@ class PartitionFiles:
         self.producer_state = producer_state
         self.deletes = deletes
 
+    @property
+    def directory(self) -> Path:
+        """The partition's directory (in one of log.dirs)."""
+        return self.log.dir
+
     def flush_work(self) -> FlushWork:
         """Taken on the loop; run() it in a worker thread, then call flushed(work.end)."""
         return self.log.flush_work()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Generator, Iterable, TypeAlias, TypeVar
 
 import trio
@@ -189,8 +190,9 @@ class ReplicaManager:
                 outcomes.append(ProduceOutcome(entry.unknown))
                 continue
             partition = topic.partitions[entry.index]
-            if partition is None:
-                outcomes.append(ProduceOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+            if partition is None or not partition.online:  # Kafka checks an offline replica first
+                outcomes.append(ProduceOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER if partition is None
+                                               else partition.offline_error))
                 continue
             policy, checked = inspected.get(i) or (self._policy(topic), None)  # as checked above
             try:
@@ -228,7 +230,7 @@ class ReplicaManager:
                 outcomes.append(ProduceOutcome(exc.code, log_start_offset=partition.log_start_offset))
                 continue
             except OSError as exc:  # not acknowledged: the directory goes offline, the broker stops
-                self.log_dir_failures.fail(f"appending to {topic.name}-{entry.index}", exc)
+                self.log_dir_failures.fail(f"appending to {topic.name}-{entry.index}", exc, partition.files.directory)
                 outcomes.append(ProduceOutcome(ErrorCode.KAFKA_STORAGE_ERROR))
                 continue
             if result.flush_due:
@@ -298,7 +300,7 @@ class ReplicaManager:
         try:
             return partition.append(batch, records.validate_batch(batch), AppendOrigin.COORDINATOR)
         except OSError as exc:
-            self.log_dir_failures.fail(f"appending to {partition.topic}-{partition.index}", exc)
+            self.log_dir_failures.fail(f"appending to {partition.topic}-{partition.index}", exc, partition.files.directory)
             raise KafkaApiError(ErrorCode.KAFKA_STORAGE_ERROR) from exc
 
     async def write_txn_marker(self, topic: str, index: int, producer_id: int, producer_epoch: int,
@@ -316,7 +318,7 @@ class ReplicaManager:
         except KafkaApiError as exc:
             return exc.code
         except OSError as exc:
-            self.log_dir_failures.fail(f"writing a transaction marker to {topic}-{index}", exc)
+            self.log_dir_failures.fail(f"writing a transaction marker to {topic}-{index}", exc, partition.files.directory)
             return ErrorCode.KAFKA_STORAGE_ERROR
         deadline = trio.current_time() + timeout_ms / 1000
         if not await self.wait_for_high_watermark(partition, result.last_offset + 1, deadline):
@@ -336,7 +338,9 @@ class ReplicaManager:
         shrank meanwhile), NOT_LEADER_OR_FOLLOWER if this broker stopped leading the partition
         (a new epoch of the same leader is fine, as in Kafka), REQUEST_TIMED_OUT at the deadline."""
         while partition.high_watermark < offset:
-            if not partition.online or not partition.is_leader:
+            if not partition.online:
+                return partition.offline_error
+            if not partition.is_leader:
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER
             if trio.current_time() >= deadline:
                 return ErrorCode.REQUEST_TIMED_OUT
@@ -364,7 +368,7 @@ class ReplicaManager:
         try:
             await trio.to_thread.run_sync(_write_then_flush, epochs, work)
         except OSError as exc:
-            self.log_dir_failures.fail(f"flushing {partition.topic}-{partition.index}", exc)
+            self.log_dir_failures.fail(f"flushing {partition.topic}-{partition.index}", exc, partition.files.directory)
             return
         partition.files.flushed(work.end)
 
@@ -373,10 +377,8 @@ class ReplicaManager:
         works = [w for w in (p.epochs.checkpoint_work() for p in partitions) if w is not None]
         if not works:
             return
-        try:
-            await trio.to_thread.run_sync(_run_all, works)
-        except OSError as exc:
-            self.log_dir_failures.fail("writing leader-epoch checkpoints", exc)
+        for path, exc in await trio.to_thread.run_sync(_run_all, works):
+            self.log_dir_failures.fail("writing leader-epoch checkpoints", exc, path)
 
     async def delete_records(self, partition: Partition, offset: int) -> None:
         """DeleteRecords: move the log start offset now; the segments below it are deleted in a
@@ -410,7 +412,7 @@ class ReplicaManager:
         for t in targets:
             p = t.partition
             if p is None or not p.online:
-                outcomes.append(FetchOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+                outcomes.append(FetchOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER if p is None else p.offline_error))
                 answer_now = True
                 continue
             try:
@@ -496,6 +498,12 @@ def _write_then_flush(epochs: EpochCheckpointWork | None, work: FlushWork) -> No
     work.run()
 
 
-def _run_all(works: list[EpochCheckpointWork]) -> None:
+def _run_all(works: list[EpochCheckpointWork]) -> list[tuple[Path, OSError]]:
+    """Run every work; the file and error of each that failed (its log directory goes offline)."""
+    failed = []
     for work in works:
-        work.run()
+        try:
+            work.run()
+        except OSError as exc:
+            failed.append((work.cache.path, exc))
+    return failed

@@ -278,7 +278,7 @@ class LeaderFetcher:
             try:
                 p.append_replicated(batch, header)
             except OSError as exc:
-                self.log_dir_failures.fail(f"appending to {p.topic}-{p.index} as a follower", exc)
+                self.log_dir_failures.fail(f"appending to {p.topic}-{p.index} as a follower", exc, p.files.directory)
                 return
 
     async def _out_of_range(self, f: Followed) -> None:

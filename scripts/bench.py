@@ -453,7 +453,11 @@ class Bench:
     def run_recovery(self, factories: list[tuple[Path, Callable[[Path], Broker]]]) -> None:
         """One fresh broker per factory, each in its own directory, removed afterwards (1 GB each)."""
         size = self.s.recovery_bytes
-        workload = f"recovery of a {mb_text(size)} unflushed log after kill -9"
+        # a log within one segment (segment.bytes, 1 GiB by default on both) is all unflushed; a longer
+        # one has rolled segments, which both brokers flush when the next segment starts
+        workload = (f"recovery of a {mb_text(size)} unflushed log after kill -9" if size < 1 << 30 else
+                    f"recovery after kill -9 of a {mb_text(size)} log in 1 GiB segments (flushed at each roll), "
+                    "the active segment unflushed")
         for where, make in factories:
             free = shutil.disk_usage(self.workdir).free
             if free < 2.5 * size:

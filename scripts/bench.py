@@ -78,6 +78,10 @@ Rows (``--only`` takes a comma-separated list of these ids):
                    compact: the cleaner's MB/s over its rounds (their summaries), how many rounds it
                    took to clean the whole log (the offset map's size: each round rereads what was
                    cleaned before), and seconds from the switch to the last round's summary
+  embedded         in-process, wirekafka only (benchlib/embedded_start.py): Broker().start() until
+                   ApiVersions is answered, median and worst of 20 (--embedded-starts) starts in a
+                   warm process, and a cold `python -c` (interpreter, imports, start: median of 3);
+                   testcontainers' Kafka/Redpanda start (~5-15 s, Docker) quoted beside it, not measured
 
 Cluster rows run last, on 3-broker clusters of their own: a wirekafka cluster (three `wirekafka
 serve` processes, testsupport/cluster.py) and a Kafka 3.9.1 ZooKeeper-mode cluster
@@ -121,8 +125,8 @@ import confluent_kafka
 if not __package__:  # run as a file (`python scripts/bench.py`): siblings are imported as scripts.*,
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # from the repository root
 from scripts import realkafka  # noqa: E402
-from scripts.benchlib import (bombs, cluster_rows, compaction, large_request, loop_stall, netprobe,  # noqa: E402
-                              recovery, startup, syscalls, transactions, workloads)
+from scripts.benchlib import (bombs, cluster_rows, compaction, embedded_start, large_request,  # noqa: E402
+                              loop_stall, netprobe, recovery, startup, syscalls, transactions, workloads)
 from scripts.benchlib.brokers import (HOST, REPO, Broker, KafkaBroker, WirekafkaBroker,  # noqa: E402
                                       peak_rss_mb, rss_mb)
 from scripts.benchlib.report import Report  # noqa: E402
@@ -146,7 +150,8 @@ TRANSACTIONAL: dict[str, int] = {"txn-1prod": 1, "txn-8prod": 8}
 TXN_RECORDS = 100
 CLUSTER_ROWS = ["cluster-produce", "cluster-failover"]
 OTHER_ROWS = [*TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "bombs", "syscalls", "recovery", "startup",
-              "loop-stall", "large-request", "offsets-compaction", "cleaner", "distinct-keys", *CLUSTER_ROWS]
+              "loop-stall", "large-request", "offsets-compaction", "cleaner", "distinct-keys", "embedded",
+              *CLUSTER_ROWS]
 ROW_IDS = [*THROUGHPUT, *OTHER_ROWS]
 #: Rows on the two long-running single-node brokers (the others start brokers of their own).
 LONG_RUNNING_ROWS = {*THROUGHPUT, *TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "bombs", "syscalls"}
@@ -177,13 +182,14 @@ class Settings:
     stall_partitions: int = 3000  # partitions of the loop-stall row
     startup_partitions: int = 10_000  # partitions of the startup row
     startup_bytes: int = 2 << 30  # log size the startup row opens in-process
+    embedded_starts: int = 20     # warm starts of the embedded row
 
 
 QUICK = Settings(mb=5, small_mb=1, txn_mb=1, latency_rate=200, latency_seconds=2, syscall_mb=5,
                  recovery_bytes=50 << 20, load_timeout=60, settle=1.0, offsets_commits=20_000, cleaner_mb=5,
                  distinct_keys=20_000,
                  cluster_mb=5, failover_runs=1, stall_partitions=300,
-                 startup_partitions=300, startup_bytes=64 << 20)
+                 startup_partitions=300, startup_bytes=64 << 20, embedded_starts=5)
 OFFSETS_GROUPS, OFFSETS_PARTITIONS = 10, 100
 CLEANER_KEYS, CLEANER_VALUE_BYTES = 50_000, 256
 DISTINCT_VALUE_BYTES = 32
@@ -723,6 +729,8 @@ def build_args() -> argparse.ArgumentParser:
     ap.add_argument("--startup-partitions", type=int, help=f"partitions of the startup row "
                                                            f"(default {Settings.startup_partitions:,})")
     ap.add_argument("--startup-bytes", type=parse_size, help="log size the startup row opens in-process (default 2G)")
+    ap.add_argument("--embedded-starts", type=int, help=f"warm starts of the embedded row "
+                                                        f"(default {Settings.embedded_starts})")
     ap.add_argument("--workdir", type=Path, help="where brokers keep their data (default: a new dir in $TMPDIR)")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, strace output)")
     ap.add_argument("--python", default=None, help="interpreter for wirekafka (default .venv/bin/python)")
@@ -735,7 +743,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     given = {k: getattr(args, k) for k in ("mb", "small_mb", "latency_rate", "latency_seconds", "syscall_mb",
                                            "recovery_bytes", "load_timeout", "offsets_commits", "cleaner_mb",
                                            "distinct_keys", "cluster_mb", "failover_runs", "stall_partitions",
-                                           "startup_partitions", "startup_bytes")
+                                           "startup_partitions", "startup_bytes", "embedded_starts")
              if getattr(args, k) is not None}
     return replace(base, **given)
 
@@ -839,6 +847,9 @@ def main(argv: list[str] | None = None) -> int:
                                 startup.run_log_open(workdir, settings.startup_bytes))
         if "loop-stall" in selected:
             bench.run_loop_stall()
+        if "embedded" in selected:
+            embedded_start.report_rows(report, embedded_start.run(settings.embedded_starts, python=python),
+                                       None if args.no_kafka else columns[1])
         for row_id, run_row, overrides in (("large-request", bench.run_large_request, large_request.BROKER_OVERRIDES),
                                            ("offsets-compaction", bench.run_offsets_compaction, compaction.BROKER_OVERRIDES),
                                            ("cleaner", bench.run_cleaner, compaction.BROKER_OVERRIDES),

@@ -1,7 +1,7 @@
 """The layering rule of ARCHITECTURE.md: protocol <- storage <- security <- config <- broker <- server,
 imports one way, for every package. protocol is pure (no I/O, no trio); storage is synchronous (no
 trio). The root's modules either sit below every layer (jvm, startup_errors: they import nothing of
-wirekafka) or above them all (cli, __main__)."""
+wirekafka) or above them all (cli, __main__, and the embedding API: embedded, pytest_plugin)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 PKG = Path(__file__).resolve().parent.parent / "wirekafka"
 ORDER = ["protocol", "storage", "security", "config", "broker", "server"]
 BASE_MODULES = {"jvm", "startup_errors"}
-TOP_MODULES = {"cli", "__main__", "__init__"}
+TOP_MODULES = {"cli", "__main__", "__init__", "embedded", "pytest_plugin"}
 
 
 def _imports(path: Path) -> set[str]:

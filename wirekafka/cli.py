@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -15,17 +17,19 @@ from wirekafka.config.loader import load_config
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="wirekafka", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"wirekafka {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the broker")
     serve.add_argument("config", nargs="?", type=Path, help="server.properties file")
     serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
-                       help="set a config key, overriding the file")
+                       help="set a config key, overriding the file and KAFKA_* environment variables "
+                            "(which override the file, as in Apache Kafka's container image)")
     serve.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="[%(asctime)s] %(levelname)s %(name)s: %(message)s")
     try:
-        config = load_config(args.config, args.override)
+        config = load_config(args.config, args.override, os.environ)
     except (ConfigError, OSError) as exc:
         logging.getLogger("wirekafka").error("invalid configuration: %s", exc)
         return 2
@@ -46,6 +50,17 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("wirekafka").error("%s", _first_leaf(failed))
         return 1
     return 0
+
+
+def version() -> str:
+    """The installed distribution's version; in a source tree that was never installed, the
+    package's own __version__."""
+    try:
+        return importlib.metadata.version("wirekafka")
+    except importlib.metadata.PackageNotFoundError:
+        from wirekafka import __version__
+
+        return __version__
 
 
 def _first_leaf(group: BaseExceptionGroup) -> BaseException:

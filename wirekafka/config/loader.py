@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Mapping
 
-from wirekafka.config import kafka_only_keys
+from wirekafka.config import environment, kafka_only_keys
 from wirekafka.config.broker_config import BrokerConfig
 from wirekafka.config.broker_keys import (
     ACL_ZOOKEEPER_PREFIX,
@@ -55,15 +55,20 @@ _LISTENER_PLUGIN_KEY = re.compile(r"^listener\.name\.[^.]+\.[^.]+\.sasl\.(?:(?:s
                                   r"|login)\.class$", re.IGNORECASE)
 
 
-def load_config(path: Path | None, overrides: list[str]) -> BrokerConfig:
-    """The broker's configuration: the file (read as java.util.Properties reads it) with each
-    --override KEY=VALUE on top. The file's values are trimmed, as Kafka's ConfigDef trims every
-    value it parses (Properties keeps a value's trailing whitespace), since wirekafka keeps some
-    values as given (a listener's own settings)."""
+def load_config(path: Path | None, overrides: list[str], environ: Mapping[str, str] | None = None) -> BrokerConfig:
+    """The broker's configuration: the file (read as java.util.Properties reads it), then the
+    KAFKA_* variables of ``environ`` as Apache Kafka's container image reads them (environment.py),
+    then each --override KEY=VALUE, each on top of the one before. The file's values are trimmed,
+    as Kafka's ConfigDef trims every value it parses (Properties keeps a value's trailing
+    whitespace), since wirekafka keeps some values as given (a listener's own settings)."""
     try:
         props = {k: v.strip() for k, v in read_properties(path).items()} if path else {}
     except ValueError as exc:  # a malformed \uXXXX escape
         raise ConfigError(f"{path}: {exc}") from None
+    from_environment = environment.properties_from(environ or {})
+    for key, value in from_environment.items():
+        log.info("%s=%s from the environment", key, shown(key, value))
+    props.update({k: v.strip() for k, v in from_environment.items()})  # trimmed as a file's line would be
     for item in overrides:
         if "=" not in item:
             raise ConfigError(f"--override expects KEY=VALUE, got {item!r}")

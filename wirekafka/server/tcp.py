@@ -1,6 +1,7 @@
 """The listeners, the connection nursery, background tasks and graceful shutdown.
 
-SIGTERM/SIGINT: stop accepting, close idle connections, let in-flight requests finish under
+SIGTERM/SIGINT (or the caller's stop event, for a broker embedded off the main thread, where trio
+cannot receive signals): stop accepting, close idle connections, let in-flight requests finish under
 shutdown.timeout.ms, then flush and close every log, write checkpoints and the clean-shutdown
 marker."""
 
@@ -53,7 +54,11 @@ async def _log_in(config: BrokerConfig, state: BrokerState) -> None:
                 raise StartupError(f"listener {listener.name}: the OAUTHBEARER login failed: {exc}") from None
 
 
-async def run_broker(config: BrokerConfig) -> None:
+async def run_broker(config: BrokerConfig, stop: trio.Event | None = None, *,
+                     task_status: trio.TaskStatus[BrokerConfig] = trio.TASK_STATUS_IGNORED) -> None:
+    """Serve until SIGTERM/SIGINT, or until ``stop`` is set when one is given (signals are then
+    left alone). Started with ``nursery.start``, it reports the configuration with the ports the
+    listeners were bound to once every listener accepts connections."""
     if config.zookeeper_mode:
         enable_zk_broker_apis()
     check_table()
@@ -120,10 +125,8 @@ async def run_broker(config: BrokerConfig) -> None:
                 log.info("wirekafka node %d listening on %s (cluster id %s, log dir %s)", state.node_id,
                          ", ".join(f"{lst.host}:{lst.port} [{lst.name}]" for lst in config.listeners),
                          state.cluster_id, state.log_dir)
-                with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                    async for signum in signals:
-                        log.info("received signal %d, shutting down", signum)
-                        break
+                task_status.started(config)
+                await _stop_requested(stop)
                 if config.zookeeper_mode and config.bool("controlled.shutdown.enable"):
                     await state.controlled_shutdown()
                 for scope in accepting:
@@ -136,6 +139,18 @@ async def run_broker(config: BrokerConfig) -> None:
             await trio.to_thread.run_sync(state.shutdown)
             await state.leave_cluster()
         log.info("shut down cleanly")
+
+
+async def _stop_requested(stop: trio.Event | None) -> None:
+    """Return when the broker is asked to stop: the event when given, else SIGTERM or SIGINT."""
+    if stop is not None:
+        await stop.wait()
+        log.info("stop requested, shutting down")
+        return
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            log.info("received signal %d, shutting down", signum)
+            break
 
 
 # accept() errors that mean "out of resources for now": wait and try again (as trio's serve_listeners).

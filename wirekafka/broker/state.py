@@ -316,9 +316,9 @@ class BrokerState:
 
     def _verify_transaction(self, producer_id: int, producer_epoch: int, topic: str, index: int) -> ErrorCode:
         """Produce-side verification in a cluster: by this broker's transaction coordinator when
-        it coordinates the producer; a producer coordinated elsewhere is not verified (as with
-        Kafka's transaction.partition.verification.enable=false: the leader would have to ask
-        the other broker's coordinator over AddPartitionsToTxn, which wirekafka does not do yet)."""
+        it coordinates the producer; a producer coordinated elsewhere had the first batch of its
+        transaction on the partition verified with its coordinator before the append (the
+        Produce handler's AddPartitionsToTxn verify_only), and later batches pass."""
         if not self.transactions.knows_producer(producer_id):
             return ErrorCode.NONE
         return self.transactions.verify_produce(producer_id, producer_epoch, topic, index)

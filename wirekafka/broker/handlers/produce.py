@@ -31,6 +31,9 @@ at those versions closes the connection (protocol/api_versions.py).
 - A transactional batch for a partition outside the producer's transaction (verified with the
   transaction coordinator, transaction.partition.verification.enable) is INVALID_TXN_STATE with
   Kafka's message, and at v11 TRANSACTION_ABORTABLE without one, as Kafka answers each version.
+  In a cluster, a coordinator on another broker is asked (AddPartitionsToTxn verify_only) about
+  the first batch of a transaction on each partition, before the append; a marker appended while
+  it answers voids the answer, as Kafka's verification guard.
 - Transaction version 2 (v12+, KIP-890 part 2; single node only, where transaction.version 2 is
   finalized): the partitions of the request's transactional batches are added to the producer's
   transaction by this broker, as Kafka's leader asks its coordinator (AddPartitionsToTxn v5), so
@@ -54,7 +57,8 @@ from wirekafka.broker.replica.batch_validation import request_records_error, sta
 from wirekafka.broker.context import CloseConnection, RequestContext
 from wirekafka.broker.coordinator.txn_metadata import TV2
 from wirekafka.broker.metadata.leader_hints import leader_hint
-from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
+from wirekafka.broker.coordinator.transactions import TXN_TOPIC
+from wirekafka.broker.metadata.cluster_metadata import BrokerInfo, leader_of
 from wirekafka.broker.replica.partition import Partition
 from wirekafka.broker.replica.replica_manager import ProduceEntry
 from wirekafka.jvm import TopicPartitionKey, java_hash, java_hashmap_order, java_objects_hash
@@ -141,11 +145,15 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> FastProduceRes
         for i, refusal in refused.items():
             rejected[places[i]] = refusal
         entries = [e for i, e in enumerate(entries) if i not in refused]
+    verdicts = None
+    if (request.transactional_id is not None and state.txn_peers is not None
+            and state.replicas.verifies_transactions()):
+        verdicts = await _verify_elsewhere(ctx, request.transactional_id, entries)
     if acks not in (-1, 0, 1):
         outcomes = None
     else:
         outcomes = iter(await state.replicas.append_records(entries, acks, request.timeout_ms,
-                                                            ctx.header.client_id))
+                                                            ctx.header.client_id, verdicts))
     topics = []
     failed = False
     refusals = iter(rejected)
@@ -206,6 +214,46 @@ async def _add_to_transaction(ctx: RequestContext, transactional_id: str,
     except KafkaApiError as exc:
         refused.update(dict.fromkeys((i for i in txn if i not in refused), _producer_facing(exc.code)))
     return refused
+
+
+async def _verify_elsewhere(ctx: RequestContext, transactional_id: str,
+                            entries: list[ProduceEntry]) -> dict[int, tuple[ErrorCode, int]]:
+    """In a cluster, a transaction whose coordinator is another broker: the first batch of the
+    transaction on each partition this broker leads is verified with that coordinator
+    (AddPartitionsToTxn verify_only, as Kafka's leader asks through its AddPartitionsToTxnManager),
+    so that a late batch of a finished transaction cannot open a transaction no marker will
+    close. Later batches of the transaction need no asking (the partition has it open). Returns
+    entry index -> (the answer as the leader gives it, the partition's marker count at asking)."""
+    state = ctx.state
+    coordinator = leader_of(state.metadata, TXN_TOPIC, state.transactions.partition_of(transactional_id))
+    if coordinator == state.node_id or state.txn_peers is None:
+        return {}  # this broker's coordinator answers in the append, without an await
+    pending: dict[int, tuple[Partition, records.BatchHeader]] = {}
+    for i, e in enumerate(entries):
+        p = _partition(e) if e.topic is not None and 0 <= e.index < len(e.topic.partitions) else None
+        if p is None or not p.is_leader or not starts_transactional(e.records):
+            continue
+        header = records.parse_header(cast("bytes | memoryview", e.records))
+        if not p.producers.in_transaction(header.producer_id, header.producer_epoch):
+            pending[i] = (p, header)
+    verdicts: dict[int, tuple[ErrorCode, int]] = {}
+    for (producer_id, producer_epoch) in {(h.producer_id, h.producer_epoch) for _, h in pending.values()}:
+        asked = {i: (p, p.producers.completions) for i, (p, h) in pending.items()
+                 if (h.producer_id, h.producer_epoch) == (producer_id, producer_epoch)}
+        answers = await state.txn_peers.verify(coordinator, transactional_id, producer_id, producer_epoch,
+                                               [(p.topic, p.index) for p, _ in asked.values()])
+        for i, (p, completions) in asked.items():
+            verdicts[i] = (_as_leader_answers(answers[(p.topic, p.index)]), completions)
+    return verdicts
+
+
+def _as_leader_answers(code: ErrorCode) -> ErrorCode:
+    """A verification answer as Kafka's leader passes it on (AddPartitionsToTxnManager, then
+    ReplicaManager): a partition outside the transaction is INVALID_TXN_STATE (answered per
+    Produce version after the append loop), a retriable refusal NOT_ENOUGH_REPLICAS."""
+    if code is ErrorCode.TRANSACTION_ABORTABLE:
+        return ErrorCode.INVALID_TXN_STATE
+    return ErrorCode.NOT_ENOUGH_REPLICAS if code in _RETRIED_AS_NOT_ENOUGH_REPLICAS else code
 
 
 def _partition(entry: ProduceEntry) -> Partition | None:

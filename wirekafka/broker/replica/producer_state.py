@@ -85,6 +85,15 @@ class ProducerStateTable:
         # completed transactions whose marker the high watermark has not passed yet (Kafka's
         # unreplicatedTxns): a failover could still lose the marker and reopen them
         self.unreplicated: list[CompletedTxn] = []
+        # markers appended so far: a verification made before an await holds only if none came
+        # meanwhile (the role of Kafka's VerificationGuard, cleared when the transaction ends)
+        self.completions = 0
+
+    def in_transaction(self, producer_id: int, producer_epoch: int) -> bool:
+        """Whether the producer, at this epoch, has a transaction open on this partition: its
+        first batch was appended (and verified then), so later ones need no verification."""
+        entry = self.entries.get(producer_id)
+        return entry is not None and entry.epoch == producer_epoch and entry.current_txn_first_offset >= 0
 
     def first_unstable_offset(self, high_watermark: int) -> int | None:
         """First offset of the earliest transaction that is open, or completed with its marker not
@@ -197,6 +206,7 @@ class ProducerStateTable:
         entry.current_txn_first_offset = -1
         entry.coordinator_epoch = coordinator_epoch
         entry.last_timestamp = timestamp
+        self.completions += 1
         return completed
 
     def close_transaction(self, completed: CompletedTxn, high_watermark: int) -> None:

@@ -19,7 +19,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Generator, Iterable, TypeAlias, TypeVar
+from typing import Callable, Generator, Iterable, Mapping, TypeAlias, TypeVar
 
 import trio
 
@@ -178,7 +178,11 @@ class ReplicaManager:
 
     # ---- produce -----------------------------------------------------------------------------
     async def append_records(self, entries: list[ProduceEntry], acks: int, timeout_ms: int,
-                             client_id: str | None = None) -> list[ProduceOutcome]:
+                             client_id: str | None = None,
+                             verdicts: Mapping[int, tuple[ErrorCode, int]] | None = None) -> list[ProduceOutcome]:
+        """verdicts: entry index -> (the answer of a transaction coordinator on another broker
+        about the entry's partition, the partition's marker count when it was asked); a marker
+        since voids it (INVALID_TXN_STATE), as a Kafka leader's verification guard is cleared."""
         outcomes: list[ProduceOutcome] = []
         waits: list[tuple[int, Partition, int, int]] = []
         flushes: list[Partition] = []
@@ -202,8 +206,14 @@ class ReplicaManager:
                 if isinstance(checked, KafkaApiError):
                     raise checked
                 batch, header = checked or check_client_batch(entry.records, policy)
-                if header.is_transactional and self._verify_transactions():
-                    code = self.verify_transaction(header.producer_id, header.producer_epoch, topic.name, entry.index)
+                if header.is_transactional and self.verifies_transactions():
+                    verdict = verdicts.get(i) if verdicts else None
+                    if verdict is None:
+                        code = self.verify_transaction(header.producer_id, header.producer_epoch, topic.name,
+                                                       entry.index)
+                    else:
+                        code = verdict[0] if partition.producers.completions == verdict[1] else \
+                            ErrorCode.INVALID_TXN_STATE
                     if code == ErrorCode.INVALID_TXN_STATE:
                         raise TransactionNotVerified(code, f"{topic.name}-{entry.index} is not part of the "
                                                            f"producer's ongoing transaction")
@@ -277,7 +287,7 @@ class ReplicaManager:
                 found[i] = (policy, exc)
         return found
 
-    def _verify_transactions(self) -> bool:
+    def verifies_transactions(self) -> bool:
         """transaction.partition.verification.enable: a transactional batch must belong to the
         producer's ongoing transaction (KIP-890); off, it is appended unchecked as before KIP-890."""
         settings = self.metadata.broker_configs

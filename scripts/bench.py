@@ -94,6 +94,10 @@ brokers above are not started when only cluster rows are chosen.
                    throughput base load (acks=all, idempotent, 1 KB, linger 5 ms; --cluster-mb,
                    default 200 MB) as MB/s and records/s, then the latency row's load (1 KB at the
                    latency rate, linger 0) on another such topic: produce->ack p50 / p99
+  cluster-txn      a topic of 3 partitions (replication 3, min.insync.replicas=2, their leaders spread
+                   over the brokers): one transactional producer, 50 MB of 1 KB records in
+                   transactions of 100 over the 3 partitions: produce MB/s and commit_transaction()
+                   p50 / p99 (its markers go to three leaders, two of them not the coordinator)
   cluster-failover a 1-partition topic (replication 3, min.insync.replicas=2) led by a broker that
                    is not the controller, a producer sending one record every ~5 ms (acks=all,
                    idempotent, linger 0); kill -9 of the leader; seconds until its ZooKeeper
@@ -148,7 +152,7 @@ THROUGHPUT: dict[str, tuple[str, Callable[[LoadSpec], LoadSpec]]] = {
 #: Transactional rows: id -> producers; 1 KB records, TXN_RECORDS per transaction, 3 partitions.
 TRANSACTIONAL: dict[str, int] = {"txn-1prod": 1, "txn-8prod": 8}
 TXN_RECORDS = 100
-CLUSTER_ROWS = ["cluster-produce", "cluster-failover"]
+CLUSTER_ROWS = ["cluster-produce", "cluster-txn", "cluster-failover"]
 OTHER_ROWS = [*TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "bombs", "syscalls", "recovery", "startup",
               "loop-stall", "large-request", "offsets-compaction", "cleaner", "distinct-keys", "embedded",
               *CLUSTER_ROWS]
@@ -177,6 +181,7 @@ class Settings:
     cleaner_mb: float = 100       # payload MB the cleaner row compacts
     distinct_keys: int = 10_000_000  # keys of the distinct-keys row (each written twice)
     cluster_mb: float = 200       # payload MB of cluster-produce's throughput load
+    cluster_txn_mb: float = 50    # payload MB of cluster-txn's transactions
     cluster_timeout: float = 60   # seconds that load may take
     failover_runs: int = 9        # kills per cluster in cluster-failover (the median is reported)
     stall_partitions: int = 3000  # partitions of the loop-stall row
@@ -188,7 +193,7 @@ class Settings:
 QUICK = Settings(mb=5, small_mb=1, txn_mb=1, latency_rate=200, latency_seconds=2, syscall_mb=5,
                  recovery_bytes=50 << 20, load_timeout=60, settle=1.0, offsets_commits=20_000, cleaner_mb=5,
                  distinct_keys=20_000,
-                 cluster_mb=5, failover_runs=1, stall_partitions=300,
+                 cluster_mb=5, cluster_txn_mb=1, failover_runs=1, stall_partitions=300,
                  startup_partitions=300, startup_bytes=64 << 20, embedded_starts=5)
 OFFSETS_GROUPS, OFFSETS_PARTITIONS = 10, 100
 CLEANER_KEYS, CLEANER_VALUE_BYTES = 50_000, 256
@@ -617,6 +622,8 @@ class Bench:
                     if "cluster-produce" in selected:
                         self._cluster_step("cluster-produce", under_test,
                                            lambda: self.run_cluster_produce(under_test, view))
+                    if "cluster-txn" in selected:
+                        self._cluster_step("cluster-txn", under_test, lambda: self.run_cluster_txn(under_test))
                     if "cluster-failover" in selected:
                         self._cluster_step("cluster-failover", under_test,
                                            lambda: self.run_cluster_failover(under_test, view))
@@ -659,6 +666,23 @@ class Bench:
         if len(r.latency.samples_ms) < r.latency.sent:
             self.report.note(f"cluster-produce latency on {under_test.name}: {len(r.latency.samples_ms):,} of "
                              f"{r.latency.sent:,} records acked")
+
+    def run_cluster_txn(self, under_test: cluster_rows.Cluster) -> None:
+        s = self.s
+        records = int(s.cluster_txn_mb * 1e6 / 1024)
+        workload = (f"3-broker cluster, replication 3, min.insync.replicas=2: 1 transactional producer, "
+                    f"{TXN_RECORDS} x 1 KB records per transaction over {transactions.PARTITIONS} partitions "
+                    f"({records:,} records)")
+        r = transactions.transactional(under_test, 1, records, TXN_RECORDS, self.payloads(1024), s.cluster_timeout,
+                                       replication=cluster_rows.REPLICATION, config=cluster_rows.TOPIC_CONFIG)
+        workloads.delete_topic(under_test.bootstrap, r.produced.topic)
+        self.report.set(workload, "produce MB/s", under_test.name, r.produced.produce_mbps)
+        for label, p in (("p50", 50), ("p99", 99)):
+            self.report.set(workload, f"commit_transaction {label} ms", under_test.name, r.commit.percentile(p),
+                            "lower", 2)
+        if r.produced.acked < records:
+            self.report.note(f"cluster-txn on {under_test.name}: {r.produced.acked:,} of {records:,} committed "
+                             f"within {s.cluster_timeout:g} s")
 
     def run_cluster_failover(self, under_test: cluster_rows.Cluster, view: cluster_rows.ZkView) -> None:
         n = self.s.failover_runs

@@ -39,8 +39,9 @@ class _Runtime:
 
 
 def _coordinator(leader_epoch: int, markers: list[tuple]) -> TransactionCoordinator:
-    async def write_marker(tp, producer_id, producer_epoch, coordinator_epoch, commit) -> None:
-        markers.append((tp, producer_id, producer_epoch, coordinator_epoch, commit))
+    async def write_marker(tps, producer_id, producer_epoch, coordinator_epoch, commit) -> dict:
+        markers.extend((tp, producer_id, producer_epoch, coordinator_epoch, commit) for tp in tps)
+        return dict.fromkeys(tps, ErrorCode.NONE)
 
     async def allocate() -> int:
         return 4000
@@ -88,10 +89,9 @@ def test_markers_that_fail_are_retried_until_every_partition_has_one_and_end_txn
     down = {("orders", 1)}
     coordinator = _coordinator(0, [])
 
-    async def write_marker(tp, producer_id, producer_epoch, coordinator_epoch, commit) -> None:
-        if tp in down:
-            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        markers.append(tp)
+    async def write_marker(tps, producer_id, producer_epoch, coordinator_epoch, commit) -> dict:
+        markers.extend(tp for tp in tps if tp not in down)
+        return {tp: ErrorCode.NOT_LEADER_OR_FOLLOWER if tp in down else ErrorCode.NONE for tp in tps}
 
     coordinator._write_marker = write_marker
 

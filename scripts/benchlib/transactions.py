@@ -13,15 +13,24 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
+from typing import Protocol
 
 from confluent_kafka import Producer
 
-from scripts.benchlib.brokers import Broker
 from scripts.benchlib.workloads import LatencyResult, ProducedTopic, create_topic, delete_topic, new_topic_name
 
 log = logging.getLogger(__name__)
 
 PARTITIONS = 3
+
+
+class Target(Protocol):
+    """A broker or a cluster: where the producers connect, and its name in the logs."""
+
+    name: str
+
+    @property
+    def bootstrap(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -50,10 +59,12 @@ def _run_producer(bootstrap: str, topic: str, payloads: list[bytes], records: in
     done.append(sent)
 
 
-def transactional(broker: Broker, producers: int, records: int, per_txn: int, payloads: list[bytes],
-                  timeout: float) -> TransactionalResult:
+def transactional(broker: Target, producers: int, records: int, per_txn: int, payloads: list[bytes],
+                  timeout: float, replication: int = 1, config: dict[str, str] | None = None) -> TransactionalResult:
+    """The workload on a fresh topic of PARTITIONS partitions (`replication` replicas each, with
+    `config`), bounded by `timeout` seconds."""
     topic = new_topic_name("txn")
-    create_topic(broker.bootstrap, topic, PARTITIONS)
+    create_topic(broker.bootstrap, topic, PARTITIONS, replication=replication, config=config)
     try:
         deadline = time.monotonic() + timeout
         commits_ms: list[float] = []

@@ -28,7 +28,7 @@ from wirekafka.broker.coordinator.runtime import CoordinatorRuntime
 from wirekafka.broker.replica.delayed_deletes import DelayedDeletes, delete_directory_name
 from wirekafka.broker.replica.fetch_sessions import FetchSessionCache
 from wirekafka.broker.coordinator.groups import OFFSETS_TOPIC, GroupCoordinator
-from wirekafka.broker.metadata.cluster_metadata import LocalMetadata, Topic, base64_to_uuid, uuid_to_base64
+from wirekafka.broker.metadata.cluster_metadata import LocalMetadata, Topic, base64_to_uuid, leader_of, uuid_to_base64
 from wirekafka.broker.replica.partition import Partition
 from wirekafka.broker.replica.log_dir_failure import LogDirFailureChannel
 from wirekafka.broker.replica.log_dirs import LogDirPlacement
@@ -109,7 +109,7 @@ class BrokerState:
                                        config["replica.selector.class"])
         runtime = CoordinatorRuntime(self.metadata, self.replicas, config, self.now_ms)
         self.groups = GroupCoordinator(runtime)
-        self.transactions = TransactionCoordinator(runtime, self._write_marker, self.metadata.allocate_producer_id)
+        self.transactions = TransactionCoordinator(runtime, self._write_markers, self.metadata.allocate_producer_id)
         self.replicas.verify_transaction = self.transactions.verify_produce
         self.txn_peers: TransactionPeers | None = None
         if self.peer_security is not None:  # ZooKeeper mode
@@ -295,19 +295,38 @@ class BrokerState:
             self.groups.offsets.complete_transaction(index, producer_id, commit)
         return code
 
-    async def _write_marker(self, tp: tuple[str, int], producer_id: int, producer_epoch: int,
-                            coordinator_epoch: int, commit: bool) -> None:
-        """The transaction coordinator's marker writer: a partition deleted meanwhile needs no
-        marker; any other failure leaves the transaction in its Prepare state to be retried. In
-        a cluster a partition led by another broker gets its marker through WriteTxnMarkers,
-        sent to that leader as Kafka's coordinator does."""
-        partition = self._local_leader(tp)
-        if self.txn_peers is not None and partition is None:
-            code = await self.txn_peers.write(tp, producer_id, producer_epoch, coordinator_epoch, commit)
-        else:
-            code = await self.write_txn_marker(tp[0], tp[1], producer_id, producer_epoch, coordinator_epoch, commit)
-        if code not in (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
-            raise KafkaApiError(code, f"transaction marker for {tp[0]}-{tp[1]} not written")
+    async def _write_markers(self, tps: list[tuple[str, int]], producer_id: int, producer_epoch: int,
+                             coordinator_epoch: int, commit: bool) -> dict[tuple[str, int], ErrorCode]:
+        """The transaction coordinator's marker writer: every partition's marker at once, those
+        this broker leads appended here (each answered once replicated), and in a cluster those
+        led by other brokers in one WriteTxnMarkers request per leader, as Kafka's coordinator
+        sends them. A partition deleted meanwhile needs no marker (NONE); any other failure is
+        its answer, and the transaction stays in its Prepare state to be retried."""
+        answers: dict[tuple[str, int], ErrorCode] = {}
+        remote: dict[int, list[tuple[str, int]]] = {}
+
+        async def local(tp: tuple[str, int]) -> None:
+            answers[tp] = await self.write_txn_marker(tp[0], tp[1], producer_id, producer_epoch, coordinator_epoch,
+                                                      commit)
+
+        async def elsewhere(leader: int, led: list[tuple[str, int]]) -> None:
+            assert self.txn_peers is not None
+            answers.update(await self.txn_peers.write(leader, led, producer_id, producer_epoch, coordinator_epoch,
+                                                      commit))
+
+        async with trio.open_nursery() as nursery:
+            for tp in tps:
+                topic = self.metadata.topic(tp[0])
+                if self.txn_peers is None or self._local_leader(tp) is not None:
+                    nursery.start_soon(local, tp)
+                elif topic is None or not 0 <= tp[1] < len(topic.partitions):
+                    answers[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    remote.setdefault(leader_of(self.metadata, *tp), []).append(tp)
+            for leader, led in remote.items():
+                nursery.start_soon(elsewhere, leader, led)
+        return {tp: ErrorCode.NONE if code is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION else code
+                for tp, code in answers.items()}
 
     def _local_leader(self, tp: tuple[str, int]) -> Partition | None:
         topic = self.metadata.topic(tp[0])

@@ -50,7 +50,9 @@ TXN_TOPIC = "__transaction_state"
 MARKER_RETRY_S = 1.0
 
 
-MarkerWriter = Callable[[TopicPartition, int, int, int, bool], Awaitable[None]]
+# writes one transaction's markers (partitions, producer id, producer epoch, coordinator epoch,
+# commit) all at once; each partition's answer: NONE once its marker is written (or it needs none)
+MarkerWriter = Callable[[list[TopicPartition], int, int, int, bool], Awaitable[dict[TopicPartition, ErrorCode]]]
 
 
 class TransactionCoordinator:
@@ -346,15 +348,24 @@ class TransactionCoordinator:
                 await self._try_complete(meta)
 
     async def _complete(self, meta: TransactionMetadata, commit: bool) -> None:
-        """Markers to every partition of the transaction left, then CompleteCommit/CompleteAbort."""
+        """Markers to every partition of the transaction left, all at once (one WriteTxnMarkers
+        per leader, as Kafka's marker channel batches them per destination broker), then
+        CompleteCommit/CompleteAbort; KafkaApiError with the first failure when some are left."""
         meta.pending = True
         try:
             epoch = self.coordinator_epoch(meta.transactional_id)
-            for tp in sorted(meta.partitions):
-                await self._write_marker(tp, meta.producer_id, meta.producer_epoch, epoch, commit)
-                meta.partitions.discard(tp)
+            answers = await self._write_marker(sorted(meta.partitions), meta.producer_id, meta.producer_epoch,
+                                               epoch, commit)
+            failed = []
+            for tp, code in sorted(answers.items()):
+                if code is ErrorCode.NONE:
+                    meta.partitions.discard(tp)
+                else:
+                    failed.append(code)
         finally:
             meta.pending = False
+        if failed:
+            raise KafkaApiError(failed[0], f"{len(failed)} transaction marker(s) not written")
         await self._persist(meta, completed(meta, self._now()))
 
     # ---- timeouts and expiry ----------------------------------------------------------------------

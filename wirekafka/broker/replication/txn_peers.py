@@ -2,7 +2,8 @@
 connection per broker.
 
 - Markers: a transaction coordinator's COMMIT/ABORT markers for partitions led by other brokers,
-  sent as Kafka's coordinator sends them: a WriteTxnMarkers request to the partition's leader.
+  sent as Kafka's coordinator sends them: one WriteTxnMarkers request per leader, holding every
+  partition of the transaction it leads.
   Any failure (no leader, the leader unreachable, an error in the answer) is reported as a
   retriable code, so the transaction stays in its Prepare state and the coordinator retries.
 - Verification: is a partition in a transaction whose coordinator is another broker? An
@@ -23,7 +24,7 @@ from kafka.protocol.producer.transaction import (
     WriteTxnMarkersResponse,
 )
 
-from wirekafka.broker.metadata.cluster_metadata import BrokerInfo, ClusterMetadata, leader_of
+from wirekafka.broker.metadata.cluster_metadata import BrokerInfo, ClusterMetadata
 from wirekafka.broker.replication.peer_client import PeerPool, PeerSecurity, PeerUnavailable, answer_of
 from wirekafka.config.broker_config import BrokerConfig
 from wirekafka.protocol.errors import ErrorCode
@@ -48,24 +49,27 @@ class TransactionPeers:
         listener = self._peers.config.inter_broker_listener
         return next((b for b in self.metadata.brokers(listener) if b.node_id == node), None)
 
-    async def write(self, tp: tuple[str, int], producer_id: int, producer_epoch: int, coordinator_epoch: int,
-                    commit: bool) -> ErrorCode:
-        topic = self.metadata.topic(tp[0])
-        if topic is None or not 0 <= tp[1] < len(topic.partitions):
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        leader = leader_of(self.metadata, *tp)
+    async def write(self, leader: int, tps: list[TopicPartition], producer_id: int, producer_epoch: int,
+                    coordinator_epoch: int, commit: bool) -> dict[TopicPartition, ErrorCode]:
+        """One transaction's markers for the partitions broker `leader` leads (-1: no leader), in
+        one WriteTxnMarkers request; each partition's answer."""
         client = self._peers.client(leader) if leader >= 0 else None
         if client is None:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+            return dict.fromkeys(tps, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        topics: dict[str, list[int]] = {}
+        for topic, index in tps:
+            topics.setdefault(topic, []).append(index)
         request = WriteTxnMarkersRequest(version=MARKERS_VERSION, markers=[_M(
             producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
-            coordinator_epoch=coordinator_epoch, topics=[_T(name=tp[0], partition_indexes=[tp[1]])])])
+            coordinator_epoch=coordinator_epoch, topics=[_T(name=t, partition_indexes=ps) for t, ps in topics.items()])])
         try:
             response = answer_of(await client.send(request), WriteTxnMarkersResponse)
         except PeerUnavailable as exc:
-            log.info("transaction marker for %s-%d: leader %d unreachable: %s", tp[0], tp[1], leader, exc)
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        return ErrorCode(response.markers[0].topics[0].partitions[0].error_code)
+            log.info("transaction markers for %d partition(s): leader %d unreachable: %s", len(tps), leader, exc)
+            return dict.fromkeys(tps, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        answers = {(t.name, p.partition_index): ErrorCode(p.error_code)
+                   for m in response.markers for t in m.topics for p in t.partitions}
+        return {tp: answers.get(tp, ErrorCode.NOT_LEADER_OR_FOLLOWER) for tp in tps}
 
     async def verify(self, coordinator: int, transactional_id: str, producer_id: int, producer_epoch: int,
                      partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:

@@ -233,6 +233,9 @@ def test_the_log_holds_no_secret_a_warning_for_unsigned_tokens_and_no_traceback(
     assert "listener SASL_PLAINTEXT accepts unsigned OAUTHBEARER tokens" in text
     assert "zookeeper.ssl.keystore.password=[hidden] has no effect" in text
     assert "sasl.jaas.config=[hidden] has no effect" in text
+    startup = next(line for line in text.splitlines() if "with non-default configuration:" in line)
+    assert all(f"{key}=[hidden]" in startup for key in ("ssl.keystore.password", "password.encoder.secret",
+                                                         "listener.name.sasl_plaintext.plain.sasl.jaas.config"))
     assert "Traceback" not in text
     assert broker.answers == 2  # both DescribeConfigs answers were scanned too
 

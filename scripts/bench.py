@@ -83,6 +83,13 @@ Rows (``--only`` takes a comma-separated list of these ids):
                    warm process, and a cold `python -c` (interpreter, imports, start: median of 3);
                    testcontainers' Kafka/Redpanda start (~5-15 s, Docker) quoted beside it, not measured
 
+With --metrics, the rows on the long-running brokers also run on a second wirekafka that serves
+the Prometheus endpoint (wirekafka.metrics.listener), scraped every 5 s as a Prometheus server
+would; its column comes first, so the ratio column reads metrics on / metrics off (add --no-kafka
+to leave Kafka out: its column would otherwise follow, outside the ratio):
+
+    .venv/bin/python scripts/bench.py --metrics --no-kafka --only tput-base,tput-100b
+
 Cluster rows run last, on 3-broker clusters of their own: a wirekafka cluster (three `wirekafka
 serve` processes, testsupport/cluster.py) and a Kafka 3.9.1 ZooKeeper-mode cluster
 (realkafka.start_zk_cluster, 512 MB heap each), one after the other, each on its own chroot of one
@@ -119,7 +126,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -713,6 +722,44 @@ class Bench:
                              f"{failed[0]}")
 
 
+METRICS_COLUMN = "wirekafka metrics-on"
+SCRAPE_EVERY_S = 5.0
+
+
+class MeteredWirekafka(WirekafkaBroker):
+    """wirekafka with its Prometheus endpoint on, scraped every SCRAPE_EVERY_S seconds while it
+    runs (a figure for metrics "on" includes serving them)."""
+
+    name = METRICS_COLUMN
+
+    def __init__(self, workdir: Path, python: str) -> None:
+        self.metrics_url = f"http://{HOST}:{realkafka.free_ports(1, HOST)[0]}/metrics"
+        super().__init__(workdir, python, overrides={"wirekafka.metrics.listener": self.metrics_url.split("/")[2]})
+        self._stopping = threading.Event()
+        self._scraper: threading.Thread | None = None
+        self.scrapes = 0
+
+    def start(self) -> None:
+        super().start()
+        self._scraper = threading.Thread(target=self._scrape, name="metrics-scraper", daemon=True)
+        self._scraper.start()
+
+    def _scrape(self) -> None:
+        while not self._stopping.wait(SCRAPE_EVERY_S):
+            try:
+                with urllib.request.urlopen(self.metrics_url, timeout=10) as answer:
+                    answer.read()
+                self.scrapes += 1
+            except OSError as exc:
+                log.warning("scrape of %s failed: %s", self.metrics_url, exc)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._scraper is not None:
+            self._scraper.join()
+        super().stop()
+
+
 def _port(broker: Broker) -> int:
     return int(broker.bootstrap.rsplit(":", 1)[1])
 
@@ -732,6 +779,8 @@ def build_args() -> argparse.ArgumentParser:
     ap.add_argument("--quick", action="store_true", help="tiny counts: checks that everything runs")
     ap.add_argument("--no-kafka", action="store_true", help="wirekafka only (no JVM)")
     ap.add_argument("--out", type=Path, help="also write the markdown table to this file")
+    ap.add_argument("--metrics", action="store_true", help="also run the long-running rows on a wirekafka with "
+                                                           "its Prometheus endpoint on (first column)")
     ap.add_argument("--mb", type=float, help=f"payload MB per 1 KB throughput row (default {Settings.mb:g})")
     ap.add_argument("--small-mb", type=float, help=f"payload MB for the 100 B row (default {Settings.small_mb:g})")
     ap.add_argument("--latency-rate", type=float, help="records/s (default 1000)")
@@ -792,18 +841,20 @@ def main(argv: list[str] | None = None) -> int:
     # The single-node brokers run for the whole session, but only if a row needs them.
     brokers: list[Broker] = []
     if selected & LONG_RUNNING_ROWS:
+        if args.metrics:
+            brokers.append(MeteredWirekafka(workdir / "wirekafka-metrics", python))
         brokers.append(WirekafkaBroker(workdir / "wirekafka", python))
         if not args.no_kafka:
             brokers.append(KafkaBroker(workdir / "kafka"))
     wanted_cluster_rows = [r for r in CLUSTER_ROWS if r in selected]
-    columns = ["wirekafka"]
+    columns = [METRICS_COLUMN, "wirekafka"] if args.metrics else ["wirekafka"]
     if not args.no_kafka:
         if selected - set(CLUSTER_ROWS):
             columns.append(f"Kafka {realkafka.KAFKA_VERSION}")
         if wanted_cluster_rows:
             columns.append(cluster_rows.kafka_cluster_name())
     report = Report(columns)
-    single_kafka = [c for c in columns[1:] if c != cluster_rows.kafka_cluster_name()]
+    single_kafka = [c for c in columns[1:] if c not in (cluster_rows.kafka_cluster_name(), "wirekafka")]
     machine = (f"on 127.0.0.1, {os.cpu_count()} cores ({platform.machine()}), Python "
                f"{platform.python_version()}, confluent-kafka {confluent_kafka.version()} / librdkafka "
                f"{confluent_kafka.libversion()[0]}")
@@ -824,6 +875,9 @@ def main(argv: list[str] | None = None) -> int:
             "replica.lag.time.max.ms=30000 (Kafka's default), replication factor 3; the measured topics have "
             "min.insync.replicas=2; MB = 10^6 bytes of record payload.")
 
+    if args.metrics:
+        report.preamble.append(f"{METRICS_COLUMN}: the same wirekafka with wirekafka.metrics.listener set and "
+                               f"/metrics scraped every {SCRAPE_EVERY_S:g} s; the ratio column is metrics on / off.")
     bench = Bench(settings, report, workdir)
     t0 = time.monotonic()
     try:

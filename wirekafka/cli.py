@@ -13,6 +13,7 @@ import trio
 
 from wirekafka.startup_errors import ConfigError, StartupError
 from wirekafka.config.loader import load_config
+from wirekafka.server import logging_setup
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,9 +26,10 @@ def main(argv: list[str] | None = None) -> int:
                        help="set a config key, overriding the file and KAFKA_* environment variables "
                             "(which override the file, as in Apache Kafka's container image)")
     serve.add_argument("--log-level", default="INFO")
+    serve.add_argument("--log-format", choices=logging_setup.FORMATS, default="text",
+                       help="text lines, or one JSON object per line")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="[%(asctime)s] %(levelname)s %(name)s: %(message)s")
+    logging_setup.configure(args.log_level, args.log_format)
     try:
         config = load_config(args.config, args.override, os.environ)
     except (ConfigError, OSError) as exc:
@@ -44,10 +46,12 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("wirekafka").error("fatal error during startup: %s", exc)
         return 1
     except BaseExceptionGroup as group:  # the broker's tasks ended it
-        failed = group.subgroup(LogDirFailed)
+        failed = group.subgroup((LogDirFailed, StartupError))  # StartupError: a background task's start
         if failed is None:
             raise
-        logging.getLogger("wirekafka").error("%s", _first_leaf(failed))
+        leaf = _first_leaf(failed)
+        logging.getLogger("wirekafka").error("fatal error during startup: %s" if isinstance(leaf, StartupError)
+                                             else "%s", leaf)
         return 1
     return 0
 

@@ -149,6 +149,9 @@ async def dispatch(ctx: RequestContext, body: Any) -> Any:
                       ctx.header.api_version, ctx.header.correlation_id, ctx.peer, ctx.header.client_id)
         result = _error_response(ctx, ErrorCode.UNKNOWN_SERVER_ERROR, None)
     set_throttle(result, request_quota.record(ctx))
+    metrics = ctx.state.metrics.requests
+    if metrics is not None and result is not None:  # RequestMetrics' ErrorsPerSec
+        metrics.answered(ctx.header.api_key, result.body if isinstance(result, RegionResponse) else result)
     return result
 
 

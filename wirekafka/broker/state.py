@@ -34,6 +34,7 @@ from wirekafka.broker.replica.log_dir_failure import LogDirFailureChannel
 from wirekafka.broker.replica.log_dirs import LogDirPlacement
 from wirekafka.broker.replica.replica_manager import ReplicaManager
 from wirekafka.broker.metadata import log_dir_meta
+from wirekafka.broker.metrics.broker_metrics import BrokerMetrics
 from wirekafka.broker.replication.fetcher import ReplicaFetchers
 from wirekafka.broker.quotas.client_quota_manager import ClientQuotaManagers
 from wirekafka.broker.quotas.replication_quota import ReplicationQuotas
@@ -45,6 +46,7 @@ from wirekafka.broker.metadata.zk.session import session_for
 from wirekafka.broker.coordinator.transactions import TXN_TOPIC, TransactionCoordinator
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.config.broker_config import BrokerConfig
+from wirekafka.config.broker_keys import METRICS_LISTENER
 from wirekafka.broker.replica.cleaner_scheduler import LogCleaner
 from wirekafka.storage import checkpoint
 from wirekafka.storage.epoch_cache import LeaderEpochCache
@@ -105,8 +107,9 @@ class BrokerState:
             self.fetchers = ReplicaFetchers(config, self.quotas, self.peer_security, self.log_dir_failures)
         # KIP-227 fetch sessions, on the event loop like the rest of the request state
         self.fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"), self.now_ms)
+        self.metrics = BrokerMetrics(config[METRICS_LISTENER] is not None)
         self.replicas = ReplicaManager(self.metadata, self.now_ms, self.quotas, self.log_dir_failures,
-                                       config["replica.selector.class"])
+                                       config["replica.selector.class"], self.metrics.topics)
         runtime = CoordinatorRuntime(self.metadata, self.replicas, config, self.now_ms)
         self.groups = GroupCoordinator(runtime)
         self.transactions = TransactionCoordinator(runtime, self._write_markers, self.metadata.allocate_producer_id)

@@ -286,6 +286,33 @@ AUTHORIZER_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
     "super.users": (parse_str, ""),
     "allow.everyone.if.no.acl.found": (parse_bool, False),
 }
+# Keys Kafka has not (named `wirekafka.`): kept apart from BROKER_KEYS so that DescribeConfigs
+# lists them only when set, as it lists any other key a broker was started with.
+METRICS_LISTENER = "wirekafka.metrics.listener"  # HOST:PORT of the Prometheus endpoint; unset: none
+
+
+def parse_listen_address(v: str) -> str | None:
+    """A HOST:PORT key's value as given, once it parses (parse_host_port); empty: unset."""
+    if not v.strip():
+        return None
+    parse_host_port(v)
+    return v.strip()
+
+
+def parse_host_port(v: str) -> tuple[str, int]:
+    """HOST:PORT as a listener's address is written: a name or IPv4 address, an IPv6 one in
+    brackets ([::1]:9404), or no host (:9404, every interface); ValueError otherwise."""
+    host, sep, port = v.strip().rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"expected HOST:PORT with a port from 0 to 65535, got {v!r}")
+    if host.startswith("[") != host.endswith("]") or (":" in host and not host.startswith("[")):
+        raise ValueError(f"an IPv6 address goes in brackets ([::1]:9404), got {v!r}")
+    return host.strip("[]"), int(port)
+
+
+WIREKAFKA_KEYS: dict[str, tuple[Callable[[str], object], object]] = {
+    METRICS_LISTENER: (parse_listen_address, None),
+}
 # BROKER_KEYS that Kafka 4 no longer has: ZooKeeper mode's own (the ZooKeeper client, the
 # password encoder, broker id generation, controlled shutdown retries) and other 3.x leftovers.
 # Kafka 4.3.1's DescribeConfigs does not list them, so a single node lists them only when set.

@@ -24,6 +24,7 @@ from wirekafka.config.broker_keys import (
     MIN_SEGMENT_BYTES,
     RACK_AWARE_SELECTOR,
     STANDARD_AUTHORIZER,
+    WIREKAFKA_KEYS,
     ZK_AUTHORIZER,
     ZK_TLS_KEYS,
 )
@@ -80,10 +81,12 @@ def load_config(path: Path | None, overrides: list[str], environ: Mapping[str, s
 def build_config(props: Mapping[str, str]) -> BrokerConfig:
     values: dict[str, object] = {k: d for k, (_, d) in BROKER_KEYS.items()}
     values.update({k: d for k, (_, d) in AUTHORIZER_KEYS.items()})
+    values.update({k: d for k, (_, d) in WIREKAFKA_KEYS.items()})
     for key, raw in props.items():
-        if key in AUTHORIZER_KEYS:
+        own = AUTHORIZER_KEYS.get(key) or WIREKAFKA_KEYS.get(key)
+        if own is not None:
             try:
-                values[key] = AUTHORIZER_KEYS[key][0](raw)
+                values[key] = own[0](raw)
             except ValueError as exc:
                 raise ConfigError(f"invalid value {_quoted(key, raw)} for {key}: {exc}") from exc
             continue
@@ -253,7 +256,8 @@ def _given_keys(props: Mapping[str, str]) -> frozenset[str]:
     """The keys of `props` the broker keeps, as its values name them: Kafka's DescribeConfigs lists
     every key a broker was started with (its `originals`), not only the ones it knows."""
     return frozenset(key.lower() if _LISTENER_KEY.match(key) else key for key in props
-                     if key in BROKER_KEYS or key in AUTHORIZER_KEYS or key.startswith(ACL_ZOOKEEPER_PREFIX)
+                     if key in BROKER_KEYS or key in AUTHORIZER_KEYS or key in WIREKAFKA_KEYS
+                     or key.startswith(ACL_ZOOKEEPER_PREFIX)
                      or _LISTENER_KEY.match(key))
 
 

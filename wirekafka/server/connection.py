@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from typing import Callable
 
 import trio
@@ -35,6 +36,7 @@ from wirekafka.protocol.response_parts import Part, Region, RegionResponse
 from wirekafka.server.idle_connections import IdleConnections
 from wirekafka.server.listener_security import PLAINTEXT, ListenerSecurity
 from wirekafka.server.memory_pool import RequestMemoryPool
+from wirekafka.server import request_log
 from wirekafka.server.sasl_authenticator import SASL_HANDSHAKE, SaslServerAuthenticator
 from wirekafka.storage.region import FileRegion
 from wirekafka.broker.replication.receive import receive_into
@@ -61,6 +63,8 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
     # time since the last response went out or the last bytes came in.
     idle_s = idle.timeout_s
     held: int | None = None  # what the current request holds in the pool (None: nothing yet)
+    sockets, requests = state.metrics.sockets, state.metrics.requests  # requests None: metrics off
+    sockets.connections[listener] += 1
     try:
         if isinstance(channel, trio.SSLStream):
             with trio.move_on_after(idle_s) as handshake:
@@ -71,6 +75,7 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
         try:
             certificate_principal = _certificate_principal(channel, security.principal_mapper)
         except NoMatchingRule as exc:  # Kafka fails the connection's authentication
+            sockets.failed_authentications[listener] += 1
             log.info("closing connection from %s: %s", peer, exc)
             return
         while True:
@@ -101,7 +106,7 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
                 del data  # not held while the connection waits again
                 continue
             if auth is not None:
-                verdict = await _authenticate(auth, payload, channel, reader, state, peer)
+                verdict = await _authenticate(auth, payload, channel, reader, state, peer, listener)
                 if held is not None and verdict is not _SERVE:
                     pool.release(held)
                     held = None
@@ -110,15 +115,28 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
                 if verdict is _ANSWERED:
                     continue
             principal = (auth.principal if auth is not None else None) or certificate_principal or ANONYMOUS
-            response, mute_until = await _handle_frame(payload, state, listener, peer, principal)
-            if held is not None:  # handled: its memory goes back before the answer is sent, as in Kafka
-                pool.release(held)
-                held = None
-            if isinstance(response, list):
-                await _send_parts(channel, response)
-            elif response is not None:
-                await channel.send_all(response)
-            del payload, response  # not held while the connection waits for its next request
+            started, size = time.perf_counter(), len(payload)
+            if requests is not None:
+                requests.in_flight += 1
+            try:
+                response, mute_until, header = await _handle_frame(payload, state, listener, peer, principal)
+                if held is not None:  # handled: its memory goes back before the answer is sent, as in Kafka
+                    pool.release(held)
+                    held = None
+                if isinstance(response, list):
+                    await _send_parts(channel, response)
+                elif response is not None:
+                    await channel.send_all(response)
+                del payload, response  # not held while the connection waits for its next request
+            finally:
+                if requests is not None:
+                    requests.in_flight -= 1
+            total_ms = (time.perf_counter() - started) * 1000
+            if requests is not None:
+                requests.finished(header.api_key, header.api_version, total_ms)
+            if request_log.enabled():
+                request_log.completed(header, peer, listener, state.config.security_protocol(listener), principal,
+                                      size, total_ms)
             if mute_until:  # a throttled client's next request waits unread, as Kafka mutes it
                 await trio.sleep_until(mute_until)
     except FrameError as exc:
@@ -133,6 +151,7 @@ async def serve_connection(stream: trio.SocketStream, state: BrokerState, listen
         # A bug must cost one connection, never the broker.
         log.exception("closing connection from %s after an unexpected error", peer)
     finally:
+        sockets.connections[listener] -= 1
         if held is not None:
             pool.release(held)
         on_close()
@@ -149,7 +168,7 @@ _SERVE, _ANSWERED, _CLOSE = object(), object(), object()
 
 
 async def _authenticate(auth: SaslServerAuthenticator, payload: Frame, channel: trio.abc.Stream, reader: FrameReader,
-                        state: BrokerState, peer: str) -> object:
+                        state: BrokerState, peer: str, listener: str) -> object:
     """A SASL listener's gate before a frame is served: the exchange until the client is
     authenticated, re-authentication when it asks, and the close of an expired session."""
     if auth.complete:
@@ -166,6 +185,7 @@ async def _authenticate(auth: SaslServerAuthenticator, payload: Frame, channel: 
     if step.drop:
         return _CLOSE
     if step.fail:
+        state.metrics.sockets.failed_authentications[listener] += 1
         await trio.sleep(state.config.int("connection.failed.authentication.delay.ms") / 1000)
         if step.reply is not None:
             await channel.send_all(step.reply)
@@ -173,6 +193,7 @@ async def _authenticate(auth: SaslServerAuthenticator, payload: Frame, channel: 
     if step.reply is not None:
         await channel.send_all(step.reply)
     if auth.complete:
+        state.metrics.sockets.successful_authentications[listener] += 1
         reader.set_max_frame_size(state.config.int("socket.request.max.bytes"))
     return _SERVE if step.dispatch else _ANSWERED
 
@@ -224,12 +245,14 @@ async def _sendfile(sock: trio.socket.SocketType, region: Region) -> None:
 
 
 async def _handle_frame(payload: Frame, state: BrokerState, listener: str, peer: str, principal: str
-                        ) -> tuple[bytes | list[Part] | None, float]:
-    """The encoded response (None: none is sent) and until when the connection stays muted."""
+                        ) -> tuple[bytes | list[Part] | None, float, codec.RequestHeader]:
+    """The encoded response (None: none is sent), until when the connection stays muted, and the
+    request's header."""
     header = codec.parse_header(payload)
     if not api_versions.is_served(header.api_key, header.api_version):
         if header.api_key == codec.API_VERSIONS_KEY:
-            return codec.encode_response(header.api_key, 0, header.correlation_id, unsupported_version_response()), 0.0
+            return (codec.encode_response(header.api_key, 0, header.correlation_id, unsupported_version_response()),
+                    0.0, header)
         raise codec.ProtocolError(f"unsupported api {header.api_key} v{header.api_version}")
     try:
         body = codec.decode_body(header, payload, quick=True)
@@ -238,16 +261,17 @@ async def _handle_frame(payload: Frame, state: BrokerState, listener: str, peer:
     ctx = RequestContext(state, header, listener, peer, principal, request_size=len(payload))
     response = await dispatch(ctx, body)
     if response is None:
-        return None, ctx.mute_until
+        return None, ctx.mute_until, header
     if isinstance(response, RegionResponse):
         try:
             return codec.encode_response_parts(header.api_key, header.api_version, header.correlation_id,
-                                               response), ctx.mute_until
+                                               response), ctx.mute_until, header
         except BaseException:
             for region in response.regions():
                 region.close()
             raise
-    return codec.encode_response(header.api_key, header.api_version, header.correlation_id, response), ctx.mute_until
+    return (codec.encode_response(header.api_key, header.api_version, header.correlation_id, response),
+            ctx.mute_until, header)
 
 
 def _certificate_principal(channel: trio.abc.Stream, mapper: SslPrincipalMapper) -> str | None:

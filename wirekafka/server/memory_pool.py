@@ -38,6 +38,7 @@ class RequestMemoryPool:
 
     def __init__(self, capacity: int) -> None:
         self.bounded = capacity > 0
+        self.capacity = capacity
         self._available = capacity
         self._waiters: deque[_Waiter] = deque()
 

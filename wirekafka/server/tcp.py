@@ -25,6 +25,7 @@ from wirekafka.security.sasl import oauthbearer as oauth
 from wirekafka.server.background import flush_task, producer_expiration_task, retention_task
 from wirekafka.server.connection import serve_connection
 from wirekafka.server.connection_quotas import ConnectionQuotas, hold_then_close
+from wirekafka.server import metrics_endpoint, startup_log
 from wirekafka.server.idle_connections import IdleConnections
 from wirekafka.server.memory_pool import RequestMemoryPool
 from wirekafka.server.listener_security import ListenerSecurity
@@ -59,6 +60,7 @@ async def run_broker(config: BrokerConfig, stop: trio.Event | None = None, *,
     """Serve until SIGTERM/SIGINT, or until ``stop`` is set when one is given (signals are then
     left alone). Started with ``nursery.start``, it reports the configuration with the ports the
     listeners were bound to once every listener accepts connections."""
+    startup_log.log_startup(config)
     if config.zookeeper_mode:
         enable_zk_broker_apis()
     check_table()
@@ -101,6 +103,7 @@ async def run_broker(config: BrokerConfig, stop: trio.Event | None = None, *,
             await background.start(state.groups.run_timers)
             await background.start(state.transactions.run_timers)
             await background.start(state.log_dir_failures.halt_when_offline)
+            await background.start(metrics_endpoint.serve, state, pool)
             if config.zookeeper_mode:
                 await background.start(state.run_cluster)
             else:

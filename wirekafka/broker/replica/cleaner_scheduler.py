@@ -28,6 +28,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import time
 from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -36,7 +37,7 @@ import trio
 
 from wirekafka.broker.replica.partition import Partition
 from wirekafka.storage import checkpoint
-from wirekafka.storage.cleaner import CHECKPOINT_FILE, CleanableRange, CleaningAborted, run_round
+from wirekafka.storage.cleaner import CHECKPOINT_FILE, CleanableRange, CleanerStats, CleaningAborted, run_round
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +77,12 @@ class LogCleaner:
         # (unit tests use a thread pool).
         self.executor: Executor | None = None
         self.rounds_done = 0  # completed rounds since start
+        # the last completed round, as Kafka's LogCleaner and LogCleanerManager metrics report it:
+        # when it ended (time.monotonic), its duration, its map's use and the share it rewrote
+        self.last_round_end: float | None = None
+        self.last_round_seconds = 0.0
+        self.last_buffer_utilization = 0.0
+        self.last_recopy_ratio = 0.0
 
     def _read_settings(self) -> None:
         settings = self.state.metadata.broker_configs
@@ -190,6 +197,7 @@ class LogCleaner:
             log.info("%s", result.stats.summary(plan.name, cleanable.first_dirty, result.end_offset))
             self.checkpoints[key] = result.end_offset
             self.rounds_done += 1
+            self._note_round(result.stats)
             await self.write_checkpoint()
         except CleaningAborted as exc:
             log.info("cleaning of %s aborted: %s", plan.name, exc)
@@ -202,6 +210,17 @@ class LogCleaner:
             self._uncleanable.add(key)
         finally:
             self._in_progress.discard(key)
+
+    def _note_round(self, stats: CleanerStats) -> None:
+        self.last_round_end = time.monotonic()
+        self.last_round_seconds = max(stats.ended - stats.started, 0.0)
+        self.last_buffer_utilization = stats.buffer_utilization
+        self.last_recopy_ratio = stats.bytes_written / stats.bytes_read if stats.bytes_read else 0.0
+
+    @property
+    def uncleanable_count(self) -> int:
+        """Logs marked uncleanable after a failed round (LogCleanerManager's uncleanable-partitions-count)."""
+        return len(self._uncleanable)
 
     async def write_checkpoint(self) -> None:
         """Write the first dirty offsets of the logs that still exist, in the checkpoint file of

@@ -38,6 +38,8 @@ from wirekafka.broker.replica.log_dir_failure import LogDirFailureChannel
 from wirekafka.broker.replica.partition import AppendOrigin, AppendResult, Isolation, Partition, ReadResult
 from wirekafka.broker.replica.replica_selector import NO_PREFERENCE, preferred_read_replica
 from wirekafka.broker.quotas.replication_quota import ReplicationQuotas
+from wirekafka.broker.metrics.histogram import Histogram
+from wirekafka.broker.metrics.topic_metrics import TopicMetrics
 from wirekafka.config.broker_keys import RACK_AWARE_SELECTOR
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
@@ -155,8 +157,11 @@ class _Slicer:
 
 class ReplicaManager:
     def __init__(self, metadata: ClusterMetadata, now_ms: Callable[[], int], quotas: ReplicationQuotas,
-                 log_dir_failures: LogDirFailureChannel, replica_selector: object = None) -> None:
+                 log_dir_failures: LogDirFailureChannel, replica_selector: object = None,
+                 topic_metrics: TopicMetrics | None = None) -> None:
         self.metadata = metadata
+        self.topic_metrics = topic_metrics  # None: metrics are off
+        self.flush_times = Histogram()  # Kafka's LogFlushStats LogFlushRateAndTimeMs
         self.log_dir_failures = log_dir_failures
         self.now_ms = now_ms
         self.quotas = quotas
@@ -243,6 +248,8 @@ class ReplicaManager:
                 self.log_dir_failures.fail(f"appending to {topic.name}-{entry.index}", exc, partition.files.directory)
                 outcomes.append(ProduceOutcome(ErrorCode.KAFKA_STORAGE_ERROR))
                 continue
+            if self.topic_metrics is not None:
+                self.topic_metrics.appended(topic.name, header.records_count, len(batch))
             if result.flush_due:
                 flushes.append(partition)
             if acks == -1:
@@ -375,11 +382,13 @@ class ReplicaManager:
         point moves past it. A failing write or fsync takes the log directory offline (Kafka's
         UnifiedLog.flush reports an IOException to the LogDirFailureChannel); the point stays."""
         epochs = partition.epochs.unwritten_work()
+        started = time.perf_counter()
         try:
             await trio.to_thread.run_sync(_write_then_flush, epochs, work)
         except OSError as exc:
             self.log_dir_failures.fail(f"flushing {partition.topic}-{partition.index}", exc, partition.files.directory)
             return
+        self.flush_times.observe((time.perf_counter() - started) * 1000)
         partition.files.flushed(work.end)
 
     async def write_epoch_checkpoints(self, partitions: Iterable[Partition]) -> None:
@@ -407,6 +416,8 @@ class ReplicaManager:
             if total >= params.min_bytes or answer_now or not targets or trio.current_time() >= deadline:
                 if params.replica_id >= 0:
                     self._count_throttled(targets, outcomes)
+                elif self.topic_metrics is not None:
+                    self._count_bytes_out(self.topic_metrics, targets, outcomes)
                 return outcomes
             _close_regions(outcomes)
             await _wait_for_data([t.partition for t in targets if t.partition is not None], deadline)
@@ -473,6 +484,13 @@ class ReplicaManager:
         while the leader quota is exceeded."""
         q = self.quotas
         return replica_id not in p.replica_set.isr and q.leader_throttled(p.topic, p.index) and q.leader.exceeded()
+
+    @staticmethod
+    def _count_bytes_out(metrics: TopicMetrics, targets: list[FetchTarget], outcomes: list[FetchOutcome]) -> None:
+        """A consumer's fetch as Kafka's BytesOutPerSec counts it: the bytes read per partition."""
+        for t, o in zip(targets, outcomes):
+            if t.partition is not None:
+                metrics.fetched(t.partition.topic, o.read.size if o.read is not None else 0)
 
     def _count_throttled(self, targets: list[FetchTarget], outcomes: list[FetchOutcome]) -> None:
         """Count the replicated bytes of throttled partitions against the leader quota, whoever

@@ -58,6 +58,10 @@ class IsrManager:
         self._retry: set[Partition] = set()  # refused or not yet proposable: noted again at _retry_at
         self._retry_at = math.inf
         self._wake = trio.Event()
+        # ISR changes recorded for partitions this broker leads (ReplicaManager's IsrShrinksPerSec
+        # and IsrExpandsPerSec)
+        self.shrinks = 0
+        self.expands = 0
 
     def on_roles(self, change: RoleChange) -> None:
         """A reconcile's role changes: each partition this broker now leads (or leads in a new
@@ -204,4 +208,7 @@ class IsrManager:
                                     outcome.partition_epoch)
         if previous is not None and tuple(previous[0].isr) != outcome.isr:
             log.info("%s-%d: ISR %s -> %s", p.topic, p.index, list(previous[0].isr), list(outcome.isr))
+        before = len(p.replica_set.isr)
         p.settle_isr(frozenset(outcome.isr))
+        self.shrinks += len(p.replica_set.isr) < before
+        self.expands += len(p.replica_set.isr) > before

@@ -67,6 +67,9 @@ class ZkSession:
         self.cache = ZnodeCache(self.client, self._metadata_feed.watcher)
         self.connected = False
         self._closing = False
+        # Kafka's SessionExpireListener ZooKeeperExpiresPerSec and ZooKeeperDisconnectsPerSec
+        self.expires = 0
+        self.disconnects = 0
 
     async def start(self) -> None:
         """Connect (creating the chroot first if needed); raise if ZooKeeper does not answer
@@ -124,9 +127,11 @@ class ZkSession:
             return
         if state == KazooState.LOST:
             log.warning("ZooKeeper session expired")
+            self.expires += 1
             self.connected = False
         elif state == KazooState.SUSPENDED:
             log.warning("ZooKeeper connection suspended")
+            self.disconnects += 1
             self.connected = False
         elif state == KazooState.CONNECTED:
             if not self.connected:

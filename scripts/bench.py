@@ -352,13 +352,7 @@ class Bench:
             r = transactions.transactional(broker, producers, records, TXN_RECORDS, self.payloads(1024),
                                            self.s.load_timeout)
             produced[broker.name] = (broker, r.produced)
-            self.report.set(workload, "produce MB/s", broker.name, r.produced.produce_mbps)
-            for label, p in (("p50", 50), ("p99", 99)):
-                self.report.set(workload, f"commit_transaction {label} ms", broker.name, r.commit.percentile(p),
-                                "lower", 2)
-            if r.produced.acked < records:
-                self.report.note(f"{row_id} on {broker.name}: {r.produced.acked:,} of {records:,} committed "
-                                 f"within the time limit")
+            self._put_transactional(workload, row_id, broker.name, r, records, "the time limit")
 
         try:
             self.each(row_id, one)
@@ -685,13 +679,17 @@ class Bench:
         r = transactions.transactional(under_test, 1, records, TXN_RECORDS, self.payloads(1024), s.cluster_timeout,
                                        replication=cluster_rows.REPLICATION, config=cluster_rows.TOPIC_CONFIG)
         workloads.delete_topic(under_test.bootstrap, r.produced.topic)
-        self.report.set(workload, "produce MB/s", under_test.name, r.produced.produce_mbps)
+        self._put_transactional(workload, "cluster-txn", under_test.name, r, records, f"{s.cluster_timeout:g} s")
+
+    def _put_transactional(self, workload: str, row_id: str, name: str, r: transactions.TransactionalResult,
+                           records: int, limit: str) -> None:
+        """A transactional row's figures: produce MB/s, commit p50 / p99, and a note when the
+        time limit cut the load short."""
+        self.report.set(workload, "produce MB/s", name, r.produced.produce_mbps)
         for label, p in (("p50", 50), ("p99", 99)):
-            self.report.set(workload, f"commit_transaction {label} ms", under_test.name, r.commit.percentile(p),
-                            "lower", 2)
+            self.report.set(workload, f"commit_transaction {label} ms", name, r.commit.percentile(p), "lower", 2)
         if r.produced.acked < records:
-            self.report.note(f"cluster-txn on {under_test.name}: {r.produced.acked:,} of {records:,} committed "
-                             f"within {s.cluster_timeout:g} s")
+            self.report.note(f"{row_id} on {name}: {r.produced.acked:,} of {records:,} committed within {limit}")
 
     def run_cluster_failover(self, under_test: cluster_rows.Cluster, view: cluster_rows.ZkView) -> None:
         n = self.s.failover_runs

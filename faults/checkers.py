@@ -23,16 +23,18 @@ class Verdict:
     divergent: list[str] = field(default_factory=list)  # replicas whose committed bytes differ (replicas.py)
     went_back: list[str] = field(default_factory=list)  # a controller or leader epoch that decreased (epochs.py)
     copy: "CopyVerdict | None" = None  # the transactional copy job's output, when it ran
+    copy_failed: str | None = None  # why the copy job ended before copying the input (a finding too)
 
     @property
     def ok(self) -> bool:
         return not (self.lost or self.reused or self.duplicated or self.divergent or self.went_back
-                    or (self.copy is not None and not self.copy.ok))
+                    or self.copy_failed or (self.copy is not None and not self.copy.ok))
 
     def row(self) -> str:
         return (f"acknowledged {self.acknowledged}, lost {len(self.lost)}, reused {len(self.reused)}, "
                 f"duplicated {len(self.duplicated)}, divergent replicas {len(self.divergent)}, "
-                f"epochs gone back {len(self.went_back)}" + ("" if self.copy is None else f"; {self.copy.row()}"))
+                f"epochs gone back {len(self.went_back)}" + ("" if self.copy is None else f"; {self.copy.row()}")
+                + ("" if self.copy_failed is None else f"; copy job failed: {self.copy_failed}"))
 
 
 @dataclass

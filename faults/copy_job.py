@@ -65,8 +65,13 @@ class CopyJob:
         """Let the job run until its committed offsets reach `ends` (input partition -> offset),
         then read its counts; TimeoutError, or RuntimeError with its log, if it does not get there."""
         assert self.proc is not None and self.proc.stdin is not None
-        self.proc.stdin.write("finish " + " ".join(str(ends[p]) for p in sorted(ends)) + "\n")
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write("finish " + " ".join(str(ends[p]) for p in sorted(ends)) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:  # the job ended during the faults: its log says why
+            self.proc.wait()
+            raise RuntimeError(f"the copy job exited with {self.proc.returncode} before the faults ended:\n"
+                               f"{self._log_tail()}") from None
         try:
             out, _ = self.proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:

@@ -71,12 +71,19 @@ def run_schedule(nodes: Mapping[int, Node], links: Mapping[int, NodeLinks], boot
             log.info("nemesis on %s: %d acknowledged, %d failed, %d unanswered", topic, len(producer.acks),
                      producer.failed, left)
         stored, high_watermarks = read_back(bootstrap(), topic, partitions, 120)
-        copied = copier.finish(high_watermarks, 300) if copier is not None else None
+        copied, copy_failed = None, None
+        if copier is not None:
+            try:
+                copied = copier.finish(high_watermarks, 300)
+            except (RuntimeError, TimeoutError) as exc:  # judged with the rest: the producer's records still count
+                log.error("nemesis on %s: %s", topic, exc)
+                copy_failed = str(exc).splitlines()[0]
     finally:  # the copy job's JVM never outlives the run, however it ends (a failed restart, say)
         if copier is not None:
             copier.stop()
     verdict = judge(producer.acks, stored)
     verdict.unacknowledged = producer.failed + left
+    verdict.copy_failed = copy_failed
     if copier is not None and copied is not None:
         verdict.copy = judge_copy(list(stored.values()), read_committed(bootstrap(), copier.sink, partitions, 120),
                                   copied)

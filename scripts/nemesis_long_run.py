@@ -59,13 +59,14 @@ def table(seed: int, faults: list[Fault], rows: list[tuple[str, Verdict | str, f
     notes: list[str] = []
     for name, verdict, seconds in rows:
         if isinstance(verdict, str):
-            lines.append(f"| {name} | failed to run: {verdict} | | | | | | | | | {seconds / 60:.1f} |")
+            lines.append(f"| {name} | failed to run: {verdict.splitlines()[0]} | | | | | | | | | {seconds / 60:.1f} |")
         else:
             copy = verdict.copy
             lines.append(f"| {name} | {verdict.acknowledged:,} | {len(verdict.lost)} | {len(verdict.reused)} | "
                          f"{len(verdict.duplicated)} | {len(verdict.divergent)} | {len(verdict.went_back)} | "
                          f"{verdict.unacknowledged:,} | "
-                         + ("- | - | " if copy is None or copy.job is None else
+                         + (f"job failed: {verdict.copy_failed} | - | " if verdict.copy_failed else
+                            "- | - | " if copy is None or copy.job is None else
                             f"{copy.job.commits:,} ({copy.job.random_aborts + copy.job.aborts}) | "
                             f"{len(copy.missing)} / {len(copy.duplicated)} / {len(copy.foreign)} | ")
                          + f"{seconds / 60:.1f} |")

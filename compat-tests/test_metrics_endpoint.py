@@ -174,6 +174,21 @@ def test_rate_of_messages_in_matches_the_produced_rate(served: Served) -> None:
     assert rate == pytest.approx(produced / (t2 - t1), rel=0.10)
 
 
+def test_the_event_loop_lateness_is_exposed_and_counts_wake_ups(served: Served) -> None:
+    """The 1 ms timer on the broker's loop: its histogram gains about one sample a millisecond
+    between two scrapes (fewer on a busy machine, never more), and the worst lateness is a gauge."""
+    name = "wirekafka_event_loop_lateness_seconds"
+    first, t1 = scrape(served.metrics_url), time.monotonic()
+    time.sleep(1.0)
+    second, t2 = scrape(served.metrics_url), time.monotonic()
+    woke = value(second, name + "_count") - value(first, name + "_count")
+    assert 100 <= woke <= (t2 - t1) * 1000 + 50
+    assert value(second, name + "_bucket", le="+Inf") == value(second, name + "_count")
+    assert value(second, name + "_sum") <= value(second, name + "_count") * value(second, name.replace(
+        "_seconds", "_max_seconds"))
+    assert (name.replace("_seconds", "_max_seconds"), frozenset()) in second
+
+
 def test_only_get_metrics_is_served(served: Served) -> None:
     with pytest.raises(urllib.error.HTTPError) as missing:
         urllib.request.urlopen(served.metrics_url.replace("/metrics", "/"), timeout=10)

@@ -111,6 +111,19 @@ brokers above are not started when only cluster rows are chosen.
                    session expired, until a new leader was written to ZooKeeper, and until the
                    first record sent after the kill was acknowledged (median of 9 runs,
                    --failover-runs; the killed broker is restarted between runs)
+  cluster-scale    only with --only (it takes minutes per partition count): per partition count
+                   of --scale-partitions (default 1000,3000), a fresh cluster per side
+                   (benchlib/cluster_scale.py): topics of --scale-topic-partitions (100)
+                   partitions, replication 3, min.insync.replicas=2, in one CreateTopics request:
+                   seconds until it is answered, until every partition has a leader in ZooKeeper
+                   and until an acks=all record was acknowledged on each; Metadata (all topics)
+                   p50 / p99 of 50 requests; the largest broker RSS; kill -9 of the controller:
+                   seconds until a new one is in ZooKeeper and until every partition acknowledged a
+                   record sent after the kill, then restarted: until every ISR is full; the same
+                   kill and restart of the non-controller leading most partitions (about a third);
+                   per step, ZooKeeper's packets (mntr) and wirekafka's event-loop lateness p99 /
+                   max per broker (its /metrics, on for this row). Every wait is bounded by
+                   --scale-timeout (600 s) and reported as a timeout if reached
 """
 
 from __future__ import annotations
@@ -138,8 +151,9 @@ import confluent_kafka
 if not __package__:  # run as a file (`python scripts/bench.py`): siblings are imported as scripts.*,
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # from the repository root
 from scripts import realkafka  # noqa: E402
-from scripts.benchlib import (bombs, cluster_rows, compaction, embedded_start, large_request,  # noqa: E402
-                              loop_stall, netprobe, recovery, startup, syscalls, transactions, workloads)
+from scripts.benchlib import (bombs, cluster_rows, cluster_scale, compaction, embedded_start,  # noqa: E402
+                              large_request, loop_stall, netprobe, recovery, startup, syscalls, transactions,
+                              workloads)
 from scripts.benchlib.brokers import (HOST, REPO, Broker, KafkaBroker, WirekafkaBroker,  # noqa: E402
                                       peak_rss_mb, rss_mb)
 from scripts.benchlib.report import Report  # noqa: E402
@@ -161,11 +175,15 @@ THROUGHPUT: dict[str, tuple[str, Callable[[LoadSpec], LoadSpec]]] = {
 #: Transactional rows: id -> producers; 1 KB records, TXN_RECORDS per transaction, 3 partitions.
 TRANSACTIONAL: dict[str, int] = {"txn-1prod": 1, "txn-8prod": 8}
 TXN_RECORDS = 100
-CLUSTER_ROWS = ["cluster-produce", "cluster-txn", "cluster-failover"]
+CLUSTER_ROWS = ["cluster-produce", "cluster-txn", "cluster-failover", "cluster-scale"]
+#: Cluster rows that share one cluster per side (cluster-scale starts fresh ones).
+SHARED_CLUSTER_ROWS = {"cluster-produce", "cluster-txn", "cluster-failover"}
 OTHER_ROWS = [*TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "bombs", "syscalls", "recovery", "startup",
               "loop-stall", "large-request", "offsets-compaction", "cleaner", "distinct-keys", "embedded",
               *CLUSTER_ROWS]
 ROW_IDS = [*THROUGHPUT, *OTHER_ROWS]
+#: Rows a run without --only leaves out: cluster-scale alone would take longer than the rest.
+OPT_IN_ROWS = {"cluster-scale"}
 #: Rows on the two long-running single-node brokers (the others start brokers of their own).
 LONG_RUNNING_ROWS = {*THROUGHPUT, *TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "bombs", "syscalls"}
 
@@ -197,13 +215,16 @@ class Settings:
     startup_partitions: int = 10_000  # partitions of the startup row
     startup_bytes: int = 2 << 30  # log size the startup row opens in-process
     embedded_starts: int = 20     # warm starts of the embedded row
+    scale_partitions: tuple[int, ...] = (1000, 3000)  # partition counts of cluster-scale, a fresh cluster each
+    scale_topic_partitions: int = 100  # partitions per topic in cluster-scale
+    scale_timeout: float = 600    # seconds any one wait of cluster-scale may take
 
 
 QUICK = Settings(mb=5, small_mb=1, txn_mb=1, latency_rate=200, latency_seconds=2, syscall_mb=5,
                  recovery_bytes=50 << 20, load_timeout=60, settle=1.0, offsets_commits=20_000, cleaner_mb=5,
                  distinct_keys=20_000,
                  cluster_mb=5, cluster_txn_mb=1, failover_runs=1, stall_partitions=300,
-                 startup_partitions=300, startup_bytes=64 << 20, embedded_starts=5)
+                 startup_partitions=300, startup_bytes=64 << 20, embedded_starts=5, scale_partitions=(300,))
 OFFSETS_GROUPS, OFFSETS_PARTITIONS = 10, 100
 CLEANER_KEYS, CLEANER_VALUE_BYTES = 50_000, 256
 DISTINCT_VALUE_BYTES = 32
@@ -228,6 +249,17 @@ def parse_only(text: str) -> set[str]:
         else:
             raise argparse.ArgumentTypeError(f"unknown row {item!r}; choose from throughput, {', '.join(ROW_IDS)}")
     return chosen
+
+
+def parse_counts(text: str) -> tuple[int, ...]:
+    """'1000,3000' -> (1000, 3000): positive counts."""
+    try:
+        counts = tuple(int(t) for t in text.split(",") if t.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of counts: {text!r}") from None
+    if not counts or min(counts) <= 0:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of positive counts: {text!r}")
+    return counts
 
 
 def mb_text(nbytes: float) -> str:
@@ -601,15 +633,19 @@ class Bench:
     # -- cluster rows, on 3-broker clusters of their own ----------------------------------------
 
     def run_clusters(self, selected: set[str], kafka: bool) -> None:
-        """cluster-produce and cluster-failover on a wirekafka cluster, then on a Kafka 3.9.1 one
-        (unless ``kafka`` is False), each under its own chroot of one ZooKeeper server; a cluster
-        is started once for both rows and stopped before the next one starts."""
+        """cluster-produce, cluster-txn and cluster-failover on a wirekafka cluster, then on a Kafka
+        3.9.1 one (unless ``kafka`` is False), each under its own chroot of one ZooKeeper server; a
+        cluster is started once for those rows and stopped before the next one starts. Then
+        cluster-scale, on fresh clusters of its own on the same ZooKeeper."""
         zk = cluster_rows.zookeeper_server(self.workdir / "zookeeper")
         try:
-            makers: list[Callable[[], cluster_rows.Cluster]] = [
-                lambda: cluster_rows.WirekafkaClusterRun(self.workdir / "wirekafka-cluster", zk.connect_string)]
-            if kafka:
-                makers.append(lambda: cluster_rows.KafkaClusterRun(self.workdir / "kafka-cluster", zk.connect_string))
+            makers: list[Callable[[], cluster_rows.Cluster]] = []
+            if selected & SHARED_CLUSTER_ROWS:
+                makers.append(lambda: cluster_rows.WirekafkaClusterRun(self.workdir / "wirekafka-cluster",
+                                                                       zk.connect_string))
+                if kafka:
+                    makers.append(lambda: cluster_rows.KafkaClusterRun(self.workdir / "kafka-cluster",
+                                                                       zk.connect_string))
             for make in makers:
                 workloads.settle_writeback()
                 under_test = make()
@@ -635,6 +671,9 @@ class Bench:
                 finally:
                     view.close()
                     under_test.stop()
+            if "cluster-scale" in selected:
+                cluster_scale.bench_row(self.report, zk, self.workdir, self.s.scale_partitions,
+                                        self.s.scale_topic_partitions, self.s.scale_timeout, kafka)
         finally:
             zk.stop()
         self.report.note(cluster_rows.NOTE)
@@ -802,6 +841,12 @@ def build_args() -> argparse.ArgumentParser:
     ap.add_argument("--startup-bytes", type=parse_size, help="log size the startup row opens in-process (default 2G)")
     ap.add_argument("--embedded-starts", type=int, help=f"warm starts of the embedded row "
                                                         f"(default {Settings.embedded_starts})")
+    ap.add_argument("--scale-partitions", type=parse_counts, metavar="N,N",
+                    help="partition counts of cluster-scale, a fresh cluster each (default 1000,3000)")
+    ap.add_argument("--scale-topic-partitions", type=int, help=f"partitions per topic in cluster-scale "
+                                                               f"(default {Settings.scale_topic_partitions})")
+    ap.add_argument("--scale-timeout", type=float, help=f"seconds any one wait of cluster-scale may take "
+                                                        f"(default {Settings.scale_timeout:g})")
     ap.add_argument("--workdir", type=Path, help="where brokers keep their data (default: a new dir in $TMPDIR)")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, strace output)")
     ap.add_argument("--python", default=None, help="interpreter for wirekafka (default .venv/bin/python)")
@@ -814,7 +859,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
     given = {k: getattr(args, k) for k in ("mb", "small_mb", "latency_rate", "latency_seconds", "syscall_mb",
                                            "recovery_bytes", "load_timeout", "offsets_commits", "cleaner_mb",
                                            "distinct_keys", "cluster_mb", "failover_runs", "stall_partitions",
-                                           "startup_partitions", "startup_bytes", "embedded_starts")
+                                           "startup_partitions", "startup_bytes", "embedded_starts",
+                                           "scale_partitions", "scale_topic_partitions", "scale_timeout")
              if getattr(args, k) is not None}
     return replace(base, **given)
 
@@ -824,7 +870,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     settings = settings_from(args)
-    selected = args.only or set(ROW_IDS)
+    selected = args.only or set(ROW_IDS) - OPT_IN_ROWS
     python = args.python or str(REPO / ".venv" / "bin" / "python")
     if not os.access(python, os.X_OK):
         python = sys.executable

@@ -102,8 +102,9 @@ class Cluster(Protocol):
     def kill(self, node: int) -> None:
         """SIGKILL one broker."""
 
-    def restart(self, node: int) -> None:
-        """Start a killed broker again on its port and data; return once it answers ApiVersions."""
+    def restart(self, node: int, timeout: float = 60.0) -> None:
+        """Start a killed broker again on its port and data; return once it answers ApiVersions
+        (RuntimeError after ``timeout`` s)."""
 
     def address(self, node: int) -> str:
         """host:port of one broker."""
@@ -112,12 +113,15 @@ class Cluster(Protocol):
 
 
 class WirekafkaClusterRun:
-    """testsupport's WirekafkaCluster with :data:`CLUSTER_CONFIG` on top of its defaults."""
+    """testsupport's WirekafkaCluster with :data:`CLUSTER_CONFIG` on top of its defaults, and
+    ``broker_overrides[n]`` for broker n alone (cluster-scale: its metrics endpoint's port)."""
 
     name = "wirekafka"
 
-    def __init__(self, workdir: Path, zk_connect: str) -> None:
-        self.cluster = WirekafkaCluster(workdir, zk_connect, size=len(NODES), overrides=CLUSTER_CONFIG)
+    def __init__(self, workdir: Path, zk_connect: str,
+                 broker_overrides: dict[int, dict[str, str]] | None = None) -> None:
+        self.cluster = WirekafkaCluster(workdir, zk_connect, size=len(NODES), overrides=CLUSTER_CONFIG,
+                                        broker_overrides=broker_overrides)
         self.chroot = self.cluster.chroot
 
     @property
@@ -152,8 +156,8 @@ class WirekafkaClusterRun:
     def kill(self, node: int) -> None:
         self.cluster.brokers[node].kill()
 
-    def restart(self, node: int) -> None:
-        self.cluster.brokers[node].start(timeout=60)
+    def restart(self, node: int, timeout: float = 60.0) -> None:
+        self.cluster.brokers[node].start(timeout=timeout)
 
     def address(self, node: int) -> str:
         return self.cluster.brokers[node].bootstrap
@@ -195,7 +199,8 @@ class KafkaClusterRun:
             kafka.proc.wait()
         kafka.stop()  # the process is gone: this only closes its log (the work dir is ours, kept)
 
-    def restart(self, node: int) -> None:
+    def restart(self, node: int, timeout: float = 120.0) -> None:
+        self.nodes[node].start_timeout = timeout
         self.nodes[node].start()
 
     def address(self, node: int) -> str:

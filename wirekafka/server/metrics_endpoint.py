@@ -35,7 +35,8 @@ HEAD_TIMEOUT_S = 10.0
 
 async def serve(state: BrokerState, pool: RequestMemoryPool, *,
                 task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-    """Serve /metrics until cancelled; return at once when the key is not set."""
+    """Serve /metrics, and run the event loop's lateness timer (broker/metrics/loop_lateness.py),
+    until cancelled; return at once when the key is not set."""
     address = state.config[METRICS_LISTENER]
     if address is None:
         task_status.started()
@@ -48,7 +49,10 @@ async def serve(state: BrokerState, pool: RequestMemoryPool, *,
     bound = listeners[0].socket.getsockname()[1]
     log.info("metrics endpoint listening on http://%s:%d/metrics", host or "0.0.0.0", bound)
     task_status.started()
-    await trio.serve_listeners(functools.partial(_answer, state, pool), listeners)
+    async with trio.open_nursery() as nursery:
+        if state.metrics.loop is not None:  # the event loop's stall meter, only with an endpoint to read it
+            nursery.start_soon(state.metrics.loop.run)
+        await trio.serve_listeners(functools.partial(_answer, state, pool), listeners)
 
 
 async def _answer(state: BrokerState, pool: RequestMemoryPool, stream: trio.SocketStream) -> None:

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 async def collect(state: BrokerState) -> list[Metric]:
     metrics = state.metrics
     out: list[Metric] = []
+    if metrics.loop is not None:  # first: read before this scrape's own chunks run on the loop
+        out += metrics.loop.families()
     if metrics.requests is not None:
         out += request_families(metrics.requests)
     if metrics.topics is not None:

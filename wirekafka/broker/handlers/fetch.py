@@ -22,8 +22,10 @@
   transactions as Kafka does: an empty list for a partition it does not know, null when the
   read failed.
 - Fetch sessions (KIP-227, broker/fetch_sessions.py): a full fetch with epoch 0 creates a session
-  when the cache has room; an incremental fetch reads the whole session and answers only the
-  partitions with news; the session errors are Kafka's.
+  when the cache has room; an incremental fetch answers only the partitions with news, and
+  reads only those that may have some: a partition it does not name, whose last answer still
+  holds and whose position is where a read finds nothing, is skipped but waited on
+  (broker/replica/quiet_partitions.py); the session errors are Kafka's.
 - read_committed reads stop at the last stable offset and list the aborted transactions in
   what they return (from the segments' transaction indexes).
 - Fetching from followers (KIP-392): a consumer's fetch v11+ (it carries the client's rack) is
@@ -50,7 +52,9 @@ from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from wirekafka.broker.quotas import request_quota
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
-from wirekafka.broker.replica.fetch_sessions import FINAL_EPOCH, Answer, Key, NoSuchShard, SessionPartition
+from wirekafka.broker.replica.fetch_sessions import (FINAL_EPOCH, Answer, IncrementalFetchContext, Key, NoSuchShard,
+                                                     SessionPartition)
+from wirekafka.broker.replica.quiet_partitions import QuietPartitions, settle
 from wirekafka.broker.metadata.leader_hints import leader_hint
 from wirekafka.broker.metadata.cluster_metadata import ZERO_UUID, BrokerInfo, ClusterMetadata, Topic
 from wirekafka.broker.replica.partition import Isolation, Partition, ReadResult
@@ -186,10 +190,14 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse | 
                          Isolation.READ_COMMITTED if read_committed else Isolation.READ_UNCOMMITTED,
                          replica, getattr(request, "rack_id", None) if v >= 11 else None,
                          ctx.listener)
-    targets = [FetchTarget(partition, p.fetch_offset, p.max_bytes, p.current_leader_epoch, p.log_start_offset,
-                           p.last_fetched_epoch) for p, partition in readable]
-    outcomes = await ctx.state.replicas.fetch(params, targets)
-    answers = [_answered(p, o) for (p, _), o in zip(readable, outcomes)] + erroneous
+    idle = None
+    if isinstance(context, IncrementalFetchContext) and not params.client_rack:  # no replica to prefer
+        idle = _Idle(QuietPartitions(params.isolation if not follower else Isolation.LOG_END, replica,
+                                     ctx.state.replicas.now_ms()))
+        readable = idle.quiet.split(readable, context.named, context.session.uses_topic_ids)
+    targets = [_target(p, partition) for p, partition in readable]
+    outcomes = await ctx.state.replicas.fetch(params, targets, idle)
+    answers = [_answered(t.source, t.partition, o) for t, o in zip(targets, outcomes)] + erroneous
     charged = not follower and (quota.resolver.enabled or ctx.timing_since is not None)
     error, sid, selected = context.answer(answers, commit=not charged)
     response = _shaped(ctx, error, sid, selected)
@@ -211,8 +219,28 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse | 
     return response
 
 
-def _answered(part: SessionPartition, o: FetchOutcome) -> _Answer:
+def _target(part: SessionPartition, replica: Partition | None) -> FetchTarget:
+    return FetchTarget(replica, part.fetch_offset, part.max_bytes, part.current_leader_epoch, part.log_start_offset,
+                       part.last_fetched_epoch, part)
+
+
+class _Idle:
+    """The quiet partitions of an incremental fetch as the replica manager waits on them."""
+
+    def __init__(self, quiet: QuietPartitions) -> None:
+        self.quiet = quiet
+
+    def replicas(self) -> list[Partition]:
+        return self.quiet.replicas()
+
+    def woken(self) -> list[FetchTarget]:
+        return [_target(p, replica) for p, replica in self.quiet.woken()]
+
+
+def _answered(part: SessionPartition, replica: Partition | None, o: FetchOutcome) -> _Answer:
     r = o.read
+    settle(part, replica, o.error == ErrorCode.NONE and r is not None and o.diverging_epoch is None
+           and o.preferred_read_replica < 0)
     if r is None:  # Kafka answers -1 watermarks with a partition error
         return _Answer(part, o.error, aborted_transactions=None)
     if r.region is not None and r.region.length == 0:

@@ -36,7 +36,7 @@ import logging
 import random
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable, Hashable, Sequence, TypeVar
+from typing import Any, Callable, Hashable, Sequence, TypeVar
 
 from wirekafka.protocol.errors import ErrorCode
 
@@ -74,6 +74,10 @@ class SessionPartition:
     last_fetched_epoch: int = -1
     high_watermark: int = -1
     local_log_start_offset: int = -1
+    # the replica it was last read from, and the leader epoch in which that read was answered
+    # cleanly (-2 if not): what tells a quiet partition (quiet_partitions.py)
+    replica: Any = None
+    settled_epoch: int = -2
 
     def key(self, uses_topic_ids: bool) -> Key:
         return (self.topic_id, self.partition) if uses_topic_ids else (self.topic, self.partition)
@@ -254,9 +258,10 @@ class FullFetchContext(FetchContext):
 
 
 class IncrementalFetchContext(FetchContext):
-    def __init__(self, session: FetchSession, request_epoch: int) -> None:
+    def __init__(self, session: FetchSession, request_epoch: int, named: set[Key]) -> None:
         super().__init__({})
         self.session, self.request_epoch = session, request_epoch
+        self.named = named  # the partitions this request named (added or updated)
 
     def partitions(self, name_of: Callable[[uuid.UUID], str | None]) -> list[SessionPartition]:
         parts = list(self.session.partitions.values())
@@ -346,4 +351,4 @@ class FetchSessionCache:
             return FetchContext(wanted)
         shard.touch(session, self.now_ms())
         session.epoch = next_epoch(session.epoch)
-        return IncrementalFetchContext(session, epoch)
+        return IncrementalFetchContext(session, epoch, set(wanted))

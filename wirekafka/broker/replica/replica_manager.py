@@ -19,7 +19,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Generator, Iterable, Mapping, TypeAlias, TypeVar
+from typing import Any, Callable, Generator, Iterable, Mapping, Protocol, TypeAlias, TypeVar
 
 import trio
 
@@ -80,6 +80,20 @@ class FetchTarget:
     current_leader_epoch: int = -1
     log_start_offset: int = -1  # a follower's own log start, as its fetch reports it
     last_fetched_epoch: int = -1  # the epoch of the fetcher's last batch (Fetch v12+), -1 if not sent
+    source: Any = None  # the caller's own record of what this target answers (the fetch session's partition)
+
+
+class IdleTargets(Protocol):
+    """Partitions a fetch skipped as having nothing to read (quiet_partitions.py), which a long
+    poll still waits on."""
+
+    def replicas(self) -> list[Partition]:
+        """Those partitions: a move of any of them ends the wait."""
+        ...
+
+    def woken(self) -> list[FetchTarget]:
+        """After a wait: the targets that are to be read from now on."""
+        ...
 
 
 def fetching_replica(request: object) -> int:
@@ -407,20 +421,26 @@ class ReplicaManager:
             await partition.files.delete_segments(doomed)
 
     # ---- fetch -------------------------------------------------------------------------------
-    async def fetch(self, params: FetchParams, targets: list[FetchTarget]) -> list[FetchOutcome]:
-        """Read every target; wait (delayed fetch) while fewer than min_bytes are available.
-        The caller owns the regions of the returned reads and must close them."""
+    async def fetch(self, params: FetchParams, targets: list[FetchTarget],
+                    idle: IdleTargets | None = None) -> list[FetchOutcome]:
+        """Read every target; wait (delayed fetch) while fewer than min_bytes are available,
+        on the idle partitions too, whose woken ones are appended to `targets` (the outcomes
+        follow that list). The caller owns the regions of the returned reads and must close them."""
         deadline = trio.current_time() + max(params.max_wait_ms, 0) / 1000
         while True:
             outcomes, total, answer_now = await self._read_all(params, targets)
-            if total >= params.min_bytes or answer_now or not targets or trio.current_time() >= deadline:
+            waiting = targets or (idle is not None and idle.replicas())
+            if total >= params.min_bytes or answer_now or not waiting or trio.current_time() >= deadline:
                 if params.replica_id >= 0:
                     self._count_throttled(targets, outcomes)
                 elif self.topic_metrics is not None:
                     self._count_bytes_out(self.topic_metrics, targets, outcomes)
                 return outcomes
             _close_regions(outcomes)
-            await _wait_for_data([t.partition for t in targets if t.partition is not None], deadline)
+            await _wait_for_data([t.partition for t in targets if t.partition is not None]
+                                 + (idle.replicas() if idle is not None else []), deadline)
+            if idle is not None:
+                targets.extend(idle.woken())
 
     async def _read_all(self, params: FetchParams, targets: list[FetchTarget]) -> tuple[list[FetchOutcome], int, bool]:
         """Every target's read, the bytes read, and whether to answer at once without waiting

@@ -112,6 +112,14 @@ class ReplicaSet:
         progress.last_fetch_ms = now_ms
         return True
 
+    def note_caught_up(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
+        """A follower fetching at the leader's log end, whose read was skipped (a quiet
+        partition): what record_fetch would note."""
+        progress = self.followers.get(replica_id)
+        if progress is not None:
+            progress.last_caught_up_ms = progress.last_fetch_ms = now_ms
+            progress.log_end_offset = progress.last_fetch_leader_end = fetch_offset
+
     def note_if_rejoining(self, replica_id: int, expansion: Callable[[], frozenset[int]]) -> None:
         """After a fetch of replica_id: notify isr_watch when replica_id is out of the ISR and now
         among the followers that may rejoin (expansion(), the caller's `caught_up`). A member's

@@ -20,8 +20,10 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Iterable, cast
 
+import trio
 from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
 
 from wirekafka.broker.quotas import mutation_quota
@@ -79,9 +81,19 @@ def _refused(name: str, code: ErrorCode, message: str | None) -> _Result:
                    num_partitions=-1, replication_factor=-1, configs=[])
 
 
-async def _create(ctx: RequestContext, t: CreateTopicsRequest.CreatableTopic, validate_only: bool, permits: MutationPermits,
-                  describable: bool) -> _Result:
-    """Validate and create one topic; its answer (configs only when `describable`)."""
+@dataclass(frozen=True)
+class _Plan:
+    """A topic of the request that passed validation: what to create."""
+
+    name: str
+    partitions: int
+    replication_factor: int
+    overrides: dict[str, str]
+    assignment: dict[int, list[int]] | None
+
+
+def _plan(ctx: RequestContext, t: CreateTopicsRequest.CreatableTopic, permits: MutationPermits) -> _Plan:
+    """Validate one topic and take its partitions from the mutation quota (in request order)."""
     state = ctx.state
     configs = {c.name: c.value for c in t.configs}
     if t.assignments:
@@ -97,24 +109,30 @@ async def _create(ctx: RequestContext, t: CreateTopicsRequest.CreatableTopic, va
         assignment = None
         partitions = state.config.int("num.partitions") if t.num_partitions == -1 else t.num_partitions
         rf = state.config.int("default.replication.factor") if t.replication_factor == -1 else t.replication_factor
-    name = t.name
     # it refuses null values, which its interface's dict[str, str] leaves out
-    state.metadata.validate_new_topic(name, partitions, rf, cast("dict[str, str]", configs), assignment)
+    state.metadata.validate_new_topic(t.name, partitions, rf, cast("dict[str, str]", configs), assignment)
     overrides = {k: v for k, v in configs.items() if v is not None}  # all of them: nulls were refused
     permits.take(partitions)  # Kafka 4 charges validate_only too
+    return _Plan(t.name, partitions, rf, overrides, assignment)
+
+
+async def _create(ctx: RequestContext, plan: _Plan, validate_only: bool, describable: bool) -> _Result:
+    """Create one validated topic; its answer (configs only when `describable`)."""
     if validate_only:
         topic_id = uuid.uuid4()
     else:
-        created = await state.metadata.create_topic(name, partitions, overrides, rf, assignment)
+        created = await ctx.state.metadata.create_topic(plan.name, plan.partitions, plan.overrides,
+                                                        plan.replication_factor, plan.assignment)
         if created is None:  # only a create_topic told not to wait returns none
-            raise RuntimeError(f"topic {name} was not created")
+            raise RuntimeError(f"topic {plan.name} was not created")
         topic_id = created.topic_id
     if not describable:
-        return _Result(name=name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
+        return _Result(name=plan.name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
                        num_partitions=-1, replication_factor=-1, configs=[],
                        topic_config_error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-    return _Result(name=name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
-                   num_partitions=partitions, replication_factor=rf, configs=_config_entries(ctx, overrides))
+    return _Result(name=plan.name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
+                   num_partitions=plan.partitions, replication_factor=plan.replication_factor,
+                   configs=_config_entries(ctx, plan.overrides))
 
 
 async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
@@ -122,17 +140,32 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
     names, duplicates = kafka_name_sets(t.name for t in request.topics)
     creatable = _creatable(ctx, names)
     describable = ctx.authorized_names(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, names)
-    results = []
+    results: list[_Result | None] = []
     permits = mutation_quota.permits(ctx, STRICT_QUOTA_FROM)
+    plans: list[tuple[int, _Plan]] = []
     for t in request.topics:
         if t.name not in creatable:
             continue
         try:
-            results.append(await _create(ctx, t, validate_only, permits, t.name in describable))
+            plans.append((len(results), _plan(ctx, t, permits)))
+            results.append(None)  # answered once created
         except KafkaApiError as exc:
             results.append(_refused(t.name, exc.code, exc.message))
-    results += [_refused(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name.") for name in duplicates]
-    results += [_refused(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
-                for name in names if name not in creatable]
+
+    async def create(index: int, plan: _Plan) -> None:
+        try:
+            results[index] = await _create(ctx, plan, validate_only, plan.name in describable)
+        except KafkaApiError as exc:
+            results[index] = _refused(plan.name, exc.code, exc.message)
+
+    # the topics are created together: each waits for its partitions to come online, as Kafka's
+    # controller brings all of a request's topics online at once
+    async with trio.open_nursery() as nursery:
+        for index, plan in plans:
+            nursery.start_soon(create, index, plan)
+    answered = [r for r in results if r is not None]
+    answered += [_refused(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name.") for name in duplicates]
+    answered += [_refused(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+                 for name in names if name not in creatable]
     return CreateTopicsResponse(version=ctx.version, throttle_time_ms=mutation_quota.throttle(ctx, permits),
-                                topics=results)
+                                topics=answered)

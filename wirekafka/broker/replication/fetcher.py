@@ -215,10 +215,11 @@ class LeaderFetcher:
             log.info("fetch from broker %d failed: %s", self.leader.node_id, ErrorCode(response.error_code).name)
             await trio.sleep(0.1)
             return
+        asked = set(followed)  # by identity (Followed has no __eq__): a look-up per answered partition
         for t in response.responses:
             for pd in t.partitions:
                 f = self.partitions.get((t.topic, pd.partition_index))
-                if f is None or f not in followed or not self._still_follows(f):
+                if f is None or f not in asked or not self._still_follows(f):
                     continue  # removed, replaced or elected while the fetch (or an earlier answer's handling) waited
                 await self._handle(f, pd)
 

@@ -4,6 +4,9 @@
   default.replication.factor); a manual assignment must name only this node, once per partition.
 - Replication factor above 1 is INVALID_REPLICATION_FACTOR (one broker), as Kafka says it.
 - Per-topic configs are validated (INVALID_CONFIG) and stored as topic overrides.
+- The topics of a request are validated in order, then created together; in a cluster each is
+  answered once its partitions are online here, or REQUEST_TIMED_OUT (created all the same)
+  after the request's timeout_ms, as Kafka answers.
 - validate_only checks everything and creates nothing; the answer still carries a fresh topic
   id, as Kafka's controller draws one before it validates (the id is then never used).
 - v5+ responses carry the resulting partitions, replication factor and every topic config with
@@ -116,13 +119,16 @@ def _plan(ctx: RequestContext, t: CreateTopicsRequest.CreatableTopic, permits: M
     return _Plan(t.name, partitions, rf, overrides, assignment)
 
 
-async def _create(ctx: RequestContext, plan: _Plan, validate_only: bool, describable: bool) -> _Result:
-    """Create one validated topic; its answer (configs only when `describable`)."""
+async def _create(ctx: RequestContext, plan: _Plan, validate_only: bool, describable: bool,
+                  timeout_s: float | None) -> _Result:
+    """Create one validated topic, waiting up to timeout_s for it to come online; its answer
+    (configs only when `describable`)."""
     if validate_only:
         topic_id = uuid.uuid4()
     else:
         created = await ctx.state.metadata.create_topic(plan.name, plan.partitions, plan.overrides,
-                                                        plan.replication_factor, plan.assignment)
+                                                        plan.replication_factor, plan.assignment,
+                                                        timeout_s=timeout_s)
         if created is None:  # only a create_topic told not to wait returns none
             raise RuntimeError(f"topic {plan.name} was not created")
         topic_id = created.topic_id
@@ -140,6 +146,8 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
     names, duplicates = kafka_name_sets(t.name for t in request.topics)
     creatable = _creatable(ctx, names)
     describable = ctx.authorized_names(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, names)
+    # Kafka waits for the topics up to the request's timeout (none given: the broker's own bound)
+    timeout_s = request.timeout_ms / 1000 if request.timeout_ms > 0 else None
     results: list[_Result | None] = []
     permits = mutation_quota.permits(ctx, STRICT_QUOTA_FROM)
     plans: list[tuple[int, _Plan]] = []
@@ -154,7 +162,7 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
 
     async def create(index: int, plan: _Plan) -> None:
         try:
-            results[index] = await _create(ctx, plan, validate_only, plan.name in describable)
+            results[index] = await _create(ctx, plan, validate_only, plan.name in describable, timeout_s)
         except KafkaApiError as exc:
             results[index] = _refused(plan.name, exc.code, exc.message)
 

@@ -146,7 +146,10 @@ class ClusterMetadata(Protocol):
                            configs: dict[str, str], assignment: dict[int, list[int]] | None = None) -> None: ...
     async def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None,
                            replication_factor: int = -1, assignment: dict[int, list[int]] | None = None,
-                           wait: bool = True) -> Topic | None: ...
+                           wait: bool = True, timeout_s: float | None = None) -> Topic | None:
+        """timeout_s: how long to wait for the partitions to come online (the request's timeout);
+        None: the backend's own bound."""
+        ...
     async def delete_topic(self, name: str) -> Topic: ...
     async def add_partitions(self, topic: Topic, total: int) -> None: ...
     async def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None: ...
@@ -370,7 +373,7 @@ class LocalMetadata(TopicIndex):
 
     async def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None,
                            replication_factor: int = -1, assignment: dict[int, list[int]] | None = None,
-                           wait: bool = True) -> Topic | None:
+                           wait: bool = True, timeout_s: float | None = None) -> Topic | None:
         """Create a validated topic (one node: the replication factor and assignment were
         validated to be this node alone; the topic exists when this returns, whatever wait says): its partitions are opened in a worker; the topic becomes
         visible once they all exist. A second creation of the name meanwhile is refused."""

@@ -59,9 +59,11 @@ class AdminWriter:
 
     async def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None,
                            replication_factor: int = -1, assignment: dict[int, list[int]] | None = None,
-                           wait: bool = True) -> Topic | None:
+                           wait: bool = True, timeout_s: float | None = None) -> Topic | None:
         """Write the topic's config and assignment znodes (Kafka's order: config first), then
-        (wait) until this broker has applied the partition states the controller writes for it.
+        (wait) until this broker has applied the partition states the controller writes for it,
+        up to timeout_s (CreateTopics' timeout; else _CATCH_UP_S), REQUEST_TIMED_OUT after it
+        with the topic created, as Kafka answers.
         Without wait (auto-creation by Metadata, which answers at once) it returns None."""
         if replication_factor == -1:
             replication_factor = self.config.int("default.replication.factor")
@@ -78,7 +80,8 @@ class AdminWriter:
             if not wait:
                 self.zk.mark_changed()
                 return None
-            topic = await self.view.wait_until(lambda: self.view.online(name), _CATCH_UP_S)
+            topic = await self.view.wait_until(lambda: self.view.online(name),
+                                               _CATCH_UP_S if timeout_s is None else timeout_s)
         if topic is None:
             raise KafkaApiError(ErrorCode.REQUEST_TIMED_OUT, f"Topic {name} was created but its partitions "
                                 "did not come online in time")

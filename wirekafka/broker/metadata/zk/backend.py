@@ -259,8 +259,9 @@ class ZkBackend:
 
     async def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None,
                            replication_factor: int = -1, assignment: dict[int, list[int]] | None = None,
-                           wait: bool = True) -> Topic | None:
-        return await self.admin.create_topic(name, num_partitions, configs, replication_factor, assignment, wait)
+                           wait: bool = True, timeout_s: float | None = None) -> Topic | None:
+        return await self.admin.create_topic(name, num_partitions, configs, replication_factor, assignment, wait,
+                                             timeout_s)
 
     async def delete_topic(self, name: str) -> Topic:
         return await self.admin.delete_topic(name)

@@ -123,17 +123,6 @@ def test_a_consumer_is_quiet_at_its_isolation_limit(tmp_path: Path) -> None:
     trio.run(main)
 
 
-class _Idle:
-    def __init__(self, quiet: QuietPartitions) -> None:
-        self.quiet = quiet
-
-    def replicas(self) -> list[Partition]:
-        return self.quiet.replicas()
-
-    def woken(self) -> list[FetchTarget]:
-        return [FetchTarget(r, part.fetch_offset, part.max_bytes, source=part) for part, r in self.quiet.woken()]
-
-
 def test_a_long_poll_over_quiet_partitions_waits_and_reads_the_one_that_moved(tmp_path: Path) -> None:
     state = _state(tmp_path)
 
@@ -146,7 +135,7 @@ def test_a_long_poll_over_quiet_partitions_waits_and_reads_the_one_that_moved(tm
         got = []
 
         async def consumer() -> None:
-            got.extend(await state.replicas.fetch(FetchParams(10**6, 1, 30_000), targets, _Idle(quiet)))
+            got.extend(await state.replicas.fetch(FetchParams(10**6, 1, 30_000), targets, quiet))
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(consumer)

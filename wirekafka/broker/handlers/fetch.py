@@ -54,12 +54,12 @@ from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.replica.fetch_sessions import (FINAL_EPOCH, Answer, IncrementalFetchContext, Key, NoSuchShard,
                                                      SessionPartition)
-from wirekafka.broker.replica.quiet_partitions import QuietPartitions, settle
+from wirekafka.broker.replica.quiet_partitions import QuietPartitions, settle, target
 from wirekafka.broker.metadata.leader_hints import leader_hint
 from wirekafka.broker.metadata.cluster_metadata import ZERO_UUID, BrokerInfo, ClusterMetadata, Topic
 from wirekafka.broker.replica.partition import Isolation, Partition, ReadResult
 from wirekafka.broker.quotas.stats import INT_MAX
-from wirekafka.broker.replica.replica_manager import FetchOutcome, FetchParams, FetchTarget, fetching_replica
+from wirekafka.broker.replica.replica_manager import FetchOutcome, FetchParams, fetching_replica
 from wirekafka.protocol import codec
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.protocol.response_parts import RegionResponse, part_size
@@ -192,10 +192,10 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse | 
                          ctx.listener)
     idle = None
     if isinstance(context, IncrementalFetchContext) and not params.client_rack:  # no replica to prefer
-        idle = _Idle(QuietPartitions(params.isolation if not follower else Isolation.LOG_END, replica,
-                                     ctx.state.replicas.now_ms()))
-        readable = idle.quiet.split(readable, context.named, context.session.uses_topic_ids)
-    targets = [_target(p, partition) for p, partition in readable]
+        idle = QuietPartitions(params.isolation if not follower else Isolation.LOG_END, replica,
+                               ctx.state.replicas.now_ms())
+        readable = idle.split(readable, context.named, context.session.uses_topic_ids)
+    targets = [target(p, partition) for p, partition in readable]
     outcomes = await ctx.state.replicas.fetch(params, targets, idle)
     answers = [_answered(t.source, t.partition, o) for t, o in zip(targets, outcomes)] + erroneous
     charged = not follower and (quota.resolver.enabled or ctx.timing_since is not None)
@@ -217,24 +217,6 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse | 
         if id(a) not in kept:
             a.close()
     return response
-
-
-def _target(part: SessionPartition, replica: Partition | None) -> FetchTarget:
-    return FetchTarget(replica, part.fetch_offset, part.max_bytes, part.current_leader_epoch, part.log_start_offset,
-                       part.last_fetched_epoch, part)
-
-
-class _Idle:
-    """The quiet partitions of an incremental fetch as the replica manager waits on them."""
-
-    def __init__(self, quiet: QuietPartitions) -> None:
-        self.quiet = quiet
-
-    def replicas(self) -> list[Partition]:
-        return self.quiet.replicas()
-
-    def woken(self) -> list[FetchTarget]:
-        return [_target(p, replica) for p, replica in self.quiet.woken()]
 
 
 def _answered(part: SessionPartition, replica: Partition | None, o: FetchOutcome) -> _Answer:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from wirekafka.broker.replica.fetch_sessions import Key, SessionPartition
 from wirekafka.broker.replica.partition import Isolation, Partition
+from wirekafka.broker.replica.replica_manager import FetchTarget
 
 #: SessionPartition.settled_epoch when its last answer does not allow skipping it.
 UNSETTLED = -2
@@ -43,6 +44,12 @@ def settle(part: SessionPartition, replica: Partition | None, clean: bool) -> No
 
 
 Pair = tuple[SessionPartition, "Partition | None"]  # a session partition and its replica here
+
+
+def target(part: SessionPartition, replica: Partition | None) -> FetchTarget:
+    """The read a session partition asks of its replica (None: no replica here)."""
+    return FetchTarget(replica, part.fetch_offset, part.max_bytes, part.current_leader_epoch, part.log_start_offset,
+                       part.last_fetched_epoch, part)
 
 
 class QuietPartitions:
@@ -65,13 +72,14 @@ class QuietPartitions:
                 active.append(pair)
         return active
 
-    def woken(self) -> list[Pair]:
-        """After a wait: the pairs no longer quiet, taken out of the set."""
+    def woken(self) -> list[FetchTarget]:
+        """After a wait: the partitions no longer quiet, taken out of the set, as targets to read
+        (the replica manager's IdleTargets)."""
         moved = [pair for pair in self.pairs if not self._quiet(pair[0], pair[1])]
         if moved:
             gone = {id(part) for part, _ in moved}
             self.pairs = [pair for pair in self.pairs if id(pair[0]) not in gone]
-        return moved
+        return [target(part, replica) for part, replica in moved]
 
     def replicas(self) -> list[Partition]:
         return [replica for _, replica in self.pairs if replica is not None]

@@ -790,3 +790,37 @@ def test_broker_refuses_another_clusters_log_dir(cluster: WirekafkaCluster) -> N
         b.start(timeout=60)
     assert "doesn't match stored clusterId Some(AAAAAAAAAAAAAAAAAAAAAA) in meta.properties" in b.log_tail(200)
     assert 3 not in cluster.registered()
+
+
+def test_all_topics_metadata_is_reused_until_the_cluster_changes(cluster: WirekafkaCluster) -> None:
+    """An all-topics Metadata answer is encoded once and reused (ClusterMetadata.answer_cache):
+    asked twice it is the same, and a topic created, a leader moved or a topic deleted shows in
+    the next answer."""
+    from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
+    _create(cluster, "cached-a", partitions=2)
+    before = cluster.leader("cached-a", 0)
+    broker = next(b for n, b in cluster.brokers.items() if n != before)  # asked throughout
+
+    def everything() -> MetadataResponse:
+        return raw_call(broker, MetadataRequest(version=12, topics=None, allow_auto_topic_creation=False),
+                        MetadataResponse)
+
+    def leaders(topic: str) -> dict[int, int]:
+        return {p.partition_index: p.leader_id for t in everything().topics if t.name == topic for p in t.partitions}
+
+    cluster.wait_for(lambda: leaders("cached-a") == {0: before, 1: cluster.leader("cached-a", 1)}, 30,
+                     "the answer naming cached-a's leaders")
+    assert everything() == everything()
+    _create(cluster, "cached-b", partitions=1)
+    cluster.wait_for(lambda: leaders("cached-b") == {0: cluster.leader("cached-b")}, 30, "cached-b in the answer")
+    cluster.brokers[before].kill()
+    try:
+        cluster.wait_for(lambda: leaders("cached-a").get(0) not in (before, None, -1)
+                         and leaders("cached-a")[0] == cluster.leader("cached-a", 0), 60, "the new leader answered")
+    finally:
+        cluster.brokers[before].start()
+    for p in (0, 1):
+        cluster.wait_isr("cached-a", p, 3, timeout=60)
+    admin = _admin(cluster)  # kept: a client dropped while its request waits fails the request
+    admin.delete_topics(["cached-b"], operation_timeout=30)["cached-b"].result(30)
+    cluster.wait_for(lambda: not leaders("cached-b"), 30, "cached-b gone from the answer")

@@ -15,7 +15,8 @@ from kazoo.client import KazooClient
 from wirekafka.broker.metadata.zk import layout as zl
 from wirekafka.broker.metadata.zk.controller import LeaderAndIsr
 from wirekafka.broker.metadata.zk.cache import ZnodeCache
-from wirekafka.broker.metadata.zk.znode_io import create_top_level_paths, create_topic_znodes, encode_state, read_snapshot
+from wirekafka.broker.metadata.zk.znode_io import (TopicMemo, create_top_level_paths, create_topic_znodes, encode_state,
+                                                   read_snapshot)
 
 pytestmark = pytest.mark.zookeeper
 PARTITIONS = 200
@@ -69,13 +70,24 @@ def test_cached_reads_equal_fresh_reads_and_ask_only_for_changes(zookeeper: str,
         _add_topic(client, "big", PARTITIONS)
         heard = _Heard()
         cache = ZnodeCache(client, heard)
+        memo = TopicMemo()
+        views: dict = {}  # the last cached read's topic views
 
         def read_both() -> int:
-            """Reads sent by a snapshot read through the cache, which must equal a fresh one."""
+            """Reads sent by a snapshot read through the cache (and the memo of decoded topics),
+            which must equal a fresh one."""
             before = cache.reads
-            cached = read_snapshot(cache, cache.watch, ("1",))
+            cached = read_snapshot(cache, cache.watch, ("1",), memo)
             assert cached == read_snapshot(client, None, ("1",))
+            views.clear()
+            views.update(cached.topics)
             return cache.reads - before
+
+        def reused() -> set[str]:
+            """The topics whose view the next cached read took from the memo, not decoding them."""
+            last = dict(views)
+            read_snapshot(cache, cache.watch, ("1",), memo)
+            return {name for name, view in memo.topics.items() if last.get(name) is view[1]}
 
         first = read_both()
         assert first > PARTITIONS
@@ -89,6 +101,7 @@ def test_cached_reads_equal_fresh_reads_and_ask_only_for_changes(zookeeper: str,
         print(f"{PARTITIONS} partitions: {first} reads and {fresh_s * 1000:.1f} ms for a fresh snapshot; "
               f"{idle} reads and {(time.perf_counter() - started) * 1000:.1f} ms through the cache")
 
+        assert reused() == {"big"}
         client.set(zl.partition_state_path("big", 7), encode_state(LeaderAndIsr(1, 0, (1,), 1)))
         heard.wait_for(zl.partition_state_path("big", 7))
         assert read_both() == idle + 1
@@ -96,10 +109,15 @@ def test_cached_reads_equal_fresh_reads_and_ask_only_for_changes(zookeeper: str,
         _add_topic(client, "small", 3)
         heard.wait_for(zl.TOPICS)
         assert read_both() == idle + 1 + 2 + 3  # the listing, the new topic's two znodes, its states
+        client.set(zl.partition_state_path("small", 1), encode_state(LeaderAndIsr(2, 1, (2,), 1)))
+        heard.wait_for(zl.partition_state_path("small", 1))
+        assert reused() == {"big"}  # one state changed: only its topic is decoded again
+        assert read_both() == idle
 
         client.set(zl.topic_config_path("small"), zl.encode_entity_config({"retention.ms": "1000"}))
         heard.wait_for(zl.topic_config_path("small"))
         assert read_both() == idle + 1
+        assert views["small"].configs == {"retention.ms": "1000"}
 
         client.delete(zl.broker_path(2))
         heard.wait_for(zl.BROKER_IDS)

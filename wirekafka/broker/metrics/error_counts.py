@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from wirekafka.protocol.encoded_response import EncodedResponse
 from wirekafka.protocol.produce_response import FastProduceResponse
 
 # (this level has error_code, ((field name, is an array, the plan below it), ...))
@@ -37,6 +38,8 @@ def plan_of(fields: Mapping[str, Any]) -> Plan:
 def count_errors(response: object, into: dict[int, int]) -> None:
     """Add the error codes of a response body (a kafka-python response, or wirekafka's own
     produce answer) to `into` (code -> occurrences)."""
+    if isinstance(response, EncodedResponse):  # a cached answer: the errors of what it was encoded from
+        response = response.body
     if isinstance(response, FastProduceResponse):  # the busiest answer, with no schema: a loop of its own
         for topic in response.topics:
             for partition in topic.partitions:

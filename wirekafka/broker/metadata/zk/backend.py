@@ -55,6 +55,7 @@ from wirekafka.broker.metadata.zk.active_controller import ActiveController
 from wirekafka.broker.metadata.zk.admin_writer import AdminWriter
 from wirekafka.broker.metadata.zk.broker_passwords import BrokerPasswords
 from wirekafka.broker.metadata.zk.cluster_view import ClusterView
+from wirekafka.broker.metadata.zk.controller import ClusterSnapshot
 from wirekafka.broker.metadata.zk.isr_manager import IsrManager
 from wirekafka.broker.metadata.zk.reassignments import Reassignments
 from wirekafka.broker.metadata.zk.registration import Registrar
@@ -119,6 +120,10 @@ class ZkBackend:
         self.controller = ActiveController(config, session, self.view, self.reassignments)
         self.admin = AdminWriter(config, session, self.view)
         self._followers: list[ZkFollower] = []
+        # the snapshot (and its amendments) the answer cache holds answers of
+        self._answers_of: tuple[ClusterSnapshot | None, int] = (None, 0)
+        self._answers: dict = {}
+        self._topic_memo = io.TopicMemo()  # the reconciles' decoded topics, reused while unchanged
 
     # ---- membership (ClusterMembership) -----------------------------------------------------------
     async def connect(self) -> str:
@@ -168,17 +173,22 @@ class ZkBackend:
                     if self.zk.connected and zl.BROKER_IDS in changed and self.view.snapshot.controller == self.node_id:
                         await self.controller.elect_for_broker_change()
                     if self.zk.connected:
-                        await self._reconcile()
+                        await self._reconcile(full=not changed or None in changed)
                 except Exception:  # ZooKeeper unreachable or a race: the next round retries
                     log.warning("reconciling with ZooKeeper failed; retrying", exc_info=True)
                     await trio.sleep(0.2)
                     self.zk.mark_changed()
 
-    async def _reconcile(self) -> None:
-        """Read the cluster, apply it here, then act on it as the controller (or try to become it)."""
+    async def _reconcile(self, full: bool = True) -> None:
+        """Read the cluster, apply it here (all of it when full: at the safety re-read, or when
+        what changed is unknown; else the topics that changed), then act on it as the
+        controller (or try to become it)."""
         snapshot = self.controller.as_controller(await self.zk.call(io.read_snapshot, self.zk.cache,
-                                                                    self.zk.cache.watch, self.view.config_entities))
-        await self.view.apply(snapshot)
+                                                                    self.zk.cache.watch, self.view.config_entities,
+                                                                    self._topic_memo))
+        if snapshot == self.view.snapshot:
+            snapshot = self.view.snapshot  # the same object: what was derived from it stays valid
+        await self.view.apply(snapshot, full)
         self.view.snapshot = snapshot  # Metadata answers only what this broker has applied
         if snapshot.controller == -1:
             await self.controller.try_claim()
@@ -248,6 +258,15 @@ class ZkBackend:
 
     def controller_id(self) -> int:
         return self.view.controller_id()
+
+    def answer_cache(self) -> dict:
+        """Every answer the view gives comes from the snapshot it applied last: a new snapshot
+        (one that differs: _reconcile keeps an equal one) or one amended in place empties the
+        cache."""
+        applied = (self.view.snapshot, self.view.amendments)
+        if self._answers_of[0] is not applied[0] or self._answers_of[1] != applied[1]:
+            self._answers_of, self._answers = applied, {}
+        return self._answers
 
     def partition_view(self, topic: Topic, index: int) -> PartitionView:
         return self.view.partition_view(topic, index)

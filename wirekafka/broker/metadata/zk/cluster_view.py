@@ -51,6 +51,10 @@ class ClusterView(TopicIndex):
         self._by_id: dict[uuid.UUID, Topic] = {}
         self._creating: set[str] = set()
         self.snapshot = ClusterSnapshot({}, -1, 0, -1, {})  # the last one applied
+        self.amendments = 0  # changes made to the applied snapshot in place (amended)
+        # what apply applied last: each topic's view, and what every role depends on besides
+        self._applied_views: dict[str, TopicView] = {}
+        self._applied_world: tuple | None = None
         self._reconciled = trio.Event()
         self._reconciles = 0  # reconciles finished, for waiters of the next one
         self.stopping = False  # this broker is stopping: it follows no leader any more
@@ -71,6 +75,11 @@ class ClusterView(TopicIndex):
     def by_name(self) -> Mapping[str, Topic]:
         """The topics this broker has applied, by name (read-only to callers)."""
         return self._topics
+
+    def amended(self) -> None:
+        """The applied snapshot was changed in place (a state this leader had recorded by the
+        controller, ahead of its watch): what was derived from it is stale."""
+        self.amendments += 1
 
     # ---- waiting for the cluster ------------------------------------------------------------------
     def reconciled(self) -> None:
@@ -147,8 +156,16 @@ class ClusterView(TopicIndex):
         self.stopping = True
         self.on_roles(RoleChange(stop_fetching=list(self.iter_partitions())))
 
-    async def apply(self, snapshot: ClusterSnapshot) -> None:
-        """Make the local topics, dynamic broker configs and partition roles match the snapshot."""
+    async def apply(self, snapshot: ClusterSnapshot, full: bool = True) -> None:
+        """Make the local topics, dynamic broker configs and partition roles match the snapshot.
+        Unless full, a topic whose view is the very object applied last time (the reader's memo
+        keeps an unchanged topic's view) is passed over while the live brokers, the broker
+        configs and whether this broker is stopping are as they were too: a change costs in
+        proportion to the topics it touched. A full apply (at the safety re-read) re-asserts
+        every role and fetch."""
+        world = (snapshot.brokers, snapshot.broker_configs, self.stopping)
+        same_world = not full and world == self._applied_world
+        self._applied_world = world
         for entity in self.config_entities:
             self.broker_configs.replace(entity, self.passwords.decoded(entity, snapshot.broker_configs.get(entity, {})))
         await self.broker_configs.listener_tls.apply_stored()
@@ -157,8 +174,11 @@ class ClusterView(TopicIndex):
         for name in [n for n in self._topics if n not in snapshot.topics]:
             await self._drop_topic(name)
         change = RoleChange()
+        applied, self._applied_views = self._applied_views, dict(snapshot.topics)
         for name, view in snapshot.topics.items():
             topic = self._topics.get(name)
+            if same_world and topic is not None and applied.get(name) is view:
+                continue
             reconfigure = topic is None or topic.configs != view.configs
             if topic is None or topic.topic_id != view.topic_id:
                 if topic is not None:

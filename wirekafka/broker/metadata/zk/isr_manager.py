@@ -206,6 +206,7 @@ class IsrManager:
             view.states[p.index] = (LeaderAndIsr(outcome.leader, outcome.leader_epoch, outcome.isr,
                                                  self.view.snapshot.controller_epoch, outcome.leader_recovery_state),
                                     outcome.partition_epoch)
+            self.view.amended()
         if previous is not None and tuple(previous[0].isr) != outcome.isr:
             log.info("%s-%d: ISR %s -> %s", p.topic, p.index, list(previous[0].isr), list(outcome.isr))
         before = len(p.replica_set.isr)

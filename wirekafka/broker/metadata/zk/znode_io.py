@@ -57,11 +57,25 @@ def _decode_state(data: bytes) -> LeaderAndIsr:
     return LeaderAndIsr(s.leader, s.leader_epoch, tuple(s.isr), s.controller_epoch, int(s.leader_recovery_state))
 
 
-def read_snapshot(client, watch: Callable | None, config_entities: tuple[str, ...] = ()) -> ClusterSnapshot:
+class TopicMemo:
+    """The topics of the last snapshot read through the cache, each with the cached answers it
+    was decoded from. The cache hands out the same answer object until the znode's watch
+    fires, so a topic whose answers are all the same objects as last time is the same: its
+    TopicView is reused, not decoded again (JSON per partition state), and a reconcile costs
+    decoding in proportion to what changed. The memo holds the answers, so they stay alive and
+    an identity compares only with itself."""
+
+    def __init__(self) -> None:
+        self.topics: dict[str, tuple[tuple, TopicView]] = {}  # name -> (its answers, its view)
+
+
+def read_snapshot(client, watch: Callable | None, config_entities: tuple[str, ...] = (),
+                  memo: TopicMemo | None = None) -> ClusterSnapshot:
     """The whole cluster state, every read setting the watch, with the dynamic configs of
     config_entities (/config/brokers/<name>). The reads of one level go out together (kazoo's
     async calls) and are then collected: one round trip per level, not per znode, so a
-    controller reacts to a dead broker in milliseconds, not a read per partition."""
+    controller reacts to a dead broker in milliseconds, not a read per partition. With a memo
+    (reads through the cache only), unchanged topics keep their TopicView."""
     registrations = _request_brokers(client, watch)
     controller_read = client.get_async(zl.CONTROLLER, watch=watch)
     epoch_read = client.get_async(zl.CONTROLLER_EPOCH)
@@ -85,28 +99,48 @@ def read_snapshot(client, watch: Callable | None, config_entities: tuple[str, ..
     controller_epoch, epoch_version = ((zl.decode_controller_epoch(epoch_data[0]), epoch_data[1].version)
                                        if epoch_data else (0, -1))
     topics: dict[str, TopicView] = {}
-    state_reads = {}
+    state_reads: dict[str, list[tuple[int, object]]] = {}
+    answers: dict[str, tuple] = {}
+    known = memo.topics if memo is not None else {}
     for name, read in assignments.items():
         data = _value(read)
         if data is None:
             continue
-        ta = zl.TopicAssignment.decode(data[0])
         config_data = _value(config_reads[name])
-        view = TopicView(ta.topic_id or uuid.UUID(int=0), {p: tuple(r) for p, r in ta.partitions.items()},
-                         zl.decode_entity_config(config_data[0]) if config_data else {},
-                         adding={p: tuple(r) for p, r in ta.adding_replicas.items()},
-                         removing={p: tuple(r) for p, r in ta.removing_replicas.items()}, version=data[1].version)
+        remembered = known.get(name)
+        if remembered is not None and remembered[0][0] is data and remembered[0][1] is config_data:
+            last = remembered[1]  # the same assignment and configs: not decoded again
+            view = TopicView(last.topic_id, last.assignment, last.configs, adding=last.adding,
+                             removing=last.removing, version=last.version)
+        else:
+            ta = zl.TopicAssignment.decode(data[0])
+            view = TopicView(ta.topic_id or uuid.UUID(int=0), {p: tuple(r) for p, r in ta.partitions.items()},
+                             zl.decode_entity_config(config_data[0]) if config_data else {},
+                             adding={p: tuple(r) for p, r in ta.adding_replicas.items()},
+                             removing={p: tuple(r) for p, r in ta.removing_replicas.items()},
+                             version=data[1].version)
         topics[name] = view
-        for index in view.assignment:
-            state_reads[(name, index)] = client.get_async(zl.partition_state_path(name, index), watch=watch)
+        answers[name] = (data, config_data)
+        state_reads[name] = [(index, client.get_async(zl.partition_state_path(name, index), watch=watch))
+                             for index in view.assignment]
     stateless = []
-    for (name, index), read in state_reads.items():
-        data = _value(read)
-        if data is None:
-            stateless.append(zl.partition_state_path(name, index))  # the controller has yet to elect
+    for name, reads in state_reads.items():
+        values = [_value(read) for _, read in reads]
+        answers[name] += tuple(values)
+        remembered = known.get(name)
+        if remembered is not None and len(remembered[0]) == len(answers[name]) \
+                and all(a is b for a, b in zip(remembered[0], answers[name])):
+            topics[name] = remembered[1]  # every answer the same object: the same topic
             continue
-        topics[name].states[index] = (_decode_state(data[0]), data[1].version)
+        view = topics[name]
+        for (index, _), data in zip(reads, values):
+            if data is None:
+                stateless.append(zl.partition_state_path(name, index))  # the controller has yet to elect
+                continue
+            view.states[index] = (_decode_state(data[0]), data[1].version)
     watch_creation(client, stateless, watch)
+    if memo is not None:
+        memo.topics = {name: (answers[name], topics[name]) for name in topics}
     legacy = {path: _value(read) for path, read in legacy_reads.items()}
     broker_configs = {e: _value(read) for e, read in broker_config_reads.items()}
     absent = [path for path, data in legacy.items() if data is None]

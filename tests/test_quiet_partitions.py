@@ -148,3 +148,28 @@ def test_a_long_poll_over_quiet_partitions_waits_and_reads_the_one_that_moved(tm
         assert quiet.replicas() == [topic.partitions[0]]
 
     trio.run(main)
+
+
+def test_the_change_count_spares_the_full_test_but_never_hides_a_change(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+
+    async def main() -> None:
+        topic = await state.metadata.create_topic("t", 1)
+        p = topic.partitions[0]
+        _led_with_follower(p)
+        await state.replicas.append_records([ProduceEntry(topic, 0, _batch(4))], acks=1, timeout_ms=1000)
+        p.record_follower_fetch(FOLLOWER, 4)
+        part = _answered(p, 4)
+        assert part.seen_changes == -1  # an answer forgets it: the next fetch tests in full
+        assert _quiet(part, p) and part.seen_changes == p.changes
+        assert _quiet(part, p)  # the count did not move: still quiet
+        await state.replicas.append_records([ProduceEntry(topic, 0, _batch(1))], acks=1, timeout_ms=1000)
+        assert not _quiet(part, p)  # an append moved it: records to read
+        part = _answered(p, 5)
+        p.record_follower_fetch(FOLLOWER, 5)
+        part.high_watermark = p.high_watermark
+        assert _quiet(part, p)
+        p.delete_records_before(2)  # the log start moved: the fetcher is told
+        assert not _quiet(part, p)
+
+    trio.run(main)

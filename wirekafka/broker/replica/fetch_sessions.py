@@ -78,6 +78,7 @@ class SessionPartition:
     # cleanly (-2 if not): what tells a quiet partition (quiet_partitions.py)
     replica: Any = None
     settled_epoch: int = -2
+    seen_changes: int = -1  # the replica's change count when it was last found quiet (-1: since answered)
 
     def key(self, uses_topic_ids: bool) -> Key:
         return (self.topic_id, self.partition) if uses_topic_ids else (self.topic, self.partition)

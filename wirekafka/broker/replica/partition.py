@@ -115,11 +115,10 @@ class Partition:
                  producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS, node_id: int = 1,
                  lead: bool = True, deletes: DelayedDeletes | None = None) -> None:
         """Open the partition over a loaded log: producer state from the newest usable snapshot
-        plus a replay after it, a snapshot at the log end if that replayed anything. Opening
-        does file work: it runs in a worker thread (start-up, new partitions). lead: one node's
-        partition, its own leader at once; in a cluster it has no role until the cluster
-        metadata gives it one (make_leader / make_follower). deletes: the broker's delayed file
-        deletion; a partition opened on its own (tests, tools) gets a queue of its own."""
+        plus a replay after it, a snapshot at the log end if that replayed anything. File work:
+        it runs in a worker thread. lead: one node's partition, its own leader at once; in a
+        cluster it has no role until the cluster metadata gives it one. deletes: the broker's
+        delayed file deletion (a partition opened alone, in tests or tools, gets its own)."""
         self.topic = topic
         self.deletes = deletes if deletes is not None else DelayedDeletes(lambda: log.config.file_delete_delay_ms)
         self.index = index
@@ -133,6 +132,7 @@ class Partition:
         self.min_insync_replicas = 1
         self._high_watermark = 0
         self._data_waiters: set[trio.Event] = set()
+        self.changes = 0  # moves when what a read finds may have (quiet_partitions.py)
         self.cleaning = PartitionCleaning(self, log)
         self.files = PartitionFiles(topic, index, log, self.producer_state, self.deletes)
         self.producer_state.remove_strays(s.base_offset for s in log.segments)
@@ -316,8 +316,7 @@ class Partition:
         if assigned.has_producer_id and not assigned.is_control:  # markers: see append_marker
             self.producers.record(assigned)
         self._maybe_advance_high_watermark()
-        if self._data_waiters and len(self.replica_set.replicas) > 1:
-            self._wake_readers()  # followers' fetches wait on the log end
+        self._wake_readers()  # followers' fetches wait on the log end
         return AppendResult(assigned.base_offset, assigned.last_offset, append_time, flush_due=flush_due)
 
     def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
@@ -440,9 +439,9 @@ class Partition:
         self._data_waiters.discard(event)
 
     def _wake_readers(self) -> None:
-        for event in self._data_waiters:
-            event.set()
-        self._data_waiters.clear()
+        self.changes += 1
+        waiters, self._data_waiters = self._data_waiters, set()
+        for event in waiters: event.set()  # noqa: E701
 
     # ---- log surgery --------------------------------------------------------------------------
     def truncate_to(self, offset: int, leader_epoch: int) -> list[LogSegment] | None:
@@ -494,6 +493,7 @@ class Partition:
     def _log_start_moved(self, before: int) -> None:
         """Snapshots below the new log start describe data that is gone: producer_state.work()
         deletes them."""
+        self.changes += 1  # a read may find less
         if self._log.log_start_offset > before:
             self.producer_state.delete_below(self._log.log_start_offset)
 

@@ -22,6 +22,11 @@ told the fetcher, and the fetcher changed nothing:
   high watermark (read_uncommitted) or last stable offset (read_committed) for a consumer.
 A quiet follower still counts as caught up now, as its read would have recorded.
 
+The test is itself cheap: a partition counts its changes (`Partition.changes`: appends,
+watermarks, log start, roles), and a session partition found quiet remembers the count, so
+while it does not move only the log start, the ISR membership and the request's own fields are
+looked at. An answer forgets the count (it may have left data behind at max_bytes).
+
 The long poll waits on the quiet partitions too; when one of them moves, it is read
 (`QuietPartitions.woken`). The split runs after the fetch's authorization and look-ups, so
 those answer exactly as without it."""
@@ -41,6 +46,7 @@ def settle(part: SessionPartition, replica: Partition | None, clean: bool) -> No
     diverging epoch nor preferred read replica) in that replica's leader epoch."""
     part.replica = replica
     part.settled_epoch = replica.leader_epoch if clean and replica is not None else UNSETTLED
+    part.seen_changes = -1  # an answer may have left data behind (max_bytes): look again
 
 
 Pair = tuple[SessionPartition, "Partition | None"]  # a session partition and its replica here
@@ -74,8 +80,15 @@ class QuietPartitions:
 
     def woken(self) -> list[FetchTarget]:
         """After a wait: the partitions no longer quiet, taken out of the set, as targets to read
-        (the replica manager's IdleTargets)."""
-        moved = [pair for pair in self.pairs if not self._quiet(pair[0], pair[1])]
+        (the replica manager's IdleTargets). Only those whose replica moved are looked at again."""
+        moved = []
+        for part, p in self.pairs:
+            if p is None or p.changes == part.seen_changes:
+                continue
+            if self._nothing_to_read(part, p):
+                part.seen_changes = p.changes
+            else:
+                moved.append((part, p))
         if moved:
             gone = {id(part) for part, _ in moved}
             self.pairs = [pair for pair in self.pairs if id(pair[0]) not in gone]
@@ -85,8 +98,24 @@ class QuietPartitions:
         return [replica for _, replica in self.pairs if replica is not None]
 
     def _quiet(self, part: SessionPartition, p: Partition | None) -> bool:
-        if p is None or part.replica is not p or part.settled_epoch != p.leader_epoch or not p.online \
-                or not p.is_leader:
+        if p is None or part.replica is not p or part.settled_epoch == UNSETTLED:
+            return False
+        if p.changes != part.seen_changes:  # the replica moved since it was last found quiet
+            if not self._nothing_to_read(part, p):
+                return False
+            part.seen_changes = p.changes
+        if part.local_log_start_offset != p.log_start_offset:
+            return False
+        if self.isolation is Isolation.LOG_END:
+            rs = p.replica_set
+            if self.replica_id not in rs.isr:
+                return False
+            rs.note_caught_up(self.replica_id, part.fetch_offset, self.now_ms)
+        return True
+
+    def _nothing_to_read(self, part: SessionPartition, p: Partition) -> bool:
+        """The full test: whether a read would find nothing new (what part.seen_changes caches)."""
+        if part.settled_epoch != p.leader_epoch or not p.online or not p.is_leader:
             return False
         if part.current_leader_epoch not in (-1, p.leader_epoch):
             return False
@@ -94,10 +123,6 @@ class QuietPartitions:
             return False
         offset = part.fetch_offset
         if self.isolation is Isolation.LOG_END:
-            rs = p.replica_set
-            if offset != p.log_end_offset or self.replica_id not in rs.isr:
-                return False
-            rs.note_caught_up(self.replica_id, offset, self.now_ms)
-            return True
+            return offset == p.log_end_offset
         limit = p.last_stable_offset if self.isolation is Isolation.READ_COMMITTED else p.high_watermark
         return limit <= offset <= p.log_end_offset

@@ -56,7 +56,7 @@ class FetchSessionHandler:
         self._sent_full = self.epoch == INITIAL_EPOCH
         if self._sent_full:
             return NextRequest(self.session_id, self.epoch, self._pending, [])
-        to_send = {k: v for k, v in wanted.items() if self._session.get(k) != v}
+        to_send = {k: v for k, v in wanted.items() if (sent := self._session.get(k)) is not v and sent != v}
         forgotten = [k for k in self._session if k not in wanted]
         return NextRequest(self.session_id, self.epoch, to_send, forgotten)
 

@@ -66,6 +66,10 @@ class Followed:
     leader_epoch: int  # the epoch it was handed to this fetcher in: a new one truncates again
     needs_truncation: bool = True
     lag: int | None = None  # the leader's high watermark past our log end at the last fetch
+    # what the last request asked of it, and the partition's change count then (Partition.changes):
+    # asked again as is while the count stays, without reading the partition's offsets anew
+    asked: PartitionFetch | None = None
+    asked_at: int = -1
 
     @property
     def in_sync(self) -> bool:
@@ -169,6 +173,7 @@ class LeaderFetcher:
             log.info("%s-%d: truncating from %d to %d (leader %d, epoch %d)", p.topic, p.index, p.log_end_offset,
                      step.offset, self.leader.node_id, asked_under)
         doomed = p.truncate_to(step.offset, asked_under)
+        f.asked = None  # the log end may have moved
         if doomed is None:
             log.info("%s-%d: truncation decided in leader epoch %d dropped: the partition is now in epoch %d%s",
                      p.topic, p.index, asked_under, p.leader_epoch, " and leads" if p.is_leader else "")
@@ -186,9 +191,14 @@ class LeaderFetcher:
             return
         cfg = self.config
         max_bytes = cfg.int("replica.fetch.max.bytes")
-        nxt = self.session.build({(f.partition.topic, f.partition.index): PartitionFetch(
-            f.partition.log_end_offset, f.partition.log_start_offset, f.partition.leader_epoch, max_bytes,
-            f.partition.epochs.latest_epoch) for f in followed})
+        wanted: dict[tuple[str, int], PartitionFetch] = {}
+        for f in followed:
+            p = f.partition
+            if f.asked is None or f.asked_at != p.changes:
+                f.asked, f.asked_at = PartitionFetch(p.log_end_offset, p.log_start_offset, p.leader_epoch, max_bytes,
+                                                     p.epochs.latest_epoch), p.changes
+            wanted[(p.topic, p.index)] = f.asked
+        nxt = self.session.build(wanted)
         by_topic: dict[str, list[_F.FetchPartition]] = {}
         for (topic, index), want in nxt.to_send.items():
             by_topic.setdefault(topic, []).append(_F.FetchPartition(
@@ -299,6 +309,7 @@ class LeaderFetcher:
             log.info("%s-%d: leader starts at %d, past our end %d: starting over", p.topic, p.index,
                      earliest.offset, p.log_end_offset)
             doomed = p.restart_at(earliest.offset)
+            f.asked = None
             if doomed:
                 await p.files.delete_segments(doomed)
         else:

@@ -17,7 +17,10 @@ How a broker learns of changes: ZooKeeper watches. Every read sets a watch; any 
 controller, topics, assignments, configs, partition states — in a worker thread, and apply it
 on the event loop. The reads go through a per-path cache (cache.py): only znodes whose watch
 fired are asked of ZooKeeper again, so one ISR change costs one read, not one per partition; a
-session change or a re-read asked for without a path reads everything. Other state kept in
+session change or a re-read asked for without a path reads everything. What did not change is
+not decoded again (a topic whose cached answers are the same keeps its view, TopicMemo) nor
+applied again (apply passes over the topics whose view it applied, unless the brokers or the
+broker configs changed or the 5 s safety re-read runs). Other state kept in
 ZooKeeper beside the metadata (the ACLs, acl_znodes.py) is a `ZkFollower`: loaded by `start`
 before the broker serves, then run beside the reconcile loop, on watches of its own.
 

@@ -38,13 +38,19 @@ EPOCH = 3
 
 
 class View:
-    """The parts of ClusterView the manager reads: the led topics and the last applied snapshot."""
+    """The parts of ClusterView the manager uses: the led topics, the last applied snapshot, and
+    its note that the snapshot was amended in place."""
 
     def __init__(self, topics: list[Topic], snapshot: ClusterSnapshot) -> None:
         self.topics, self.snapshot = topics, snapshot
+        self.amendments = 0
 
     def all_topics(self) -> list[Topic]:
         return self.topics
+
+    def amended(self) -> None:
+        """The manager wrote a recorded ISR into the snapshot."""
+        self.amendments += 1
 
 
 class Proposer:
@@ -149,6 +155,8 @@ def test_a_fetch_that_catches_a_follower_up_proposes_the_expansion_at_once(tmp_p
         assert await until(lambda: h.proposer.proposed() != []) < 0.05  # not at the next sweep
         assert h.proposer.proposed() == [("t", 0, (1, 2, 3))]
         assert p.replica_set.isr == frozenset({1, 2, 3}) and p.replica_set.pending_isr is None
+        # the recorded state is written into the applied snapshot, which says so (answers derived from it go)
+        assert h.view.snapshot.topics["t"].states[0][0].isr == (1, 2, 3) and h.view.amendments == 1
 
     Harness(tmp_path, isr=(1, 2)).run(scenario)
 

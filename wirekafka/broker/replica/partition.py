@@ -440,8 +440,8 @@ class Partition:
 
     def _wake_readers(self) -> None:
         self.changes += 1
-        waiters, self._data_waiters = self._data_waiters, set()
-        for event in waiters: event.set()  # noqa: E701
+        for event in self._data_waiters: event.set()  # noqa: E701
+        self._data_waiters.clear()
 
     # ---- log surgery --------------------------------------------------------------------------
     def truncate_to(self, offset: int, leader_epoch: int) -> list[LogSegment] | None:

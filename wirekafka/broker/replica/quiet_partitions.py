@@ -72,7 +72,8 @@ class QuietPartitions:
         active = []
         for pair in readable:
             part, replica = pair
-            if replica is not None and part.key(uses_topic_ids) not in named and self._quiet(part, replica):
+            if replica is not None and (not named or part.key(uses_topic_ids) not in named) \
+                    and self._quiet(part, replica):
                 self.pairs.append(pair)
             else:
                 active.append(pair)

@@ -10,13 +10,17 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from faults.copy_job import CopyRun
 
-Ack = tuple[int, int, bytes]  # partition, offset, value
+# partition, offset, value; the offset is None when the client knows the write was stored but not
+# where: librdkafka's idempotent producer delivers such a record as a success with an invalid
+# offset (-1001, None in confluent-kafka) when a later sequence was acknowledged after the
+# record's own request went unanswered, or when a retry is answered as a duplicate without its offset
+Ack = tuple[int, int | None, bytes]
 
 
 @dataclass
 class Verdict:
     acknowledged: int = 0
-    lost: list[Ack] = field(default_factory=list)  # acknowledged, not at its offset (or anywhere)
+    lost: list[Ack] = field(default_factory=list)  # acknowledged, not at its offset (or, offset unknown, not in its partition)
     reused: list[tuple[int, int]] = field(default_factory=list)  # an offset acknowledged for two values
     duplicated: list[bytes] = field(default_factory=list)  # a value stored twice (idempotence broken)
     unacknowledged: int = 0  # writes that failed or were never answered (stored or not: both fine)
@@ -71,11 +75,20 @@ def judge_copy(inputs: list[bytes], output: list[bytes], job: "CopyRun | None" =
 
 
 def judge(acks: list[Ack], log: dict[tuple[int, int], bytes]) -> Verdict:
-    """Every acknowledged record at its acknowledged offset; no offset acknowledged twice; no value
-    stored twice."""
+    """Every acknowledged record at its acknowledged offset (one acknowledged without an offset
+    somewhere in its partition); no offset acknowledged twice; no value stored twice."""
     verdict = Verdict(acknowledged=len(acks))
     by_offset: dict[tuple[int, int], bytes] = {}
+    stored_in: dict[bytes, set[int]] | None = None
     for partition, offset, value in acks:
+        if offset is None:
+            if stored_in is None:
+                stored_in = {}
+                for (p, _), v in log.items():
+                    stored_in.setdefault(v, set()).add(p)
+            if partition not in stored_in.get(value, ()):
+                verdict.lost.append((partition, offset, value))
+            continue
         earlier = by_offset.setdefault((partition, offset), value)
         if earlier != value:
             verdict.reused.append((partition, offset))

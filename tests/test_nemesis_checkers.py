@@ -39,6 +39,15 @@ def test_the_checkers_find_each_kind_of_loss() -> None:
     assert duplicated.duplicated == [b"a"] and duplicated.lost == []
 
 
+def test_an_acknowledgement_without_an_offset_is_looked_for_in_its_partition() -> None:
+    """librdkafka acknowledges some idempotent writes without an offset (None in confluent-kafka):
+    the record must be stored in that partition, at whatever offset."""
+    acks = [(0, 0, b"a"), (1, None, b"b")]
+    assert judge(acks, {(0, 0): b"a", (1, 7): b"b"}).ok
+    assert judge(acks, {(0, 0): b"a"}).lost == [(1, None, b"b")]
+    assert judge(acks, {(0, 0): b"a", (0, 1): b"b"}).lost == [(1, None, b"b")]  # in another partition
+
+
 def _segments(directory: Path, batches: list[bytes], roll_every: int) -> Path:
     """A partition directory holding batches in segments of roll_every batches each."""
     directory.mkdir(parents=True)

@@ -13,6 +13,7 @@ had); and the wall time.
 
     .venv/bin/python scripts/nemesis_long_run.py                         # 200 faults on both (about 30 minutes)
     .venv/bin/python scripts/nemesis_long_run.py --faults 20 --no-kafka  # a shorter look at wirekafka
+    .venv/bin/python scripts/nemesis_long_run.py --faults 60 --kinds kill,pause --no-wirekafka  # Kafka alone
     .venv/bin/python scripts/nemesis_long_run.py --seed 7 --out docs/nemesis.md
     .venv/bin/python scripts/nemesis_long_run.py --kinds kill,pause             # no network cuts
 
@@ -97,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--kinds", default=",".join(KINDS), help=f"fault kinds (default {','.join(KINDS)})")
     ap.add_argument("--no-kafka", action="store_true", help="wirekafka only")
+    ap.add_argument("--no-wirekafka", action="store_true", help="Kafka 3.9.1 only")
     ap.add_argument("--no-copy", action="store_true", help="without the transactional copy job")
     ap.add_argument("--out", type=Path, help="also write the table to this file")
     args = ap.parse_args(argv)
@@ -104,7 +106,10 @@ def main(argv: list[str] | None = None) -> int:
                         datefmt="%H:%M:%S")
     faults = make_schedule(args.seed, NODES, args.faults, SESSION_TIMEOUT_S, args.kinds.split(","), REPLICA_LAG_S)
     log.info("schedule: %s", fault_mix(faults))
-    runs = [("wirekafka", on_wirekafka)] + ([] if args.no_kafka else [("Kafka 3.9.1", on_kafka39)])
+    runs = (([] if args.no_wirekafka else [("wirekafka", on_wirekafka)])
+            + ([] if args.no_kafka else [("Kafka 3.9.1", on_kafka39)]))
+    if not runs:
+        ap.error("--no-kafka and --no-wirekafka leave nothing to run")
     with tempfile.TemporaryDirectory(prefix="wirekafka-nemesis-") as tmp:
         server = zookeeper_launcher.ZooKeeperServer(Path(tmp) / "zookeeper")
         server.start(timeout=60)

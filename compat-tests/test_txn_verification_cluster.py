@@ -6,13 +6,20 @@ through its AddPartitionsToTxnManager. A late batch of a finished transaction (a
 the commit) is refused INVALID_TXN_STATE instead of opening a transaction no marker closes, which
 would hold the partition's last stable offset and every read_committed consumer.
 
-Failed before the fix: the late batch was appended and the last stable offset stayed behind it."""
+Failed before the fix: the late batch was appended and the last stable offset stayed behind it.
+
+Many transactions at once: the verification questions and markers bound for one broker while a
+request to it is in flight go together in the next (Kafka's AddPartitionsToTxnManager and marker
+channel batch them per destination); each transaction still ends with its own marker on each of
+its partitions."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.protocol.producer.produce import ProduceRequest
@@ -20,7 +27,9 @@ from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, EndTx
 
 from conformance.harness.scenarios import fetch
 from conformance.harness.wire import Connection
-from testsupport.cluster import WirekafkaCluster
+from faults.clusters import create_topic
+from scripts import realkafka
+from testsupport.cluster import WirekafkaCluster, every_broker_knows_the_cluster, wait_for
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode
 
@@ -125,3 +134,98 @@ def test_a_late_batch_after_the_commit_is_refused_by_a_leader_whose_coordinator_
         assert _settled(to_leader, topic_name).last_stable_offset == 5
         coordinator.close()
         to_leader.close()
+
+
+PRODUCERS = 12
+TRANSACTIONS = 4  # each producer's: the even ones committed, the odd ones aborted
+PARTITIONS = 3
+
+
+def _transactional_producer(bootstrap: str, tid: str, topic: str, failures: list[str]) -> None:
+    """One producer's transactions over every partition; what fails is kept for the assertion."""
+    try:
+        p = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid, "transaction.timeout.ms": 60000})
+        p.init_transactions(60)
+        for n in range(TRANSACTIONS):
+            p.begin_transaction()
+            for partition in range(PARTITIONS):
+                p.produce(topic, value=f"{tid}/{n}/{partition}".encode(), partition=partition)
+            if n % 2 == 0:
+                p.commit_transaction(60)
+            else:  # sent first, so the abort has records to close (librdkafka drops unsent ones)
+                assert p.flush(60) == 0
+                p.abort_transaction(60)
+    except Exception as exc:  # noqa: BLE001 - reported by the test
+        failures.append(f"{tid}: {exc}")
+
+
+def _read_committed(bootstrap: str, topic: str, ends: dict[int, int]) -> list[bytes]:
+    """Every value a read_committed consumer returns, read until it reports each partition's end
+    at its high watermark: the last stable offset caught up, so no transaction is left open."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{topic}", "enable.auto.commit": False,
+                  "enable.partition.eof": True, "isolation.level": "read_committed"})
+    try:
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        values: list[bytes] = []
+        reached: set[int] = set()
+        deadline = time.monotonic() + 60
+        while len(reached) < PARTITIONS:
+            assert time.monotonic() < deadline, f"read_committed reached the end of {sorted(reached)} only"
+            for m in c.consume(500, 1.0):
+                if m.error() is None:
+                    values.append(m.value())
+                elif m.error().code() == KafkaError._PARTITION_EOF and m.offset() >= ends[m.partition()]:
+                    reached.add(m.partition())
+        return values
+    finally:
+        c.close()
+
+
+def _many_transactions_at_once(bootstrap: str, topic: str) -> None:
+    """Twelve transactional producers, their coordinators spread over the three brokers, each
+    writing every partition (led by different brokers) in concurrent transactions, half
+    committed and half aborted: read_committed returns exactly the committed records and reaches
+    every high watermark (each transaction's marker landed on each partition)."""
+    create_topic(bootstrap, topic, PARTITIONS)
+    failures: list[str] = []
+    threads = [threading.Thread(target=_transactional_producer, args=(bootstrap, f"{topic}-{n}", topic, failures))
+               for n in range(PRODUCERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert failures == [] and not any(t.is_alive() for t in threads)
+    # each transaction's record and its marker on every partition (Kafka answers EndTxn before its
+    # markers are written, so they may land after the producers are done)
+    expected = dict.fromkeys(range(PARTITIONS), PRODUCERS * TRANSACTIONS * 2)
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": f"probe-{topic}"})
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            ends = {p: probe.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(PARTITIONS)}
+            if ends == expected or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+    finally:
+        probe.close()
+    assert ends == expected
+    committed = sorted(_read_committed(bootstrap, topic, ends))
+    assert committed == sorted(f"{topic}-{n}/{t}/{p}".encode() for n in range(PRODUCERS)
+                               for t in range(0, TRANSACTIONS, 2) for p in range(PARTITIONS))
+
+
+def test_many_transactions_at_once_each_end_with_their_markers(zookeeper, tmp_path, topic_name):
+    with WirekafkaCluster(tmp_path, zookeeper) as c:
+        _many_transactions_at_once(c.bootstrap, topic_name)
+
+
+@pytest.mark.realkafka
+def test_kafka39_many_transactions_at_once_each_end_with_their_markers(zookeeper, tmp_path, topic_name):
+    brokers = realkafka.start_zk_cluster(f"{zookeeper}/k39-many-txn-{tmp_path.name}", (1, 2, 3), workdir=tmp_path,
+                                         version=realkafka.KAFKA_ZK_VERSION)
+    try:
+        wait_for(lambda: every_broker_knows_the_cluster([b.bootstrap for b in brokers]), 60,
+                 "every Kafka 3.9 broker naming all brokers and the controller")
+        _many_transactions_at_once(",".join(b.bootstrap for b in brokers), topic_name)
+    finally:
+        realkafka.stop_all(brokers)

@@ -244,14 +244,15 @@ class TransactionCoordinator:
         return replace(meta, **fields)
 
     # ---- AddPartitionsToTxn / AddOffsetsToTxn -------------------------------------------------
-    def _checked(self, transactional_id: str, producer_id: int, producer_epoch: int) -> TransactionMetadata:
+    def _checked(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                 pending_refused: bool = True) -> TransactionMetadata:
         self._check_available(transactional_id)
         meta = self.transactions.get(transactional_id)
         if meta is None or meta.producer_id != producer_id:
             raise KafkaApiError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
         if meta.producer_epoch != producer_epoch:
             raise KafkaApiError(ErrorCode.PRODUCER_FENCED)
-        if meta.pending or meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+        if (meta.pending and pending_refused) or meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
             raise KafkaApiError(ErrorCode.CONCURRENT_TRANSACTIONS)
         return meta
 
@@ -273,8 +274,10 @@ class TransactionCoordinator:
     def verify_only(self, transactional_id: str, producer_id: int, producer_epoch: int,
                     partitions: Iterable[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
         """AddPartitionsToTxn v4+ verify_only: is each partition in the open transaction?
-        Kafka answers TRANSACTION_ABORTABLE (KIP-890) for one that is not."""
-        meta = self._checked(transactional_id, producer_id, producer_epoch)
+        Kafka answers TRANSACTION_ABORTABLE (KIP-890) for one that is not. A transition being
+        written is no reason to refuse, as Kafka does not check a pending state here: the
+        partitions already in the transaction are, whatever is being added."""
+        meta = self._checked(transactional_id, producer_id, producer_epoch, pending_refused=False)
         return {tp: ErrorCode.NONE if meta.state is TxnState.ONGOING and tp in meta.partitions
                 else ErrorCode.TRANSACTION_ABORTABLE for tp in partitions}
 

@@ -223,7 +223,7 @@ async def _verify_elsewhere(ctx: RequestContext, transactional_id: str,
     (AddPartitionsToTxn verify_only, as Kafka's leader asks through its AddPartitionsToTxnManager),
     so that a late batch of a finished transaction cannot open a transaction no marker will
     close. Later batches of the transaction need no asking (the partition has it open). Returns
-    entry index -> (the answer as the leader gives it, the partition's marker count at asking)."""
+    entry index -> (the answer as the leader gives it, the producer's marker stamp at asking)."""
     state = ctx.state
     coordinator = leader_of(state.metadata, TXN_TOPIC, state.transactions.partition_of(transactional_id))
     if coordinator == state.node_id or state.txn_peers is None:
@@ -238,12 +238,12 @@ async def _verify_elsewhere(ctx: RequestContext, transactional_id: str,
             pending[i] = (p, header)
     verdicts: dict[int, tuple[ErrorCode, int]] = {}
     for (producer_id, producer_epoch) in {(h.producer_id, h.producer_epoch) for _, h in pending.values()}:
-        asked = {i: (p, p.producers.completions) for i, (p, h) in pending.items()
+        asked = {i: (p, p.producers.marker_stamp(producer_id)) for i, (p, h) in pending.items()
                  if (h.producer_id, h.producer_epoch) == (producer_id, producer_epoch)}
         answers = await state.txn_peers.verify(coordinator, transactional_id, producer_id, producer_epoch,
                                                [(p.topic, p.index) for p, _ in asked.values()])
-        for i, (p, completions) in asked.items():
-            verdicts[i] = (_as_leader_answers(answers[(p.topic, p.index)]), completions)
+        for i, (p, stamp) in asked.items():
+            verdicts[i] = (_as_leader_answers(answers[(p.topic, p.index)]), stamp)
     return verdicts
 
 

@@ -85,9 +85,18 @@ class ProducerStateTable:
         # completed transactions whose marker the high watermark has not passed yet (Kafka's
         # unreplicatedTxns): a failover could still lose the marker and reopen them
         self.unreplicated: list[CompletedTxn] = []
-        # markers appended so far: a verification made before an await holds only if none came
-        # meanwhile (the role of Kafka's VerificationGuard, cleared when the transaction ends)
-        self.completions = 0
+        # per producer, when its last marker was appended (a count over the table): a
+        # verification made before an await holds only if no marker of that producer came
+        # meanwhile (Kafka's VerificationGuard, kept per producer and cleared when its transaction
+        # ends; other producers' markers leave it alone). _stamp_floor rises when the state is
+        # dropped, so a verification made before that never holds.
+        self._marker_stamps: dict[int, int] = {}
+        self._stamp = 0
+        self._stamp_floor = 0
+
+    def marker_stamp(self, producer_id: int) -> int:
+        """What a verification of producer_id's batch remembers, to hold only while equal."""
+        return max(self._marker_stamps.get(producer_id, 0), self._stamp_floor)
 
     def in_transaction(self, producer_id: int, producer_epoch: int) -> bool:
         """Whether the producer, at this epoch, has a transaction open on this partition: its
@@ -206,7 +215,8 @@ class ProducerStateTable:
         entry.current_txn_first_offset = -1
         entry.coordinator_epoch = coordinator_epoch
         entry.last_timestamp = timestamp
-        self.completions += 1
+        self._stamp += 1
+        self._marker_stamps[producer_id] = self._stamp
         return completed
 
     def close_transaction(self, completed: CompletedTxn, high_watermark: int) -> None:
@@ -220,6 +230,9 @@ class ProducerStateTable:
         self.entries.clear()
         self.ongoing.clear()
         self.unreplicated.clear()
+        self._marker_stamps.clear()
+        self._stamp += 1
+        self._stamp_floor = self._stamp
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> list[int]:
         """Forget producers idle for expiration_ms (never one with an open transaction); returns
@@ -227,6 +240,7 @@ class ProducerStateTable:
         gone = [pid for pid, entry in self.entries.items() if _expired(entry, now_ms, expiration_ms)]
         for pid in gone:
             del self.entries[pid]
+            self._marker_stamps.pop(pid, None)
         return gone
 
     def snapshot_entries(self) -> tuple[SnapshotEntry, ...]:

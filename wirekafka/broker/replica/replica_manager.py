@@ -200,8 +200,9 @@ class ReplicaManager:
                              client_id: str | None = None,
                              verdicts: Mapping[int, tuple[ErrorCode, int]] | None = None) -> list[ProduceOutcome]:
         """verdicts: entry index -> (the answer of a transaction coordinator on another broker
-        about the entry's partition, the partition's marker count when it was asked); a marker
-        since voids it (INVALID_TXN_STATE), as a Kafka leader's verification guard is cleared."""
+        about the entry's partition, the producer's marker stamp there when it was asked); a
+        marker of that producer since voids it (INVALID_TXN_STATE), as a Kafka leader's
+        verification guard is cleared."""
         outcomes: list[ProduceOutcome] = []
         waits: list[tuple[int, Partition, int, int]] = []
         flushes: list[Partition] = []
@@ -231,7 +232,7 @@ class ReplicaManager:
                         code = self.verify_transaction(header.producer_id, header.producer_epoch, topic.name,
                                                        entry.index)
                     else:
-                        code = verdict[0] if partition.producers.completions == verdict[1] else \
+                        code = verdict[0] if partition.producers.marker_stamp(header.producer_id) == verdict[1] else \
                             ErrorCode.INVALID_TXN_STATE
                     if code == ErrorCode.INVALID_TXN_STATE:
                         raise TransactionNotVerified(code, f"{topic.name}-{entry.index} is not part of the "

@@ -8,12 +8,14 @@ CLUSTER_AUTHORIZATION_FAILED and nothing written."""
 
 from __future__ import annotations
 
+import trio
 from kafka.protocol.producer.transaction import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
 from wirekafka.security.acl.authorizer import AclOperation
 from wirekafka.broker.context import RequestContext
 from wirekafka.protocol.errors import ErrorCode
 
+_Order = WriteTxnMarkersRequest.WritableTxnMarker
 _Marker = WriteTxnMarkersResponse.WritableTxnMarkerResult
 _Topic = _Marker.WritableTxnMarkerTopicResult
 _Part = _Topic.WritableTxnMarkerPartitionResult
@@ -28,17 +30,24 @@ def _refused(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteTxnMa
 
 
 async def handle(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
+    """Every marker of the request written at once (a coordinator batches the markers of many
+    transactions into one request, and each waits for its replication), answered in order."""
     if not (ctx.authorized_cluster(AclOperation.ALTER) or ctx.authorized_cluster(AclOperation.CLUSTER_ACTION)):
         return _refused(ctx, request)
-    results = []
-    for m in request.markers:
-        topics = []
-        for t in m.topics:
-            parts = []
-            for index in t.partition_indexes:
-                code = await ctx.state.write_txn_marker(t.name, index, m.producer_id, m.producer_epoch,
-                                                        m.coordinator_epoch, m.transaction_result)
-                parts.append(_Part(partition_index=index, error_code=code))
-            topics.append(_Topic(name=t.name, partitions=parts))
-        results.append(_Marker(producer_id=m.producer_id, topics=topics))
-    return WriteTxnMarkersResponse(version=ctx.version, markers=results)
+    codes: dict[tuple[int, int, int], ErrorCode] = {}  # (marker, topic, partition) position -> answer
+
+    async def write(at: tuple[int, int, int], name: str, index: int, m: _Order) -> None:
+        codes[at] = await ctx.state.write_txn_marker(name, index, m.producer_id, m.producer_epoch,
+                                                     m.coordinator_epoch, m.transaction_result)
+
+    async with trio.open_nursery() as nursery:
+        for i, m in enumerate(request.markers):
+            for j, t in enumerate(m.topics):
+                for k, index in enumerate(t.partition_indexes):
+                    nursery.start_soon(write, (i, j, k), t.name, index, m)
+    return WriteTxnMarkersResponse(version=ctx.version, markers=[
+        _Marker(producer_id=m.producer_id, topics=[
+            _Topic(name=t.name, partitions=[_Part(partition_index=index, error_code=codes[(i, j, k)])
+                                            for k, index in enumerate(t.partition_indexes)])
+            for j, t in enumerate(m.topics)])
+        for i, m in enumerate(request.markers)])

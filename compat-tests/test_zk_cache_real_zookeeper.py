@@ -128,3 +128,30 @@ def test_cached_reads_equal_fresh_reads_and_ask_only_for_changes(zookeeper: str,
     finally:
         client.stop()
         client.close()
+
+
+def test_a_partial_read_asks_only_for_the_topics_it_names(zookeeper: str, tmp_path) -> None:
+    """What an election, a controlled shutdown or a reassignment reads (read_snapshot's `only`):
+    the named topics' znodes and the brokers, not every partition state of the cluster."""
+    chroot = f"/zk-partial-{tmp_path.name}"
+    plain = KazooClient(hosts=zookeeper)
+    plain.start(timeout=15)
+    plain.ensure_path(chroot)
+    plain.stop()
+    plain.close()
+    client = KazooClient(hosts=zookeeper + chroot)
+    client.start(timeout=15)
+    try:
+        create_top_level_paths(client)
+        _register(client, 1)
+        _add_topic(client, "big", PARTITIONS)
+        _add_topic(client, "small", 3)
+        whole = read_snapshot(client, None)
+        counted = ZnodeCache(client, _Heard())
+        partial = read_snapshot(counted, None, (), None, {"small", "gone"}.intersection)
+        assert set(partial.topics) == {"small"} and partial.topics["small"] == whole.topics["small"]
+        assert partial.brokers == whole.brokers and partial.controller_epoch == whole.controller_epoch
+        assert 5 < counted.reads < 30, counted.reads  # "big"'s 200 states were not asked for
+    finally:
+        client.stop()
+        client.close()

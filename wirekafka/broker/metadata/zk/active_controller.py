@@ -176,11 +176,14 @@ class ActiveController:
     # ---- elections ---------------------------------------------------------------------------------------
     async def elect_leaders(self, election_type: int, partitions: list[tuple[str, int]] | None,
                             timeout_s: float) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]:
-        """ElectLeaders: decided by the controller on a fresh read (its memory of the brokers in
-        controlled shutdown laid over it), written with its conditional writes (fenced by the controller epoch and each state's version),
+        """ElectLeaders: decided by the controller on a fresh read of the topics named (of all,
+        when none are; its memory of the brokers in controlled shutdown laid over it), written
+        with its conditional writes (fenced by the controller epoch and each state's version),
         then waited for until this broker has applied them. All partitions (None) answers only
         those where an election was needed, as Kafka does."""
-        snapshot = self.as_controller(await self.zk.call(io.read_snapshot, self.zk.client, None))
+        named = None if partitions is None else {t for t, _ in partitions}
+        snapshot = self.as_controller(await self.zk.call(io.read_snapshot, self.zk.client, None, (), None,
+                                                         None if named is None else named.intersection))
         wanted = partitions if partitions is not None else [
             (t, p) for t, view in snapshot.topics.items() for p in sorted(view.assignment)]
         results: dict[tuple[str, int], Election] = {
@@ -226,7 +229,8 @@ class ActiveController:
         if self.view.snapshot.controller != self.node_id or not self.zk.connected:
             return ErrorCode.STALE_CONTROLLER_EPOCH, []
         async with self._shutdown_lock:
-            snapshot = await self.zk.call(io.read_snapshot, self.zk.client, None)
+            involved = self._topics_involving(broker_id)
+            snapshot = await self.zk.call(io.read_snapshot, self.zk.client, None, (), None, involved)
             if snapshot.controller != self.node_id:
                 return ErrorCode.STALE_CONTROLLER_EPOCH, []
             registered = snapshot.broker_epochs.get(broker_id)
@@ -244,12 +248,25 @@ class ActiveController:
                 view = self.as_controller(snapshot)
                 failed = await self._write_states(plan_controlled_shutdown(view, view.controller_epoch, broker_id),
                                                   view)
-                snapshot = await self.zk.call(io.read_snapshot, self.zk.client, None)
+                snapshot = await self.zk.call(io.read_snapshot, self.zk.client, None, (), None, involved)
                 if not failed:
                     break
             self.zk.mark_changed()  # the next reconcile lays the new shutting-down set over its read
             led = led_partitions(self.as_controller(snapshot), broker_id)
             return ErrorCode.NONE, scala_mutable_hashmap_order(TopicPartitionKey(t, p) for t, p in led)
+
+    def _topics_involving(self, broker_id: int) -> Callable[[list[str]], set[str]]:
+        """Given every topic's name: those a controlled shutdown of broker_id reads, the ones
+        whose replicas include it as this broker last applied them, and any this broker has not
+        seen yet (created since). Kafka's controller decides from its memory of the cluster;
+        here the state znodes of those topics are read anew, and no others."""
+        known = self.view.snapshot.topics
+
+        def involved(names: list[str]) -> set[str]:
+            return {name for name in names if (view := known.get(name)) is None
+                    or any(broker_id in replicas for replicas in view.assignment.values())
+                    or any(broker_id in replicas for replicas in view.adding.values())}
+        return involved
 
     # ---- AlterPartition (controller) --------------------------------------------------------------------
     async def alter_partitions(self, broker_id: int, broker_epoch: int, topics: list[AlterTopic],

@@ -43,7 +43,7 @@ class Reassignments:
         for topic, items in by_topic.items():
             result: dict[int, tuple[ErrorCode, str | None]] = {}
             for _attempt in range(5):
-                snapshot = await self.zk.call(io.read_snapshot, self.zk.client, None)
+                snapshot = await self.zk.call(io.read_snapshot, self.zk.client, None, (), None, {topic}.intersection)
                 view = snapshot.topics.get(topic)
                 result, assignment, adding, removing = plan_reassignments(view, items, set(snapshot.brokers))
                 if assignment is None or view is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Iterable
 from typing import Callable
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
@@ -70,16 +71,23 @@ class TopicMemo:
 
 
 def read_snapshot(client, watch: Callable | None, config_entities: tuple[str, ...] = (),
-                  memo: TopicMemo | None = None) -> ClusterSnapshot:
+                  memo: TopicMemo | None = None,
+                  only: Callable[[list[str]], Iterable[str]] | None = None) -> ClusterSnapshot:
     """The whole cluster state, every read setting the watch, with the dynamic configs of
     config_entities (/config/brokers/<name>). The reads of one level go out together (kazoo's
     async calls) and are then collected: one round trip per level, not per znode, so a
     controller reacts to a dead broker in milliseconds, not a read per partition. With a memo
-    (reads through the cache only), unchanged topics keep their TopicView."""
+    (reads through the cache only), unchanged topics keep their TopicView. With `only` (the
+    topics to read, given every topic's name), the snapshot holds those topics alone: what an
+    election, a controlled shutdown or a reassignment decides on costs reads in proportion to
+    the topics it touches, not to the cluster."""
     registrations = _request_brokers(client, watch)
     controller_read = client.get_async(zl.CONTROLLER, watch=watch)
     epoch_read = client.get_async(zl.CONTROLLER_EPOCH)
     names = client.get_children(zl.TOPICS, watch=watch)
+    if only is not None:
+        assert memo is None, "a partial read would leave the memo without the other topics"
+        names = sorted(set(only(names)) & set(names))
     assignments = {n: client.get_async(zl.topic_path(n), watch=watch) for n in names}
     config_reads = {n: client.get_async(zl.topic_config_path(n), watch=watch) for n in names}
     deleting = tuple(client.get_children(zl.DELETE_TOPICS, watch=watch))

@@ -200,6 +200,7 @@ class JvmProcess:
         self.proc: subprocess.Popen | None = None
         self._log_fh = None
         self._log_start = 0  # the log's size when the JVM started (it is appended to)
+        self.env: dict[str, str] = {}  # added to the JVM's environment at each start (a fault's preload, say)
 
     # -- paths / info ----------------------------------------------------------------------
 
@@ -299,6 +300,7 @@ class JvmProcess:
         self._log_start = self._log_fh.tell()
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self._log_fh,
                                      stderr=subprocess.STDOUT, cwd=self._wd,
+                                     env={**os.environ, **self.env} if self.env else None,
                                      start_new_session=True,
                                      preexec_fn=pdeathsig if die else None)
         return self.proc

@@ -733,12 +733,14 @@ def start_zk_cluster(zookeeper_connect: str, broker_ids: Sequence[int] = (1, 2, 
                      workdir: str | os.PathLike, overrides: Mapping[str, object] | None = None,
                      broker_overrides: Mapping[int, Mapping[str, object]] | None = None,
                      ports: Mapping[int, int] | None = None, version: str | None = None, heap: str = "256m",
-                     start_timeout: float = 90.0, jvm_opts: Sequence[str] = ()) -> list[RealKafka]:
+                     start_timeout: float = 90.0, jvm_opts: Sequence[str] = (),
+                     broker_env: Mapping[int, Mapping[str, str]] | None = None) -> list[RealKafka]:
     """Start ZooKeeper-mode brokers ``broker_ids`` on one ZooKeeper, all at once, and return
     them once every one answers ApiVersions (each has joined ``/brokers/ids`` by then).
     ``overrides`` apply to every broker, ``broker_overrides[id]`` to one (its ``broker.rack``);
     ``ports[id]``, when given, is that broker's client port (its listeners may name more);
-    ``jvm_opts`` go to every JVM (what KAFKA_OPTS gives Kafka's scripts).
+    ``jvm_opts`` go to every JVM (what KAFKA_OPTS gives Kafka's scripts); ``broker_env[id]`` is
+    added to one broker's environment (at every start).
 
     Each broker gets ``workdir/broker-<id>``. The JVMs start in parallel threads: most of a
     start is JVM and Scala class loading, which overlaps well even on 2 cores. If any fails, the
@@ -750,6 +752,8 @@ def start_zk_cluster(zookeeper_connect: str, broker_ids: Sequence[int] = (1, 2, 
                          overrides={**(overrides or {}), **(broker_overrides or {}).get(i, {})},
                          port=(ports or {}).get(i), version=version, heap=heap,
                          start_timeout=start_timeout, jvm_opts=jvm_opts) for i in broker_ids]
+    for b in brokers:
+        b.env.update((broker_env or {}).get(b.broker_id, {}))
     with concurrent.futures.ThreadPoolExecutor(len(brokers)) as pool:
         futures = [pool.submit(b.start) for b in brokers]
         errors = [f.exception() for f in futures]

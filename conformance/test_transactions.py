@@ -360,6 +360,35 @@ def test_write_txn_markers(target, version):
             (3, [(pid, 0)])
 
 
+def test_write_txn_markers_of_two_transactions_in_one_request(target):
+    """A coordinator batches the markers of several transactions bound for one leader into one
+    request: each is written (a commit and an abort here, on two topics) and answered in the
+    request's order, each partition with its own error."""
+    from kafka.protocol.producer.transaction import WriteTxnMarkersRequest
+
+    committed, aborted = unique(), unique()
+    with Connection(target.bootstrap) as conn:
+        create_topic(conn, committed)
+        create_topic(conn, aborted)
+        pid_c, epoch_c = _open_transaction(conn, committed, unique("tx"))
+        pid_a, epoch_a = _open_transaction(conn, aborted, unique("tx"))
+        M = WriteTxnMarkersRequest.WritableTxnMarker
+        T = M.WritableTxnMarkerTopic
+        res = conn.call(WriteTxnMarkersRequest(markers=[
+            M(producer_id=pid_c, producer_epoch=epoch_c, transaction_result=True, coordinator_epoch=0,
+              transaction_version=0, topics=[T(name=committed, partition_indexes=[0])]),
+            M(producer_id=pid_a, producer_epoch=epoch_a, transaction_result=False, coordinator_epoch=0,
+              transaction_version=0, topics=[T(name=aborted, partition_indexes=[0, 9])])]), 1)
+        assert [(m.producer_id, [(t.name, [(p.partition_index, p.error_code) for p in t.partitions])
+                                 for t in m.topics]) for m in res.markers] == [
+            (pid_c, [(committed, [(0, 0)])]), (pid_a, [(aborted, [(0, 0), (9, 3)])])]
+        done = fetch(conn, committed, 0, isolation_level=READ_COMMITTED, version=12)
+        assert (done.last_stable_offset, done.aborted_transactions) == (3, [])
+        done = fetch(conn, aborted, 0, isolation_level=READ_COMMITTED, version=12)
+        assert (done.last_stable_offset, [(a.producer_id, a.first_offset) for a in done.aborted_transactions]) == \
+            (3, [(pid_a, 0)])
+
+
 @pytest.mark.parametrize("version", range(0, 3))
 def test_list_transactions_versions(target, version):
     tid = unique("tx")

@@ -193,16 +193,25 @@ def fail_waiters(m: Member, code: ErrorCode) -> None:
         m.sync_waiter = None
 
 
-def replay_pending(groups: dict[str, Group], producer_id: int, entries: list[tuple[bytes, bytes | None]]) -> None:
-    """Offsets of a transaction still open in the log: pending until its marker."""
-    for key, value in entries:
+def replay_pending(groups: dict[str, Group], producer_id: int,
+                   entries: list[tuple[int, bytes, bytes | None]]) -> None:
+    """Offsets (offset, key, value) of a transaction still open in the log: pending until its
+    marker, which applies each only if no later record of its partition took effect meanwhile."""
+    for offset, key, value in entries:
         k = gr.decode_key(key)
         if isinstance(k, gr.OffsetKey) and value is not None:
             g = groups.setdefault(k.group, Group(k.group))
-            g.pending_txn.setdefault(producer_id, {})[(k.topic, k.partition)] = gr.decode_offset_value(value)
+            v = gr.decode_offset_value(value)
+            v.record_offset = offset
+            g.pending_txn.setdefault(producer_id, {})[(k.topic, k.partition)] = v
 
-def replay(groups: dict[str, Group], key: bytes, value: bytes | None, now: float) -> None:
-    """One __consumer_offsets record applied to the groups it rebuilds (a tombstone removes)."""
+def replay(groups: dict[str, Group], key: bytes, value: bytes | None, now: float, record_offset: int = -1,
+           committed_txn: bool = False) -> None:
+    """One __consumer_offsets record applied to the groups it rebuilds (a tombstone removes), at
+    record_offset in the log. A committed transaction's offset (committed_txn: replayed at its
+    COMMIT marker) takes effect only over an older record, as in Kafka's
+    replayEndTransactionMarker: a plain commit written between the transaction's record and its
+    marker stays — the answer the cleaner's keeping the latest record of each key gives too."""
     k = gr.decode_key(key)
     if isinstance(k, gr.OffsetKey):
         g = groups.get(k.group)
@@ -211,7 +220,10 @@ def replay(groups: dict[str, Group], key: bytes, value: bytes | None, now: float
                 g.offsets.pop((k.topic, k.partition), None)
             return
         g = g or groups.setdefault(k.group, Group(k.group))
-        g.offsets[(k.topic, k.partition)] = gr.decode_offset_value(value)
+        v = gr.decode_offset_value(value)
+        v.record_offset = record_offset
+        if not committed_txn or v.newer_than(g.offsets.get((k.topic, k.partition))):
+            g.offsets[(k.topic, k.partition)] = v
     elif isinstance(k, gr.GroupKey):
         if value is None:
             groups.pop(k.group, None)

@@ -84,12 +84,15 @@ class OffsetManager:
         """Write the offsets and answer once they are replicated, like an acks=all produce
         (offsets.commit.timeout.ms, then REQUEST_TIMED_OUT); the cache follows the log."""
         await self._write_offsets(g, offsets)
-        g.offsets.update(offsets)
+        for tp, v in offsets.items():
+            if v.newer_than(g.offsets.get(tp)):  # a commit answered late keeps a newer one
+                g.offsets[tp] = v
 
     async def _write_offsets(self, g: Group, offsets: dict[tuple[str, int], gr.OffsetValue],
                              producer: tuple[int, int] | None = None) -> None:
         """Offset records for the group's partition of __consumer_offsets, written and waited for
-        (offsets.commit.timeout.ms); with producer (id, epoch), inside that transaction."""
+        (offsets.commit.timeout.ms); with producer (id, epoch), inside that transaction. Each
+        value learns its record's offset (newer_than compares them)."""
         if not offsets:
             return
         entries: list[tuple[bytes, bytes | None]] = [
@@ -97,8 +100,11 @@ class OffsetManager:
             for (t, p), v in offsets.items()]
         g.offset_writes += 1  # until the caller caches them, the group must not expire
         try:
-            await self.runtime.write_and_wait(self.coordinator.offsets_partition(g.group_id), entries,
-                                              self.config.int("offsets.commit.timeout.ms"), producer, self.coordinator.codec)
+            result = await self.runtime.write_and_wait(self.coordinator.offsets_partition(g.group_id), entries,
+                                                       self.config.int("offsets.commit.timeout.ms"), producer,
+                                                       self.coordinator.codec)
+            for i, v in enumerate(offsets.values()):
+                v.record_offset = result.base_offset + i
         finally:
             g.offset_writes -= 1
 
@@ -130,12 +136,17 @@ class OffsetManager:
 
     def complete_transaction(self, partition_index: int, producer_id: int, commit: bool) -> None:
         """A marker reached a __consumer_offsets partition: the producer's pending offsets in
-        the groups of that partition take effect (commit) or are dropped (abort)."""
+        the groups of that partition take effect (commit) or are dropped (abort). A committed
+        offset takes effect only where no later record of its partition did (Kafka's
+        completePendingTxnOffsetCommit): a plain commit written after the transaction's record
+        and before its marker stays, as replay and the cleaner would have it."""
         for g in self.groups.values():
             if producer_id in g.pending_txn and self.coordinator.partition_of(g.group_id) == partition_index:
                 pending = g.pending_txn.pop(producer_id)
                 if commit:
-                    g.offsets.update(pending)
+                    for tp, v in pending.items():
+                        if v.newer_than(g.offsets.get(tp)):
+                            g.offsets[tp] = v
 
     def has_pending_offsets(self, group_id: str, topic: str, partition: int) -> bool:
         g = self.groups.get(group_id)

@@ -13,7 +13,7 @@ broker's own types for these records; the schemas give the bytes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from wirekafka.protocol import coordinator_records as cr
@@ -46,6 +46,17 @@ class OffsetValue:
     metadata: str
     commit_timestamp: int
     expire_timestamp: int | None = None  # from OffsetCommit v2-4's retention_time_ms
+    # Where the record is in __consumer_offsets (-1 until written): not part of the value, but
+    # what decides between a transactional and a plain commit of one partition (newer_than).
+    record_offset: int = field(default=-1, compare=False)
+
+    def newer_than(self, other: "OffsetValue | None") -> bool:
+        """Kafka's rule (OffsetMetadataManager.replayEndTransactionMarker; olderThan in the old
+        GroupMetadata) for an offset about to take effect: the record later in the log wins, not
+        the one that took effect last. A plain commit written between a transaction's offset
+        record and its COMMIT marker stays; the cleaner keeps the later record, so replay after
+        cleaning answers as before."""
+        return other is None or other.record_offset < self.record_offset
 
 
 @dataclass

@@ -114,8 +114,8 @@ class GroupCoordinator:
         try:
             entries_read = await self.runtime.read_entries(partition)
             now = self.now()
-            for key, value in entries_read.entries:
-                replay(self.groups, key, value, now)
+            for (key, value), (offset, transactional) in zip(entries_read.entries, entries_read.sources):
+                replay(self.groups, key, value, now, offset, transactional)
             for producer_id, entries in entries_read.open_transactions.items():
                 replay_pending(self.groups, producer_id, entries)
             self._rebalance_over_capacity(partition.index)

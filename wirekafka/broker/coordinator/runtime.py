@@ -87,13 +87,15 @@ class CoordinatorRuntime:
         return self.replicas.append_coordinator_records(partition, batch)
 
     async def write_and_wait(self, partition: Partition, entries: list[Entry], timeout_ms: int,
-                             producer: tuple[int, int] | None = None, compression: int = 0) -> None:
+                             producer: tuple[int, int] | None = None, compression: int = 0) -> AppendResult:
         """write(), then wait until the batch is replicated; REQUEST_TIMED_OUT otherwise (the
-        records stay in the log, as in Kafka, and are applied on the next load)."""
+        records stay in the log, as in Kafka, and are applied on the next load). Returns where
+        the batch went: entry i is the record at base_offset + i."""
         result = self.write(partition, entries, producer, compression)
         deadline = trio.current_time() + timeout_ms / 1000
         if not await self.replicas.wait_for_high_watermark(partition, result.last_offset + 1, deadline):
             raise KafkaApiError(ErrorCode.REQUEST_TIMED_OUT)
+        return result
 
     async def read_entries(self, partition: Partition) -> Replay:
         """Every keyed record of a partition up to its log end, read in a worker thread (the loop
@@ -109,7 +111,12 @@ class CoordinatorRuntime:
 @dataclass
 class Replay:
     entries: list[Entry] = field(default_factory=list)  # in the order they take effect
-    open_transactions: dict[int, list[Entry]] = field(default_factory=dict)  # producer id -> records
+    # entries[i]'s offset in the log and whether it is a committed transaction's record (taking
+    # effect at its marker, later than where it is): the group coordinator keeps, of a plain and
+    # a transactional offset, the one later in the log, as Kafka's does
+    sources: list[tuple[int, bool]] = field(default_factory=list)
+    # producer id -> (offset, key, value) of its transaction still open at the log end
+    open_transactions: dict[int, list[tuple[int, bytes, bytes | None]]] = field(default_factory=dict)
 
 
 def _read_entries(partition: Partition, start: int, end: int) -> Replay:
@@ -124,12 +131,15 @@ def _read_entries(partition: Partition, start: int, end: int) -> Replay:
                 continue
             pending = replay.open_transactions.pop(header.producer_id, [])
             if marker.commit:
-                replay.entries.extend(pending)
+                replay.entries.extend((key, value) for _, key, value in pending)
+                replay.sources.extend((offset, True) for offset, _, _ in pending)
             continue
-        keyed = [(key, value) for offset, key, value in batch_filter.read_records(read(), header)
-                 if key is not None and start <= offset < end]
+        keyed: list[tuple[int, bytes, bytes | None]] = [
+            (offset, key, value) for offset, key, value in batch_filter.read_records(read(), header)
+            if key is not None and start <= offset < end]
         if header.is_transactional:
             replay.open_transactions.setdefault(header.producer_id, []).extend(keyed)
         else:
-            replay.entries.extend(keyed)
+            replay.entries.extend((key, value) for _, key, value in keyed)
+            replay.sources.extend((offset, False) for offset, _, _ in keyed)
     return replay

@@ -81,9 +81,11 @@ def resolve_with_maven(pom: Path, home: Path, version: str, *, version_property:
     -DincludeScope=runtime`` with ``-Dmaven.repo.local=<cache>/m2`` into a fresh directory that
     then replaces ``libs``. A marker (``home/.complete``) holding the version and the POM's hash,
     together with a jar matching the glob ``main_jar`` in libs, makes later calls return at once;
-    ``home/.lock`` serialises concurrent callers. ``what`` names the software in messages
-    ("Apache Kafka"). Raises RuntimeError (with Maven's output) if ``mvn`` is missing, fails,
-    takes longer than ``timeout`` seconds or does not produce ``main_jar``.
+    ``home/.lock`` serialises concurrent callers. A new resolution (a changed POM or version)
+    removes the class archives (``home/*.jsa``) made from the jars it replaces. ``what`` names
+    the software in messages ("Apache Kafka"). Raises RuntimeError (with Maven's output) if
+    ``mvn`` is missing, fails, takes longer than ``timeout`` seconds or does not produce
+    ``main_jar``.
     """
     libs = home / "libs"
     marker = home / ".complete"
@@ -122,6 +124,12 @@ def resolve_with_maven(pom: Path, home: Path, version: str, *, version_property:
         marker.unlink(missing_ok=True)
         shutil.rmtree(libs, ignore_errors=True)
         tmp.rename(libs)
+        # Class archives (AppCDS: realkafka's tools.jsa and broker.jsa) beside libs list the jars
+        # they were made from; a JVM given one made from other jars cannot use it and says so on
+        # stdout ("[warning][cds,dynamic] Unable to use shared archive"), in the middle of a
+        # tool's output. Drop them: the next run makes them again from the new jars.
+        for archive in home.glob("*.jsa"):
+            archive.unlink(missing_ok=True)
         marker.write_text(stamp + "\n")
         logger.info("resolved %d jars in %.1fs", len(list(libs.glob("*.jar"))),
                     time.monotonic() - t0)

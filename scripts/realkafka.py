@@ -8,14 +8,15 @@ is part of the broker itself.
 Jars
 ----
 :func:`ensure_jars` resolves ``scripts/maven/kafka/pom.xml`` (``kafka_2.13`` + ``kafka-tools`` +
-log4j2 with its slf4j-1.x binding) with Maven into::
+``kafka-streams`` + log4j2 with its slf4j-1.x binding) with Maven into::
 
     ${WIREKAFKA_CACHE:-~/.cache/wirekafka}/kafka-<version>/libs/*.jar   (the classpath)
     ${WIREKAFKA_CACHE:-~/.cache/wirekafka}/m2/                          (Maven's local repository)
 
 A marker file (``kafka-<version>/.complete``, holding a hash of the POM and the version) makes a
 second call return at once; editing the POM triggers a fresh resolution into a new directory
-that then replaces the old one, so stale jars never mix. Concurrent callers serialise on a
+that then replaces the old one (and drops the class archives made from the old jars), so stale
+jars never mix. Concurrent callers serialise on a
 ``flock``. Needs ``mvn`` and ``java`` (17+) on PATH; ``scripts/install_system_deps.sh`` installs
 them from Debian if missing. The Kafka version is :data:`KAFKA_VERSION` (4.3.1, the newest 4.x on
 Maven Central when this was written); ``$WIREKAFKA_KAFKA_VERSION`` overrides it, but the tool

@@ -6,21 +6,26 @@ and min.insync.replicas=2 whose partitions all have a leader and a full ISR befo
 the controller and leader epochs are watched in ZooKeeper throughout (faults/epochs.py).
 Each broker reaches ZooKeeper through a link the nemesis can cut (faults/proxy.py), and has two
 listeners: PLAINTEXT for clients and REPLICATION (inter.broker.listener.name), which its peers
-reach through another such link: cutting it isolates the broker from the other brokers alone."""
+reach through another such link: cutting it isolates the broker from the other brokers alone.
+When the schedule fills disks, each broker's log dir is a tmpfs of its own (faults/disks.py),
+mounted before the broker first starts and unmounted after it stopped; nothing else is on it."""
 
 from __future__ import annotations
 
 import logging
+from contextlib import nullcontext
 from pathlib import Path
+from typing import ContextManager, Iterable
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from faults.checkers import Verdict
 from faults.copy_job import CopyJob
+from faults.disks import tmpfs_disks
 from faults.epochs import EpochWatch
 from faults.nemesis import NodeLinks, run_schedule
 from faults.proxy import Link
-from faults.schedule import Fault
+from faults.schedule import DISK_FULL, Fault
 from scripts import realkafka
 from testsupport.broker_process import free_port
 from testsupport.cluster import SESSION_TIMEOUT_MS, WirekafkaCluster, every_broker_knows_the_cluster, wait_for
@@ -34,11 +39,25 @@ SETTINGS = {"zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS), "replica.la
 SESSION_TIMEOUT_S = SESSION_TIMEOUT_MS / 1000
 REPLICA_LAG_S = int(SETTINGS["replica.lag.time.max.ms"]) / 1000
 _LOG = logging.getLogger("librdkafka")
+# each log dir's tmpfs when the schedule fills disks: the run writes a few MB per broker (the
+# internal topics included), so a full disk is one filler file away, and memory stays small
+DISK_MB = 48
+# the workload's topics roll a segment every 10 s, so that a full disk also meets a roll (Kafka 4
+# and wirekafka refuse a segment.bytes under 1 MB, which this workload takes minutes to fill)
+TOPIC_CONFIG = {"min.insync.replicas": "2", "segment.ms": "10000"}
+GROUP_MEMBERS = 3  # the consumer group's consumers, when it runs
+
+
+def _disks(directories: Iterable[Path], faults: list[Fault]) -> ContextManager[None]:
+    """The log dirs on tmpfs if a fault (or a part of a combined one) fills a disk."""
+    if any(DISK_FULL in f.kinds() for f in faults):
+        return tmpfs_disks(directories, DISK_MB)
+    return nullcontext()
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _LOG})
-    admin.create_topics([NewTopic(topic, partitions, 3, config={"min.insync.replicas": "2"})])[topic].result(30)
+    admin.create_topics([NewTopic(topic, partitions, 3, config=dict(TOPIC_CONFIG))])[topic].result(30)
 
     def every_isr_full() -> bool:
         meta = admin.list_topics(topic, timeout=10).topics[topic]
@@ -49,17 +68,17 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 
 
 def on_wirekafka(workdir: Path, zookeeper: str, topic: str, partitions: int, faults: list[Fault],
-                 rate: float = 100.0, copy: bool = False) -> Verdict:
+                 rate: float = 100.0, copy: bool = False, group: bool = False) -> Verdict:
     links = _links(zookeeper)
     cluster = WirekafkaCluster(workdir, zookeeper, overrides=SETTINGS)
     for node, broker in cluster.brokers.items():
         broker.overrides.update(_through_links(broker.port, links[node], cluster.chroot))
     try:
-        with cluster:
+        with _disks([b.data_dir for b in cluster.brokers.values()], faults), cluster:
             copier = _create_topics(cluster.bootstrap, topic, partitions, copy, workdir)
             with EpochWatch(zookeeper + cluster.chroot, topic, partitions) as watch:
                 verdict = run_schedule(cluster.brokers, links, lambda: cluster.bootstrap, topic, partitions, faults,
-                                       rate, copier)
+                                       rate, copier, GROUP_MEMBERS if group else 0)
             verdict.went_back = watch.went_back
             return verdict
     finally:
@@ -67,28 +86,38 @@ def on_wirekafka(workdir: Path, zookeeper: str, topic: str, partitions: int, fau
 
 
 def on_kafka39(workdir: Path, zookeeper: str, topic: str, partitions: int, faults: list[Fault],
-               rate: float = 100.0, copy: bool = False) -> Verdict:
+               rate: float = 100.0, copy: bool = False, group: bool = False) -> Verdict:
     chroot = f"/nemesis-k39-{workdir.name}"
     links = _links(zookeeper)
     ports = {n: free_port() for n in NODES}
     brokers: list = []
-    try:
-        brokers = realkafka.start_zk_cluster(
-            zookeeper + chroot, NODES, workdir=workdir, heap="256m", version=realkafka.KAFKA_ZK_VERSION,
-            overrides=SETTINGS, ports=ports,
-            broker_overrides={n: _through_links(ports[n], links[n], chroot) for n in NODES})
-        bootstrap = ",".join(b.bootstrap for b in brokers)
-        wait_for(lambda: every_broker_knows_the_cluster([b.bootstrap for b in brokers]), 60,
-                 "every Kafka 3.9 broker naming all brokers and the controller")
-        copier = _create_topics(bootstrap, topic, partitions, copy, workdir)
-        with EpochWatch(zookeeper + chroot, topic, partitions) as watch:
-            verdict = run_schedule({b.broker_id: b for b in brokers}, links, lambda: bootstrap, topic, partitions,
-                                   faults, rate, copier)
-        verdict.went_back = watch.went_back
-        return verdict
-    finally:
-        realkafka.stop_all(brokers)
-        _close(links)
+    # RealKafka's data dir is <workdir>/broker-<id>/data (scripts/jvm_process.py)
+    with _disks([workdir / f"broker-{n}" / "data" for n in NODES], faults):
+        try:
+            return _run_kafka39(workdir, zookeeper, chroot, links, ports, brokers, topic, partitions, faults, rate,
+                                copy, group)
+        finally:
+            realkafka.stop_all(brokers)
+            _close(links)
+
+
+def _run_kafka39(workdir: Path, zookeeper: str, chroot: str, links: dict[int, NodeLinks], ports: dict[int, int],
+                 brokers: list, topic: str, partitions: int, faults: list[Fault], rate: float, copy: bool,
+                 group: bool) -> Verdict:
+    """on_kafka39's run; the brokers it starts are put in `brokers`, for the caller to stop."""
+    brokers[:] = realkafka.start_zk_cluster(
+        zookeeper + chroot, NODES, workdir=workdir, heap="256m", version=realkafka.KAFKA_ZK_VERSION,
+        overrides=SETTINGS, ports=ports,
+        broker_overrides={n: _through_links(ports[n], links[n], chroot) for n in NODES})
+    bootstrap = ",".join(b.bootstrap for b in brokers)
+    wait_for(lambda: every_broker_knows_the_cluster([b.bootstrap for b in brokers]), 60,
+             "every Kafka 3.9 broker naming all brokers and the controller")
+    copier = _create_topics(bootstrap, topic, partitions, copy, workdir)
+    with EpochWatch(zookeeper + chroot, topic, partitions) as watch:
+        verdict = run_schedule({b.broker_id: b for b in brokers}, links, lambda: bootstrap, topic, partitions,
+                               faults, rate, copier, GROUP_MEMBERS if group else 0)
+    verdict.went_back = watch.went_back
+    return verdict
 
 
 def _create_topics(bootstrap: str, topic: str, partitions: int, copy: bool, workdir: Path) -> CopyJob | None:

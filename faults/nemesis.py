@@ -2,7 +2,8 @@
 topic back and judges it, and compares the replicas' committed bytes. The cluster is any mapping
 of node id to a process handle with kill(), start(), proc and data_dir (testsupport's
 BrokerProcess, scripts.realkafka's RealKafka), each reaching ZooKeeper, and reached by its peers,
-through links of its own: the same schedule runs on wirekafka and on Kafka 3.9."""
+through links of its own, its data_dir a tmpfs of its own when the schedule fills disks
+(faults/disks.py): the same schedule runs on wirekafka and on Kafka 3.9."""
 
 from __future__ import annotations
 
@@ -10,17 +11,19 @@ import logging
 import os
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Protocol
 
-from faults.checkers import Verdict, judge, judge_copy
+from faults import disks
+from faults.checkers import Verdict, judge, judge_copy, judge_group
 from faults.copy_job import CopyJob
 from faults.replicas import divergent_replicas
 from faults.proxy import Link
-from faults.schedule import KILL, PAUSE, PEER_CUT, ZK_CUT, Fault
-from faults.workload import AckingProducer, read_back, read_committed
+from faults.schedule import COMBINED, DISK_FULL, KILL, PAUSE, PEER_CUT, ZK_CUT, Fault
+from faults.workload import AckingProducer, ConsumerGroup, read_back, read_committed
 
 log = logging.getLogger(__name__)
 
@@ -49,19 +52,25 @@ class NodeLinks:
 
 def run_schedule(nodes: Mapping[int, Node], links: Mapping[int, NodeLinks], bootstrap: Callable[[], str],
                  topic: str, partitions: int, faults: list[Fault], rate: float = 100.0,
-                 copier: CopyJob | None = None) -> Verdict:
-    """The workload through every fault of the schedule, one at a time; the verdict on what was
-    acknowledged, after every node is back and every link healed. With a copier (a transactional
-    job copying the topic into one of as many partitions), its copy is judged exactly-once."""
+                 copier: CopyJob | None = None, group: int = 0) -> Verdict:
+    """The workload through every fault of the schedule, one at a time (a combined fault is two at
+    once); the verdict on what was acknowledged, after every node is back and every link healed.
+    With a copier (a transactional job copying the topic into one of as many partitions), its
+    copy is judged exactly-once; with group > 0, a consumer group of that many consumers reads
+    the topic throughout and is drained to its end after the faults (checkers.judge_group)."""
     producer = AckingProducer(bootstrap(), topic, partitions, rate)
     producer.start()
+    consumers = ConsumerGroup(bootstrap(), topic, group) if group else None
+    group_stopped = False
     try:
+        if consumers is not None:
+            consumers.start()
         if copier is not None:
             copier.start()
         try:
             time.sleep(2.0)  # some acknowledgements before the first fault
             for fault in faults:
-                _inject(nodes[fault.node], links[fault.node], fault)
+                _inject(nodes, links, fault)
                 time.sleep(fault.settle_s)
         finally:
             for node_id, node in nodes.items():  # whatever a failed step left down comes back
@@ -71,6 +80,12 @@ def run_schedule(nodes: Mapping[int, Node], links: Mapping[int, NodeLinks], boot
             log.info("nemesis on %s: %d acknowledged, %d failed, %d unanswered", topic, len(producer.acks),
                      producer.failed, left)
         stored, high_watermarks = read_back(bootstrap(), topic, partitions, 120)
+        final_offsets: dict[int, int] = {}
+        if consumers is not None:
+            consumers.drain(high_watermarks, 120)  # not drained: judged so (undrained partitions)
+            consumers.stop()
+            group_stopped = True
+            final_offsets = consumers.final_offsets(partitions)
         copied, copy_failed = None, None
         if copier is not None:
             try:
@@ -78,12 +93,20 @@ def run_schedule(nodes: Mapping[int, Node], links: Mapping[int, NodeLinks], boot
             except (RuntimeError, TimeoutError) as exc:  # judged with the rest: the producer's records still count
                 log.error("nemesis on %s: %s", topic, exc)
                 copy_failed = str(exc).splitlines()[0]
-    finally:  # the copy job's JVM never outlives the run, however it ends (a failed restart, say)
+    finally:  # the copy job's JVM and the group's threads never outlive the run, however it ends
         if copier is not None:
             copier.stop()
+        if consumers is not None and not group_stopped:
+            try:
+                consumers.stop()
+            except TimeoutError:  # logged, not raised: the run's own failure is the one to see
+                log.exception("nemesis on %s: the consumer group did not stop", topic)
     verdict = judge(producer.acks, stored)
     verdict.unacknowledged = producer.failed + left
     verdict.copy_failed = copy_failed
+    if consumers is not None:
+        verdict.group = judge_group(producer.acks, stored, high_watermarks, consumers.deliveries, consumers.delivered,
+                                    consumers.commits, final_offsets, group, consumers.rejoins)
     if copier is not None and copied is not None:
         verdict.copy = judge_copy(list(stored.values()), read_committed(bootstrap(), copier.sink, partitions, 120),
                                   copied)
@@ -94,7 +117,35 @@ def run_schedule(nodes: Mapping[int, Node], links: Mapping[int, NodeLinks], boot
     return verdict
 
 
-def _inject(node: Node, links: NodeLinks, fault: Fault) -> None:
+def _inject(nodes: Mapping[int, Node], links: Mapping[int, NodeLinks], fault: Fault) -> None:
+    """One fault, healed before it returns (raising if the heal failed: a broker that did not
+    come back). A combined fault runs its second part in a thread, `delay_s` after the first."""
+    if fault.kind != COMBINED:
+        _inject_one(nodes[fault.node], links[fault.node], fault)
+        return
+    first, second = fault.parts
+    log.info("nemesis: combined %s on node %d and, %.2fs later, %s on node %d", first.kind, first.node, fault.delay_s,
+             second.kind, second.node)
+    failure: list[BaseException] = []
+
+    def run_second() -> None:
+        try:
+            time.sleep(fault.delay_s)
+            _inject_one(nodes[second.node], links[second.node], second)
+        except BaseException as exc:  # noqa: BLE001 - re-raised by the caller's thread
+            failure.append(exc)
+
+    other = threading.Thread(target=run_second, name=f"nemesis-{second.kind}-{second.node}", daemon=True)
+    other.start()
+    try:
+        _inject_one(nodes[first.node], links[first.node], first)
+    finally:
+        other.join()
+    if failure:
+        raise failure[0]
+
+
+def _inject_one(node: Node, links: NodeLinks, fault: Fault) -> None:
     assert node.proc is not None
     log.info("nemesis: %s node pid %d for %.1fs", fault.kind, node.proc.pid, fault.hold_s)
     if fault.kind == KILL:
@@ -114,11 +165,40 @@ def _inject(node: Node, links: NodeLinks, fault: Fault) -> None:
             time.sleep(fault.hold_s)
         finally:
             link.heal()
+    elif fault.kind == DISK_FULL:
+        _fill_disk(node, fault.hold_s)
     else:
         raise ValueError(fault.kind)
 
 
+def _fill_disk(node: Node, hold_s: float) -> None:
+    """Fill the node's log dir to ENOSPC and keep it full for hold_s, or until the broker stops
+    (its only log dir failed, as Kafka's LogDirFailureChannel stops a ZooKeeper-mode broker);
+    then free the space, and start the broker again if it stopped (a few seconds' grace for one
+    that is on its way out when the hold ends)."""
+    assert node.proc is not None
+    taken = disks.fill(node.data_dir)
+    try:
+        try:
+            node.proc.wait(hold_s)
+        except subprocess.TimeoutExpired:
+            pass
+    finally:
+        disks.free(node.data_dir)
+    if node.proc.poll() is None:
+        try:
+            node.proc.wait(3.0)
+        except subprocess.TimeoutExpired:
+            log.info("nemesis: disk-full: the broker pid %d kept running (%d bytes filled)", node.proc.pid, taken)
+            return
+    log.info("nemesis: disk-full: the broker exited with %s (%d bytes filled); starting it again",
+             node.proc.returncode, taken)
+    node.start()
+
+
 def _heal(node: Node) -> None:
+    if os.path.ismount(node.data_dir):
+        disks.free(node.data_dir)
     if node.proc is None:
         return
     if node.proc.poll() is not None:

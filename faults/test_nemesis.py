@@ -1,10 +1,16 @@
 """The nemesis suite's short run (issue 34): one seeded schedule of kill -9s and pauses past the
-ZooKeeper session, then a broker cut from its peers past replica.lag.time.max.ms, under an idempotent acks=all producer, on a three-broker wirekafka cluster and on a three-broker Kafka 3.9.1 cluster with the
-same settings (faults/clusters.py). Both must end with every acknowledged record at its offset,
-no offset acknowledged twice, no value stored twice, and the replicas' logs byte-identical below
-the high watermark; meanwhile a transactional job copies the topic into another, with its offsets
-sent to each transaction, and the copy read with read_committed holds every input record exactly
-once. `scripts/nemesis_long_run.py` runs the long schedules."""
+ZooKeeper session, then a broker cut from its peers past replica.lag.time.max.ms, a kill and a
+pause at once on two brokers (combined), and a broker's log dir (its own tmpfs) filled up, under
+an idempotent acks=all producer, on a three-broker wirekafka cluster and on a three-broker Kafka
+3.9.1 cluster with the same settings (faults/clusters.py). Both must end with every acknowledged
+record at its offset, no offset acknowledged twice, no value stored twice, and the replicas' logs
+byte-identical below the high watermark; meanwhile a transactional job copies the topic into
+another, with its offsets sent to each transaction, and the copy read with read_committed holds
+every input record exactly once; and a consumer group of three reads the topic, committing what
+it processed: its committed offsets never go back, every acknowledged record below them reached
+a consumer, and no consumer received what the log does not hold. The full disk needs root (a
+tmpfs mount): without it the test fails, saying so. `scripts/nemesis_long_run.py` runs the long
+schedules."""
 
 from __future__ import annotations
 
@@ -12,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from faults.checkers import Verdict
 from faults.clusters import NODES, REPLICA_LAG_S, SESSION_TIMEOUT_S, on_kafka39, on_wirekafka
-from faults.schedule import KILL, PAUSE, PEER_CUT, make_schedule
+from faults.schedule import COMBINED, DISK_FULL, KILL, PAUSE, PEER_CUT, make_schedule
 
 # method="thread": a client call that never returns (the signal method waits for it) ends the
 # worker with a stack dump instead of holding up the whole test command
@@ -31,19 +38,22 @@ PARTITIONS = 3
 
 def _schedule():
     return (make_schedule(SEED, NODES, FAULTS, SESSION_TIMEOUT_S, KINDS)
-            + make_schedule(SEED, NODES, 1, SESSION_TIMEOUT_S, (PEER_CUT,), REPLICA_LAG_S))
+            + make_schedule(SEED, NODES, 1, SESSION_TIMEOUT_S, (PEER_CUT,), REPLICA_LAG_S)
+            + make_schedule(SEED, NODES, 1, SESSION_TIMEOUT_S, (COMBINED,), REPLICA_LAG_S, combinable=(KILL, PAUSE))
+            + make_schedule(SEED, NODES, 1, SESSION_TIMEOUT_S, (DISK_FULL,)))
+
+
+def _check(verdict: Verdict) -> None:
+    assert verdict.acknowledged > 1000
+    assert verdict.copy is not None and verdict.copy.job is not None and verdict.copy.job.commits > 10, verdict.row()
+    assert verdict.group is not None and verdict.group.distinct >= verdict.acknowledged, verdict.row()
+    assert verdict.ok, verdict.row()
 
 
 def test_wirekafka_cluster_keeps_every_acknowledged_record(tmp_path: Path, zookeeper: str):
-    verdict = on_wirekafka(tmp_path, zookeeper, f"nemesis-{SEED}", PARTITIONS, _schedule(), copy=True)
-    assert verdict.acknowledged > 1000
-    assert verdict.copy is not None and verdict.copy.job is not None and verdict.copy.job.commits > 10, verdict.row()
-    assert verdict.ok, verdict.row()
+    _check(on_wirekafka(tmp_path, zookeeper, f"nemesis-{SEED}", PARTITIONS, _schedule(), copy=True, group=True))
 
 
 @pytest.mark.realkafka
 def test_kafka39_cluster_under_the_same_schedule(tmp_path: Path, zookeeper: str):
-    verdict = on_kafka39(tmp_path, zookeeper, f"nemesis-{SEED}", PARTITIONS, _schedule(), copy=True)
-    assert verdict.acknowledged > 1000
-    assert verdict.copy is not None and verdict.copy.job is not None and verdict.copy.job.commits > 10, verdict.row()
-    assert verdict.ok, verdict.row()
+    _check(on_kafka39(tmp_path, zookeeper, f"nemesis-{SEED}", PARTITIONS, _schedule(), copy=True, group=True))

@@ -1,5 +1,5 @@
 """The nemesis suite's workload: an idempotent acks=all producer that logs every acknowledgement,
-and a read-back of the whole topic once the faults healed (read_committed for the copy job's
+a consumer group that logs what it receives and commits, and a read-back of the whole topic once the faults healed (read_committed for the copy job's
 output, faults/copy_job.py)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import logging
 import threading
 import time
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from faults.checkers import Ack
+from faults.checkers import Ack, Commit, Delivery
 
 log = logging.getLogger(__name__)
 _LIBRDKAFKA = logging.getLogger("librdkafka")
@@ -44,7 +44,7 @@ class AckingProducer(threading.Thread):
         while not self._halt.is_set():
             due = start + seq / self.rate
             if time.monotonic() < due:
-                self.producer.poll(min(due - time.monotonic(), 0.05))
+                self.producer.poll(max(0.0, min(due - time.monotonic(), 0.05)))  # never negative: -1 waits forever
                 continue
             self.producer.produce(self.topic, value=b"v%09d" % seq, partition=seq % self.partitions,
                                   on_delivery=self._delivered)
@@ -106,3 +106,134 @@ def read_committed(bootstrap: str, topic: str, partitions: int, timeout: float) 
         return values
     finally:
         consumer.close()
+
+
+class ConsumerGroup:
+    """A consumer group of `members` confluent-kafka consumers, one thread each, subscribed to the
+    topic, with auto commit off: each commits, synchronously, the offsets of what it processed
+    (received and logged), after every few records and when its partitions are revoked, so a
+    rebalance never makes it commit in a generation whose partitions are not its own. A consumer
+    whose client fails is closed and made again (it rejoins). Every received record and every
+    commit seen to succeed (with when it was sent and answered) is logged for
+    faults.checkers.judge_group."""
+
+    def __init__(self, bootstrap: str, topic: str, members: int = 3, commit_every: int = 50) -> None:
+        self.bootstrap, self.topic, self.commit_every = bootstrap, topic, commit_every
+        self.group_id = f"nemesis-group-{topic}"
+        self.deliveries: set[Delivery] = set()
+        self.delivered = 0
+        self.commits: list[Commit] = []
+        self.rejoins = 0
+        self._lock = threading.Lock()
+        self._halt = threading.Event()
+        self._threads = [threading.Thread(target=self._member, args=(n,), name=f"group-member-{n}-{topic}",
+                                          daemon=True) for n in range(members)]
+
+    def start(self) -> "ConsumerGroup":
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def committed_by_members(self) -> dict[int, int]:
+        """The highest offset committed per partition, as the members saw it succeed."""
+        with self._lock:
+            highest: dict[int, int] = {}
+            for partition, offset, _, _ in self.commits:
+                highest[partition] = max(offset, highest.get(partition, -1))
+            return highest
+
+    def drain(self, ends: dict[int, int], timeout: float) -> bool:
+        """Wait until the members committed each partition up to `ends` (its high watermark once
+        the producer stopped); whether they got there within timeout."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            committed = self.committed_by_members()
+            if all(committed.get(p, 0) >= end for p, end in ends.items()):
+                return True
+            time.sleep(0.2)
+        log.error("consumer group %s committed %s of %s after %gs", self.group_id, self.committed_by_members(),
+                  ends, timeout)
+        return False
+
+    def stop(self, timeout: float = 90) -> None:
+        """Stop the members and wait for them (a synchronous commit is bounded by the client's
+        socket.timeout.ms, 60 s)."""
+        self._halt.set()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        stuck = [t.name for t in self._threads if t.is_alive()]
+        if stuck:
+            raise TimeoutError(f"consumer group members {stuck} did not stop in {timeout:g}s")
+
+    def final_offsets(self, partitions: int, timeout: float = 30) -> dict[int, int]:
+        """The group's committed offsets as the coordinator now answers them (a client that asks,
+        without joining the group)."""
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group_id,
+                             "enable.auto.commit": False, "logger": _LIBRDKAFKA})
+        try:
+            answer = consumer.committed([TopicPartition(self.topic, p) for p in range(partitions)], timeout=timeout)
+            return {tp.partition: tp.offset for tp in answer}
+        finally:
+            consumer.close()
+
+    def _member(self, n: int) -> None:
+        while not self._halt.is_set():
+            consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group_id,
+                                 "client.id": f"{self.group_id}-{n}", "enable.auto.commit": False,
+                                 "enable.auto.offset.store": False, "auto.offset.reset": "earliest",
+                                 "session.timeout.ms": 10_000, "heartbeat.interval.ms": 1000,
+                                 "enable.partition.eof": False, "logger": _LIBRDKAFKA})
+            pending: dict[int, int] = {}  # processed, not yet committed: partition -> next offset
+
+            def revoked(consumer: Consumer, partitions: list[TopicPartition]) -> None:
+                # still in the generation that owned them: commit what was processed, then forget it
+                self._commit(consumer, {tp.partition: pending.pop(tp.partition) for tp in partitions
+                                        if tp.partition in pending})
+
+            try:
+                consumer.subscribe([self.topic], on_revoke=revoked, on_lost=lambda c, ps: pending.clear())
+                since_commit = 0
+                last_commit = time.monotonic()
+                while not self._halt.is_set():
+                    msg = consumer.poll(0.2)
+                    if msg is not None:
+                        error = msg.error()
+                        if error is not None:
+                            if error.fatal():
+                                raise KafkaException(error)
+                            continue
+                        with self._lock:
+                            self.deliveries.add((msg.partition(), msg.offset(), msg.value()))
+                            self.delivered += 1
+                        pending[msg.partition()] = msg.offset() + 1
+                        since_commit += 1
+                    if pending and (since_commit >= self.commit_every or time.monotonic() - last_commit > 0.5):
+                        self._commit(consumer, dict(pending))
+                        pending.clear()
+                        since_commit, last_commit = 0, time.monotonic()
+            except KafkaException as exc:
+                log.warning("group member %d of %s: %s; rejoining", n, self.group_id, exc)
+                with self._lock:
+                    self.rejoins += 1
+            finally:
+                consumer.close()
+
+    def _commit(self, consumer: Consumer, offsets: dict[int, int]) -> None:
+        """Commit synchronously; log each partition the answer says was committed. A failed commit
+        (a rebalance, the coordinator moving) is only logged: what it covered is read again by
+        whoever owns the partition next, or committed by this member's next commit."""
+        if not offsets:
+            return
+        sent = time.monotonic()
+        try:
+            answer = consumer.commit(offsets=[TopicPartition(self.topic, p, o) for p, o in offsets.items()],
+                                     asynchronous=False)
+        except KafkaException as exc:
+            log.info("group %s: commit of %s failed: %s", self.group_id, offsets, exc)
+            return
+        answered = time.monotonic()
+        with self._lock:
+            for tp in answer or ():
+                if tp.error is None and tp.offset >= 0:
+                    self.commits.append((tp.partition, tp.offset, sent, answered))

@@ -2,24 +2,30 @@
 """The nemesis suite's long run (issue 34): one seeded schedule of many faults (kill -9, some
 restarted before the ZooKeeper session expires; SIGSTOP past the session, then SIGCONT; one
 broker's link to ZooKeeper cut past the session, then healed; one broker cut from its peers past
-replica.lag.time.max.ms, then healed), one at a time, under an idempotent acks=all producer and a
-transactional Java job copying its topic (faults/copy_job.py; --no-copy leaves it out), on a three-broker wirekafka cluster and, at the
+replica.lag.time.max.ms, then healed; with --kinds, also disk-full: one broker's log dir, a tmpfs of
+its own, filled to ENOSPC, and combined: two of --combine at once on two brokers), one at a time,
+under an idempotent acks=all producer, a transactional Java job copying its topic
+(faults/copy_job.py; --no-copy leaves it out) and a consumer group of three committing what it
+processed (--no-group leaves it out), on a three-broker wirekafka cluster and, at the
 same time, on a three-broker Kafka 3.9.1 ZooKeeper-mode cluster with the same settings
 (faults/clusters.py), each on its own chroot of one real ZooKeeper. Prints one markdown table: per broker kind, the faults by
 kind, the records acknowledged, and those lost, reused or duplicated, the partitions whose replicas
 differ below the high watermark (faults/replicas.py); the copy job's transactions and its output
 read with read_committed (input records missing from it or in it twice, records the input never
-had); and the wall time.
+had); the consumer group's records received and commits, and its findings (a committed offset
+gone back, an acknowledged record below the committed offset never received, a record received
+that the log does not hold); and the wall time.
 
     .venv/bin/python scripts/nemesis_long_run.py                         # 200 faults on both (about 30 minutes)
     .venv/bin/python scripts/nemesis_long_run.py --faults 20 --no-kafka  # a shorter look at wirekafka
     .venv/bin/python scripts/nemesis_long_run.py --faults 60 --kinds kill,pause --no-wirekafka  # Kafka alone
     .venv/bin/python scripts/nemesis_long_run.py --seed 7 --out docs/nemesis.md
     .venv/bin/python scripts/nemesis_long_run.py --kinds kill,pause             # no network cuts
+    .venv/bin/python scripts/nemesis_long_run.py --kinds kill,pause,zk-cut,peer-cut,combined,disk-full  # all (root: tmpfs)
 
 The test command runs a short schedule of the same kind (faults/test_nemesis.py). A finding on
 Kafka is reported in its row like any other, not hidden. Exits 1 if any cluster lost, reused or
-duplicated an acknowledged record, or its copy is not exactly-once.
+duplicated an acknowledged record, its copy is not exactly-once, or its consumer group has a finding.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ if not __package__:  # run as a file: siblings are imported as scripts.*, from t
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from faults.checkers import Verdict  # noqa: E402
 from faults.clusters import NODES, REPLICA_LAG_S, SESSION_TIMEOUT_S, on_kafka39, on_wirekafka  # noqa: E402
-from faults.schedule import KILL, KINDS, Fault, make_schedule  # noqa: E402
+from faults.schedule import COMBINABLE, COMBINED, KILL, KINDS, Fault, make_schedule  # noqa: E402
 from scripts import zookeeper as zookeeper_launcher  # noqa: E402
 
 log = logging.getLogger("nemesis")
@@ -46,21 +52,28 @@ log = logging.getLogger("nemesis")
 
 def fault_mix(faults: list[Fault]) -> str:
     kinds = Counter(f.kind for f in faults)
-    quick = sum(1 for f in faults if f.kind == KILL and f.hold_s < SESSION_TIMEOUT_S)
-    return ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items())) + f" ({quick} kills restarted within the session)"
+    quick = sum(1 for f in faults for part in (f.parts or (f,)) if part.kind == KILL and part.hold_s < SESSION_TIMEOUT_S)
+    pairs = Counter("+".join(f.kinds()) for f in faults if f.kind == COMBINED)
+    return (", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+            + (f" ({', '.join(f'{n} {pair}' for pair, n in sorted(pairs.items()))})" if pairs else "")
+            + f" ({quick} kills restarted within the session)")
 
 
 def table(seed: int, faults: list[Fault], rows: list[tuple[str, Verdict | str, float]]) -> str:
-    lines = [f"Seed {seed}: {len(faults)} faults, one at a time: {fault_mix(faults)}; ZooKeeper session "
+    at_once = " (a combined one: two at once)" if any(f.kind == COMBINED for f in faults) else ""
+    lines = [f"Seed {seed}: {len(faults)} faults, one at a time{at_once}: {fault_mix(faults)}; ZooKeeper session "
              f"{SESSION_TIMEOUT_S:g} s; an idempotent acks=all producer at 100 records/s over 3 partitions "
              "(replication factor 3, min.insync.replicas=2).", "",
              "| cluster | acknowledged | lost | reused | duplicated | divergent replicas | epochs gone back "
-             "| unacknowledged | copy: transactions (aborted) | copy: missing / twice / foreign | minutes |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| unacknowledged | copy: transactions (aborted) | copy: missing / twice / foreign "
+             "| group: received (distinct) / commits / rejoins | group: gone back / skipped / garbage / undrained "
+             "| minutes |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     notes: list[str] = []
     for name, verdict, seconds in rows:
         if isinstance(verdict, str):
-            lines.append(f"| {name} | failed to run: {verdict.splitlines()[0]} | | | | | | | | | {seconds / 60:.1f} |")
+            lines.append(f"| {name} | failed to run: {verdict.splitlines()[0]} | | | | | | | | | | | "
+                         f"{seconds / 60:.1f} |")
         else:
             copy = verdict.copy
             lines.append(f"| {name} | {verdict.acknowledged:,} | {len(verdict.lost)} | {len(verdict.reused)} | "
@@ -70,9 +83,20 @@ def table(seed: int, faults: list[Fault], rows: list[tuple[str, Verdict | str, f
                             "- | - | " if copy is None or copy.job is None else
                             f"{copy.job.commits:,} ({copy.job.random_aborts + copy.job.aborts}) | "
                             f"{len(copy.missing)} / {len(copy.duplicated)} / {len(copy.foreign)} | ")
-                         + f"{seconds / 60:.1f} |")
+                         + _group_cells(verdict) + f"{seconds / 60:.1f} |")
             notes.extend(f"- {name}: {finding}" for finding in verdict.divergent + verdict.went_back)
+            if verdict.group is not None:
+                notes.extend(f"- {name}: consumer group: {finding}" for finding in verdict.group.went_back
+                             + verdict.group.undrained)
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
+
+
+def _group_cells(verdict: Verdict) -> str:
+    group = verdict.group
+    if group is None:
+        return "- | - | "
+    return (f"{group.delivered:,} ({group.distinct:,}) / {group.commits:,} / {group.rejoins} | "
+            f"{len(group.went_back)} / {len(group.skipped)} / {len(group.garbage)} / {len(group.undrained)} | ")
 
 
 def one_cluster(name: str, run: Callable[..., Verdict], tmp: Path, zookeeper: str, args: argparse.Namespace,
@@ -84,7 +108,7 @@ def one_cluster(name: str, run: Callable[..., Verdict], tmp: Path, zookeeper: st
     started = time.monotonic()
     try:
         verdict: Verdict | str = run(workdir, zookeeper, f"nemesis-{args.seed}", args.partitions, faults,
-                                     copy=not args.no_copy)
+                                     copy=not args.no_copy, group=not args.no_group)
     except Exception as exc:  # noqa: BLE001 - reported in the table
         log.exception("%s: the run failed", name)
         verdict = f"{type(exc).__name__}: {exc}"
@@ -100,11 +124,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-kafka", action="store_true", help="wirekafka only")
     ap.add_argument("--no-wirekafka", action="store_true", help="Kafka 3.9.1 only")
     ap.add_argument("--no-copy", action="store_true", help="without the transactional copy job")
+    ap.add_argument("--no-group", action="store_true", help="without the consumer group")
+    ap.add_argument("--combine", default=",".join(COMBINABLE),
+                    help=f"the kinds a combined fault pairs (default {','.join(COMBINABLE)})")
     ap.add_argument("--out", type=Path, help="also write the table to this file")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s",
                         datefmt="%H:%M:%S")
-    faults = make_schedule(args.seed, NODES, args.faults, SESSION_TIMEOUT_S, args.kinds.split(","), REPLICA_LAG_S)
+    faults = make_schedule(args.seed, NODES, args.faults, SESSION_TIMEOUT_S, args.kinds.split(","), REPLICA_LAG_S,
+                           args.combine.split(","))
     log.info("schedule: %s", fault_mix(faults))
     runs = (([] if args.no_wirekafka else [("wirekafka", on_wirekafka)])
             + ([] if args.no_kafka else [("Kafka 3.9.1", on_kafka39)]))

@@ -647,7 +647,9 @@ class RealKafka(JvmProcess):
                 self.port = self._fixed_port or ports[0]
                 self.controller_port = self._fixed_controller_port or ports[1]
             shutil.rmtree(self.data_dir, ignore_errors=True)
-            self.data_dir.mkdir(parents=True)
+            # exist_ok: a data dir that is a mount point (the nemesis's tmpfs, faults/disks.py)
+            # is emptied but stays
+            self.data_dir.mkdir(parents=True, exist_ok=True)
             if self.zookeeper_connect:
                 self._write_config()
             else:

@@ -1,18 +1,22 @@
-"""The nemesis suite's pure parts (faults/): a seed gives one schedule, the checkers find a lost,
-a moved, a reused and a duplicated acknowledgement, and replicas that differ below the high
-watermark."""
+"""The nemesis suite's pure parts (faults/): a seed gives one schedule (combined faults on two
+nodes, full disks), the checkers find a lost, a moved, a reused and a duplicated acknowledgement,
+replicas that differ below the high watermark, and a consumer group's committed offsets going
+back, records skipped and garbage received; a full disk is a tmpfs of its own, filled and freed."""
 
 from __future__ import annotations
 
 import socket
 from pathlib import Path
 
-from faults.checkers import Verdict, judge, judge_copy
+import pytest
+
+from faults import disks
+from faults.checkers import Verdict, committed_went_back, judge, judge_copy, judge_group
 from faults.copy_job import CopyRun
 from faults.epochs import EpochWatch
 from faults.proxy import Link
 from faults.replicas import committed_bytes, divergent_replicas
-from faults.schedule import KILL, PAUSE, PEER_CUT, ZK_CUT, make_schedule
+from faults.schedule import COMBINED, DISK_FULL, KILL, PAUSE, PEER_CUT, ZK_CUT, make_schedule
 from wirekafka.protocol import records
 
 
@@ -115,3 +119,84 @@ def test_the_copy_is_judged_exactly_once() -> None:
     assert not whole.ok and "missing 1, duplicated 1, foreign 1" in whole.row()
     reported = judge_copy(inputs, inputs, CopyRun(copied=3, commits=2, aborts=1, random_aborts=1, restarts=0))
     assert reported.ok and "in 2 transactions (1 aborted on purpose, 1 after an error, 0 producers" in reported.row()
+
+
+def test_the_default_kinds_give_the_schedules_earlier_seeds_gave() -> None:
+    """New kinds draw nothing unless chosen: seed 20261128's first faults are still those of the
+    short run before combined and full-disk faults existed."""
+    first = make_schedule(20261128, (1, 2, 3), 4, 2.0, (KILL, PAUSE))
+    assert [(f.kind, f.node, f.hold_s, f.settle_s) for f in first] == [
+        ("pause", 1, 2.67, 3.98), ("pause", 3, 3.09, 3.73), ("kill", 2, 1.08, 2.19), ("pause", 2, 2.78, 2.72)]
+
+
+def test_a_combined_fault_overlaps_two_faults_on_two_nodes() -> None:
+    faults = make_schedule(11, (1, 2, 3), 30, 2.0, (COMBINED, DISK_FULL), 4.0, combinable=(KILL, PAUSE, PEER_CUT))
+    assert faults == make_schedule(11, (1, 2, 3), 30, 2.0, (COMBINED, DISK_FULL), 4.0,
+                                   combinable=(KILL, PAUSE, PEER_CUT))
+    combined = [f for f in faults if f.kind == COMBINED]
+    assert combined and any(f.kind == DISK_FULL and 1.0 <= f.hold_s <= 4.0 for f in faults)
+    for fault in combined:
+        first, second = fault.parts
+        assert first.node != second.node and fault.node == first.node
+        assert {first.kind, second.kind} <= {KILL, PAUSE, PEER_CUT} and fault.kinds() == (first.kind, second.kind)
+        assert fault.delay_s <= first.hold_s / 2  # the second starts while the first holds
+        assert fault.hold_s >= max(first.hold_s, fault.delay_s + second.hold_s)
+
+
+def test_a_committed_offset_asked_after_a_higher_one_was_answered_went_back() -> None:
+    # partition, offset, sent, answered
+    fine = [(0, 10, 0.0, 1.0), (0, 20, 1.5, 2.0), (0, 15, 1.8, 2.5), (1, 5, 0.0, 9.0), (1, 3, 1.0, 2.0)]
+    assert committed_went_back(fine) == []  # 15 and 3 were in flight beside the higher ones: unordered
+    assert committed_went_back(fine + [(0, 12, 3.0, 3.5)]) == ["partition 0: committed 12 after 20 was committed"]
+
+
+def test_the_group_checker_finds_skipped_garbage_and_undrained() -> None:
+    log = {(0, 0): b"a", (0, 1): b"b", (0, 2): b"c", (1, 0): b"d", (1, 1): b"e"}
+    acks = [(0, 0, b"a"), (0, 1, b"b"), (0, 2, b"c"), (1, 0, b"d"), (1, None, b"e")]
+    hws = {0: 3, 1: 2, 2: 0}
+    every = {(0, 0, b"a"), (0, 1, b"b"), (0, 2, b"c"), (1, 0, b"d"), (1, 1, b"e")}
+    commits = [(0, 2, 0.0, 0.1), (0, 3, 0.2, 0.3), (1, 2, 0.0, 0.1)]
+    ok = judge_group(acks, log, hws, every, 7, commits, {0: 3, 1: 2, 2: -1001}, consumers=3, rejoins=1)
+    assert ok.ok, ok.row()
+    assert (ok.delivered, ok.distinct, ok.commits, ok.rejoins) == (7, 5, 3, 1)
+    skipped = judge_group(acks, log, hws, every - {(0, 1, b"b"), (1, 1, b"e")}, 3, commits, {0: 3, 1: 2})
+    assert skipped.skipped == [(0, 1, b"b"), (1, 1, b"e")]  # found at offset 1 and not skipped.ok
+    garbage = judge_group(acks, log, hws, every | {(0, 1, b"x"), (1, 5, b"e")}, 7, commits, {0: 3, 1: 2})
+    assert garbage.garbage == [(0, 1, b"x"), (1, 5, b"e")]
+    behind = judge_group(acks, log, hws, every, 5, commits[:1], {0: 2, 1: -1001})
+    assert behind.undrained == ["partition 0: committed 2, high watermark 3", "partition 1: committed -1001, high watermark 2"]
+    assert behind.skipped == [] and behind.went_back == []  # nothing is owed below what was committed
+    back = judge_group(acks, log, hws, every, 5, commits, {0: 2, 1: 2})
+    assert back.went_back == ["partition 0: the group's final offset 2 is below 3, committed before"]
+    assert "committed offsets gone back 1, skipped 0, garbage 0, undrained 1" in Verdict(group=back).row()
+    assert not Verdict(group=back).ok
+
+
+def test_filling_refuses_a_directory_that_is_not_a_tmpfs_of_its_own(tmp_path: Path) -> None:
+    with pytest.raises(disks.DiskUnavailable, match="not a tmpfs of its own"):
+        disks.fill(tmp_path)
+    assert not (tmp_path / disks.FILLER).exists()
+
+
+def test_a_tmpfs_log_dir_fills_to_enospc_and_frees(tmp_path: Path) -> None:
+    """Needs root, as the nemesis's full disks do: without it this fails, saying why."""
+    directory = tmp_path / "logs"
+    with disks.tmpfs_disks([directory], 2):
+        (directory / "t-0").mkdir()
+        taken = disks.fill(directory)
+        assert 1 << 20 < taken <= 2 << 20
+        with pytest.raises(OSError) as full:
+            (directory / "t-0" / "00000000000000000000.log").write_bytes(b"x" * 8192)
+        assert full.value.errno == 28  # ENOSPC
+        disks.free(directory)
+        (directory / "t-0" / "00000000000000000000.log").write_bytes(b"x" * 8192)
+    assert not directory.is_mount() and not (directory / "t-0").exists()
+
+
+def test_a_tmpfs_that_cannot_be_mounted_is_refused_with_the_reason(tmp_path: Path) -> None:
+    """A run asking for full disks where mounting fails must fail, not pass untried (here the
+    mount fails for a size tmpfs refuses; without root it fails the same way)."""
+    with pytest.raises(disks.DiskUnavailable, match="needs .* on a tmpfs of its own, and mounting it failed"):
+        with disks.tmpfs_disks([tmp_path / "logs"], -5):
+            pass
+    assert not (tmp_path / "logs").is_mount()

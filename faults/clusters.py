@@ -25,7 +25,8 @@ from faults.disks import tmpfs_disks
 from faults.epochs import EpochWatch
 from faults.nemesis import NodeLinks, run_schedule
 from faults.proxy import Link
-from faults.schedule import DISK_FULL, Fault
+from faults.schedule import DISK_FULL, SLOW_DISK, Fault
+from faults.slow_disk import SlowDisk
 from scripts import realkafka
 from testsupport.broker_process import free_port
 from testsupport.cluster import SESSION_TIMEOUT_MS, WirekafkaCluster, every_broker_knows_the_cluster, wait_for
@@ -69,10 +70,11 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 
 def on_wirekafka(workdir: Path, zookeeper: str, topic: str, partitions: int, faults: list[Fault],
                  rate: float = 100.0, copy: bool = False, group: bool = False) -> Verdict:
-    links = _links(zookeeper)
+    links = _links(zookeeper, workdir)
     cluster = WirekafkaCluster(workdir, zookeeper, overrides=SETTINGS)
     for node, broker in cluster.brokers.items():
         broker.overrides.update(_through_links(broker.port, links[node], cluster.chroot))
+        broker.env.update(_disk_env(links[node], faults))
     try:
         with _disks([b.data_dir for b in cluster.brokers.values()], faults), cluster:
             copier = _create_topics(cluster.bootstrap, topic, partitions, copy, workdir)
@@ -88,7 +90,7 @@ def on_wirekafka(workdir: Path, zookeeper: str, topic: str, partitions: int, fau
 def on_kafka39(workdir: Path, zookeeper: str, topic: str, partitions: int, faults: list[Fault],
                rate: float = 100.0, copy: bool = False, group: bool = False) -> Verdict:
     chroot = f"/nemesis-k39-{workdir.name}"
-    links = _links(zookeeper)
+    links = _links(zookeeper, workdir)
     ports = {n: free_port() for n in NODES}
     brokers: list = []
     # RealKafka's data dir is <workdir>/broker-<id>/data (scripts/jvm_process.py)
@@ -108,7 +110,8 @@ def _run_kafka39(workdir: Path, zookeeper: str, chroot: str, links: dict[int, No
     brokers[:] = realkafka.start_zk_cluster(
         zookeeper + chroot, NODES, workdir=workdir, heap="256m", version=realkafka.KAFKA_ZK_VERSION,
         overrides=SETTINGS, ports=ports,
-        broker_overrides={n: _through_links(ports[n], links[n], chroot) for n in NODES})
+        broker_overrides={n: _through_links(ports[n], links[n], chroot) for n in NODES},
+        broker_env={n: _disk_env(links[n], faults) for n in NODES})
     bootstrap = ",".join(b.bootstrap for b in brokers)
     wait_for(lambda: every_broker_knows_the_cluster([b.bootstrap for b in brokers]), 60,
              "every Kafka 3.9 broker naming all brokers and the controller")
@@ -129,11 +132,19 @@ def _create_topics(bootstrap: str, topic: str, partitions: int, copy: bool, work
     return CopyJob(bootstrap, topic, f"{topic}-copy", workdir / "copy-job.log")
 
 
-def _links(zookeeper: str) -> dict[int, NodeLinks]:
+def _links(zookeeper: str, workdir: Path) -> dict[int, NodeLinks]:
     """Each node's links: to the ZooKeeper server (a connect string of one 127.0.0.1:port), and
-    to its own inter-broker listener on a port picked here."""
+    to its own inter-broker listener on a port picked here; and its disk's delay switch (a
+    control file in workdir)."""
     host, port = zookeeper.split("/", 1)[0].rsplit(":", 1)
-    return {n: NodeLinks(Link((host, int(port))), Link(("127.0.0.1", free_port()))) for n in NODES}
+    return {n: NodeLinks(Link((host, int(port))), Link(("127.0.0.1", free_port())),
+                         SlowDisk(workdir / f"slow-io-{n}")) for n in NODES}
+
+
+def _disk_env(links: NodeLinks, faults: list[Fault]) -> dict[str, str]:
+    """What a broker's environment needs for the schedule's slow disks: the preload, if any
+    fault (or part of a combined one) slows a disk."""
+    return links.disk.env if any(SLOW_DISK in f.kinds() for f in faults) else {}
 
 
 def _through_links(client_port: int, links: NodeLinks, chroot: str) -> dict[str, str]:

@@ -1,5 +1,7 @@
-"""Full disks for the nemesis (issue 34): each broker's log dir on its own size-limited tmpfs,
-and a filler file that takes what space is left until the file system answers ENOSPC. Only the
+"""Disk faults for the nemesis (issue 34). Full disks: each broker's log dir on its own
+size-limited tmpfs, and a filler file that takes what space is left until the file system
+answers ENOSPC. Torn tails (`tear_tails`): the last bytes of a stopped broker's active segments
+cut off mid-batch. Slow disks are faults/slow_disk.py. Only the
 log dirs are mounted: ZooKeeper's data, the brokers' own logs and the copy job's files stay on
 the machine's disk, so filling a broker's disk fails that broker's log dir and nothing else.
 
@@ -96,3 +98,22 @@ def free(directory: Path) -> None:
         (directory / FILLER).unlink()
     except FileNotFoundError:
         pass
+
+
+TORN_BYTES = 20  # cut from an active segment's end: inside its last batch (a batch header is 61 bytes)
+
+
+def tear_tails(directory: Path, topic_prefix: str) -> list[Path]:
+    """Cut TORN_BYTES off the active (newest) segment of every partition directory of the topics
+    named topic_prefix* in a stopped broker's log dir, as a power loss leaves writes the page
+    cache never flushed; the segments torn. Both brokers' recovery must truncate to the last
+    whole batch (Kafka's LogLoader, wirekafka's log_loader)."""
+    torn = []
+    for partition in sorted(directory.glob(f"{topic_prefix}*-[0-9]*")):
+        segments = sorted(partition.glob("*.log"))
+        if not segments or segments[-1].stat().st_size <= TORN_BYTES:
+            continue
+        size = segments[-1].stat().st_size
+        os.truncate(segments[-1], size - TORN_BYTES)
+        torn.append(segments[-1])
+    return torn

@@ -22,10 +22,15 @@ from faults.checkers import Verdict, judge, judge_copy, judge_group
 from faults.copy_job import CopyJob
 from faults.replicas import divergent_replicas
 from faults.proxy import Link
-from faults.schedule import COMBINED, DISK_FULL, KILL, PAUSE, PEER_CUT, ZK_CUT, Fault
+from faults.schedule import COMBINED, DISK_FULL, KILL, PAUSE, PEER_CUT, SLOW_DISK, TORN_TAIL, ZK_CUT, Fault
+from faults.slow_disk import SlowDisk
 from faults.workload import AckingProducer, ConsumerGroup, read_back, read_committed
 
 log = logging.getLogger(__name__)
+
+# what a slow disk adds to each write and flush of a broker's files: a disk a hundred times slower
+# than a healthy one's flush, so acks=all waits and a slow follower falls behind
+SLOW_DISK_MS = 50
 
 
 class Node(Protocol):
@@ -38,12 +43,16 @@ class Node(Protocol):
 
 @dataclass(frozen=True)
 class NodeLinks:
+    """What the nemesis holds of a node besides its process: its links, and its disk's delay."""
+
     zookeeper: Link  # the node's way to ZooKeeper
     peers: Link  # the way other brokers reach the node's inter-broker listener
+    disk: SlowDisk  # in force only when the node was started with disk.env (a schedule with SLOW_DISK)
 
     def heal(self) -> None:
         self.zookeeper.heal()
         self.peers.heal()
+        self.disk.heal()
 
     def close(self) -> None:
         self.zookeeper.close()
@@ -70,7 +79,7 @@ def run_schedule(nodes: Mapping[int, Node], links: Mapping[int, NodeLinks], boot
         try:
             time.sleep(2.0)  # some acknowledgements before the first fault
             for fault in faults:
-                _inject(nodes, links, fault)
+                _inject(nodes, links, fault, topic)
                 time.sleep(fault.settle_s)
         finally:
             for node_id, node in nodes.items():  # whatever a failed step left down comes back
@@ -117,11 +126,11 @@ def run_schedule(nodes: Mapping[int, Node], links: Mapping[int, NodeLinks], boot
     return verdict
 
 
-def _inject(nodes: Mapping[int, Node], links: Mapping[int, NodeLinks], fault: Fault) -> None:
+def _inject(nodes: Mapping[int, Node], links: Mapping[int, NodeLinks], fault: Fault, topic: str) -> None:
     """One fault, healed before it returns (raising if the heal failed: a broker that did not
     come back). A combined fault runs its second part in a thread, `delay_s` after the first."""
     if fault.kind != COMBINED:
-        _inject_one(nodes[fault.node], links[fault.node], fault)
+        _inject_one(nodes[fault.node], links[fault.node], fault, topic)
         return
     first, second = fault.parts
     log.info("nemesis: combined %s on node %d and, %.2fs later, %s on node %d", first.kind, first.node, fault.delay_s,
@@ -131,21 +140,23 @@ def _inject(nodes: Mapping[int, Node], links: Mapping[int, NodeLinks], fault: Fa
     def run_second() -> None:
         try:
             time.sleep(fault.delay_s)
-            _inject_one(nodes[second.node], links[second.node], second)
+            _inject_one(nodes[second.node], links[second.node], second, topic)
         except BaseException as exc:  # noqa: BLE001 - re-raised by the caller's thread
             failure.append(exc)
 
     other = threading.Thread(target=run_second, name=f"nemesis-{second.kind}-{second.node}", daemon=True)
     other.start()
     try:
-        _inject_one(nodes[first.node], links[first.node], first)
+        _inject_one(nodes[first.node], links[first.node], first, topic)
     finally:
         other.join()
     if failure:
         raise failure[0]
 
 
-def _inject_one(node: Node, links: NodeLinks, fault: Fault) -> None:
+def _inject_one(node: Node, links: NodeLinks, fault: Fault, topic: str) -> None:
+    """One simple fault on one node, healed before it returns; a torn tail tears the segments of
+    `topic` and of the topics named after it (the copy job's)."""
     assert node.proc is not None
     log.info("nemesis: %s node pid %d for %.1fs", fault.kind, node.proc.pid, fault.hold_s)
     if fault.kind == KILL:
@@ -167,6 +178,18 @@ def _inject_one(node: Node, links: NodeLinks, fault: Fault) -> None:
             link.heal()
     elif fault.kind == DISK_FULL:
         _fill_disk(node, fault.hold_s)
+    elif fault.kind == SLOW_DISK:
+        links.disk.slow(SLOW_DISK_MS)
+        try:
+            time.sleep(fault.hold_s)
+        finally:
+            links.disk.heal()
+    elif fault.kind == TORN_TAIL:
+        node.kill()
+        torn = disks.tear_tails(node.data_dir, topic)
+        log.info("nemesis: torn-tail: cut %d bytes off %d active segment(s)", disks.TORN_BYTES, len(torn))
+        time.sleep(fault.hold_s)
+        node.start()
     else:
         raise ValueError(fault.kind)
 

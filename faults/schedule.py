@@ -21,6 +21,13 @@ DISK_FULL = "disk-full"
 # first: with replication factor 3 and min.insync.replicas=2 a partition may have no leader or
 # too small an ISR for a while, which must cost availability only, never an acknowledged record
 COMBINED = "combined"
+# the node's writes and flushes to its log files delayed (faults/slow_disk.py) for hold_s: its
+# network, timers and ZooKeeper session go on, only its disk lags
+SLOW_DISK = "slow-disk"
+# kill -9, then the tail of the active segment of each of the workload's partitions on that node
+# cut short mid-batch (what a power loss leaves of unflushed writes), then a restart after hold_s:
+# the broker must recover to its last whole batch and fetch the rest from the leader
+TORN_TAIL = "torn-tail"
 KINDS = (KILL, PAUSE, ZK_CUT, PEER_CUT)  # the default mix: what earlier seeds were run with
 # what a combined fault is made of unless told otherwise
 COMBINABLE = (KILL, PAUSE, ZK_CUT, PEER_CUT)
@@ -44,12 +51,14 @@ def _hold(rng: random.Random, kind: str, session_timeout_s: float, replica_lag_s
     """How long a fault of this kind lasts: a pause or a cut from ZooKeeper outlasts the session,
     a cut from the peers outlasts replica.lag.time.max.ms, a kill is sometimes healed before the
     session expires (a quick restart), a full disk lasts a few seconds of writes."""
-    if kind == KILL:
+    if kind in (KILL, TORN_TAIL):
         return rng.uniform(0.2, 2 * session_timeout_s)
     if kind == PEER_CUT:
         return replica_lag_s + rng.uniform(0.5, 4.0)
     if kind == DISK_FULL:
         return rng.uniform(1.0, 4.0)
+    if kind == SLOW_DISK:  # long enough for a slow follower to lag past replica.lag.time.max.ms
+        return replica_lag_s + rng.uniform(0.5, 4.0)
     return session_timeout_s + rng.uniform(0.5, 2.0)
 
 

@@ -3,7 +3,9 @@
 restarted before the ZooKeeper session expires; SIGSTOP past the session, then SIGCONT; one
 broker's link to ZooKeeper cut past the session, then healed; one broker cut from its peers past
 replica.lag.time.max.ms, then healed; with --kinds, also disk-full: one broker's log dir, a tmpfs of
-its own, filled to ENOSPC, and combined: two of --combine at once on two brokers), one at a time,
+its own, filled to ENOSPC; slow-disk: its file writes and flushes delayed; torn-tail: kill -9 with
+its active segments' tails cut mid-batch; and combined: two of --combine at once on two brokers),
+one at a time,
 under an idempotent acks=all producer, a transactional Java job copying its topic
 (faults/copy_job.py; --no-copy leaves it out) and a consumer group of three committing what it
 processed (--no-group leaves it out), on a three-broker wirekafka cluster and, at the
@@ -21,7 +23,8 @@ that the log does not hold); and the wall time.
     .venv/bin/python scripts/nemesis_long_run.py --faults 60 --kinds kill,pause --no-wirekafka  # Kafka alone
     .venv/bin/python scripts/nemesis_long_run.py --seed 7 --out docs/nemesis.md
     .venv/bin/python scripts/nemesis_long_run.py --kinds kill,pause             # no network cuts
-    .venv/bin/python scripts/nemesis_long_run.py --kinds kill,pause,zk-cut,peer-cut,combined,disk-full  # all (root: tmpfs)
+    .venv/bin/python scripts/nemesis_long_run.py \
+        --kinds kill,pause,zk-cut,peer-cut,combined,disk-full,slow-disk,torn-tail  # all (root: tmpfs; cc)
 
 The test command runs a short schedule of the same kind (faults/test_nemesis.py). A finding on
 Kafka is reported in its row like any other, not hidden. Exits 1 if any cluster lost, reused or

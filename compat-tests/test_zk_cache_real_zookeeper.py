@@ -8,6 +8,8 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from kazoo.client import KazooClient
@@ -54,8 +56,9 @@ def _add_topic(client: KazooClient, name: str, partitions: int) -> None:
         client.create(zl.partition_state_path(name, p), encode_state(LeaderAndIsr(1, 0, (1, 2), 1)), makepath=True)
 
 
-def test_cached_reads_equal_fresh_reads_and_ask_only_for_changes(zookeeper: str, tmp_path) -> None:
-    chroot = f"/zk-cache-{tmp_path.name}"
+@contextmanager
+def _chrooted(zookeeper: str, chroot: str) -> Iterator[KazooClient]:
+    """A client of a fresh chroot holding Kafka's top-level paths."""
     plain = KazooClient(hosts=zookeeper)
     plain.start(timeout=15)
     plain.ensure_path(chroot)
@@ -65,6 +68,14 @@ def test_cached_reads_equal_fresh_reads_and_ask_only_for_changes(zookeeper: str,
     client.start(timeout=15)
     try:
         create_top_level_paths(client)
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+def test_cached_reads_equal_fresh_reads_and_ask_only_for_changes(zookeeper: str, tmp_path) -> None:
+    with _chrooted(zookeeper, f"/zk-cache-{tmp_path.name}") as client:
         for broker_id in (1, 2):
             _register(client, broker_id)
         _add_topic(client, "big", PARTITIONS)
@@ -125,24 +136,12 @@ def test_cached_reads_equal_fresh_reads_and_ask_only_for_changes(zookeeper: str,
 
         cache.clear()
         assert read_both() >= first
-    finally:
-        client.stop()
-        client.close()
 
 
 def test_a_partial_read_asks_only_for_the_topics_it_names(zookeeper: str, tmp_path) -> None:
     """What an election, a controlled shutdown or a reassignment reads (read_snapshot's `only`):
     the named topics' znodes and the brokers, not every partition state of the cluster."""
-    chroot = f"/zk-partial-{tmp_path.name}"
-    plain = KazooClient(hosts=zookeeper)
-    plain.start(timeout=15)
-    plain.ensure_path(chroot)
-    plain.stop()
-    plain.close()
-    client = KazooClient(hosts=zookeeper + chroot)
-    client.start(timeout=15)
-    try:
-        create_top_level_paths(client)
+    with _chrooted(zookeeper, f"/zk-partial-{tmp_path.name}") as client:
         _register(client, 1)
         _add_topic(client, "big", PARTITIONS)
         _add_topic(client, "small", 3)
@@ -152,6 +151,3 @@ def test_a_partial_read_asks_only_for_the_topics_it_names(zookeeper: str, tmp_pa
         assert set(partial.topics) == {"small"} and partial.topics["small"] == whole.topics["small"]
         assert partial.brokers == whole.brokers and partial.controller_epoch == whole.controller_epoch
         assert 5 < counted.reads < 30, counted.reads  # "big"'s 200 states were not asked for
-    finally:
-        client.stop()
-        client.close()

@@ -102,20 +102,18 @@ def run_schedule(nodes: Mapping[int, Node], links: Mapping[int, NodeLinks], boot
             except (RuntimeError, TimeoutError) as exc:  # judged with the rest: the producer's records still count
                 log.error("nemesis on %s: %s", topic, exc)
                 copy_failed = str(exc).splitlines()[0]
-    finally:  # the copy job's JVM and the group's threads never outlive the run, however it ends
+    finally:  # the copy job's JVM never outlives the run, however it ends; the group's members are stopped
         if copier is not None:
             copier.stop()
         if consumers is not None and not group_stopped:
-            try:
-                consumers.stop()
-            except TimeoutError:  # logged, not raised: the run's own failure is the one to see
-                log.exception("nemesis on %s: the consumer group did not stop", topic)
+            consumers.stop()
     verdict = judge(producer.acks, stored)
     verdict.unacknowledged = producer.failed + left
     verdict.copy_failed = copy_failed
     if consumers is not None:
-        verdict.group = judge_group(producer.acks, stored, high_watermarks, consumers.deliveries, consumers.delivered,
-                                    consumers.commits, final_offsets, group, consumers.rejoins)
+        deliveries, delivered, commits, rejoins = consumers.recorded()
+        verdict.group = judge_group(producer.acks, stored, high_watermarks, deliveries, delivered, commits,
+                                    final_offsets, group, rejoins)
     if copier is not None and copied is not None:
         verdict.copy = judge_copy(list(stored.values()), read_committed(bootstrap(), copier.sink, partitions, 120),
                                   copied)

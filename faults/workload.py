@@ -155,16 +155,27 @@ class ConsumerGroup:
                   ends, timeout)
         return False
 
-    def stop(self, timeout: float = 90) -> None:
+    def stop(self, timeout: float = 90) -> list[str]:
         """Stop the members and wait for them (a synchronous commit is bounded by the client's
-        socket.timeout.ms, 60 s)."""
+        socket.timeout.ms, 60 s); the members still running after timeout, left behind (daemon
+        threads) with a warning: a librdkafka call that never returns (a close during a
+        rebalance, seen once in a 200-fault run) is the client's, not a finding on the broker,
+        and what the members recorded is judged all the same (`recorded`)."""
         self._halt.set()
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         stuck = [t.name for t in self._threads if t.is_alive()]
         if stuck:
-            raise TimeoutError(f"consumer group members {stuck} did not stop in {timeout:g}s")
+            log.warning("consumer group members %s did not stop in %gs (a client call that never returned); "
+                        "judging what they recorded", stuck, timeout)
+        return stuck
+
+    def recorded(self) -> tuple[set[Delivery], int, list[Commit], int]:
+        """What the members recorded, copied under the lock (a member left running may add to it):
+        deliveries, records delivered, commits seen to succeed, rejoins."""
+        with self._lock:
+            return set(self.deliveries), self.delivered, list(self.commits), self.rejoins
 
     def final_offsets(self, partitions: int, timeout: float = 30) -> dict[int, int]:
         """The group's committed offsets as the coordinator now answers them (a client that asks,

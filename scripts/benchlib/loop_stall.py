@@ -66,7 +66,7 @@ async def _measure(directory: Path, count: int) -> list[StallFigures]:
     clock_ms = [T0_MS]
     replicas = _partitions(directory, count, lambda: clock_ms[0] / 1000)
     manager = ReplicaManager(cast(ClusterMetadata, None), lambda: clock_ms[0], cast(ReplicationQuotas, None),
-                             LogDirFailureChannel(directory))
+                             LogDirFailureChannel([directory]))
 
     async def leadership() -> None:
         for p in replicas:  # as ClusterView.apply does: the loop is given back after each new role

@@ -19,7 +19,7 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.protocol.producer.produce import ProduceRequest
@@ -28,6 +28,7 @@ from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, EndTx
 from conformance.harness.scenarios import fetch
 from conformance.harness.wire import Connection
 from faults.clusters import create_topic
+from faults.workload import read_committed
 from scripts import realkafka
 from testsupport.cluster import WirekafkaCluster, every_broker_knows_the_cluster, wait_for
 from wirekafka.protocol import records
@@ -159,28 +160,6 @@ def _transactional_producer(bootstrap: str, tid: str, topic: str, failures: list
         failures.append(f"{tid}: {exc}")
 
 
-def _read_committed(bootstrap: str, topic: str, ends: dict[int, int]) -> list[bytes]:
-    """Every value a read_committed consumer returns, read until it reports each partition's end
-    at its high watermark: the last stable offset caught up, so no transaction is left open."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{topic}", "enable.auto.commit": False,
-                  "enable.partition.eof": True, "isolation.level": "read_committed"})
-    try:
-        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-        values: list[bytes] = []
-        reached: set[int] = set()
-        deadline = time.monotonic() + 60
-        while len(reached) < PARTITIONS:
-            assert time.monotonic() < deadline, f"read_committed reached the end of {sorted(reached)} only"
-            for m in c.consume(500, 1.0):
-                if m.error() is None:
-                    values.append(m.value())
-                elif m.error().code() == KafkaError._PARTITION_EOF and m.offset() >= ends[m.partition()]:
-                    reached.add(m.partition())
-        return values
-    finally:
-        c.close()
-
-
 def _many_transactions_at_once(bootstrap: str, topic: str) -> None:
     """Twelve transactional producers, their coordinators spread over the three brokers, each
     writing every partition (led by different brokers) in concurrent transactions, half
@@ -209,7 +188,7 @@ def _many_transactions_at_once(bootstrap: str, topic: str) -> None:
     finally:
         probe.close()
     assert ends == expected
-    committed = sorted(_read_committed(bootstrap, topic, ends))
+    committed = sorted(read_committed(bootstrap, topic, PARTITIONS, 60))
     assert committed == sorted(f"{topic}-{n}/{t}/{p}".encode() for n in range(PRODUCERS)
                                for t in range(0, TRANSACTIONS, 2) for p in range(PARTITIONS))
 

@@ -3,7 +3,9 @@ spread over the directories, each directory with its own meta.properties and che
 read back after a clean or an unclean restart; a directory that fails takes only its own
 partitions offline (KAFKA_STORAGE_ERROR; Metadata without a leader; DescribeLogDirs reports it)
 while the others keep serving; the first directory's failure (it holds the metadata) stops the
-broker; one partition found in two directories stops the start-up.
+broker; one partition found in two directories stops the start-up. In a ZooKeeper cluster the
+broker goes on too, and the controller moves the failed dir's replicas out of their leaderships
+and ISRs: on wirekafka and on Kafka 3.9.1 alike.
 
 A directory fails as Kafka's own tests make it fail (TestUtils.causeLogDirFailure): it is moved
 away and a file takes its place, so the broker's next file operation in it (here the periodic
@@ -19,8 +21,11 @@ import pytest
 from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient
+from kafka.protocol.admin import DescribeLogDirsRequest
 
 from client_support import read_confluent
+from conformance.harness.wire import Connection
+from scripts import realkafka
 from testsupport.cluster import WirekafkaCluster
 
 pytestmark = pytest.mark.timeout(120)
@@ -210,33 +215,89 @@ def test_dirs_of_two_clusters_are_refused(broker_factory, tmp_path):
         broker.start(attempts=1)
 
 
+def _partitions(bootstrap: str, topic: str) -> dict[int, tuple[int, set[int]]]:
+    """Each partition's leader and ISR, from a Metadata answer."""
+    meta = AdminClient({"bootstrap.servers": bootstrap, "logger": _LOG}).list_topics(topic, timeout=10)
+    return {p: (m.leader, set(m.isrs)) for p, m in meta.topics[topic].partitions.items()}
+
+
+def _dir_errors(bootstrap: str) -> dict[str, int]:
+    """DescribeLogDirs of one broker: each dir's error code."""
+    with Connection(bootstrap) as conn:
+        answer = conn.call(DescribeLogDirsRequest(topics=None), 1)
+    return {result.log_dir: result.error_code for result in answer.results}
+
+
+def _one_dir_fails_in_a_cluster(brokers: dict, dirs: dict[int, list[Path]], topic: str) -> None:
+    """The broker leading partition 0 loses the log dir holding it (Kafka's causeLogDirFailure).
+    It goes on serving its other dir: the controller moves the failed replicas' leaderships to
+    the rest of the ISR and takes them out of the ISRs, while the replicas on the good dir stay
+    in theirs; DescribeLogDirs names the failed dir; every partition takes acks=all writes. With
+    the dir back and the broker restarted, every ISR is full again and every acknowledged record
+    reads back."""
+    def bootstrap(without: int | None = None) -> str:
+        return ",".join(b.bootstrap for n, b in brokers.items() if n != without and b.alive())
+
+    def wait(predicate, what: str, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}: {_partitions(bootstrap(), topic)}"
+            time.sleep(0.2)
+
+    _create(bootstrap(), topic, 4, 3)
+    wait(lambda: all(len(isr) == 3 for _, isr in _partitions(bootstrap(), topic).values()), "full ISRs")
+    assert _produce(bootstrap(), topic, {p: 25 for p in range(4)}) == {p: [] for p in range(4)}
+    victim = _partitions(bootstrap(), topic)[0][0]
+    held = _holding(dirs[victim], topic)
+    assert sorted(held) == [0, 1, 2, 3] and len(set(held.values())) == 2, f"spread over both dirs: {held}"
+    failing = held[0]
+    lost = {p for p, d in held.items() if d == failing}
+    kept = set(held) - lost
+
+    saved = _fail(failing)
+
+    def moved() -> bool:
+        state = _partitions(bootstrap(victim), topic)
+        return all(state[p][0] not in (-1, victim) and victim not in state[p][1] for p in lost) and \
+            all(victim in state[p][1] and state[p][0] != -1 for p in kept)
+    wait(moved, f"broker {victim}'s replicas on {failing} offline, the others in sync")
+    assert brokers[victim].alive(), "a dir is left: the broker keeps serving"
+    assert _dir_errors(brokers[victim].bootstrap)[str(failing)] == STORAGE_ERROR
+    assert _produce(bootstrap(), topic, {p: 5 for p in range(4)}) == {p: [] for p in range(4)}
+
+    brokers[victim].stop()
+    _restore(failing, saved)
+    brokers[victim].start()
+    wait(lambda: all(len(isr) == 3 for _, isr in _partitions(bootstrap(), topic).values()), "full ISRs again")
+    got = read_confluent(bootstrap(), topic, {p: 30 for p in range(4)})
+    assert sorted((g.partition, g.offset) for g in got) == [(p, o) for p in range(4) for o in range(30)]
+    assert _produce(bootstrap(), topic, {p: 1 for p in range(4)}) == {p: [] for p in range(4)}
+
+
+def _cluster_dirs(tmp_path: Path) -> dict[int, list[Path]]:
+    return {n: [tmp_path / f"broker-{n}" / "logs", tmp_path / f"broker-{n}" / "logs2"] for n in (1, 2, 3)}
+
+
 @pytest.mark.zookeeper
-@pytest.mark.timeout(180)
-def test_in_a_cluster_a_failed_dir_stops_its_broker_and_leaders_move(zookeeper, tmp_path, topic_name):
-    """Three brokers of two log dirs each: the replicas spread over both dirs of every broker; a
-    dir that fails stops its broker (the ZooKeeper-mode rule, see log_dir_failure.py), the
-    controller moves its leaderships, nothing acknowledged is lost, and with the dir back the
-    broker rejoins every ISR."""
-    dirs = {n: [tmp_path / f"broker-{n}" / "logs", tmp_path / f"broker-{n}" / "logs2"] for n in (1, 2, 3)}
+@pytest.mark.timeout(240)
+def test_in_a_cluster_a_failed_dir_moves_only_its_replicas(zookeeper, tmp_path, topic_name):
+    """On wirekafka (before: the broker stopped at its first failed dir, and its good dir's
+    replicas went with it)."""
+    dirs = _cluster_dirs(tmp_path)
     with WirekafkaCluster(tmp_path, zookeeper, overrides=FAST_CHECKPOINTS,
                           broker_overrides={n: {"log.dirs": ",".join(map(str, d))} for n, d in dirs.items()}) as c:
-        _create(c.bootstrap, topic_name, 4, 3)
-        for p in range(4):
-            c.wait_isr(topic_name, p, 3)
-        assert _produce(c.bootstrap, topic_name, {p: 25 for p in range(4)}) == {p: [] for p in range(4)}
-        for n, (first, second) in dirs.items():
-            held = _holding([first, second], topic_name)
-            assert sorted(held) == [0, 1, 2, 3] and list(held.values()).count(second) == 2
-        victim = c.leader(topic_name, 0)
-        failing = dirs[victim][1]  # not the first: that one's failure stops any broker
-        saved = _fail(failing)
-        c.wait_for(lambda: not c.brokers[victim].alive(), 30, f"broker {victim} stopped")
-        assert "has failed in a ZooKeeper cluster" in c.brokers[victim].log_tail()
-        c.wait_for(lambda: all(c.leader(topic_name, p) not in (-1, victim) for p in range(4)), 30,
-                   "leaders moved off the stopped broker")
-        assert _produce(c.bootstrap, topic_name, {p: 5 for p in range(4)}) == {p: [] for p in range(4)}
-        assert len(read_confluent(c.bootstrap, topic_name, {p: 30 for p in range(4)})) == 120
-        _restore(failing, saved)
-        c.brokers[victim].start()
-        for p in range(4):
-            c.wait_isr(topic_name, p, 3)
+        _one_dir_fails_in_a_cluster(c.brokers, dirs, topic_name)
+
+
+@pytest.mark.zookeeper
+@pytest.mark.timeout(300)
+def test_kafka39_in_a_cluster_a_failed_dir_moves_only_its_replicas(zookeeper, tmp_path, topic_name):
+    dirs = {n: [tmp_path / f"broker-{n}" / "data", tmp_path / f"broker-{n}" / "data2"] for n in (1, 2, 3)}
+    brokers = realkafka.start_zk_cluster(f"{zookeeper}/k39-dirs-{tmp_path.name}", (1, 2, 3), workdir=tmp_path,
+                                         overrides=FAST_CHECKPOINTS,
+                                         broker_overrides={n: {"log.dirs": ",".join(map(str, d))}
+                                                           for n, d in dirs.items()})
+    try:
+        _one_dir_fails_in_a_cluster(dict(zip((1, 2, 3), brokers)), dirs, topic_name)
+    finally:
+        realkafka.stop_all(brokers)

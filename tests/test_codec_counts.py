@@ -105,16 +105,18 @@ def _count(version: int, n: int) -> bytes:
 
 
 def _refused_cheaply(decode: Callable[[], Any]) -> None:
+    """Refused with little memory and CPU: a decode sized by the claimed count would take minutes
+    of CPU. CPU time, not wall time, so that other processes on a loaded machine do not count."""
     tracemalloc.start()
-    started = time.perf_counter()
+    started = time.process_time()
     try:
         with pytest.raises(codec.ProtocolError):
             decode()
-        elapsed = time.perf_counter() - started
+        elapsed = time.process_time() - started
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert elapsed < 0.1
+    assert elapsed < 1.0
     assert peak < 64 * 1024
 
 
@@ -167,10 +169,10 @@ def test_quick_decoding_declines_many_partitions_and_big_other_requests() -> Non
     one = ProduceRequest(version=9, transactional_id=None, acks=1, timeout_ms=1000,
                          topic_data=[T(name="t", partition_data=[P(index=0, records=big)])])
     frame = _frame(0, 9, one.encode(version=9))
-    started = time.perf_counter()
     decoded = codec.decode_body(codec.parse_header(frame), frame, quick=True)
-    assert time.perf_counter() - started < 0.05
-    assert len(decoded.topic_data[0].partition_data[0].records) == len(big)
+    records = decoded.topic_data[0].partition_data[0].records
+    assert isinstance(records, memoryview) and records.obj is frame  # a view of the frame, not a copy
+    assert len(records) == len(big)
     topics = MetadataRequest(version=12, topics=[MetadataRequest.MetadataRequestTopic(name=f"topic-{i}")
                                                  for i in range(2000)], allow_auto_topic_creation=False,
                              include_topic_authorized_operations=False)

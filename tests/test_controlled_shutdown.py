@@ -22,6 +22,7 @@ from wirekafka.broker.metadata.zk.controller import (PREFERRED, UNCLEAN, Cluster
 from wirekafka.broker.replication.peer_client import PeerUnavailable
 from wirekafka.broker.replication.shutdown_client import ShutdownAnswer, ask_controller
 from wirekafka.broker.metadata.zk.active_controller import ActiveController
+from wirekafka.broker.metadata.zk.offline_replicas import OfflineReplicas
 from wirekafka.broker.metadata.zk.backend import ZkBackend
 from wirekafka.broker.metadata.zk.cluster_view import ClusterView
 from wirekafka.protocol import served_versions as api_versions, codec
@@ -152,6 +153,7 @@ def controller(node_id: int, shutting: dict[int, int]) -> ActiveController:
     zk.node_id = node_id
     zk._brokers_shutting_down = dict(shutting)
     zk._acted_epochs = {}
+    zk.offline = OfflineReplicas(node_id, None, lambda: None, None, lambda node: None)  # type: ignore[arg-type]
     return zk
 
 

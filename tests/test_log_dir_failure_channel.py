@@ -1,6 +1,6 @@
 """The log dir failure channel (broker/replica/log_dir_failure.py): which failure stops the broker
-(the last dir, the first dir holding the metadata, any dir in a ZooKeeper cluster), the listeners
-told of each failed dir once, and the dir a failing path belongs to."""
+(the last dir; the single node's first dir, which holds its metadata; in a ZooKeeper cluster no
+other), the listeners told of each failed dir once, and the dir a failing path belongs to."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from wirekafka.broker.replica.log_dir_failure import LogDirFailed, LogDirFailure
 A, B, C = Path("/data/a"), Path("/data/b"), Path("/data/c")
 
 
-def test_a_dir_other_than_the_first_goes_offline_alone() -> None:
-    channel = LogDirFailureChannel((A, B, C))
+def test_a_dir_other_than_the_metadata_dir_goes_offline_alone() -> None:
+    channel = LogDirFailureChannel((A, B, C), metadata_dir=A)
     told: list[Path] = []
     channel.on_offline(told.append)
     channel.fail("appending to t-0", OSError(28, "No space left on device"), B / "t-0")
@@ -28,13 +28,13 @@ def test_a_dir_other_than_the_first_goes_offline_alone() -> None:
     assert channel.offline and told == [B, C, A]
 
 
-@pytest.mark.parametrize(("dirs", "failed", "halt_on_first", "message"), [
-    ((A,), A, False, "all log dirs in /data/a have failed"),
-    ((A, B), A, False, "the metadata log dir /data/a has failed"),
-    ((A, B), B, True, "log dir /data/b has failed in a ZooKeeper cluster"),
+@pytest.mark.parametrize(("dirs", "failed", "metadata_dir", "message"), [
+    ((A,), A, A, "all log dirs in /data/a have failed"),
+    ((A,), A, None, "all log dirs in /data/a have failed"),
+    ((A, B), A, A, "the metadata log dir /data/a has failed"),
 ])
-def test_the_failures_that_stop_the_broker(dirs, failed, halt_on_first, message) -> None:
-    channel = LogDirFailureChannel(dirs, halt_on_first)
+def test_the_failures_that_stop_the_broker(dirs, failed, metadata_dir, message) -> None:
+    channel = LogDirFailureChannel(dirs, metadata_dir)
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
@@ -45,3 +45,13 @@ def test_the_failures_that_stop_the_broker(dirs, failed, halt_on_first, message)
         trio.run(main)
     (stopped,) = group.value.exceptions
     assert isinstance(stopped, LogDirFailed) and message in str(stopped) and "No space left" in str(stopped)
+
+
+def test_in_a_cluster_the_first_dir_goes_offline_alone_too() -> None:
+    """ZooKeeper holds a cluster's metadata: like Kafka 3.9's ZooKeeper-mode broker, the broker
+    goes on while any dir is left, whichever failed."""
+    channel = LogDirFailureChannel((A, B), metadata_dir=None)
+    channel.fail("appending to t-0", OSError(28, "No space left on device"), A / "t-0")
+    assert channel.is_offline(A) and not channel.offline and channel.online_dirs == [B]
+    channel.fail("appending to u-0", OSError(28, "No space left on device"), B / "u-0")
+    assert channel.offline

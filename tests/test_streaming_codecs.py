@@ -162,12 +162,12 @@ def test_the_inspection_yields_while_it_streams_a_long_record() -> None:
 def test_bytes_after_the_declared_records_are_invalid_record_and_not_read_on(codec: int) -> None:
     trailing = 64 * MB if codec == bombs.SNAPPY else 256 * MB  # snappy inflates ~21x at most
     batch = bombs.bomb_batch(10, NOW, codec=codec, trailing=trailing)
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: other processes' load does not count
     with pytest.raises(KafkaApiError) as info:
         _inspect(batch, _policy(compacted=True))
     assert info.value.code == ErrorCode.INVALID_RECORD
     assert not isinstance(info.value, InvalidRecords)
-    assert time.perf_counter() - started < 2  # one window past the record, not all that follows
+    assert time.process_time() - started < 2  # one window past the record, not all that follows
 
 
 def test_a_keyless_bomb_on_a_compacted_topic_is_refused_for_its_key() -> None:

@@ -19,6 +19,7 @@ from wirekafka.broker.handlers import (
     alter_configs,
     alter_partition,
     controlled_shutdown,
+    leader_and_isr,
     client_quotas,
     api_versions,
     create_partitions,
@@ -61,7 +62,7 @@ from wirekafka.broker.handlers import (
 )
 from wirekafka.protocol import schema_meta, served_versions as protocol_versions
 from wirekafka.protocol.served_versions import SUPPORTED, response_class
-from wirekafka.protocol.inter_broker import AlterPartitionRequest, ControlledShutdownRequest
+from wirekafka.protocol.inter_broker import AlterPartitionRequest, ControlledShutdownRequest, LeaderAndIsrRequest
 from wirekafka.protocol.response_parts import RegionResponse
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
@@ -130,6 +131,7 @@ def enable_zk_broker_apis() -> None:
     protocol_versions.enable_zk_broker_apis()
     register(AlterPartitionRequest.API_KEY, alter_partition.handle)
     register(ControlledShutdownRequest.API_KEY, controlled_shutdown.handle)
+    register(LeaderAndIsrRequest.API_KEY, leader_and_isr.handle)
 
 
 async def dispatch(ctx: RequestContext, body: Any) -> Any:

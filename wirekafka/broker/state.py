@@ -99,7 +99,9 @@ class BrokerState:
         else:
             self.metadata = LocalMetadata(self.log_dir, config, self._open_partition)
         self.quotas = ReplicationQuotas(self.metadata, config)
-        self.log_dir_failures = LogDirFailureChannel(self.log_dirs, halt_on_first=config.zookeeper_mode)
+        # the single node's first log dir holds its metadata: the broker stops when it fails
+        self.log_dir_failures = LogDirFailureChannel(self.log_dirs,
+                                                     metadata_dir=None if config.zookeeper_mode else self.log_dir)
         self.log_dir_failures.on_offline(self._take_log_dir_offline)
         self.placement = LogDirPlacement(self.log_dirs, lambda d: not self.log_dir_failures.is_offline(d))
         self.client_quotas = ClientQuotaManagers(self.metadata.client_quotas, config)
@@ -435,7 +437,10 @@ class BrokerState:
 
     def _take_log_dir_offline(self, log_dir: Path) -> None:
         """A log dir failed: its partitions answer KAFKA_STORAGE_ERROR from now on (Kafka's
-        ReplicaManager.handleLogDirFailure); their files are left as they are until shutdown."""
+        ReplicaManager.handleLogDirFailure); their files are left as they are until shutdown. In a
+        cluster the controller is told, and moves their leaderships and ISR places away."""
         for p in self.metadata.iter_partitions():
             if p.files.directory.parent == log_dir:
                 p.take_offline(ErrorCode.KAFKA_STORAGE_ERROR)
+        if self.cluster is not None and self.log_dir_failures.online_dirs:
+            self.cluster.report_log_dir_failure()

@@ -3,6 +3,7 @@ kafka-python's schema-driven codec from the JSON in `wirekafka.protocol.schemas`
 
 from __future__ import annotations
 
+from kafka.protocol.api_header import RequestHeader
 from kafka.protocol.api_message import ApiMessage
 
 from wirekafka.protocol import schemas
@@ -13,6 +14,19 @@ class AlterPartitionRequest(ApiMessage, load_json=schemas):
 
 
 class AlterPartitionResponse(ApiMessage, load_json=schemas):
+    pass
+
+
+class LeaderAndIsrRequest(ApiMessage, load_json=schemas):
+    # Kafka's schema names a field Type (v5+: whether every topic is in the request); its attribute
+    # shadows kafka-python's `type` class property, by which a message picks its header, so this
+    # one makes its request header itself.
+    def with_header(self, correlation_id: int = 0, client_id: str = "kafka-python") -> None:
+        self._header = RequestHeader(request_api_key=self.API_KEY, request_api_version=self.API_VERSION,
+                                     correlation_id=correlation_id, client_id=client_id)
+
+
+class LeaderAndIsrResponse(ApiMessage, load_json=schemas):
     pass
 
 

@@ -5,7 +5,7 @@ from typing import Any, Self
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.data_container import DataContainer
 
-__all__ = ['AlterPartitionRequest', 'AlterPartitionResponse', 'ControlledShutdownRequest', 'ControlledShutdownResponse']
+__all__ = ['AlterPartitionRequest', 'AlterPartitionResponse', 'LeaderAndIsrRequest', 'LeaderAndIsrResponse', 'ControlledShutdownRequest', 'ControlledShutdownResponse']
 
 class AlterPartitionRequest(ApiMessage):
     class TopicData(DataContainer):
@@ -144,6 +144,230 @@ class AlterPartitionResponse(ApiMessage):
         throttle_time_ms: int = ...,
         error_code: int = ...,
         topics: list[TopicData] = ...,
+        version: int | None = None,
+        **kwargs: Any,
+    ) -> None: ...
+    @property
+    def version(self) -> int | None: ...
+    def to_dict(self, meta: bool = False, json: bool = True) -> dict: ...
+    name: str
+    type: str
+    API_KEY: int
+    API_VERSION: int
+    valid_versions: tuple[int, int]
+    min_version: int
+    max_version: int
+    @property
+    def header(self) -> Any: ...
+    @classmethod
+    def is_request(cls) -> bool: ...
+    def expect_response(self) -> bool: ...
+    def with_header(self, correlation_id: int = 0, client_id: str = "kafka-python") -> None: ...
+
+class LeaderAndIsrRequest(ApiMessage):
+    class LeaderAndIsrPartitionState(DataContainer):
+        topic_name: str
+        partition_index: int
+        controller_epoch: int
+        leader: int
+        leader_epoch: int
+        isr: list[int]
+        partition_epoch: int
+        replicas: list[int]
+        adding_replicas: list[int]
+        removing_replicas: list[int]
+        is_new: bool
+        leader_recovery_state: int
+        def __init__(
+            self,
+            *args: Any,
+            topic_name: str = ...,
+            partition_index: int = ...,
+            controller_epoch: int = ...,
+            leader: int = ...,
+            leader_epoch: int = ...,
+            isr: list[int] = ...,
+            partition_epoch: int = ...,
+            replicas: list[int] = ...,
+            adding_replicas: list[int] = ...,
+            removing_replicas: list[int] = ...,
+            is_new: bool = ...,
+            leader_recovery_state: int = ...,
+            version: int | None = None,
+            **kwargs: Any,
+        ) -> None: ...
+        @property
+        def version(self) -> int | None: ...
+        def to_dict(self, meta: bool = False, json: bool = True) -> dict: ...
+
+    class LeaderAndIsrTopicState(DataContainer):
+        class LeaderAndIsrPartitionState(DataContainer):
+            topic_name: str
+            partition_index: int
+            controller_epoch: int
+            leader: int
+            leader_epoch: int
+            isr: list[int]
+            partition_epoch: int
+            replicas: list[int]
+            adding_replicas: list[int]
+            removing_replicas: list[int]
+            is_new: bool
+            leader_recovery_state: int
+            def __init__(
+                self,
+                *args: Any,
+                topic_name: str = ...,
+                partition_index: int = ...,
+                controller_epoch: int = ...,
+                leader: int = ...,
+                leader_epoch: int = ...,
+                isr: list[int] = ...,
+                partition_epoch: int = ...,
+                replicas: list[int] = ...,
+                adding_replicas: list[int] = ...,
+                removing_replicas: list[int] = ...,
+                is_new: bool = ...,
+                leader_recovery_state: int = ...,
+                version: int | None = None,
+                **kwargs: Any,
+            ) -> None: ...
+            @property
+            def version(self) -> int | None: ...
+            def to_dict(self, meta: bool = False, json: bool = True) -> dict: ...
+
+        topic_name: str
+        topic_id: uuid.UUID
+        partition_states: list[LeaderAndIsrPartitionState]
+        def __init__(
+            self,
+            *args: Any,
+            topic_name: str = ...,
+            topic_id: uuid.UUID = ...,
+            partition_states: list[LeaderAndIsrPartitionState] = ...,
+            version: int | None = None,
+            **kwargs: Any,
+        ) -> None: ...
+        @property
+        def version(self) -> int | None: ...
+        def to_dict(self, meta: bool = False, json: bool = True) -> dict: ...
+
+    class LeaderAndIsrLiveLeader(DataContainer):
+        broker_id: int
+        host_name: str
+        port: int
+        def __init__(
+            self,
+            *args: Any,
+            broker_id: int = ...,
+            host_name: str = ...,
+            port: int = ...,
+            version: int | None = None,
+            **kwargs: Any,
+        ) -> None: ...
+        @property
+        def version(self) -> int | None: ...
+        def to_dict(self, meta: bool = False, json: bool = True) -> dict: ...
+
+    controller_id: int
+    is_k_raft_controller: bool
+    controller_epoch: int
+    broker_epoch: int
+    type: int
+    ungrouped_partition_states: list[LeaderAndIsrPartitionState]
+    topic_states: list[LeaderAndIsrTopicState]
+    live_leaders: list[LeaderAndIsrLiveLeader]
+    def __init__(
+        self,
+        *args: Any,
+        controller_id: int = ...,
+        is_k_raft_controller: bool = ...,
+        controller_epoch: int = ...,
+        broker_epoch: int = ...,
+        type: int = ...,
+        ungrouped_partition_states: list[LeaderAndIsrPartitionState] = ...,
+        topic_states: list[LeaderAndIsrTopicState] = ...,
+        live_leaders: list[LeaderAndIsrLiveLeader] = ...,
+        version: int | None = None,
+        **kwargs: Any,
+    ) -> None: ...
+    @property
+    def version(self) -> int | None: ...
+    def to_dict(self, meta: bool = False, json: bool = True) -> dict: ...
+    name: str
+    type: str
+    API_KEY: int
+    API_VERSION: int
+    valid_versions: tuple[int, int]
+    min_version: int
+    max_version: int
+    @property
+    def header(self) -> Any: ...
+    @classmethod
+    def is_request(cls) -> bool: ...
+    def expect_response(self) -> bool: ...
+    def with_header(self, correlation_id: int = 0, client_id: str = "kafka-python") -> None: ...
+    def with_header(self, correlation_id: int = ..., client_id: str = ...) -> None: ...
+
+class LeaderAndIsrResponse(ApiMessage):
+    class LeaderAndIsrPartitionError(DataContainer):
+        topic_name: str
+        partition_index: int
+        error_code: int
+        def __init__(
+            self,
+            *args: Any,
+            topic_name: str = ...,
+            partition_index: int = ...,
+            error_code: int = ...,
+            version: int | None = None,
+            **kwargs: Any,
+        ) -> None: ...
+        @property
+        def version(self) -> int | None: ...
+        def to_dict(self, meta: bool = False, json: bool = True) -> dict: ...
+
+    class LeaderAndIsrTopicError(DataContainer):
+        class LeaderAndIsrPartitionError(DataContainer):
+            topic_name: str
+            partition_index: int
+            error_code: int
+            def __init__(
+                self,
+                *args: Any,
+                topic_name: str = ...,
+                partition_index: int = ...,
+                error_code: int = ...,
+                version: int | None = None,
+                **kwargs: Any,
+            ) -> None: ...
+            @property
+            def version(self) -> int | None: ...
+            def to_dict(self, meta: bool = False, json: bool = True) -> dict: ...
+
+        topic_id: uuid.UUID
+        partition_errors: list[LeaderAndIsrPartitionError]
+        def __init__(
+            self,
+            *args: Any,
+            topic_id: uuid.UUID = ...,
+            partition_errors: list[LeaderAndIsrPartitionError] = ...,
+            version: int | None = None,
+            **kwargs: Any,
+        ) -> None: ...
+        @property
+        def version(self) -> int | None: ...
+        def to_dict(self, meta: bool = False, json: bool = True) -> dict: ...
+
+    error_code: int
+    partition_errors: list[LeaderAndIsrPartitionError]
+    topics: list[LeaderAndIsrTopicError]
+    def __init__(
+        self,
+        *args: Any,
+        error_code: int = ...,
+        partition_errors: list[LeaderAndIsrPartitionError] = ...,
+        topics: list[LeaderAndIsrTopicError] = ...,
         version: int | None = None,
         **kwargs: Any,
     ) -> None: ...

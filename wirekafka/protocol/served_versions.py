@@ -64,7 +64,7 @@ from kafka.protocol.api_message import ApiMessage
 
 from wirekafka.protocol import schema_meta
 from wirekafka.protocol.inter_broker import (AlterPartitionRequest, AlterPartitionResponse, ControlledShutdownRequest,
-                                             ControlledShutdownResponse)
+                                             ControlledShutdownResponse, LeaderAndIsrRequest, LeaderAndIsrResponse)
 from kafka.protocol.consumer.group import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -213,10 +213,11 @@ for _req, _resp in _PAIRS:
 def enable_zk_broker_apis() -> None:
     """A ZooKeeper-mode broker also serves, and advertises, the inter-broker API its peers send
     it, as Kafka 3.9's ZooKeeper-mode brokers do: AlterPartition and ControlledShutdown, to the
-    controller. Called once at start-up in that mode; the single node keeps Kafka 4's KRaft-broker
-    list."""
+    controller, and LeaderAndIsr, from it. Called once at start-up in that mode; the single node
+    keeps Kafka 4's KRaft-broker list."""
     register(AlterPartitionRequest, AlterPartitionResponse)
     register(ControlledShutdownRequest, ControlledShutdownResponse)
+    register(LeaderAndIsrRequest, LeaderAndIsrResponse)
 
 
 def is_served(api_key: int, api_version: int) -> bool:

@@ -64,6 +64,14 @@ class ClusterMembership(Protocol):
         """End the session with the cluster (this broker's registration goes at once)."""
         ...
 
+    def report_log_dir_failure(self) -> None:
+        """A log dir went offline: tell the controller, which moves its replicas' roles away."""
+        ...
+
+    def check_controller_request(self, controller_epoch: int, broker_epoch: int) -> ErrorCode:
+        """Whether a controller's request to this broker is current (NONE) or stale (its error)."""
+        ...
+
 
 class ControllerRequests(Protocol):
     """The requests the controller answers for the other brokers."""

@@ -2,17 +2,17 @@
 appending to, flushing or checkpointing a log takes the log directory holding it offline through
 this one channel. The partitions in that directory stop being served (KAFKA_STORAGE_ERROR, as
 Kafka's ReplicaManager.handleLogDirFailure leaves them) while the other directories of log.dirs
-keep serving. When none is left, or the failed one is the first (it holds the broker's metadata
-files, as Kafka's metadata.log.dir, whose failure stops a Kafka broker), the broker stops at once
+keep serving. When none is left, or the failed one holds the single node's metadata files (the
+first, as Kafka's metadata.log.dir, whose failure stops a Kafka broker), the broker stops at once
 and exits non-zero, without a clean-shutdown marker, so that the next start recovers the logs
 (Kafka halts then too). Nothing
 acknowledged is lost or renumbered: the write that failed was not acknowledged, and recovery cuts
 whatever part of it reached the disk.
 
-In a ZooKeeper cluster the broker stops at the first failed directory, as a Kafka broker does
-without KIP-112's per-directory handling: Kafka's controller learns which replicas went offline
-from the broker's LeaderAndIsr answers, an exchange wirekafka's controller does not use, so the
-leaderships move away through the broker's ZooKeeper session instead."""
+In a ZooKeeper cluster no dir holds metadata (ZooKeeper does), so the broker goes on while any
+dir is left, as Kafka 3.9's ZooKeeper-mode broker does (KIP-112): it tells the controller through
+a log dir event notification, and the controller moves the failed replicas' leaderships and ISR
+places away (metadata/zk/offline_replicas.py)."""
 
 from __future__ import annotations
 
@@ -26,14 +26,15 @@ log = logging.getLogger(__name__)
 
 
 class LogDirFailed(Exception):
-    """No log directory is left (or, in a cluster, one failed): the broker stops."""
+    """No log directory is left (or the single node's metadata dir failed): the broker stops."""
 
 
 class LogDirFailureChannel:
-    def __init__(self, log_dirs: tuple[Path, ...] | list[Path], halt_on_first: bool = False) -> None:
+    def __init__(self, log_dirs: tuple[Path, ...] | list[Path], metadata_dir: Path | None = None) -> None:
+        """metadata_dir: the dir whose failure stops the broker even while others are left."""
         self.log_dirs = tuple(log_dirs)
         self.failures: dict[Path, str] = {}  # each offline directory: what took it offline
-        self._halt_on_first = halt_on_first
+        self._metadata_dir = metadata_dir
         self._listeners: list[Callable[[Path], None]] = []
         self._halt = trio.Event()
 
@@ -71,7 +72,7 @@ class LogDirFailureChannel:
         log.error("Error while %s in dir %s: %s; the log directory is offline", what, log_dir, exc)
         for listener in self._listeners:
             listener(log_dir)
-        if self._halt_on_first or log_dir == self.log_dirs[0] or not self.online_dirs:
+        if log_dir == self._metadata_dir or not self.online_dirs:
             self._halt.set()
 
     async def halt_when_offline(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -82,6 +83,4 @@ class LogDirFailureChannel:
         why = "; ".join(self.failures.values())
         if not self.online_dirs:
             raise LogDirFailed(f"Shutdown broker because all log dirs in {failed} have failed ({why})")
-        if self.log_dirs[0] in self.failures:
-            raise LogDirFailed(f"Shutdown broker because the metadata log dir {self.log_dirs[0]} has failed ({why})")
-        raise LogDirFailed(f"Shutdown broker because log dir {failed} has failed in a ZooKeeper cluster ({why})")
+        raise LogDirFailed(f"Shutdown broker because the metadata log dir {self._metadata_dir} has failed ({why})")

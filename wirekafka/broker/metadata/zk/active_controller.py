@@ -8,7 +8,9 @@ writes completed reassignments, follows the legacy /admin znodes, and every
 leader.imbalance.check.interval.seconds moves leaderships back to preferred replicas. It
 answers ElectLeaders (the handlers send other brokers' askers away with NOT_CONTROLLER), AlterPartition (a leader's ISR change, judged against the
 state znode as read now) and ControlledShutdown (moving a stopping broker's leaderships away and
-remembering it as shutting down, as Kafka's controller keeps it in memory). The decisions are
+remembering it as shutting down, as Kafka's controller keeps it in memory). Replicas on a broker's
+failed log dir are learnt and remembered by offline_replicas.py, laid over each read like the
+brokers shutting down. The decisions are
 controller.py's pure functions; every write here is fenced by the controller epoch's znode
 version and the state znode's version, so a controller that was replaced, or a decision made on
 a stale read, fails instead of overwriting."""
@@ -30,6 +32,7 @@ from wirekafka.broker.metadata.zk.controller import (PREFERRED, AlterTopic, Clus
                                                      imbalanced_leaders, judge_isr_proposal, led_partitions,
                                                      moves_leader, plan_controlled_shutdown, plan_state_changes,
                                                      without_bounced)
+from wirekafka.broker.metadata.zk.offline_replicas import OfflineReplicas
 from wirekafka.broker.metadata.zk.reassignments import Reassignments
 from wirekafka.broker.metadata.zk.session import ZkSession
 from wirekafka.config import topic as topic_config
@@ -43,12 +46,14 @@ _SHUTDOWN_WRITE_ROUNDS = 3  # a controlled shutdown's writes, re-planned after a
 
 
 class ActiveController:
-    def __init__(self, config: BrokerConfig, zk: ZkSession, view: ClusterView, reassignments: Reassignments) -> None:
+    def __init__(self, config: BrokerConfig, zk: ZkSession, view: ClusterView, reassignments: Reassignments,
+                 offline: OfflineReplicas) -> None:
         self.config = config
         self.node_id = config.node_id
         self.zk = zk
         self.view = view
         self.reassignments = reassignments
+        self.offline = offline  # replicas on brokers' failed log dirs
         # the brokers in controlled shutdown, with the broker epoch they asked in
         self._brokers_shutting_down: dict[int, int] = {}
         # each live broker's epoch as of the last state changes this controller made: a broker
@@ -70,6 +75,7 @@ class ActiveController:
         """What the controller does after a reconcile: deletions, elections and new partitions'
         states, completed reassignments, the legacy /admin znodes."""
         epoch = snapshot.controller_epoch
+        await self.offline.notice()
         for name in snapshot.deleting:
             await self.zk.call(io.delete_topic_znodes, self.zk.client, name)
             log.info("controller: deleted topic %s", name)
@@ -116,10 +122,12 @@ class ActiveController:
         if snapshot.controller != self.node_id:
             self._brokers_shutting_down.clear()
             self._acted_epochs.clear()  # a new controller starts from the registrations it reads
+            self.offline.forget()
         for broker, epoch in list(self._brokers_shutting_down.items()):
             if snapshot.broker_epochs.get(broker) != epoch:
                 del self._brokers_shutting_down[broker]
-        return dataclasses.replace(snapshot, shutting_down=frozenset(self._brokers_shutting_down))
+        return dataclasses.replace(snapshot, shutting_down=frozenset(self._brokers_shutting_down),
+                                   offline_replicas=self.offline.lay_over(snapshot))
 
     async def _run_legacy_elections(self, snapshot: ClusterSnapshot) -> None:
         """/admin/preferred_replica_election: Kafka's controller runs a preferred-leader election

@@ -60,6 +60,7 @@ from wirekafka.broker.metadata.zk.broker_passwords import BrokerPasswords
 from wirekafka.broker.metadata.zk.cluster_view import ClusterView
 from wirekafka.broker.metadata.zk.controller import ClusterSnapshot
 from wirekafka.broker.metadata.zk.isr_manager import IsrManager
+from wirekafka.broker.metadata.zk.offline_replicas import OfflineReplicas
 from wirekafka.broker.metadata.zk.reassignments import Reassignments
 from wirekafka.broker.metadata.zk.registration import Registrar
 from wirekafka.broker.metadata.zk.session import ZkSession
@@ -120,7 +121,13 @@ class ZkBackend:
             on_roles(change)
         self.view.on_roles = roles
         self.reassignments = Reassignments(session, self.view)
-        self.controller = ActiveController(config, session, self.view, self.reassignments)
+        # the controller's requests to the other brokers (LeaderAndIsr after a log dir event)
+        broker_peers = PeerPool(lambda node: self.view.peer(self.view.snapshot, node), config, "controller-to-broker",
+                                peer_security, request_timeout_key="controller.socket.timeout.ms")
+        self.offline = OfflineReplicas(self.node_id, session, lambda: self.view.snapshot, broker_peers,
+                                       lambda node: self.view.peer(self.view.snapshot, node))
+        self.controller = ActiveController(config, session, self.view, self.reassignments, self.offline)
+        self._log_dir_failed = trio.Event()
         self.admin = AdminWriter(config, session, self.view)
         self._followers: list[ZkFollower] = []
         # the snapshot (and its amendments) the answer cache holds answers of
@@ -164,6 +171,8 @@ class ZkBackend:
             for follower in self._followers:
                 await nursery.start(follower.run)
             nursery.start_soon(self.isr.run)
+            nursery.start_soon(self.offline.run)
+            nursery.start_soon(self._propagate_log_dir_failures)
             if self.config.bool("auto.leader.rebalance.enable"):
                 nursery.start_soon(self.controller.run_rebalance)
             while True:
@@ -181,6 +190,35 @@ class ZkBackend:
                     log.warning("reconciling with ZooKeeper failed; retrying", exc_info=True)
                     await trio.sleep(0.2)
                     self.zk.mark_changed()
+
+    def report_log_dir_failure(self) -> None:
+        """A log dir of this broker went offline (on the loop): tell the controller."""
+        self._log_dir_failed.set()
+
+    async def _propagate_log_dir_failures(self) -> None:
+        """Kafka's LogDirFailureHandler in ZooKeeper mode: a log dir event notification for each
+        failure reported, retried until ZooKeeper takes it."""
+        while True:
+            await self._log_dir_failed.wait()
+            self._log_dir_failed = trio.Event()
+            while True:
+                try:
+                    await self.zk.call(io.propagate_log_dir_event, self.zk.client, self.node_id)
+                    log.info("told the controller a log dir failed (%s)", zl.LOG_DIR_EVENT_NOTIFICATION)
+                    break
+                except Exception:  # ZooKeeper unreachable: the notification must still reach the controller
+                    log.warning("writing a log dir event notification failed; retrying", exc_info=True)
+                    await trio.sleep(1.0)
+
+    def check_controller_request(self, controller_epoch: int, broker_epoch: int) -> ErrorCode:
+        """A controller's request to this broker (LeaderAndIsr), as Kafka 3.9's broker checks it: a
+        broker epoch below this registration's is STALE_BROKER_EPOCH (a request meant for this
+        broker before it restarted), a controller epoch below the one read is STALE_CONTROLLER_EPOCH."""
+        if broker_epoch != -1 and broker_epoch < self.registrar.broker_epoch:
+            return ErrorCode.STALE_BROKER_EPOCH
+        if controller_epoch < self.view.snapshot.controller_epoch:
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        return ErrorCode.NONE
 
     async def _reconcile(self, full: bool = True) -> None:
         """Read the cluster, apply it here (all of it when full: at the safety re-read, or when

@@ -200,6 +200,8 @@ class ClusterView(TopicIndex):
             for p in topic.local_partitions():
                 p.min_insync_replicas = min_isr  # replicas a reassignment opened here too
                 current = view.states.get(p.index)
+                if not p.online:  # on a failed log dir: it takes no role (Kafka answers KAFKA_STORAGE_ERROR)
+                    continue
                 if current is not None and self._apply_role(p, view.assignment.get(p.index, ()), current[0],
                                                             snapshot, change):
                     await trio.sleep(0)  # a change of thousands of roles never holds the loop for long

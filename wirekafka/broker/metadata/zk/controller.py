@@ -83,6 +83,9 @@ class ClusterSnapshot:
     # live brokers the controller is shutting down (ControlledShutdown): not ZooKeeper's, the
     # controller's own memory, as in Kafka, laid over each read (ActiveController)
     shutting_down: frozenset[int] = frozenset()
+    # live brokers' replicas on a failed log dir, by broker: the controller's memory too, learnt
+    # from the brokers' LeaderAndIsr answers (Kafka's ControllerContext.replicasOnOfflineDirs)
+    offline_replicas: dict[int, frozenset[tuple[str, int]]] = field(default_factory=dict)
 
     @property
     def eligible(self) -> set[int]:
@@ -90,6 +93,15 @@ class ClusterSnapshot:
         isReplicaOnline). A shutting-down broker still counts as alive: it keeps what it leads
         until a controlled shutdown moves it, and stays in the ISRs it is not removed from."""
         return set(self.brokers) - self.shutting_down
+
+    def offline_at(self) -> dict[tuple[str, int], frozenset[int]]:
+        """Each partition's replicas on a failed log dir: down for that partition alone, though
+        their brokers are live (Kafka's isReplicaOnline checks replicasOnOfflineDirs too)."""
+        by_partition: dict[tuple[str, int], set[int]] = {}
+        for broker, partitions in self.offline_replicas.items():
+            for tp in partitions:
+                by_partition.setdefault(tp, set()).add(broker)
+        return {tp: frozenset(brokers) for tp, brokers in by_partition.items()}
 
 
 @dataclass(frozen=True)
@@ -121,19 +133,22 @@ def plan_state_changes(snapshot: ClusterSnapshot, controller_epoch: int,
                        unclean_allowed: Callable[[str], bool]) -> list[StateWrite]:
     """Every partition state the controller should write now."""
     live, eligible = set(snapshot.brokers), snapshot.eligible
+    offline = snapshot.offline_at()
     writes: list[StateWrite] = []
     for name, topic in snapshot.topics.items():
         if name in snapshot.deleting:
             continue
         for index, replicas in sorted(topic.assignment.items()):
             current = topic.states.get(index)
+            down = offline.get((name, index))
             if current is None:
-                online = tuple(r for r in replicas if r in eligible)
+                online = tuple(r for r in replicas if r in eligible and not (down and r in down))
                 if online:
                     writes.append(StateWrite(name, index, LeaderAndIsr(online[0], 0, online, controller_epoch), None))
                 continue
             state, version = current
-            new = _next_state(state, replicas, live, eligible, controller_epoch, unclean_allowed(name))
+            new = _next_state(state, replicas, live - down if down else live, eligible - down if down else eligible,
+                              controller_epoch, unclean_allowed(name))
             if new is not None:
                 writes.append(StateWrite(name, index, new, version))
     return writes
@@ -183,7 +198,8 @@ def elect(snapshot: ClusterSnapshot, controller_epoch: int, topic: str, index: i
         return Election(None, "UNKNOWN_TOPIC_OR_PARTITION", "The partition does not exist.")
     state, version = current
     replicas = view.assignment[index]
-    live = snapshot.eligible  # a leader that is shutting down counts as gone, as in Kafka
+    # a leader that is shutting down counts as gone, as in Kafka, and so does a replica on a failed log dir
+    live = snapshot.eligible - snapshot.offline_at().get((topic, index), frozenset())
     if election_type == PREFERRED:
         preferred = replicas[0]
         if state.leader == preferred:
@@ -212,6 +228,7 @@ def plan_controlled_shutdown(snapshot: ClusterSnapshot, controller_epoch: int, b
     one it follows loses it from the ISR unless it is the ISR's only member (the replica going
     offline). Each write bumps the leader epoch and keeps the recovery state."""
     eligible = snapshot.eligible
+    offline = snapshot.offline_at()
     writes = []
     for name, view in snapshot.topics.items():
         if name in snapshot.deleting:
@@ -222,7 +239,8 @@ def plan_controlled_shutdown(snapshot: ClusterSnapshot, controller_epoch: int, b
                 continue
             state, version = current
             if state.leader == broker:
-                leader = next((r for r in replicas if r in state.isr and r in eligible), None)
+                down = offline.get((name, index), frozenset())
+                leader = next((r for r in replicas if r in state.isr and r in eligible and r not in down), None)
                 if leader is None:
                     continue
                 isr = tuple(r for r in state.isr if r not in snapshot.shutting_down)

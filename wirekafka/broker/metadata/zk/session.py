@@ -150,9 +150,10 @@ class ZkSession:
         net); the paths whose watches fired meanwhile (None among them: anything may have changed)."""
         return await self._metadata_feed.wait(timeout_s)
 
-    def mark_changed(self) -> None:
-        """Ask for a reconcile soon (after a write of our own, say)."""
-        self._metadata_feed.mark(None)
+    def mark_changed(self, path: str | None = None) -> None:
+        """Ask for a reconcile soon (after a write of our own, say): of everything, or, given the
+        path of what changed, with the cached reads of everything else kept."""
+        self._metadata_feed.mark(path)
 
     async def close(self) -> None:
         self._closing = True

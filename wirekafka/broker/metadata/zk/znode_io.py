@@ -504,3 +504,36 @@ def mark_topic_for_deletion(client, name: str) -> None:
         client.create(zl.delete_topic_path(name), b"", makepath=True)
     except NodeExistsError:
         pass
+
+
+def propagate_log_dir_event(client, broker_id: int) -> None:
+    """A log dir of this broker failed: a sequential notification for the controller (Kafka's
+    ZkClient.propagateLogDirEvent), which then asks this broker which of its replicas are offline."""
+    client.create(zl.LOG_DIR_EVENT_PREFIX, zl.encode_log_dir_event(broker_id), sequence=True, makepath=True)
+
+
+def read_log_dir_events(client) -> dict[str, int]:
+    """The pending log dir event notifications: each znode's name and the broker it names. One that
+    cannot be read as such is named with broker -1 (the controller deletes it, as Kafka does)."""
+    reads = {n: client.get_async(f"{zl.LOG_DIR_EVENT_NOTIFICATION}/{n}")
+             for n in client.get_children(zl.LOG_DIR_EVENT_NOTIFICATION)}
+    events = {}
+    for name, read in reads.items():
+        data = _value(read)
+        if data is None:
+            continue
+        try:
+            events[name] = zl.decode_log_dir_event(data[0])
+        except zl.ZkDataError:
+            log.warning("ignoring an invalid log dir event notification %s", name)
+            events[name] = -1
+    return events
+
+
+def delete_log_dir_events(client, names: list[str], epoch_version: int) -> None:
+    """Delete handled notifications as the controller (only while the controller epoch is ours)."""
+    tx = client.transaction()
+    tx.check(zl.CONTROLLER_EPOCH, epoch_version)
+    for name in names:
+        tx.delete(f"{zl.LOG_DIR_EVENT_NOTIFICATION}/{name}")
+    _raise_first(tx.commit())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.metadata
 import logging
 import os
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
 
     keep_freed_buffers()
     try:
-        trio.run(run_broker, config)
+        trio.run(functools.partial(run_broker, freeze_heap=True), config)  # its own process
     except StartupError as exc:
         logging.getLogger("wirekafka").error("fatal error during startup: %s", exc)
         return 1

@@ -26,6 +26,7 @@ changes those tables (it serves AlterPartition and ControlledShutdown), so it ne
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import json
 import logging
 import os
@@ -512,7 +513,8 @@ async def _serve_child(config: BrokerConfig, report: Callable[..., None]) -> Non
     from wirekafka.server.tcp import run_broker
 
     async with trio.open_nursery() as nursery:
-        bound = await nursery.start(run_broker, config)  # no stop event: SIGTERM stops it, as `wirekafka serve`
+        # no stop event: SIGTERM stops it; its own process, frozen after start-up: as `wirekafka serve`
+        bound = await nursery.start(functools.partial(run_broker, freeze_heap=True), config)
         report(ready=_bootstrap(bound))
 
 

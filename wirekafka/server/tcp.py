@@ -25,7 +25,7 @@ from wirekafka.security.sasl import oauthbearer as oauth
 from wirekafka.server.background import flush_task, producer_expiration_task, retention_task
 from wirekafka.server.connection import serve_connection
 from wirekafka.server.connection_quotas import ConnectionQuotas, hold_then_close
-from wirekafka.server import metrics_endpoint, startup_log
+from wirekafka.server import gc_policy, metrics_endpoint, startup_log
 from wirekafka.server.idle_connections import IdleConnections
 from wirekafka.server.memory_pool import RequestMemoryPool
 from wirekafka.server.listener_security import ListenerSecurity
@@ -55,11 +55,13 @@ async def _log_in(config: BrokerConfig, state: BrokerState) -> None:
                 raise StartupError(f"listener {listener.name}: the OAUTHBEARER login failed: {exc}") from None
 
 
-async def run_broker(config: BrokerConfig, stop: trio.Event | None = None, *,
+async def run_broker(config: BrokerConfig, stop: trio.Event | None = None, *, freeze_heap: bool = False,
                      task_status: trio.TaskStatus[BrokerConfig] = trio.TASK_STATUS_IGNORED) -> None:
     """Serve until SIGTERM/SIGINT, or until ``stop`` is set when one is given (signals are then
     left alone). Started with ``nursery.start``, it reports the configuration with the ports the
-    listeners were bound to once every listener accepts connections."""
+    listeners were bound to once every listener accepts connections. With ``freeze_heap`` (a
+    process of the broker's own only: it is process-wide), what start-up loaded is frozen out of
+    the cyclic collector before serving (see gc_policy)."""
     startup_log.log_startup(config)
     if config.zookeeper_mode:
         enable_zk_broker_apis()
@@ -112,6 +114,8 @@ async def run_broker(config: BrokerConfig, stop: trio.Event | None = None, *,
             await tls.start()  # the stores as set now, the dynamic ones included
             for source in jwks_sources:
                 background.start_soon(source.run)
+            if freeze_heap:  # every partition is open by now, in a cluster too (run_cluster's first reconcile)
+                gc_policy.freeze_startup_heap()
             async with trio.open_nursery() as connections:
                 accepting: list[trio.CancelScope] = []  # one per accept loop: a scope has one `with`
 

@@ -1,0 +1,64 @@
+"""The broker's garbage-collector policy (server/gc_policy.py): what start-up left alive is frozen
+out of the cyclic collector, the garbage it left is collected first, and what comes later is
+still collected.
+
+The policy is process-wide, so the freezing cases run in interpreters of their own."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+from pathlib import Path
+
+from testsupport.broker_process import BrokerProcess
+
+FREEZE = """
+import gc, weakref
+from wirekafka.server.gc_policy import freeze_startup_heap
+
+class Node:
+    def __init__(self):
+        self.me = self  # a reference cycle: only the cyclic collector frees it
+
+gc.disable()  # nothing collected before the policy runs
+startup_garbage = Node()
+gone_at_freeze = weakref.ref(startup_garbage)
+del startup_garbage
+loaded = [Node() for _ in range(50_000)]  # what start-up opened and keeps
+tracked_before = len(gc.get_objects())
+frozen = freeze_startup_heap()
+gc.enable()
+
+assert gone_at_freeze() is None, "start-up's garbage was frozen instead of collected"
+assert frozen >= 50_000 and frozen == gc.get_freeze_count()
+assert not any(o is loaded[0] for o in gc.get_objects()), "a loaded object is still walked"
+assert len(gc.get_objects()) < tracked_before // 10, "a full collection still walks the start-up heap"
+later = Node()
+gone_later = weakref.ref(later)
+del later
+gc.collect()
+assert gone_later() is None, "garbage made after start-up is no longer collected"
+print("ok")
+"""
+
+
+def test_freezing_collects_startup_garbage_and_skips_what_is_alive() -> None:
+    out = subprocess.run([sys.executable, "-c", FREEZE], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["ok"]
+
+
+def test_wirekafka_serve_freezes_its_heap_once_started(tmp_path: Path) -> None:
+    with BrokerProcess(tmp_path / "data") as broker:
+        log = broker.log_tail(400)
+    assert "objects alive after start-up" in log, log
+    assert log.index("objects alive after start-up") < log.index("listening on"), "frozen after serving began"
+
+
+def test_an_embedded_broker_in_a_thread_leaves_its_hosts_collector_alone() -> None:
+    """A broker in a thread of the host's process never freezes: the host's objects are not its own."""
+    from wirekafka.embedded import Broker
+
+    with Broker():
+        assert gc.get_freeze_count() == 0

@@ -218,6 +218,8 @@ class Settings:
     scale_partitions: tuple[int, ...] = (1000, 3000)  # partition counts of cluster-scale, a fresh cluster each
     scale_topic_partitions: int = 100  # partitions per topic in cluster-scale
     scale_timeout: float = 600    # seconds any one wait of cluster-scale may take
+    scale_kafka_heap: str = "512m"  # each Kafka broker's heap in cluster-scale (10,000 partitions need more)
+    scale_sides: tuple[str, ...] = ("wirekafka", "kafka")  # the clusters cluster-scale runs
 
 
 QUICK = Settings(mb=5, small_mb=1, txn_mb=1, latency_rate=200, latency_seconds=2, syscall_mb=5,
@@ -672,8 +674,10 @@ class Bench:
                     view.close()
                     under_test.stop()
             if "cluster-scale" in selected:
+                sides = [side for side in self.s.scale_sides if kafka or side != "kafka"]
                 cluster_scale.bench_row(self.report, zk, self.workdir, self.s.scale_partitions,
-                                        self.s.scale_topic_partitions, self.s.scale_timeout, kafka)
+                                        self.s.scale_topic_partitions, self.s.scale_timeout, sides,
+                                        self.s.scale_kafka_heap)
         finally:
             zk.stop()
         self.report.note(cluster_rows.NOTE)
@@ -847,6 +851,10 @@ def build_args() -> argparse.ArgumentParser:
                                                                f"(default {Settings.scale_topic_partitions})")
     ap.add_argument("--scale-timeout", type=float, help=f"seconds any one wait of cluster-scale may take "
                                                         f"(default {Settings.scale_timeout:g})")
+    ap.add_argument("--scale-kafka-heap", help=f"each Kafka broker's heap in cluster-scale (default "
+                                               f"{Settings.scale_kafka_heap}; 512m runs out at 10,000 partitions)")
+    ap.add_argument("--scale-sides", type=lambda text: tuple(text.split(",")), metavar="SIDE,SIDE",
+                    help="the clusters cluster-scale runs: wirekafka, kafka or both (default both)")
     ap.add_argument("--workdir", type=Path, help="where brokers keep their data (default: a new dir in $TMPDIR)")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, strace output)")
     ap.add_argument("--python", default=None, help="interpreter for wirekafka (default .venv/bin/python)")
@@ -860,7 +868,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
                                            "recovery_bytes", "load_timeout", "offsets_commits", "cleaner_mb",
                                            "distinct_keys", "cluster_mb", "failover_runs", "stall_partitions",
                                            "startup_partitions", "startup_bytes", "embedded_starts",
-                                           "scale_partitions", "scale_topic_partitions", "scale_timeout")
+                                           "scale_partitions", "scale_topic_partitions", "scale_timeout",
+                                           "scale_kafka_heap", "scale_sides")
              if getattr(args, k) is not None}
     return replace(base, **given)
 

@@ -169,8 +169,9 @@ class WirekafkaClusterRun:
 class KafkaClusterRun:
     """Three Kafka 3.9.1 ZooKeeper-mode brokers (realkafka.start_zk_cluster)."""
 
-    def __init__(self, workdir: Path, zk_connect: str) -> None:
+    def __init__(self, workdir: Path, zk_connect: str, heap: str = KAFKA_HEAP) -> None:
         self.name = kafka_cluster_name()
+        self.heap = heap
         self.workdir = workdir
         self.chroot = "/kafka39-" + workdir.name
         self.zk_connect = zk_connect
@@ -183,7 +184,7 @@ class KafkaClusterRun:
     def start(self) -> None:
         t0 = time.monotonic()
         brokers = realkafka.start_zk_cluster(self.zk_connect + self.chroot, NODES, workdir=self.workdir,
-                                             overrides=CLUSTER_CONFIG, heap=KAFKA_HEAP, start_timeout=120)
+                                             overrides=CLUSTER_CONFIG, heap=self.heap, start_timeout=120)
         self.nodes = {b.broker_id: b for b in brokers}
         log.info("Kafka cluster up on %s after %.1fs", self.bootstrap, time.monotonic() - t0)
 

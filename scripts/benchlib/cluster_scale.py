@@ -524,23 +524,25 @@ def put(report: Report, workload: str, r: SideResult, timeout: float) -> None:
 
 
 def bench_row(report: Report, zk_server: zookeeper.ZooKeeperServer, workdir: Path, partition_counts: Sequence[int],
-              topic_partitions: int, timeout: float, kafka: bool) -> None:
-    """The cluster-scale row of scripts/bench.py: per partition count, wirekafka then Kafka, each
-    on a fresh cluster in a directory removed afterwards."""
+              topic_partitions: int, timeout: float, sides: Sequence[str], kafka_heap: str) -> None:
+    """The cluster-scale row of scripts/bench.py: per partition count, each of `sides` (wirekafka
+    then Kafka, with kafka_heap each) on a fresh cluster in a directory removed afterwards."""
     # each broker holds a replica of every partition: about one open file each on both brokers
     # (measured at 300 partitions: 320 open on a wirekafka broker, 450 on a Kafka one)
     netprobe.ensure_nofile(max(partition_counts) * 3 // 2 + 2048)
+    if "kafka" in sides and kafka_heap != cluster_rows.KAFKA_HEAP:
+        report.note(f"cluster-scale: each Kafka broker ran with a {kafka_heap} heap (-Xmx), not the header's")
     for partitions in partition_counts:
         topics = -(-partitions // topic_partitions)
         workload = (f"cluster-scale N={partitions:,}: {topics} topics of up to {topic_partitions} partitions, "
                     "replication 3, min.insync.replicas=2")
-        for side in ("wirekafka", "kafka") if kafka else ("wirekafka",):
+        for side in [s for s in ("wirekafka", "kafka") if s in sides]:
             where = workdir / f"{side}-scale-{partitions}"
 
             def make(overrides: dict[int, dict[str, str]], where: Path = where, side: str = side) -> Cluster:
                 if side == "wirekafka":
                     return cluster_rows.WirekafkaClusterRun(where, zk_server.connect_string, overrides)
-                return cluster_rows.KafkaClusterRun(where, zk_server.connect_string)
+                return cluster_rows.KafkaClusterRun(where, zk_server.connect_string, kafka_heap)
 
             log.info("== cluster-scale N=%d on %s", partitions, side)
             try:

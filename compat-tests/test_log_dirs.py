@@ -26,7 +26,7 @@ from kafka.protocol.admin import DescribeLogDirsRequest
 from client_support import read_confluent
 from conformance.harness.wire import Connection
 from scripts import realkafka
-from testsupport.cluster import WirekafkaCluster
+from testsupport.cluster import WirekafkaCluster, every_broker_knows_the_cluster, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -44,9 +44,9 @@ def _start(broker_factory, dirs: list[Path], **overrides: str):
                           data_dir=dirs[0])
 
 
-def _create(bootstrap: str, topic: str, partitions: int, replicas: int = 1) -> None:
+def _create(bootstrap: str, topic: str, partitions: int, replicas: int = 1, timeout: float = 15) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _LOG})
-    admin.create_topics([NewTopic(topic, partitions, replicas)])[topic].result(15)
+    admin.create_topics([NewTopic(topic, partitions, replicas)])[topic].result(timeout)
 
 
 def _produce(bootstrap: str, topic: str, per_partition: dict[int, int], timeout_ms: int = 10_000) -> dict[int, list]:
@@ -244,9 +244,13 @@ def _one_dir_fails_in_a_cluster(brokers: dict, dirs: dict[int, list[Path]], topi
             assert time.monotonic() < deadline, f"timed out waiting for {what}: {_partitions(bootstrap(), topic)}"
             time.sleep(0.2)
 
-    _create(bootstrap(), topic, 4, 3)
+    # a broker answers before it has learnt the others and the controller: a CreateTopics sent then
+    # waits for them (on a loaded machine, past a short bound; Kafka 3.9.1 did, in a parallel test run)
+    wait_for(lambda: every_broker_knows_the_cluster([b.bootstrap for b in brokers.values()]), 60,
+             "every broker knows the cluster")
+    _create(bootstrap(), topic, 4, 3, timeout=60)
     wait(lambda: all(len(isr) == 3 for _, isr in _partitions(bootstrap(), topic).values()), "full ISRs")
-    assert _produce(bootstrap(), topic, {p: 25 for p in range(4)}) == {p: [] for p in range(4)}
+    assert _produce(bootstrap(), topic, {p: 25 for p in range(4)}, timeout_ms=30_000) == {p: [] for p in range(4)}
     victim = _partitions(bootstrap(), topic)[0][0]
     held = _holding(dirs[victim], topic)
     assert sorted(held) == [0, 1, 2, 3] and len(set(held.values())) == 2, f"spread over both dirs: {held}"
@@ -263,7 +267,7 @@ def _one_dir_fails_in_a_cluster(brokers: dict, dirs: dict[int, list[Path]], topi
     wait(moved, f"broker {victim}'s replicas on {failing} offline, the others in sync")
     assert brokers[victim].alive(), "a dir is left: the broker keeps serving"
     assert _dir_errors(brokers[victim].bootstrap)[str(failing)] == STORAGE_ERROR
-    assert _produce(bootstrap(), topic, {p: 5 for p in range(4)}) == {p: [] for p in range(4)}
+    assert _produce(bootstrap(), topic, {p: 5 for p in range(4)}, timeout_ms=30_000) == {p: [] for p in range(4)}
 
     brokers[victim].stop()
     _restore(failing, saved)
@@ -271,7 +275,7 @@ def _one_dir_fails_in_a_cluster(brokers: dict, dirs: dict[int, list[Path]], topi
     wait(lambda: all(len(isr) == 3 for _, isr in _partitions(bootstrap(), topic).values()), "full ISRs again")
     got = read_confluent(bootstrap(), topic, {p: 30 for p in range(4)})
     assert sorted((g.partition, g.offset) for g in got) == [(p, o) for p in range(4) for o in range(30)]
-    assert _produce(bootstrap(), topic, {p: 1 for p in range(4)}) == {p: [] for p in range(4)}
+    assert _produce(bootstrap(), topic, {p: 1 for p in range(4)}, timeout_ms=30_000) == {p: [] for p in range(4)}
 
 
 def _cluster_dirs(tmp_path: Path) -> dict[int, list[Path]]:

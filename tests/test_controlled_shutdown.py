@@ -153,7 +153,7 @@ def controller(node_id: int, shutting: dict[int, int]) -> ActiveController:
     zk.node_id = node_id
     zk._brokers_shutting_down = dict(shutting)
     zk._acted_epochs = {}
-    zk.offline = OfflineReplicas(node_id, None, lambda: None, None, lambda node: None)  # type: ignore[arg-type]
+    zk.offline = OfflineReplicas(node_id, None, lambda: None, None)  # type: ignore[arg-type]
     return zk
 
 

@@ -65,7 +65,7 @@ def test_an_offline_replica_is_not_elected_by_election_or_controlled_shutdown() 
 
 
 def test_the_controller_forgets_a_broker_s_offline_replicas_when_it_re_registers() -> None:
-    memory = OfflineReplicas(1, None, lambda: snapshot({}, {}), None, lambda node: None)  # type: ignore[arg-type]
+    memory = OfflineReplicas(1, None, lambda: snapshot({}, {}), None)  # type: ignore[arg-type]
     memory._known = {2: (102, frozenset({("t", 0)})), 3: (103, frozenset({("t", 1)}))}
     s = snapshot({}, {})
     s = dataclasses.replace(s, broker_epochs={1: 101, 2: 102, 3: 999})  # 3 restarted

@@ -146,7 +146,7 @@ class ActiveController:
                 log.info("controller: no preferred leader election for %s-%d from %s: %s", topic, index,
                          zl.PREFERRED_REPLICA_ELECTION, e.error)
         try:
-            await self.zk.call(io.delete_fenced, self.zk.client, zl.PREFERRED_REPLICA_ELECTION,
+            await self.zk.call(io.delete_fenced, self.zk.client, [zl.PREFERRED_REPLICA_ELECTION],
                                snapshot.controller_epoch_version)
         except (BadVersionError, NoNodeError):
             self.zk.mark_changed()

@@ -124,8 +124,7 @@ class ZkBackend:
         # the controller's requests to the other brokers (LeaderAndIsr after a log dir event)
         broker_peers = PeerPool(lambda node: self.view.peer(self.view.snapshot, node), config, "controller-to-broker",
                                 peer_security, request_timeout_key="controller.socket.timeout.ms")
-        self.offline = OfflineReplicas(self.node_id, session, lambda: self.view.snapshot, broker_peers,
-                                       lambda node: self.view.peer(self.view.snapshot, node))
+        self.offline = OfflineReplicas(self.node_id, session, lambda: self.view.snapshot, broker_peers)
         self.controller = ActiveController(config, session, self.view, self.reassignments, self.offline)
         self._log_dir_failed = trio.Event()
         self.admin = AdminWriter(config, session, self.view)

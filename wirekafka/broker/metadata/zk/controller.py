@@ -27,6 +27,7 @@ in prose, as far as wirekafka implements it:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Callable
 
 import uuid
@@ -94,9 +95,11 @@ class ClusterSnapshot:
         until a controlled shutdown moves it, and stays in the ISRs it is not removed from."""
         return set(self.brokers) - self.shutting_down
 
+    @cached_property
     def offline_at(self) -> dict[tuple[str, int], frozenset[int]]:
         """Each partition's replicas on a failed log dir: down for that partition alone, though
-        their brokers are live (Kafka's isReplicaOnline checks replicasOnOfflineDirs too)."""
+        their brokers are live (Kafka's isReplicaOnline checks replicasOnOfflineDirs too). Once
+        per snapshot: an election over every partition asks it per partition."""
         by_partition: dict[tuple[str, int], set[int]] = {}
         for broker, partitions in self.offline_replicas.items():
             for tp in partitions:
@@ -133,7 +136,7 @@ def plan_state_changes(snapshot: ClusterSnapshot, controller_epoch: int,
                        unclean_allowed: Callable[[str], bool]) -> list[StateWrite]:
     """Every partition state the controller should write now."""
     live, eligible = set(snapshot.brokers), snapshot.eligible
-    offline = snapshot.offline_at()
+    offline = snapshot.offline_at
     writes: list[StateWrite] = []
     for name, topic in snapshot.topics.items():
         if name in snapshot.deleting:
@@ -199,7 +202,7 @@ def elect(snapshot: ClusterSnapshot, controller_epoch: int, topic: str, index: i
     state, version = current
     replicas = view.assignment[index]
     # a leader that is shutting down counts as gone, as in Kafka, and so does a replica on a failed log dir
-    live = snapshot.eligible - snapshot.offline_at().get((topic, index), frozenset())
+    live = snapshot.eligible - snapshot.offline_at.get((topic, index), frozenset())
     if election_type == PREFERRED:
         preferred = replicas[0]
         if state.leader == preferred:
@@ -228,7 +231,7 @@ def plan_controlled_shutdown(snapshot: ClusterSnapshot, controller_epoch: int, b
     one it follows loses it from the ISR unless it is the ISR's only member (the replica going
     offline). Each write bumps the leader epoch and keeps the recovery state."""
     eligible = snapshot.eligible
-    offline = snapshot.offline_at()
+    offline = snapshot.offline_at
     writes = []
     for name, view in snapshot.topics.items():
         if name in snapshot.deleting:

@@ -541,6 +541,11 @@ def decode_isr_change(data: bytes) -> set[TopicPartition]:
 _LOG_DIR_FAILURE_EVENT = 1
 
 
+def log_dir_event_path(name: str) -> str:
+    """A log dir event notification's znode, by its name under /log_dir_event_notification."""
+    return f"{LOG_DIR_EVENT_NOTIFICATION}/{name}"
+
+
 def encode_log_dir_event(broker_id: int) -> bytes:
     """A broker lost a log directory; the controller re-checks that broker's replicas."""
     return dump_json({"version": 1, "broker": broker_id, "event": _LOG_DIR_FAILURE_EVENT})

@@ -21,7 +21,6 @@ from typing import Callable
 
 import trio
 
-from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
 from wirekafka.broker.metadata.zk import layout as zl
 from wirekafka.broker.metadata.zk import znode_io as io
 from wirekafka.broker.metadata.zk.controller import ClusterSnapshot
@@ -36,15 +35,13 @@ _RETRY_S = 1.0  # a broker that did not answer is asked again after this
 
 
 class OfflineReplicas:
-    def __init__(self, node_id: int, zk: ZkSession, snapshot: Callable[[], ClusterSnapshot], peers: PeerPool,
-                 lookup: Callable[[int], BrokerInfo | None]) -> None:
-        """snapshot(): the cluster as this broker applied it last; lookup(id): a live broker's
-        inter-broker endpoint."""
+    def __init__(self, node_id: int, zk: ZkSession, snapshot: Callable[[], ClusterSnapshot], peers: PeerPool) -> None:
+        """snapshot(): the cluster as this broker applied it last; peers: to the other brokers'
+        inter-broker listeners."""
         self.node_id = node_id
         self.zk = zk
         self._snapshot = snapshot
         self._peers = peers
-        self._lookup = lookup
         self._known: dict[int, tuple[int, frozenset[tuple[str, int]]]] = {}  # broker -> (its epoch, replicas)
         self._wake = trio.Event()
 
@@ -92,7 +89,7 @@ class OfflineReplicas:
             return True
         handled = [name for name, broker in events.items() if broker not in snapshot.brokers]
         for broker in sorted({b for b in events.values() if b in snapshot.brokers}):
-            answer = await ask_broker(self._peers, broker, request_for(snapshot, self.node_id, broker, self._lookup))
+            answer = await ask_broker(self._peers, broker, request_for(snapshot, self.node_id, broker, self._peers.lookup))
             if answer is None:
                 continue
             handled += [name for name, b in events.items() if b == broker]
@@ -107,6 +104,7 @@ class OfflineReplicas:
             log.info("controller: broker %d has %d replicas on a failed log dir: %s", broker, len(offline),
                      ", ".join(f"{t}-{p}" for t, p in sorted(offline)[:20]))
         if handled:
-            await self.zk.call(io.delete_log_dir_events, self.zk.client, handled, snapshot.controller_epoch_version)
+            await self.zk.call(io.delete_fenced, self.zk.client, [zl.log_dir_event_path(name) for name in handled],
+                               snapshot.controller_epoch_version)
             self.zk.mark_changed(zl.LOG_DIR_EVENT_NOTIFICATION)  # the next reconcile elects without them
         return len(handled) == len(events)

@@ -399,11 +399,12 @@ def drop_legacy_reassignments(client, partitions: set[tuple[str, int]], epoch_ve
     _raise_first(tx.commit())
 
 
-def delete_fenced(client, path: str, epoch_version: int) -> None:
-    """Delete a znode as the controller: only while the controller epoch is still ours."""
+def delete_fenced(client, paths: list[str], epoch_version: int) -> None:
+    """Delete znodes as the controller, in one transaction: only while the controller epoch is still ours."""
     tx = client.transaction()
     tx.check(zl.CONTROLLER_EPOCH, epoch_version)
-    tx.delete(path)
+    for path in paths:
+        tx.delete(path)
     _raise_first(tx.commit())
 
 
@@ -515,7 +516,7 @@ def propagate_log_dir_event(client, broker_id: int) -> None:
 def read_log_dir_events(client) -> dict[str, int]:
     """The pending log dir event notifications: each znode's name and the broker it names. One that
     cannot be read as such is named with broker -1 (the controller deletes it, as Kafka does)."""
-    reads = {n: client.get_async(f"{zl.LOG_DIR_EVENT_NOTIFICATION}/{n}")
+    reads = {n: client.get_async(zl.log_dir_event_path(n))
              for n in client.get_children(zl.LOG_DIR_EVENT_NOTIFICATION)}
     events = {}
     for name, read in reads.items():
@@ -529,11 +530,3 @@ def read_log_dir_events(client) -> dict[str, int]:
             events[name] = -1
     return events
 
-
-def delete_log_dir_events(client, names: list[str], epoch_version: int) -> None:
-    """Delete handled notifications as the controller (only while the controller epoch is ours)."""
-    tx = client.transaction()
-    tx.check(zl.CONTROLLER_EPOCH, epoch_version)
-    for name in names:
-        tx.delete(f"{zl.LOG_DIR_EVENT_NOTIFICATION}/{name}")
-    _raise_first(tx.commit())

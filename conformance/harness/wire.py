@@ -218,3 +218,12 @@ def ensure_group_coordinator(conn: Connection, group: str) -> None:
     resp = retry_transient(lambda: conn.call(FindCoordinatorRequest(key=group, key_type=0), 3),
                            lambda r: r.error_code)
     assert resp.error_code == 0, resp
+    # real Kafka names the coordinator before it has loaded its __consumer_offsets partition and
+    # answers group requests NOT_COORDINATOR meanwhile: a scenario that runs first on a fresh
+    # broker would see that. Wait for an answer, off the compared record.
+    from kafka.protocol.consumer.group import OffsetFetchRequest
+
+    with transcript.unrecorded():
+        loaded = retry_transient(lambda: conn.call(OffsetFetchRequest(group_id=group, topics=None), 3),
+                                 lambda r: r.error_code)
+    assert loaded.error_code == 0, loaded

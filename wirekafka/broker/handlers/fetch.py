@@ -23,9 +23,10 @@
   read failed.
 - Fetch sessions (KIP-227, broker/fetch_sessions.py): a full fetch with epoch 0 creates a session
   when the cache has room; an incremental fetch answers only the partitions with news, and
-  reads only those that may have some: a partition it does not name, whose last answer still
-  holds and whose position is where a read finds nothing, is skipped but waited on
-  (broker/replica/quiet_partitions.py); the session errors are Kafka's.
+  looks only at those that may have some: a partition it does not name, whose last answer still
+  holds and whose position is where a read finds nothing, is set aside, watched on its replica,
+  and waited on until it moves (broker/replica/quiet_partitions.py), so a fetch costs in
+  proportion to what changed; the session errors are Kafka's.
 - read_committed reads stop at the last stable offset and list the aborted transactions in
   what they return (from the segments' transaction indexes).
 - Fetching from followers (KIP-392): a consumer's fetch v11+ (it carries the client's rack) is
@@ -54,7 +55,7 @@ from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.replica.fetch_sessions import (FINAL_EPOCH, Answer, IncrementalFetchContext, Key, NoSuchShard,
                                                      SessionPartition)
-from wirekafka.broker.replica.quiet_partitions import QuietPartitions, settle, target
+from wirekafka.broker.replica.quiet_partitions import QuietTerms, SessionQuiet, settle, target
 from wirekafka.broker.metadata.leader_hints import leader_hint
 from wirekafka.broker.metadata.cluster_metadata import ZERO_UUID, BrokerInfo, ClusterMetadata, Topic
 from wirekafka.broker.replica.partition import Isolation, Partition, ReadResult
@@ -180,7 +181,6 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse | 
                                                        _forgotten(request, by_id))
     except NoSuchShard:
         return _request_error(request, v, ErrorCode.UNKNOWN_SERVER_ERROR)
-    readable, erroneous = _classify(ctx, context.partitions(lambda topic_id: _topic_name(ctx.state.metadata, topic_id)), follower)
     user, client_id = ctx.principal, ctx.client_id
     quota = ctx.state.client_quotas.fetch
     # a consumer gets at most what its byte quota allows in one window; followers have no client quota
@@ -190,11 +190,12 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse | 
                          Isolation.READ_COMMITTED if read_committed else Isolation.READ_UNCOMMITTED,
                          replica, getattr(request, "rack_id", None) if v >= 11 else None,
                          ctx.listener)
-    idle = None
-    if isinstance(context, IncrementalFetchContext) and not params.client_rack:  # no replica to prefer
-        idle = QuietPartitions(params.isolation if not follower else Isolation.LOG_END, replica,
-                               ctx.state.replicas.now_ms())
-        readable = idle.split(readable, context.named, context.session.uses_topic_ids)
+    incremental = context if isinstance(context, IncrementalFetchContext) else None
+    idle = _quiet_partitions(ctx, incremental, params) if incremental is not None else None
+    readable, erroneous = _classify(ctx, context.partitions(lambda topic_id: _topic_name(ctx.state.metadata, topic_id)), follower)
+    if idle is not None and incremental is not None:
+        readable = idle.split(readable, incremental.named, incremental.session.uses_topic_ids,
+                              ctx.state.replicas.now_ms())
     targets = [target(p, partition) for p, partition in readable]
     outcomes = await ctx.state.replicas.fetch(params, targets, idle)
     answers = [_answered(t.source, t.partition, o) for t, o in zip(targets, outcomes)] + erroneous
@@ -217,6 +218,25 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse | 
         if id(a) not in kept:
             a.close()
     return response
+
+
+def _quiet_partitions(ctx: RequestContext, context: IncrementalFetchContext, params: FetchParams) -> SessionQuiet | None:
+    """The session's quiet partitions under this fetch's terms, kept from its earlier fetches
+    if those were decided alike; None for a consumer with a rack, whose reads may send it to
+    another replica."""
+    session = context.session
+    if params.client_rack:
+        session.set_watch(None)
+        return None
+    authorizer = ctx.state.authorizer
+    terms = QuietTerms(params.isolation if params.replica_id < 0 else Isolation.LOG_END, params.replica_id,
+                       authorizer.generation if authorizer is not None else 0, ctx.kafka_principal, ctx.client_host)
+    watch = session.watch
+    if isinstance(watch, SessionQuiet) and watch.terms == terms:
+        return watch
+    quiet = SessionQuiet(terms, session.partitions.values())
+    session.set_watch(quiet)
+    return quiet
 
 
 def _answered(part: SessionPartition, replica: Partition | None, o: FetchOutcome) -> _Answer:

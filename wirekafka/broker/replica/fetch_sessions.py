@@ -36,7 +36,7 @@ import logging
 import random
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Sequence, TypeVar
+from typing import Any, Callable, Hashable, Protocol, Sequence, TypeVar
 
 from wirekafka.protocol.errors import ErrorCode
 
@@ -79,6 +79,7 @@ class SessionPartition:
     replica: Any = None
     settled_epoch: int = -2
     seen_changes: int = -1  # the replica's change count when it was last found quiet (-1: since answered)
+    seq: int = 0  # its place in the session's order (FetchSession.to_end moves it last)
 
     def key(self, uses_topic_ids: bool) -> Key:
         return (self.topic_id, self.partition) if uses_topic_ids else (self.topic, self.partition)
@@ -125,6 +126,27 @@ class Answer:
 A = TypeVar("A", bound=Answer)  # what a context answers with: the Fetch handler's own answers
 
 
+class SessionWatch(Protocol):
+    """What the Fetch handler keeps of a session between its fetches: which partitions a fetch
+    must look at (quiet_partitions.py). The session tells it what its fetcher changed."""
+
+    def candidates(self) -> list[SessionPartition]:
+        """The partitions the next fetch must look at, in the session's order."""
+        ...
+
+    def activate(self, part: SessionPartition) -> None:
+        """part joined the session or was named by a fetch: look at it."""
+        ...
+
+    def drop(self, part: SessionPartition) -> None:
+        """part left the session."""
+        ...
+
+    def close(self) -> None:
+        """The session is gone or the watch replaced: let go of every replica watched."""
+        ...
+
+
 @dataclass(eq=False)
 class FetchSession:
     id: int
@@ -138,6 +160,16 @@ class FetchSession:
     cached_size: int = -1
     evictable_by_all: bool = False
     evictable_by_privileged: bool = False
+    watch: SessionWatch | None = None
+    _seq: int = 0
+
+    def __post_init__(self) -> None:
+        for part in self.partitions.values():
+            part.seq = self._next_seq()
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
 
     def update(self, wanted: dict[Key, SessionPartition], forgotten: Sequence[Key]) -> None:
         """The fetcher's changes: new partitions join at the end, known ones take the new
@@ -145,11 +177,28 @@ class FetchSession:
         for key, asked in wanted.items():
             known = self.partitions.get(key)
             if known is None:
-                self.partitions[key] = asked
+                self.partitions[key] = known = asked
+                asked.seq = self._next_seq()
             else:
                 known.take_request(asked)
+            if self.watch is not None:
+                self.watch.activate(known)
         for key in forgotten:
-            self.partitions.pop(key, None)
+            gone = self.partitions.pop(key, None)
+            if gone is not None and self.watch is not None:
+                self.watch.drop(gone)
+
+    def to_end(self, key: Key) -> None:
+        """Move a partition last in the session's order."""
+        part = self.partitions.pop(key, None)
+        if part is not None:  # None: forgotten by a later request while this one waited
+            self.partitions[key] = part
+            part.seq = self._next_seq()
+
+    def set_watch(self, watch: SessionWatch | None) -> None:
+        if self.watch is not None:
+            self.watch.close()
+        self.watch = watch
 
 
 class CacheShard:
@@ -200,6 +249,7 @@ class CacheShard:
 
     def remove(self, session: FetchSession) -> None:
         self.sessions.pop(session.id, None)
+        session.set_watch(None)
 
     def touch(self, session: FetchSession, now: int) -> None:
         session.last_used_ms = now
@@ -265,7 +315,9 @@ class IncrementalFetchContext(FetchContext):
         self.named = named  # the partitions this request named (added or updated)
 
     def partitions(self, name_of: Callable[[uuid.UUID], str | None]) -> list[SessionPartition]:
-        parts = list(self.session.partitions.values())
+        """The session's partitions, or, when the handler watches it, those it must look at."""
+        watch = self.session.watch
+        parts = list(self.session.partitions.values()) if watch is None else watch.candidates()
         if self.session.uses_topic_ids:
             for p in parts:
                 if p.topic is None:  # a topic id unknown when it joined may be known now
@@ -283,11 +335,9 @@ class IncrementalFetchContext(FetchContext):
             return ErrorCode.INVALID_FETCH_SESSION_EPOCH, self.session.id, []
         selected = [a for a in answers if a.part.has_news(a, commit)]
         if commit:
-            order = self.session.partitions
             for a in selected:
                 if a.records_size > 0:  # to the end, so that the others get their turn
-                    key = a.part.key(self.session.uses_topic_ids)
-                    order[key] = order.pop(key)
+                    self.session.to_end(a.part.key(self.session.uses_topic_ids))
         return ErrorCode.NONE, self.session.id, selected
 
     def throttled(self) -> tuple[ErrorCode, int]:

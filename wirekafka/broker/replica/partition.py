@@ -43,8 +43,6 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-import trio
-
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.protocol.records import BatchHeader
@@ -53,6 +51,7 @@ from wirekafka.broker.replica.producer_state import ProducerStateTable
 from wirekafka.broker.replica.partition_cleaning import PartitionCleaning
 from wirekafka.broker.replica.partition_files import PartitionFiles
 from wirekafka.broker.replica.producer_state_manager import ProducerStateManager
+from wirekafka.broker.replica.read_waiters import ReadWaiters
 from wirekafka.broker.replica.replica_set import ReplicaSet
 from wirekafka.storage.epoch_cache import LeaderEpochCache
 from wirekafka.storage.log import LogConfig, PartitionLog
@@ -131,8 +130,7 @@ class Partition:
         self.replica_set = ReplicaSet.single(node_id)
         self.min_insync_replicas = 1
         self._high_watermark = 0
-        self._data_waiters: set[trio.Event] = set()
-        self.changes = 0  # moves when what a read finds may have (quiet_partitions.py)
+        self.waiters = ReadWaiters()  # long polls, acks=all produces and fetch sessions' quiet partitions
         self.cleaning = PartitionCleaning(self, log)
         self.files = PartitionFiles(topic, index, log, self.producer_state, self.deletes)
         self.producer_state.remove_strays(s.base_offset for s in log.segments)
@@ -180,6 +178,11 @@ class Partition:
         return self.replica_set.is_leader
 
     @property
+    def changes(self) -> int:
+        """Moves when what a read finds may have (quiet_partitions.py, the follower's fetcher)."""
+        return self.waiters.changes
+
+    @property
     def recovery_point(self) -> int:
         return self._log.recovery_point
 
@@ -192,7 +195,7 @@ class Partition:
         new = rs.min_in_sync_end(self._log.log_end_offset)
         if new is not None and new > self._high_watermark:
             self._high_watermark = new
-            self._wake_readers()
+            self.waiters.wake(self)
 
     # ---- leadership ---------------------------------------------------------------------------
     def become_leader(self, leader_epoch: int) -> None:
@@ -206,17 +209,18 @@ class Partition:
         self.epochs.assign(leader_epoch, self._log.log_end_offset)
         self.replica_set.lead(replicas, isr, self._now_ms())
         self._maybe_advance_high_watermark()
-        self._wake_readers()  # waiting fetches and produces see the new role
+        self.waiters.wake(self)  # waiting fetches and produces see the new role
 
     def make_follower(self, leader_epoch: int, leader: int, replicas: tuple[int, ...], isr: frozenset[int]) -> None:
         """Kafka's makeFollower: epochs come with the leader's batches; the fetcher truncates."""
         self.leader_epoch = leader_epoch
         self.replica_set.follow(leader, replicas, isr)
-        self._wake_readers()
+        self.waiters.wake(self)
 
     def set_isr(self, isr: frozenset[int]) -> None:
         """The in-sync set as the cluster metadata now records it."""
         self.replica_set.set_isr(isr)
+        self.waiters.stir(self)  # a quiet follower dropped from the ISR must be read to rejoin it
         self._maybe_advance_high_watermark()
 
     def propose_isr(self, isr: frozenset[int]) -> None:
@@ -230,6 +234,7 @@ class Partition:
         self.replica_set.pending_isr = None
         if isr is not None:
             self.replica_set.set_isr(isr)
+            self.waiters.stir(self)
         self._maybe_advance_high_watermark()
 
     def record_follower_fetch(self, replica_id: int, fetch_offset: int, log_start_offset: int = -1) -> bool:
@@ -257,7 +262,7 @@ class Partition:
         self.append(batch, header, AppendOrigin.REPLICATION)
         if header.is_control and header.has_producer_id:
             self._apply_marker(header, bytes(batch), self._log.active)
-            self._wake_readers()
+            self.waiters.wake(self)
 
     def restore_high_watermark(self, checkpointed: int) -> None:
         """The high watermark from replication-offset-checkpoint, at start-up (capped at the log end)."""
@@ -268,7 +273,7 @@ class Partition:
         new = min(leader_high_watermark, self._log.log_end_offset)
         if new != self._high_watermark:
             self._high_watermark = new
-            self._wake_readers()
+            self.waiters.wake(self)
 
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
         """Kafka's fencing: a client epoch below ours is stale, above ours is from the future."""
@@ -316,7 +321,7 @@ class Partition:
         if assigned.has_producer_id and not assigned.is_control:  # markers: see append_marker
             self.producers.record(assigned)
         self._maybe_advance_high_watermark()
-        self._wake_readers()  # followers' fetches wait on the log end
+        self.waiters.wake(self)  # followers' fetches wait on the log end
         return AppendResult(assigned.base_offset, assigned.last_offset, append_time, flush_due=flush_due)
 
     def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
@@ -331,7 +336,7 @@ class Partition:
         result = self.append(batch, records.parse_header(batch), AppendOrigin.COORDINATOR)
         self._complete_transaction(producer_id, producer_epoch, coordinator_epoch, result.base_offset, timestamp_ms,
                                    not commit, self._log.active)
-        self._wake_readers()  # read_committed fetches wait on the last stable offset too
+        self.waiters.wake(self)  # read_committed fetches wait on the last stable offset too
         return result
 
     def _apply_marker(self, header: BatchHeader, batch: bytes, index_in: LogSegment | None) -> None:
@@ -432,17 +437,6 @@ class Partition:
         return [] if region is None else self._log.aborted_transactions(offset, region)
 
     # ---- waiting for data ---------------------------------------------------------------------
-    def add_data_waiter(self, event: trio.Event) -> None:
-        self._data_waiters.add(event)
-
-    def remove_data_waiter(self, event: trio.Event) -> None:
-        self._data_waiters.discard(event)
-
-    def _wake_readers(self) -> None:
-        self.changes += 1
-        for event in self._data_waiters: event.set()  # noqa: E701
-        self._data_waiters.clear()
-
     # ---- log surgery --------------------------------------------------------------------------
     def truncate_to(self, offset: int, leader_epoch: int) -> list[LogSegment] | None:
         """Cut a follower's divergent tail (epochs, producer state, high watermark follow); the segments
@@ -493,7 +487,7 @@ class Partition:
     def _log_start_moved(self, before: int) -> None:
         """Snapshots below the new log start describe data that is gone: producer_state.work()
         deletes them."""
-        self.changes += 1  # a read may find less
+        self.waiters.stir(self)  # a read may find less
         if self._log.log_start_offset > before:
             self.producer_state.delete_below(self._log.log_start_offset)
 
@@ -508,4 +502,4 @@ class Partition:
         """Refuse appends and reads with error, wake waiters: topic deleted, or log dir failed."""
         self.online = False
         self.offline_error = error
-        self._wake_readers()
+        self.waiters.wake(self)

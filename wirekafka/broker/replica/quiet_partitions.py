@@ -1,12 +1,13 @@
-"""Quiet partitions of an incremental fetch: those a session fetch would read for nothing.
+"""Quiet partitions of a fetch session: those its fetches would read for nothing.
 
-Why: a follower's fetch session holds every partition it follows from this leader (a thousand
-or more at cluster scale), and each incremental fetch would read all of them, although the
-answer names only those with news (KIP-227). Reading one costs tens of microseconds of
-Python; a cluster failing over, where every produce wakes every fetch, spent most of its CPU
-there. Kafka's leader also walks the whole session per fetch, but in Java; here a partition
-that cannot have news is told apart by a few comparisons and skipped, so a fetch costs in
-proportion to the partitions that changed.
+Why: a follower's fetch session holds every partition it follows from this leader (3,000 or
+more at cluster scale), and each incremental fetch would read all of them, although the answer
+names only those with news (KIP-227). Kafka's leader walks the whole session per fetch, in Java;
+in Python, at 10,000 partitions on three brokers, that walk was the bound (43% of a broker's
+samples). So a fetch costs in proportion to what changed: a session partition found quiet is
+set aside, watched on its replica, and no fetch looks at it again until the replica moves
+(`ReadWaiters.watch`: appends, watermarks, log start, role, ISR, offline) or the fetcher names or
+forgets it.
 
 A session partition is quiet when none of what a read would find differs from what it last
 told the fetcher, and the fetcher changed nothing:
@@ -20,18 +21,26 @@ told the fetcher, and the fetcher changed nothing:
 - the fetch position is where a read would find nothing: at the log end for a follower (which
   must then be in the ISR: a caught-up follower outside it is let back in by its read), at the
   high watermark (read_uncommitted) or last stable offset (read_committed) for a consumer.
-A quiet follower still counts as caught up now, as its read would have recorded.
 
-The test is itself cheap: a partition counts its changes (`Partition.changes`: appends,
-watermarks, log start, roles), and a session partition found quiet remembers the count, so
-while it does not move only the log start, the ISR membership and the request's own fields are
-looked at. An answer forgets the count (it may have left data behind at max_bytes).
+What a read of a quiet partition would have decided still holds while it is set aside: the
+topic and partition exist (deleting or moving a replica takes it offline, which stirs it), and
+the fetch is authorized the same way (the set is made anew when the ACLs, the principal, the
+isolation or the fetching replica differ: `QuietTerms`). A consumer with a rack is read in full:
+a read may send it to another replica.
 
-The long poll waits on the quiet partitions too; when one of them moves, it is read
-(`QuietPartitions.woken`). The split runs after the fetch's authorization and look-ups, so
-those answer exactly as without it."""
+A quiet follower counts as caught up at each of its session's fetches, as its read would have
+recorded: its progress points at the session's last fetch time (`ReplicaSet.hold_quiet`)
+instead of being written per fetch.
+
+A long poll waits on the quiet partitions too; when one of them moves, it is read
+(`SessionQuiet.woken`). The split runs after the fetch's authorization and look-ups, so those
+answer exactly as without it."""
 
 from __future__ import annotations
+
+from typing import Iterable, NamedTuple
+
+import trio
 
 from wirekafka.broker.replica.fetch_sessions import Key, SessionPartition
 from wirekafka.broker.replica.partition import Isolation, Partition
@@ -58,48 +67,121 @@ def target(part: SessionPartition, replica: Partition | None) -> FetchTarget:
                        part.last_fetched_epoch, part)
 
 
-class QuietPartitions:
-    """The quiet partitions of one fetch, each with its replica here."""
+class QuietTerms(NamedTuple):
+    """What a fetch is decided under: a session's quiet partitions hold only while these do."""
 
-    def __init__(self, isolation: Isolation, replica_id: int, now_ms: int) -> None:
-        self.isolation = isolation
-        self.replica_id = replica_id
-        self.now_ms = now_ms
-        self.pairs: list[Pair] = []
+    isolation: Isolation  # LOG_END for a follower
+    replica_id: int
+    acl_generation: int
+    principal: str
+    host: str
 
-    def split(self, readable: list[Pair], named: set[Key], uses_topic_ids: bool) -> list[Pair]:
-        """Keep the quiet ones (of those the fetch did not name); return the others, in order."""
+
+class SessionQuiet:
+    """A fetch session's partitions, told apart: the quiet ones, each watched on its replica,
+    and the others (`active`), which every fetch looks at. Lives as long as the session or its
+    terms; on the event loop only."""
+
+    def __init__(self, terms: QuietTerms, partitions: Iterable[SessionPartition]) -> None:
+        self.terms = terms
+        self.isolation = terms.isolation
+        self.replica_id = terms.replica_id
+        self.fetched_ms = 0  # the session's last fetch: when its quiet followers were last caught up
+        self.active: dict[SessionPartition, None] = dict.fromkeys(partitions)
+        self.quiet: dict[SessionPartition, Partition] = {}
+        self._stirred: list[tuple[SessionPartition, Partition]] = []  # moved while a fetch may wait on them
+        self._waiters: set[trio.Event] = set()
+
+    # ---- the session's changes (fetch_sessions.SessionWatch) --------------------------------------
+    def candidates(self) -> list[SessionPartition]:
+        return sorted(self.active, key=_seq)
+
+    def activate(self, part: SessionPartition) -> None:
+        if part in self.quiet:
+            self._release(part)
+        self.active[part] = None
+
+    def drop(self, part: SessionPartition) -> None:
+        if part in self.quiet:
+            self._release(part)
+        self.active.pop(part, None)
+
+    def close(self) -> None:
+        for part in list(self.quiet):
+            self._release(part)
+        self.active.clear()
+        for event in self._waiters:
+            event.set()
+
+    # ---- one fetch -----------------------------------------------------------------------------
+    def split(self, readable: list[Pair], named: set[Key], uses_topic_ids: bool, now_ms: int) -> list[Pair]:
+        """Set aside the quiet ones among the partitions this fetch looks at (of those it did not
+        name); return the others, in order."""
+        self.fetched_ms = now_ms
+        self._stirred = []  # this fetch looks at every active partition, those among them too
         active = []
         for pair in readable:
             part, replica = pair
             if replica is not None and (not named or part.key(uses_topic_ids) not in named) \
                     and self._quiet(part, replica):
-                self.pairs.append(pair)
+                self._hold(part, replica)
             else:
                 active.append(pair)
         return active
 
+    def waits(self) -> bool:
+        """Whether a long poll has quiet partitions to wait on."""
+        return bool(self.quiet)
+
+    def add_waiter(self, event: trio.Event) -> None:
+        self._waiters.add(event)
+
+    def remove_waiter(self, event: trio.Event) -> None:
+        self._waiters.discard(event)
+
     def woken(self) -> list[FetchTarget]:
-        """After a wait: the partitions no longer quiet, taken out of the set, as targets to read
-        (the replica manager's IdleTargets). Only those whose replica moved are looked at again."""
+        """After a wait: the partitions that moved and now have something to read, as targets
+        (the replica manager's IdleTargets); those that moved to no effect are set aside again."""
+        stirred, self._stirred = self._stirred, []
         moved = []
-        for part, p in self.pairs:
-            if p is None or p.changes == part.seen_changes:
-                continue
-            if self._nothing_to_read(part, p):
-                part.seen_changes = p.changes
+        seen = set()
+        for part, replica in stirred:
+            if part not in self.active or part in seen:
+                continue  # named, dropped or set aside again meanwhile, or moved twice
+            seen.add(part)
+            if self._quiet(part, replica):
+                self._hold(part, replica)
             else:
-                moved.append((part, p))
-        if moved:
-            gone = {id(part) for part, _ in moved}
-            self.pairs = [pair for pair in self.pairs if id(pair[0]) not in gone]
-        return [target(part, replica) for part, replica in moved]
+                moved.append(target(part, replica))
+        return moved
 
-    def replicas(self) -> list[Partition]:
-        return [replica for _, replica in self.pairs if replica is not None]
+    # ---- replicas' news (partition.PartitionWatch) ------------------------------------------------
+    def stirred(self, part: SessionPartition, replica: Partition) -> None:
+        """part's replica moved: look at it again (its watch is already gone)."""
+        if self.quiet.pop(part, None) is None:
+            return
+        if self.isolation is Isolation.LOG_END:
+            replica.replica_set.release_quiet(self.replica_id, self)
+        self.active[part] = None
+        self._stirred.append((part, replica))
+        for event in self._waiters:
+            event.set()
 
-    def _quiet(self, part: SessionPartition, p: Partition | None) -> bool:
-        if p is None or part.replica is not p or part.settled_epoch == UNSETTLED:
+    def _hold(self, part: SessionPartition, replica: Partition) -> None:
+        del self.active[part]
+        self.quiet[part] = replica
+        replica.waiters.watch(part, self)
+        if self.isolation is Isolation.LOG_END:
+            replica.replica_set.hold_quiet(self.replica_id, part.fetch_offset, self)
+
+    def _release(self, part: SessionPartition) -> None:
+        replica = self.quiet.pop(part)
+        replica.waiters.unwatch(part)
+        if self.isolation is Isolation.LOG_END:
+            replica.replica_set.release_quiet(self.replica_id, self)
+
+    def _quiet(self, part: SessionPartition, p: Partition) -> bool:
+        if part.replica is not p or part.settled_epoch == UNSETTLED:
             return False
         if p.changes != part.seen_changes:  # the replica moved since it was last found quiet
             if not self._nothing_to_read(part, p):
@@ -107,12 +189,7 @@ class QuietPartitions:
             part.seen_changes = p.changes
         if part.local_log_start_offset != p.log_start_offset:
             return False
-        if self.isolation is Isolation.LOG_END:
-            rs = p.replica_set
-            if self.replica_id not in rs.isr:
-                return False
-            rs.note_caught_up(self.replica_id, part.fetch_offset, self.now_ms)
-        return True
+        return self.isolation is not Isolation.LOG_END or self.replica_id in p.replica_set.isr
 
     def _nothing_to_read(self, part: SessionPartition, p: Partition) -> bool:
         """The full test: whether a read would find nothing new (what part.seen_changes caches)."""
@@ -127,3 +204,7 @@ class QuietPartitions:
             return offset == p.log_end_offset
         limit = p.last_stable_offset if self.isolation is Isolation.READ_COMMITTED else p.high_watermark
         return limit <= offset <= p.log_end_offset
+
+
+def _seq(part: SessionPartition) -> int:
+    return part.seq

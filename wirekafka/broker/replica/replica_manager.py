@@ -87,9 +87,15 @@ class IdleTargets(Protocol):
     """Partitions a fetch skipped as having nothing to read (quiet_partitions.py), which a long
     poll still waits on."""
 
-    def replicas(self) -> list[Partition]:
-        """Those partitions: a move of any of them ends the wait."""
+    def waits(self) -> bool:
+        """Whether there are any: a long poll waits on them."""
         ...
+
+    def add_waiter(self, event: trio.Event) -> None:
+        """Set event when one of them moves."""
+        ...
+
+    def remove_waiter(self, event: trio.Event) -> None: ...
 
     def woken(self) -> list[FetchTarget]:
         """After a wait: the targets that are to be read from now on."""
@@ -376,7 +382,7 @@ class ReplicaManager:
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER
             if trio.current_time() >= deadline:
                 return ErrorCode.REQUEST_TIMED_OUT
-            await _wait_for_data([partition], deadline)
+            await _wait_for_data([partition], deadline, None)
         if partition.in_sync_replica_count < min_isr:
             return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return ErrorCode.NONE
@@ -430,7 +436,7 @@ class ReplicaManager:
         deadline = trio.current_time() + max(params.max_wait_ms, 0) / 1000
         while True:
             outcomes, total, answer_now = await self._read_all(params, targets)
-            waiting = targets or (idle is not None and idle.replicas())
+            waiting = targets or (idle is not None and idle.waits())
             if total >= params.min_bytes or answer_now or not waiting or trio.current_time() >= deadline:
                 if params.replica_id >= 0:
                     self._count_throttled(targets, outcomes)
@@ -438,8 +444,7 @@ class ReplicaManager:
                     self._count_bytes_out(self.topic_metrics, targets, outcomes)
                 return outcomes
             _close_regions(outcomes)
-            await _wait_for_data([t.partition for t in targets if t.partition is not None]
-                                 + (idle.replicas() if idle is not None else []), deadline)
+            await _wait_for_data([t.partition for t in targets if t.partition is not None], deadline, idle)
             if idle is not None:
                 targets.extend(idle.woken())
 
@@ -522,17 +527,22 @@ class ReplicaManager:
                 self.quotas.leader.record(o.read.size)
 
 
-async def _wait_for_data(partitions: list[Partition], deadline: float) -> None:
-    """Sleep until any of the partitions' high watermark moves (or it goes offline), or deadline."""
+async def _wait_for_data(partitions: list[Partition], deadline: float, idle: IdleTargets | None) -> None:
+    """Sleep until any of the partitions' high watermark moves (or it goes offline), one of the
+    idle ones moves, or deadline."""
     woken = trio.Event()
     for p in partitions:
-        p.add_data_waiter(woken)
+        p.waiters.add(woken)
+    if idle is not None:
+        idle.add_waiter(woken)
     try:
         with trio.move_on_at(deadline):
             await woken.wait()
     finally:
         for p in partitions:
-            p.remove_data_waiter(woken)
+            p.waiters.discard(woken)
+        if idle is not None:
+            idle.remove_waiter(woken)
 
 
 def _close_regions(outcomes: list[FetchOutcome]) -> None:

@@ -49,6 +49,6 @@ def preferred_read_replica(partition: Partition, brokers: list[BrokerInfo], clie
         if node in rs.isr and node in live and progress.log_end_offset >= fetch_offset \
                 and progress.log_start_offset <= fetch_offset:
             candidates.append(ReplicaView(node, live[node].rack, progress.log_end_offset,
-                                          now_ms - progress.last_caught_up_ms))
+                                          now_ms - progress.caught_up_ms()))
     chosen = rack_aware_choice(client_rack, leader, candidates)
     return NO_PREFERENCE if chosen is leader else chosen.node_id

@@ -20,7 +20,14 @@ A single node is a ReplicaSet of one: its own leader and whole in-sync set."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Protocol
+
+
+class FetchClock(Protocol):
+    """A follower's fetch session holding this partition quiet: it fetched, at the leader's log
+    end, at fetched_ms (quiet_partitions.py)."""
+
+    fetched_ms: int
 
 
 @dataclass(slots=True)
@@ -32,6 +39,15 @@ class FollowerProgress:
     last_fetch_leader_end: int = -1  # the leader's log end at its previous fetch (Kafka's lastFetchLeaderLogEndOffset)
     last_fetch_ms: int = 0
     log_start_offset: int = -1  # as its last fetch reported it (-1: unknown)
+    # while the partition is quiet in the follower's fetch session, each of its fetches counts as
+    # caught up without a write here: the session's last fetch time is read instead
+    quiet_in: FetchClock | None = None
+
+    def caught_up_ms(self) -> int:
+        """When a fetch of it last reached the leader's log end (or its previous one)."""
+        if self.quiet_in is None:
+            return self.last_caught_up_ms
+        return max(self.last_caught_up_ms, self.quiet_in.fetched_ms)
 
 
 @dataclass
@@ -102,6 +118,8 @@ class ReplicaSet:
         progress = self.followers.get(replica_id)
         if progress is None:
             return False
+        if progress.quiet_in is not None:  # read in another session: the quiet one is over
+            self.release_quiet(replica_id, progress.quiet_in)
         if fetch_offset >= leader_end:
             progress.last_caught_up_ms = now_ms
         elif fetch_offset >= progress.last_fetch_leader_end >= 0:
@@ -112,13 +130,23 @@ class ReplicaSet:
         progress.last_fetch_ms = now_ms
         return True
 
-    def note_caught_up(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
-        """A follower fetching at the leader's log end, whose read was skipped (a quiet
-        partition): what record_fetch would note."""
+    def hold_quiet(self, replica_id: int, fetch_offset: int, clock: FetchClock) -> None:
+        """A follower fetching at the leader's log end, whose reads are skipped from now on (a
+        quiet partition): what record_fetch would note, now and at each of its session's fetches
+        until release_quiet."""
         progress = self.followers.get(replica_id)
         if progress is not None:
-            progress.last_caught_up_ms = progress.last_fetch_ms = now_ms
+            progress.last_caught_up_ms = progress.last_fetch_ms = clock.fetched_ms
             progress.log_end_offset = progress.last_fetch_leader_end = fetch_offset
+            progress.quiet_in = clock
+
+    def release_quiet(self, replica_id: int, clock: FetchClock) -> None:
+        """The partition is no longer quiet in that session (it moved, or the follower named or
+        forgot it): its last fetch there is the last one counted."""
+        progress = self.followers.get(replica_id)
+        if progress is not None and progress.quiet_in is clock:
+            progress.last_caught_up_ms = progress.last_fetch_ms = max(progress.last_caught_up_ms, clock.fetched_ms)
+            progress.quiet_in = None
 
     def note_if_rejoining(self, replica_id: int, expansion: Callable[[], frozenset[int]]) -> None:
         """After a fetch of replica_id: notify isr_watch when replica_id is out of the ISR and now
@@ -145,7 +173,7 @@ class ReplicaSet:
         end is the leader's is in sync however long ago it fetched (Kafka's Replica.isCaughtUp):
         an idle partition keeps its ISR, and the controller drops a dead broker from it."""
         def lagging(progress: FollowerProgress) -> bool:
-            return progress.log_end_offset != leader_end and now_ms - progress.last_caught_up_ms > lag_ms
+            return progress.log_end_offset != leader_end and now_ms - progress.caught_up_ms() > lag_ms
 
         return frozenset(r for r in self.isr if r != self.local_id and lagging(self.followers.get(r, FollowerProgress())))
 

@@ -179,6 +179,9 @@ class Authorizer:
         # the PREFIXED names per resource type: a decision looks up only the patterns that can
         # apply to its resource, however many ACLs there are
         self._prefixes: dict[ResourceType, set[str]] = {}
+        # moves with every change of the ACLs: what remembers decisions (a fetch session's quiet
+        # partitions) knows when they may no longer hold
+        self.generation = 0
 
     # ---- the ACLs ---------------------------------------------------------------------------------
     def bindings(self) -> list[AclBinding]:
@@ -203,9 +206,11 @@ class Authorizer:
     def replace_all(self, bindings: Iterable[AclBinding]) -> None:
         self._acls = {}
         self._prefixes = {}
+        self.generation += 1
         self.add(bindings)
 
     def _set(self, pattern: ResourcePattern, entries: set[AccessControlEntry]) -> None:
+        self.generation += 1
         prefixed = pattern.pattern_type == PatternType.PREFIXED
         if entries:
             self._acls[pattern] = entries

@@ -14,6 +14,7 @@ answers only partitions with news (broker/fetch_sessions.py is the leader's side
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
 from wirekafka.broker.replica.fetch_sessions import INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
 from wirekafka.protocol.errors import ErrorCode
@@ -45,19 +46,32 @@ class FetchSessionHandler:
         self.session_id = INVALID_SESSION_ID
         self.epoch = INITIAL_EPOCH
         self._session: dict[Key, PartitionFetch] = {}  # what the leader's session holds
-        self._pending: dict[Key, PartitionFetch] = {}  # what the request in flight would make it
+        self._pending: dict[Key, PartitionFetch] = {}  # what a full request in flight would make it
+        # what an incremental one in flight changes: partitions sent, partitions forgotten
+        self._pending_changes: tuple[dict[Key, PartitionFetch], list[Key]] = ({}, [])
         self._sent_full = True  # whether the request in flight is a full one
         self._restarted = False  # a restart asked for while a request was in flight
 
-    def build(self, wanted: dict[Key, PartitionFetch]) -> NextRequest:
-        """The next request for these partitions (in order)."""
-        self._pending = dict(wanted)
+    def build(self, wanted: dict[Key, PartitionFetch], changed: Iterable[Key] | None = None) -> NextRequest:
+        """The next request for these partitions (in order). changed, when given, holds every key
+        whose entry may differ from the last request's (added, changed or gone from wanted): an
+        incremental request then looks at those only, not at the whole session."""
         self._restarted = False
         self._sent_full = self.epoch == INITIAL_EPOCH
         if self._sent_full:
+            self._pending = dict(wanted)
             return NextRequest(self.session_id, self.epoch, self._pending, [])
-        to_send = {k: v for k, v in wanted.items() if (sent := self._session.get(k)) is not v and sent != v}
-        forgotten = [k for k in self._session if k not in wanted]
+        keys = changed if changed is not None else [*wanted, *(k for k in self._session if k not in wanted)]
+        to_send: dict[Key, PartitionFetch] = {}
+        forgotten: list[Key] = []
+        for k in keys:
+            want, sent = wanted.get(k), self._session.get(k)
+            if want is None:
+                if sent is not None:
+                    forgotten.append(k)
+            elif sent is not want and sent != want:
+                to_send[k] = want
+        self._pending_changes = (to_send, forgotten)
         return NextRequest(self.session_id, self.epoch, to_send, forgotten)
 
     def handle_response(self, error: int, session_id: int) -> None:
@@ -77,7 +91,13 @@ class FetchSessionHandler:
             return
         self.session_id = session_id
         self.epoch = next_epoch(INITIAL_EPOCH if self._sent_full else self.epoch)
-        self._session = self._pending
+        if self._sent_full:
+            self._session = self._pending
+        else:
+            to_send, forgotten = self._pending_changes
+            self._session.update(to_send)
+            for k in forgotten:
+                self._session.pop(k, None)
 
     def restart(self) -> None:
         """Start over with a full fetch, closing the session the leader may still hold: after a

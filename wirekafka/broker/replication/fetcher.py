@@ -27,8 +27,6 @@ means this replica is ahead of the leader (truncate to the leader's end) or behi
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-
 import trio
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import (
@@ -42,7 +40,8 @@ from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
 from wirekafka.broker.replica.divergence import TruncationStep, truncation_step
 from wirekafka.broker.replica.log_dir_failure import LogDirFailureChannel
 from wirekafka.broker.replica.partition import Partition
-from wirekafka.broker.replication.fetch_session_handler import FetchSessionHandler, PartitionFetch
+from wirekafka.broker.replication.fetch_plan import FetchPlan, Followed
+from wirekafka.broker.replication.fetch_session_handler import FetchSessionHandler
 from wirekafka.broker.replication.peer_client import PeerClient, PeerSecurity, PeerUnavailable, SetupTimeout, answer_of
 from wirekafka.broker.quotas.replication_quota import ReplicationQuotas
 from wirekafka.config.broker_config import BrokerConfig
@@ -58,23 +57,6 @@ EARLIEST = -2
 _F = FetchRequest.FetchTopic
 _E = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
 _L = ListOffsetsRequest.ListOffsetsTopic
-
-
-@dataclass(eq=False)
-class Followed:
-    partition: Partition
-    leader_epoch: int  # the epoch it was handed to this fetcher in: a new one truncates again
-    needs_truncation: bool = True
-    lag: int | None = None  # the leader's high watermark past our log end at the last fetch
-    # what the last request asked of it, and the partition's change count then (Partition.changes):
-    # asked again as is while the count stays, without reading the partition's offsets anew
-    asked: PartitionFetch | None = None
-    asked_at: int = -1
-
-    @property
-    def in_sync(self) -> bool:
-        """Kafka's PartitionFetchState.isReplicaInSync: caught up to the leader's high watermark."""
-        return self.lag is not None and self.lag <= 0
 
 
 class LeaderFetcher:
@@ -95,6 +77,7 @@ class LeaderFetcher:
                                  receive_buffer=config.int_if_set("replica.socket.receive.buffer.bytes"),
                                  security=security)
         self.session = FetchSessionHandler()  # one incremental fetch session with the leader
+        self.plan = FetchPlan()  # what the next fetch asks for, kept by change
         self._wake = trio.Event()
         self.cancel_scope = trio.CancelScope()
 
@@ -102,8 +85,10 @@ class LeaderFetcher:
         key = (partition.topic, partition.index)
         current = self.partitions.get(key)
         if current is None or current.partition is not partition or current.leader_epoch != partition.leader_epoch:
-            self.partitions[key] = Followed(partition, partition.leader_epoch)
+            self.partitions[key] = added = Followed(partition, partition.leader_epoch)
+            self.plan.mark(added)
             if current is not None:
+                self.plan.forget(current)
                 self.session.restart()
             self._wake.set()
 
@@ -111,6 +96,7 @@ class LeaderFetcher:
         current = self.partitions.get((partition.topic, partition.index))
         if current is not None and current.partition is partition:
             del self.partitions[(partition.topic, partition.index)]
+            self.plan.forget(current)
 
     async def run(self) -> None:
         backoff = self.config.int("replica.fetch.backoff.ms") / 1000
@@ -174,6 +160,7 @@ class LeaderFetcher:
                      step.offset, self.leader.node_id, asked_under)
         doomed = p.truncate_to(step.offset, asked_under)
         f.asked = None  # the log end may have moved
+        self.plan.mark(f)
         if doomed is None:
             log.info("%s-%d: truncation decided in leader epoch %d dropped: the partition is now in epoch %d%s",
                      p.topic, p.index, asked_under, p.leader_epoch, " and leads" if p.is_leader else "")
@@ -184,21 +171,16 @@ class LeaderFetcher:
 
     # ---- fetching ----------------------------------------------------------------------------
     async def _fetch_once(self) -> None:
-        followed = [f for f in self.partitions.values() if not f.needs_truncation and f.partition.online
-                    and not f.partition.is_leader and not self._held_back(f)]
-        if not followed:
+        cfg = self.config
+        plan = self.plan
+        plan.refresh(self.partitions, cfg.int("replica.fetch.max.bytes"), self.quotas.follower.exceeded(),
+                     self._held_back)
+        if not plan.wanted:
             await trio.sleep(0.05)
             return
-        cfg = self.config
-        max_bytes = cfg.int("replica.fetch.max.bytes")
-        wanted: dict[tuple[str, int], PartitionFetch] = {}
-        for f in followed:
-            p = f.partition
-            if f.asked is None or f.asked_at != p.changes:
-                f.asked, f.asked_at = PartitionFetch(p.log_end_offset, p.log_start_offset, p.leader_epoch, max_bytes,
-                                                     p.epochs.latest_epoch), p.changes
-            wanted[(p.topic, p.index)] = f.asked
-        nxt = self.session.build(wanted)
+        round_ = plan.round
+        nxt = self.session.build(plan.wanted, plan.changed)
+        plan.changed = {}
         by_topic: dict[str, list[_F.FetchPartition]] = {}
         for (topic, index), want in nxt.to_send.items():
             by_topic.setdefault(topic, []).append(_F.FetchPartition(
@@ -225,11 +207,10 @@ class LeaderFetcher:
             log.info("fetch from broker %d failed: %s", self.leader.node_id, ErrorCode(response.error_code).name)
             await trio.sleep(0.1)
             return
-        asked = set(followed)  # by identity (Followed has no __eq__): a look-up per answered partition
         for t in response.responses:
             for pd in t.partitions:
                 f = self.partitions.get((t.topic, pd.partition_index))
-                if f is None or f not in asked or not self._still_follows(f):
+                if f is None or not plan.asked_for(f, round_) or not self._still_follows(f):
                     continue  # removed, replaced or elected while the fetch (or an earlier answer's handling) waited
                 await self._handle(f, pd)
 
@@ -310,10 +291,12 @@ class LeaderFetcher:
                      earliest.offset, p.log_end_offset)
             doomed = p.restart_at(earliest.offset)
             f.asked = None
+            self.plan.mark(f)
             if doomed:
                 await p.files.delete_segments(doomed)
         else:
             f.needs_truncation = True  # ahead of the leader: ask it where our epoch ends
+            self.plan.mark(f)
 
 
 class ReplicaFetchers:

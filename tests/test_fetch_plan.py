@@ -39,18 +39,24 @@ def _replicate(p: Partition, base: int) -> None:
     p.append_replicated(bytes(batch), records.check_integrity(bytes(batch)))
 
 
+def _planned(topic) -> tuple[dict, FetchPlan]:
+    """Every partition of topic followed, marked in a new plan, and the plan's first round made."""
+    followed = {}
+    plan = FetchPlan()
+    for p in topic.partitions:
+        f = _following(p)
+        followed[f.key] = f
+        plan.mark(f)
+    plan.refresh(followed, MAX_BYTES, False, lambda f: False)
+    return followed, plan
+
+
 def test_a_round_looks_only_at_what_moved(tmp_path: Path) -> None:
     state = _state(tmp_path)
 
     async def main() -> None:
         topic = await state.metadata.create_topic("t", 3)
-        followed = {}
-        plan = FetchPlan()
-        for p in topic.partitions:
-            f = _following(p)
-            followed[f.key] = f
-            plan.mark(f)
-        plan.refresh(followed, MAX_BYTES, False, lambda f: False)
+        followed, plan = _planned(topic)
         assert list(plan.wanted) == [("t", 0), ("t", 1), ("t", 2)] and list(plan.changed) == list(plan.wanted)
         first = plan.round
         assert all(plan.asked_for(f, first) for f in followed.values())
@@ -89,14 +95,7 @@ def test_while_throttling_every_round_decides_who_is_held_back(tmp_path: Path) -
     state = _state(tmp_path)
 
     async def main() -> None:
-        topic = await state.metadata.create_topic("t", 2)
-        followed = {}
-        plan = FetchPlan()
-        for p in topic.partitions:
-            f = _following(p)
-            followed[f.key] = f
-            plan.mark(f)
-        plan.refresh(followed, MAX_BYTES, False, lambda f: False)
+        followed, plan = _planned(await state.metadata.create_topic("t", 2))
         plan.changed = {}
         held = {("t", 0)}
         plan.refresh(followed, MAX_BYTES, True, lambda f: f.key in held)
@@ -113,14 +112,8 @@ def test_the_session_handler_sends_only_the_changed_entries(tmp_path: Path) -> N
 
     async def main() -> None:
         topic = await state.metadata.create_topic("t", 2)
-        followed = {}
-        plan = FetchPlan()
-        for p in topic.partitions:
-            f = _following(p)
-            followed[f.key] = f
-            plan.mark(f)
+        followed, plan = _planned(topic)
         session = FetchSessionHandler()
-        plan.refresh(followed, MAX_BYTES, False, lambda f: False)
         full = session.build(plan.wanted, plan.changed)
         plan.changed = {}
         assert full.epoch == 0 and set(full.to_send) == {("t", 0), ("t", 1)}

@@ -62,6 +62,17 @@ def _quiet(part: SessionPartition, replica: Partition, isolation: Isolation = Is
     return held
 
 
+async def _held_follower(state: BrokerState, now_ms: int) -> tuple[Partition, SessionPartition, SessionQuiet]:
+    """A new partition led here with FOLLOWER in sync, and a follower session's fetch at now_ms
+    that set it aside."""
+    p = (await state.metadata.create_topic("t", 1)).partitions[0]
+    _led_with_follower(p)
+    part = _answered(p, 0)
+    quiet = _session_quiet(Isolation.LOG_END, [part])
+    assert not quiet.split([(part, p)], set(), False, now_ms)
+    return p, part, quiet
+
+
 def test_a_caught_up_follower_is_quiet_until_something_moves(tmp_path: Path) -> None:
     state = _state(tmp_path)
 
@@ -108,11 +119,7 @@ def test_a_quiet_follower_counts_as_caught_up_now(tmp_path: Path) -> None:
     state = _state(tmp_path)
 
     async def main() -> None:
-        p = (await state.metadata.create_topic("t", 1)).partitions[0]
-        _led_with_follower(p)
-        part = _answered(p, 0)
-        quiet = _session_quiet(Isolation.LOG_END, [part])
-        assert not quiet.split([(part, p)], set(), False, 123_456)
+        p, part, quiet = await _held_follower(state, 123_456)
         progress = p.replica_set.followers[FOLLOWER]
         assert progress.caught_up_ms() == 123_456 and progress.log_end_offset == 0
         # the session's later fetches count without looking at the partition
@@ -259,11 +266,7 @@ def test_a_follower_dropped_from_the_isr_while_quiet_is_read_again(tmp_path: Pat
     state = _state(tmp_path)
 
     async def main() -> None:
-        p = (await state.metadata.create_topic("t", 1)).partitions[0]
-        _led_with_follower(p)
-        part = _answered(p, 0)
-        quiet = _session_quiet(Isolation.LOG_END, [part])
-        assert not quiet.split([(part, p)], set(), False, 0)
+        p, part, quiet = await _held_follower(state, 0)
         p.set_isr(frozenset({p.replica_set.local_id}))
         assert quiet.candidates() == [part]
         assert quiet.split([(part, p)], set(), False, 1) == [(part, p)]  # read: its fetch lets it rejoin

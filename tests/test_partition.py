@@ -282,3 +282,30 @@ def test_a_directory_of_another_topic_id_is_retired_not_reused(tmp_path: Path) -
     assert len(retired) == 1 and retired[0].name.startswith("t-0.")
     assert (retired[0] / "partition.metadata").read_text() == f"version: 0\ntopic_id: {stale_id}\n"
     again.shutdown()
+
+
+def test_a_stray_directory_met_while_a_topic_is_created_is_retired_from_the_worker_thread(tmp_path: Path) -> None:
+    """A broker killed between making a new topic's directories and saving its topic list (the
+    offsets topic, created by a consumer's FindCoordinator) finds those directories, under another
+    topic id, when it creates the topic again. The replica is opened in a worker thread, which
+    retires the stray directory and schedules its deletion. Failed before: scheduling set the
+    deletion task's event from the worker thread ("must be called from async context"), and
+    FindCoordinator answered UNKNOWN_SERVER_ERROR."""
+    config = build_config({"log.dirs": str(tmp_path / "data")})
+    state = BrokerState(config)
+    state.load()
+    stray = state.log_dir / "t-0"
+    stray.mkdir()
+    (stray / "partition.metadata").write_text(f"version: 0\ntopic_id: {uuid_to_base64(uuid.uuid4())}\n")
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(state.deletes.run)  # waiting on its event, as in a running broker
+            topic = await state.metadata.create_topic("t", 1)
+            assert topic.partitions[0].log_end_offset == 0
+            assert state.deletes.pending() == 1
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+    assert [d.name.startswith("t-0.") for d in state.log_dir.iterdir() if d.name.endswith("-delete")] == [True]
+    state.shutdown()

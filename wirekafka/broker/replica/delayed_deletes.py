@@ -41,8 +41,22 @@ class DelayedDeletes:
         self._changed = trio.Event()
 
     def schedule(self, delay_ms: int, remove: Callable[[], None]) -> None:
-        """Run remove (file work, in a worker thread) delay_ms from now."""
-        heapq.heappush(self._queue, (self._clock() + max(delay_ms, 0) / 1000, next(self._order), remove))
+        """Run remove (file work, in a worker thread) delay_ms from now. Callable on the event
+        loop, before it runs (start-up's load), and from its worker threads (a partition opened
+        in one may retire a stray directory): the queue and the event are then changed on the loop."""
+        due = self._clock() + max(delay_ms, 0) / 1000
+        try:
+            trio.lowlevel.current_task()
+        except RuntimeError:  # not on the loop: a worker thread of it, or no run yet
+            try:
+                trio.from_thread.run_sync(self._push, due, remove)
+                return
+            except RuntimeError:  # no Trio run at all: nothing else touches the queue
+                pass
+        self._push(due, remove)
+
+    def _push(self, due: float, remove: Callable[[], None]) -> None:
+        heapq.heappush(self._queue, (due, next(self._order), remove))
         self._changed.set()
 
     def schedule_directory(self, path: Path) -> None:

@@ -96,6 +96,11 @@ class FetchPlan:
                     self.changed[key] = None
             p.waiters.watch(f, self)  # told when it next moves
 
+    def take_changed(self) -> dict[Key, None]:
+        """The keys changed since the last request, handed to it (and forgotten here)."""
+        changed, self.changed = self.changed, {}
+        return changed
+
     def asked_for(self, f: Followed, round_: int) -> bool:
         """Whether the request of round_ asked for f (an answer for it is f's)."""
         return f.wanted_since <= round_

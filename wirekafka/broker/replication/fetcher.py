@@ -179,8 +179,7 @@ class LeaderFetcher:
             await trio.sleep(0.05)
             return
         round_ = plan.round
-        nxt = self.session.build(plan.wanted, plan.changed)
-        plan.changed = {}
+        nxt = self.session.build(plan.wanted, plan.take_changed())
         by_topic: dict[str, list[_F.FetchPartition]] = {}
         for (topic, index), want in nxt.to_send.items():
             by_topic.setdefault(topic, []).append(_F.FetchPartition(

@@ -119,7 +119,8 @@ def test_cached_reads_equal_fresh_reads_and_ask_only_for_changes(zookeeper: str,
 
         _add_topic(client, "small", 3)
         heard.wait_for(zl.TOPICS)
-        assert read_both() == idle + 1 + 2 + 3  # the listing, the new topic's two znodes, its states
+        # the topics' listing; the new topic's znode, config and partitions' listing; its states
+        assert read_both() == idle + 1 + 3 + 3
         client.set(zl.partition_state_path("small", 1), encode_state(LeaderAndIsr(2, 1, (2,), 1)))
         heard.wait_for(zl.partition_state_path("small", 1))
         assert reused() == {"big"}  # one state changed: only its topic is decoded again
@@ -151,3 +152,30 @@ def test_a_partial_read_asks_only_for_the_topics_it_names(zookeeper: str, tmp_pa
         assert set(partial.topics) == {"small"} and partial.topics["small"] == whole.topics["small"]
         assert partial.brokers == whole.brokers and partial.controller_epoch == whole.controller_epoch
         assert 5 < counted.reads < 30, counted.reads  # "big"'s 200 states were not asked for
+
+
+def test_a_new_topics_states_are_read_once_the_controller_made_them(zookeeper: str, tmp_path) -> None:
+    """A topic whose partitions have no state znode yet costs its listing's read, not a refused
+    read per partition at every reconcile; the listing's watch tells when the states come."""
+    with _chrooted(zookeeper, f"/zk-new-{tmp_path.name}") as client:
+        _register(client, 1)
+        heard = _Heard()
+        cache = ZnodeCache(client, heard)
+        read_snapshot(cache, cache.watch)
+        create_topic_znodes(client, "new", uuid.uuid4(), {p: [1] for p in range(PARTITIONS)}, {})
+        heard.wait_for(zl.TOPICS)
+        before = cache.reads
+        snapshot = read_snapshot(cache, cache.watch)
+        assert snapshot.topics["new"].states == {}
+        assert cache.reads - before < 15, cache.reads - before  # none of its 200 states asked for
+        before = cache.reads
+        read_snapshot(cache, cache.watch)
+        assert cache.reads - before < 10
+        for p in range(PARTITIONS):
+            client.create(zl.partition_state_path("new", p), encode_state(LeaderAndIsr(1, 0, (1,), 1)), makepath=True)
+        heard.wait_for(zl.topic_partitions_path("new"))
+        deadline = time.monotonic() + 10
+        while len(read_snapshot(cache, cache.watch).topics["new"].states) < PARTITIONS:
+            assert time.monotonic() < deadline, "the new states were not read"
+            time.sleep(0.05)
+        assert read_snapshot(cache, cache.watch) == read_snapshot(client, None)

@@ -140,3 +140,29 @@ def test_clear_drops_everything_and_answers_in_flight(setup) -> None:
     assert len(cache) == 0
     cache.watch(None)  # a watch call without an event (another read asked for): clears too
     assert heard == [None] and len(cache) == 0
+
+
+def test_a_second_reader_of_a_path_in_flight_shares_its_answer(setup) -> None:
+    """The reconcile loop and the controller's read at once: one request, until it is answered;
+    a watch that fires meanwhile makes the next read ask again."""
+    client, cache, _ = setup
+    client.data["/a"] = b"1"
+    first, second = cache.get_async("/a"), cache.get_async("/a")
+    assert first is second and client.sent == [("get", "/a")]
+    cache.watch(event(EventType.CHANGED, "/a"))
+    third = cache.get_async("/a")
+    assert third is not first and client.sent == [("get", "/a"), ("get", "/a")]
+    assert first.get()[0] == b"1" and third.get()[0] == b"1"
+    assert cache.get_async("/a").get()[0] == b"1" and len(client.sent) == 2  # the later answer was kept
+
+
+def test_a_missing_node_is_known_absent_while_its_exists_watch_holds(setup) -> None:
+    client, cache, _ = setup
+    assert not cache.known_absent("/s")  # never asked
+    assert cache.exists_async("/s").get() is None
+    assert cache.known_absent("/s")
+    cache.watch(event(EventType.CREATED, "/s"))
+    assert not cache.known_absent("/s")
+    client.data["/s"] = b"x"
+    assert cache.exists_async("/s").get() is not None
+    assert not cache.known_absent("/s")

@@ -4,6 +4,11 @@ new partition's state this way until the safety re-read, seconds later)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+from kazoo.protocol.states import EventType
+
+from wirekafka.broker.metadata.zk.cache import ZnodeCache
 from wirekafka.broker.metadata.zk.znode_io import watch_creation
 
 
@@ -34,11 +39,22 @@ def test_a_node_still_missing_is_watched_without_a_new_read() -> None:
     assert calls == []
 
 
-def test_a_node_created_meanwhile_asks_for_another_read() -> None:
-    client, calls = _Client({"/b"}), []
+def test_a_node_created_meanwhile_asks_for_another_read_of_it_alone() -> None:
+    """Each node found created is told as its creation's watch would tell it (a path, not None:
+    None would drop every cached read, thousands of them while a large topic comes online)."""
+    client, calls = _Client({"/b", "/c"}), []
     watch_creation(client, ["/a", "/b", "/c"], calls.append)
     assert client.watched == ["/a", "/b", "/c"]
-    assert calls == [None]  # one request, however many nodes appeared
+    assert [(e.type, e.path) for e in calls] == [(EventType.CREATED, "/b"), (EventType.CREATED, "/c")]
+
+
+def test_a_created_node_drops_only_its_own_cached_reads() -> None:
+    """Through the cache's watch, a node found created leaves every other cached read in place."""
+    cache = ZnodeCache(SimpleNamespace(), lambda event: None)
+    cache._entries = {("data", "/other"): b"x", ("exists", "/b"): None}
+    client = _Client({"/b"})
+    watch_creation(client, ["/b"], cache.watch)
+    assert cache._entries == {("data", "/other"): b"x"}
 
 
 def test_nothing_to_watch() -> None:
@@ -51,7 +67,6 @@ def test_the_session_reports_which_watches_fired() -> None:
     """wait_changed names the paths whose watches fired since the last call (the controller's fast
     path needs /brokers/ids among them); a change of our own or of the session is None."""
     import trio
-    from types import SimpleNamespace
 
     from wirekafka.broker.metadata.zk.session import ZkSession
 

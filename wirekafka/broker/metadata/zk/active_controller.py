@@ -2,9 +2,10 @@
 the ephemeral /controller; /controller_epoch is bumped atomically with taking it), and the
 controller's answers to other brokers.
 
-After each reconcile the controller acts on the snapshot: it deletes the topics marked in
-/admin/delete_topics, brings new partitions online and elects leaders where the leader died,
-writes completed reassignments, follows the legacy /admin znodes, and every
+On reads of its own (run_states) the controller brings new partitions online, elects leaders
+where the leader died and takes dead replicas out of ISRs. After each reconcile it acts on
+the snapshot: it deletes the topics marked in /admin/delete_topics, writes completed
+reassignments, follows the legacy /admin znodes, and every
 leader.imbalance.check.interval.seconds moves leaderships back to preferred replicas. It
 answers ElectLeaders (the handlers send other brokers' askers away with NOT_CONTROLLER), AlterPartition (a leader's ISR change, judged against the
 state znode as read now) and ControlledShutdown (moving a stopping broker's leaderships away and
@@ -34,7 +35,7 @@ from wirekafka.broker.metadata.zk.controller import (PREFERRED, AlterTopic, Clus
                                                      without_bounced)
 from wirekafka.broker.metadata.zk.offline_replicas import OfflineReplicas
 from wirekafka.broker.metadata.zk.reassignments import Reassignments
-from wirekafka.broker.metadata.zk.session import ZkSession
+from wirekafka.broker.metadata.zk.session import ChangeFeed, ZkSession
 from wirekafka.config import topic as topic_config
 from wirekafka.config.broker_config import BrokerConfig
 from wirekafka.jvm import TopicPartitionKey, scala_mutable_hashmap_order
@@ -60,6 +61,7 @@ class ActiveController:
         # seen under another epoch since restarted unnoticed (controller.without_bounced)
         self._acted_epochs: dict[int, int] = {}
         self._shutdown_lock = trio.Lock()
+        self._last_read: ClusterSnapshot | None = None  # run_states' last read, while the controller
 
     # ---- taking the role and acting on a snapshot ------------------------------------------------------
     async def try_claim(self) -> None:
@@ -72,20 +74,46 @@ class ActiveController:
         self.zk.mark_changed()
 
     async def act(self, snapshot: ClusterSnapshot) -> None:
-        """What the controller does after a reconcile: deletions, elections and new partitions'
-        states, completed reassignments, the legacy /admin znodes."""
+        """What the controller does after a reconcile (the partition states are run_states'):
+        deletions, completed reassignments, the legacy /admin znodes."""
         epoch = snapshot.controller_epoch
         await self.offline.notice()
         for name in snapshot.deleting:
             await self.zk.call(io.delete_topic_znodes, self.zk.client, name)
             log.info("controller: deleted topic %s", name)
-        await self._change_states(snapshot)
         for done in completed_reassignments(snapshot, epoch):
             if (done.state.topic, done.state.partition) in await self._write_states([done.state], snapshot):
                 continue
             await self.reassignments.finish(snapshot, done)
         await self.reassignments.follow_legacy(snapshot)
         await self._run_legacy_elections(snapshot)
+
+    async def run_states(self, feed: ChangeFeed, safety_s: float) -> None:
+        """The partition states the controller writes (new partitions online, elections, dead
+        replicas out of ISRs), decided on a read of its own each time a metadata watch fires
+        (or every safety_s), while /controller names this broker. Apart from the reconcile
+        loop, so that they never wait for this broker to apply a read: opening its own replicas
+        of thousands of new partitions takes seconds, and Kafka's controller too writes the
+        states and leaves the logs to the brokers. A change of live brokers is first decided
+        on the last read (elect_for_broker_change)."""
+        memo = io.TopicMemo()
+        while True:
+            changed = await feed.wait(safety_s)
+            if not self.zk.connected:
+                continue
+            try:
+                if await self.zk.call(io.read_controller_id, self.zk.cache, self.zk.cache.watch) != self.node_id:
+                    self._last_read = None
+                    continue
+                if zl.BROKER_IDS in changed:
+                    await self.elect_for_broker_change()
+                read = await self.zk.call(io.read_snapshot, self.zk.cache, self.zk.cache.watch, (), memo)
+                self._last_read = read
+                await self.change_states(self.as_controller(read))
+            except Exception:  # ZooKeeper unreachable or a race: the next round retries
+                log.warning("controller: writing partition states failed; retrying", exc_info=True)
+                await trio.sleep(0.2)
+                feed.mark(None)
 
     async def elect_for_broker_change(self) -> None:
         """The controller's fast path when the set of live brokers changed (a broker died or came
@@ -94,14 +122,15 @@ class ActiveController:
         cached state. Every write is conditional on the state versions of that snapshot, so a
         state that moved meanwhile (a leader's ISR change, say) is left to the full reconcile
         that follows."""
+        last = self._last_read if self._last_read is not None else self.view.snapshot
         brokers, epochs = await self.zk.call(io.read_brokers, self.zk.client, None)
-        if epochs == self.view.snapshot.broker_epochs:
+        if epochs == last.broker_epochs:
             return
-        snapshot = self.as_controller(dataclasses.replace(self.view.snapshot, brokers=brokers, broker_epochs=epochs))
+        snapshot = self.as_controller(dataclasses.replace(last, brokers=brokers, broker_epochs=epochs))
         log.info("controller: live brokers now %s", sorted(brokers))
-        await self._change_states(snapshot)
+        await self.change_states(snapshot)
 
-    async def _change_states(self, snapshot: ClusterSnapshot) -> None:
+    async def change_states(self, snapshot: ClusterSnapshot) -> None:
         """Elections and ISR changes for dead, bounced and new brokers' partitions, then the
         broker epochs they were decided on remembered (a bounced broker's only once its
         partitions were all written: else it counts as bounced again at the next round)."""

@@ -20,7 +20,10 @@ fired are asked of ZooKeeper again, so one ISR change costs one read, not one pe
 session change or a re-read asked for without a path reads everything. What did not change is
 not decoded again (a topic whose cached answers are the same keeps its view, TopicMemo) nor
 applied again (apply passes over the topics whose view it applied, unless the brokers or the
-broker configs changed or the 5 s safety re-read runs). Other state kept in
+broker configs changed or the 5 s safety re-read runs). The controller's partition states
+(new partitions online, elections) are decided on reads of its own, beside the reconcile loop
+(`ActiveController.run_states`, woken by the same watches): they never wait for this broker
+to open its own replicas of new topics. Other state kept in
 ZooKeeper beside the metadata (the ACLs, acl_znodes.py) is a `ZkFollower`: loaded by `start`
 before the broker serves, then run beside the reconcile loop, on watches of its own.
 
@@ -172,6 +175,7 @@ class ZkBackend:
             nursery.start_soon(self.isr.run)
             nursery.start_soon(self.offline.run)
             nursery.start_soon(self._propagate_log_dir_failures)
+            nursery.start_soon(self.controller.run_states, self.zk.metadata_feed(), SAFETY_RECONCILE_S)
             if self.config.bool("auto.leader.rebalance.enable"):
                 nursery.start_soon(self.controller.run_rebalance)
             while True:
@@ -181,8 +185,6 @@ class ZkBackend:
                 try:
                     if self.zk.connected and not self.registrar.current:
                         await self.registrar.register()
-                    if self.zk.connected and zl.BROKER_IDS in changed and self.view.snapshot.controller == self.node_id:
-                        await self.controller.elect_for_broker_change()
                     if self.zk.connected:
                         await self._reconcile(full=not changed or None in changed)
                 except Exception:  # ZooKeeper unreachable or a race: the next round retries

@@ -52,7 +52,10 @@ class _Reading:
         self._keep_missing = keep_missing
 
     def get(self) -> Any:
-        value = self._request.get()  # a missing znode raises NoNodeError: nothing kept
+        try:
+            value = self._request.get()  # a missing znode raises NoNodeError: nothing kept
+        finally:
+            self._cache._arrived(self._key, self)
         if value is not None or self._keep_missing:
             self._cache._keep(self._key, self._token, value)
         return value
@@ -67,6 +70,9 @@ class ZnodeCache:
         self._lock = threading.Lock()
         self._entries: dict[tuple[str, str], Any] = {}
         self._generations: dict[str, int] = {}  # per path: watch events seen
+        # reads sent and not yet answered: a second reader of the same path (the reconcile
+        # loop and the controller's, at once) shares the answer instead of asking again
+        self._in_flight: dict[tuple[str, str], _Reading] = {}
         self._clears = 0
         self.reads = 0  # reads sent to ZooKeeper (for tests and the benchmark)
         self.hits = 0
@@ -83,6 +89,13 @@ class ZnodeCache:
 
     def get_children(self, path: str, watch: Callable | None = None) -> list[str]:
         return self.get_children_async(path).get()
+
+    def known_absent(self, path: str) -> bool:
+        """Whether a watched exists() found the znode missing and nothing fired since: a read of
+        it would only be refused (a partition the controller has yet to elect, read by every
+        reconcile until it is)."""
+        with self._lock:
+            return (_EXISTS, path) in self._entries and self._entries[(_EXISTS, path)] is None
 
     # ---- watches and invalidation ------------------------------------------------------------------
     def watch(self, event: Any = None) -> None:
@@ -114,8 +127,20 @@ class ZnodeCache:
                 self.hits += 1
                 return _Ready(self._entries[(kind, path)])
             token = (self._clears, self._generations.get(path, 0))  # taken before the read is sent
+            sent = self._in_flight.get((kind, path))
+            if sent is not None and sent._token == token:
+                self.hits += 1
+                return sent
         self.reads += 1
-        return _Reading(self, (kind, path), token, send(path, watch=self.watch), keep_missing)
+        reading = _Reading(self, (kind, path), token, send(path, watch=self.watch), keep_missing)
+        with self._lock:
+            self._in_flight[(kind, path)] = reading
+        return reading
+
+    def _arrived(self, key: tuple[str, str], reading: _Reading) -> None:
+        with self._lock:
+            if self._in_flight.get(key) is reading:
+                del self._in_flight[key]
 
     def _keep(self, key: tuple[str, str], token: tuple[int, int], value: Any) -> None:
         with self._lock:

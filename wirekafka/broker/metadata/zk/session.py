@@ -4,7 +4,8 @@ kazoo runs its own threads: its blocking calls run here in trio worker threads (
 everything kazoo calls back — one-shot watches set by reads, and session state changes — only
 marks a `ChangeFeed` on the loop through the trio token (`run_sync_soon`, safe from any thread;
 `_post` is the one place). The metadata's feed (the watch of its reads through `cache`,
-`wait_changed`) wakes the reconcile loop; another consumer (the ACL store's change notifications) gets a feed of its own (`feed()`),
+`wait_changed`) wakes the reconcile loop, and the controller's state writer through a feed of
+its own (`metadata_feed()`); another consumer (the ACL store's change notifications) gets a feed of its own (`feed()`),
 so its watches neither wake the metadata's full re-read nor are consumed by it. A session change
 marks every feed. A consumer never reacts to a single watch: it re-reads what it follows, so a
 missed or coalesced notification cannot leave it wrong.
@@ -63,8 +64,9 @@ class ZkSession:
         self._token: trio.lowlevel.TrioToken | None = None
         self._metadata_feed = ChangeFeed(self)
         self._feeds = [self._metadata_feed]
+        self._metadata_feeds = [self._metadata_feed]  # every feed the metadata's watches mark
         # the metadata's watched reads, kept until their watch fires (zk_cache.py)
-        self.cache = ZnodeCache(self.client, self._metadata_feed.watcher)
+        self.cache = ZnodeCache(self.client, self._metadata_watcher)
         self.connected = False
         self._closing = False
         # Kafka's SessionExpireListener ZooKeeperExpiresPerSec and ZooKeeperDisconnectsPerSec
@@ -107,6 +109,18 @@ class ZkSession:
         feed = ChangeFeed(self)
         self._feeds.append(feed)
         return feed
+
+    def metadata_feed(self) -> ChangeFeed:
+        """Another consumer of the metadata's own watches (the controller's state writer): its
+        feed is marked by every watch of the cache, every mark_changed and every session
+        change, as the reconcile loop's is, and is waited on apart from it."""
+        feed = self.feed()
+        self._metadata_feeds.append(feed)
+        return feed
+
+    def _metadata_watcher(self, event: object = None) -> None:
+        """The cache's watch events (kazoo thread), handed to the loop for every metadata feed."""
+        self._post(functools.partial(self.mark_changed, getattr(event, "path", None)))
 
     def _on_state(self, state: str) -> None:
         """kazoo's session listener (kazoo thread; it must not block). Cached reads go at once:
@@ -153,7 +167,8 @@ class ZkSession:
     def mark_changed(self, path: str | None = None) -> None:
         """Ask for a reconcile soon (after a write of our own, say): of everything, or, given the
         path of what changed, with the cached reads of everything else kept."""
-        self._metadata_feed.mark(path)
+        for feed in self._metadata_feeds:
+            feed.mark(path)
 
     async def close(self) -> None:
         self._closing = True

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Callable
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
+from kazoo.protocol.states import EventType, KeeperState, WatchedEvent
 
 from wirekafka.broker.metadata.cluster_metadata import BrokerInfo, uuid_to_base64
 from wirekafka.broker.metadata.zk import layout as zl
@@ -90,6 +91,9 @@ def read_snapshot(client, watch: Callable | None, config_entities: tuple[str, ..
         names = sorted(set(only(names)) & set(names))
     assignments = {n: client.get_async(zl.topic_path(n), watch=watch) for n in names}
     config_reads = {n: client.get_async(zl.topic_config_path(n), watch=watch) for n in names}
+    # which partitions have a state znode: a new topic's are read only once the controller made
+    # them (the listing's watch tells), not asked for one by one and refused meanwhile
+    listings = {n: client.get_children_async(zl.topic_partitions_path(n), watch=watch) for n in names}
     deleting = tuple(client.get_children(zl.DELETE_TOPICS, watch=watch))
     legacy_reads = {path: client.get_async(path, watch=watch)
                     for path in (zl.REASSIGN_PARTITIONS, zl.PREFERRED_REPLICA_ELECTION)}
@@ -108,8 +112,11 @@ def read_snapshot(client, watch: Callable | None, config_entities: tuple[str, ..
                                        if epoch_data else (0, -1))
     topics: dict[str, TopicView] = {}
     state_reads: dict[str, list[tuple[int, object]]] = {}
+    listed_of: dict[str, set[str]] = {}  # per topic, the partitions with a znode
+    unlisted: list[str] = []  # topics without a …/partitions znode yet
     answers: dict[str, tuple] = {}
     known = memo.topics if memo is not None else {}
+    known_absent: Callable[[str], bool] = getattr(client, "known_absent", lambda path: False)
     for name, read in assignments.items():
         data = _value(read)
         if data is None:
@@ -128,10 +135,17 @@ def read_snapshot(client, watch: Callable | None, config_entities: tuple[str, ..
                              removing={p: tuple(r) for p, r in ta.removing_replicas.items()},
                              version=data[1].version)
         topics[name] = view
-        answers[name] = (data, config_data)
-        state_reads[name] = [(index, client.get_async(zl.partition_state_path(name, index), watch=watch))
-                             for index in view.assignment]
-    stateless = []
+        listed = _value(listings[name])
+        if listed is None:
+            unlisted.append(zl.topic_partitions_path(name))
+        made: set[str] = set(listed or ())
+        answers[name] = (data, config_data, listed)
+        state_reads[name] = [(index, client.get_async(path, watch=watch)
+                              if str(index) in made and not known_absent(path) else None)
+                             for index in view.assignment
+                             for path in (zl.partition_state_path(name, index),)]
+        listed_of[name] = made
+    stateless = unlisted
     for name, reads in state_reads.items():
         values = [_value(read) for _, read in reads]
         answers[name] += tuple(values)
@@ -143,7 +157,8 @@ def read_snapshot(client, watch: Callable | None, config_entities: tuple[str, ..
         view = topics[name]
         for (index, _), data in zip(reads, values):
             if data is None:
-                stateless.append(zl.partition_state_path(name, index))  # the controller has yet to elect
+                if str(index) in listed_of[name]:  # else the listing's watch tells when it is made
+                    stateless.append(zl.partition_state_path(name, index))  # the controller has yet to elect
                 continue
             view.states[index] = (_decode_state(data[0]), data[1].version)
     watch_creation(client, stateless, watch)
@@ -219,7 +234,14 @@ def watch_creation(client, paths: list[str], watch: Callable | None) -> None:
                if request.get() is not None]
     if created and watch is not None:
         log.debug("created while being read: %s; reading again", created)
-        watch(None)
+        for path in created:  # as their creation's watch would tell it: the rest of the cache stays
+            watch(WatchedEvent(EventType.CREATED, KeeperState.CONNECTED, path))
+
+
+def read_controller_id(client, watch: Callable | None) -> int:
+    """The controller's broker id in /controller, -1 when there is none."""
+    data = _value(client.get_async(zl.CONTROLLER, watch=watch))
+    return zl.ControllerRegistration.decode(data[0]).broker_id if data else -1
 
 
 def _read_quota_configs(client, watch: Callable | None, user_reads: dict[str, object]) -> dict[str, object]:
@@ -269,7 +291,10 @@ def _decode_legacy(decode: Callable, data, empty):
 
 
 def _value(read):
-    """(data, stat) of an async read, None if the znode does not exist."""
+    """(data, stat) of an async read, None if the znode does not exist (or was known not to,
+    and not read: None)."""
+    if read is None:
+        return None
     try:
         return read.get()
     except NoNodeError:
@@ -307,51 +332,103 @@ class ControllerMovedError(BadVersionError):
     """A controller write's check of /controller_epoch failed: another broker is the controller."""
 
 
+_STATES_PER_TRANSACTION = 100  # about 25 KB a transaction, far below ZooKeeper's 1 MB jute.maxbuffer
+
+
 def write_states(client, writes: list[StateWrite], controller_epoch_version: int) -> list[Exception | int]:
     """Controller partition state writes, each fenced by the controller epoch's znode version
     (a controller that was replaced fails the check instead of overwriting its successor) and
-    by the state znode's version. Every transaction is sent before any answer is awaited, the
-    writes in the order given (ZooKeeper applies one session's requests in order); one result per
-    write, in order: the state znode's new version (its partition epoch), or the error that rolled
-    it back (ControllerMovedError when it was the controller epoch's check)."""
-    _ensure_parents([zl.partition_state_path(w.topic, w.partition) for w in writes if w.version is None], client)
-    pending = []
-    for w in writes:
-        path = zl.partition_state_path(w.topic, w.partition)
-        tx = client.transaction()
-        tx.check(zl.CONTROLLER_EPOCH, controller_epoch_version)
-        if w.version is None:
-            tx.create(path, encode_state(w.state))
-        else:
-            tx.set_data(path, encode_state(w.state), version=w.version)
-        pending.append(tx.commit_async())
+    by the state znode's version. One result per write, in order: the state znode's new version
+    (its partition epoch), or the error that rolled it back (ControllerMovedError when it was
+    the controller epoch's check).
+
+    The writes go in transactions of _STATES_PER_TRANSACTION, each one request (a new state's
+    …/partitions/N parent created in it too), every transaction sent before any answer is
+    awaited, in the order given (ZooKeeper applies one session's requests in order): a dead
+    broker's thousand partitions cost ten requests, not a thousand, and requests are what the
+    client library's one thread spends its time on. A transaction that one write makes fail (a
+    state that moved, a parent already made) is written again one write a request, so that only
+    that write fails."""
+    new_states = [zl.partition_state_path(w.topic, w.partition) for w in writes if w.version is None]
+    _create_missing({path.rsplit("/", 2)[0] for path in new_states}, client)  # each topic's …/partitions
+    chunks = [writes[i:i + _STATES_PER_TRANSACTION] for i in range(0, len(writes), _STATES_PER_TRANSACTION)]
+    sent = [_send_states(client, chunk, controller_epoch_version, with_parents=True) for chunk in chunks]
     results: list[Exception | int] = []
-    for w, request in zip(writes, pending):
-        try:
-            outcome = request.get()
-        except Exception as e:  # the connection failed under the request  # noqa: BLE001
-            results.append(e)
-            continue
-        error = _first_error(outcome)
-        if isinstance(outcome[0], BadVersionError):
-            results.append(ControllerMovedError())
-        elif error is not None:
-            results.append(error)
-        else:  # a created znode is at version 0; set_data answers the new stat
-            results.append(0 if w.version is None else outcome[1].version)
+    for chunk, request in zip(chunks, sent):
+        outcome = _outcome(request)
+        if isinstance(outcome, list) and _first_error(outcome) is None:
+            results += _versions(chunk, outcome, with_parents=True)
+        elif isinstance(outcome, list) and isinstance(outcome[0], BadVersionError):
+            results += [ControllerMovedError() for _ in chunk]
+        else:  # one of them failed (or the connection did): find which, one write a request
+            results += _write_one_by_one(client, chunk, controller_epoch_version)
     return results
 
 
-def _ensure_parents(paths: list[str], client) -> None:
-    """Create the missing …/partitions and …/partitions/N parents of new state znodes: one
-    pipelined round for each of the two levels."""
-    parents = {path.rsplit("/", 1)[0] for path in paths}
-    for level in ({p.rsplit("/", 1)[0] for p in parents}, parents):
-        for request in [client.create_async(p) for p in sorted(level)]:
-            try:
-                request.get()
-            except NodeExistsError:
-                pass
+def _write_one_by_one(client, writes: list[StateWrite], controller_epoch_version: int) -> list[Exception | int]:
+    _create_missing({zl.partition_state_path(w.topic, w.partition).rsplit("/", 1)[0]
+                     for w in writes if w.version is None}, client)
+    sent = [_send_states(client, [w], controller_epoch_version, with_parents=False) for w in writes]
+    results: list[Exception | int] = []
+    for w, request in zip(writes, sent):
+        outcome = _outcome(request)
+        if not isinstance(outcome, list):
+            results.append(outcome)
+        elif isinstance(outcome[0], BadVersionError):
+            results.append(ControllerMovedError())
+        elif (error := _first_error(outcome)) is not None:
+            results.append(error)
+        else:
+            results += _versions([w], outcome, with_parents=False)
+    return results
+
+
+def _send_states(client, writes: list[StateWrite], controller_epoch_version: int, with_parents: bool):
+    """One transaction of state writes after the controller epoch's check, sent (not awaited)."""
+    tx = client.transaction()
+    tx.check(zl.CONTROLLER_EPOCH, controller_epoch_version)
+    for w in writes:
+        path = zl.partition_state_path(w.topic, w.partition)
+        if w.version is None:
+            if with_parents:
+                tx.create(path.rsplit("/", 1)[0])
+            tx.create(path, encode_state(w.state))
+        else:
+            tx.set_data(path, encode_state(w.state), version=w.version)
+    return tx.commit_async()
+
+
+def _outcome(request) -> list | Exception:
+    """A sent transaction's results, or the error of the connection that failed under it."""
+    try:
+        return request.get()
+    except Exception as e:  # noqa: BLE001
+        return e
+
+
+def _versions(writes: list[StateWrite], outcome: list, with_parents: bool) -> list[Exception | int]:
+    """Each write's new state version from a committed transaction's results (after the check's):
+    a created znode is at version 0, set_data answers the new stat."""
+    results = iter(outcome[1:])
+    versions: list[Exception | int] = []
+    for w in writes:
+        if w.version is None:
+            if with_parents:
+                next(results)  # the …/partitions/N parent's
+            next(results)
+            versions.append(0)
+        else:
+            versions.append(next(results).version)
+    return versions
+
+
+def _create_missing(paths: set[str], client) -> None:
+    """Create the znodes that do not exist yet, in one pipelined round."""
+    for request in [client.create_async(p) for p in sorted(paths)]:
+        try:
+            request.get()
+        except NodeExistsError:
+            pass
 
 
 def create_topic_znodes(client, name: str, topic_id: uuid.UUID, assignment: dict[int, list[int]],

@@ -277,11 +277,38 @@ def test_a_directory_of_another_topic_id_is_retired_not_reused(tmp_path: Path) -
     again.load()
     p = again.metadata.topic("t").partitions[0]
     assert (p.log_start_offset, p.log_end_offset, p.high_watermark) == (0, 0, 0)
-    assert meta.read_text() == f"version: 0\ntopic_id: {uuid_to_base64(again.metadata.topic('t').topic_id)}\n"
     retired = [d for d in again.log_dir.iterdir() if d.name.endswith("-delete")]
     assert len(retired) == 1 and retired[0].name.startswith("t-0.")
     assert (retired[0] / "partition.metadata").read_text() == f"version: 0\ntopic_id: {stale_id}\n"
     again.shutdown()
+    assert meta.read_text() == f"version: 0\ntopic_id: {uuid_to_base64(again.metadata.topic('t').topic_id)}\n"
+
+
+def test_partition_metadata_is_written_after_the_open_not_during_it(tmp_path: Path) -> None:
+    """Kafka 3.9 flushes partition.metadata from its scheduler, not while the log is created:
+    a new replica's file is written by the next background tick (with the epoch checkpoints),
+    and a replica deleted before that writes none."""
+    config = build_config({"log.dirs": str(tmp_path / "data")})
+    state = BrokerState(config)
+    state.load()
+
+    async def main() -> None:
+        kept = await state.metadata.create_topic("kept", 1)
+        gone = await state.metadata.create_topic("gone", 1)
+        meta = state.log_dir / "kept-0" / "partition.metadata"
+        assert not meta.exists() and kept.partitions[0].metadata_file.pending
+        doomed = gone.partitions[0]
+        await state.metadata.delete_topic("gone")
+        await doomed.files.delete_files()  # as DeleteTopics does: the directory renamed for deletion
+        await state.replicas.write_epoch_checkpoints([kept.partitions[0], doomed])
+        assert meta.read_text() == f"version: 0\ntopic_id: {uuid_to_base64(kept.topic_id)}\n"
+        assert not kept.partitions[0].metadata_file.pending and not doomed.metadata_file.pending
+        assert not (state.log_dir / "gone-0").exists()
+        assert [d.name.endswith("-delete") for d in state.log_dir.glob("gone-0.*")] == [True]
+        assert not list(state.log_dir.glob("gone-0.*/partition.metadata"))
+
+    trio.run(main)
+    state.shutdown()
 
 
 def test_a_stray_directory_met_while_a_topic_is_created_is_retired_from_the_worker_thread(tmp_path: Path) -> None:

@@ -48,8 +48,9 @@ from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.config.broker_config import BrokerConfig
 from wirekafka.config.broker_keys import METRICS_LISTENER
 from wirekafka.broker.replica.cleaner_scheduler import LogCleaner
-from wirekafka.storage import checkpoint
+from wirekafka.storage import checkpoint, partition_metadata
 from wirekafka.storage.epoch_cache import LeaderEpochCache
+from wirekafka.storage.partition_metadata import PartitionMetadataFile
 from wirekafka.storage.log import PartitionLog, recovered_epoch_starts
 
 log = logging.getLogger(__name__)
@@ -254,15 +255,14 @@ class BrokerState:
             clock=self.clock,
         )
         self._recovered.add(key)
-        meta = directory / "partition.metadata"
-        if not meta.exists():
-            checkpoint.atomic_write(meta, f"version: 0\ntopic_id: {uuid_to_base64(topic.topic_id)}\n")
+        metadata_file = PartitionMetadataFile(directory, uuid_to_base64(topic.topic_id))  # written later
         epochs = LeaderEpochCache(directory / "leader-epoch-checkpoint")
         epochs.recover(recovered_epoch_starts(plog), plog.log_start_offset, plog.log_end_offset)
         partition = Partition(topic.name, index, plog, epochs, clock=self.clock,
                               producer_id_expiration_ms=self.metadata.broker_configs.current_int(
                                   "producer.id.expiration.ms"),
-                              node_id=self.node_id, lead=not self.config.zookeeper_mode, deletes=self.deletes)
+                              node_id=self.node_id, lead=not self.config.zookeeper_mode, deletes=self.deletes,
+                              metadata_file=metadata_file)
         if not new and self.config.zookeeper_mode:
             # a replica that restarts knows what was committed before (a coordinator loading it as
             # a new leader reads up to here before its followers report in)
@@ -274,7 +274,7 @@ class BrokerState:
         partition.metadata names another topic id): a topic deleted while this broker was down,
         perhaps created again since. Such a directory is renamed for deletion, as Kafka deletes a
         stray log, so that its records and checkpointed offsets never pass for the new topic's."""
-        meta = directory / "partition.metadata"
+        meta = directory / partition_metadata.FILE_NAME
         try:
             lines = meta.read_text().splitlines()
         except FileNotFoundError:
@@ -422,6 +422,8 @@ class BrokerState:
         if failures.offline:
             return
         for p in partitions:
+            if p.metadata_file is not None:
+                p.metadata_file.run()
             p.epochs.flush()
             p.files.flush()
         unwritten = set()

@@ -39,6 +39,10 @@ class EpochCheckpointWork:
     version: int
     entries: list[tuple[int, int]]
 
+    @property
+    def path(self) -> Path:
+        return self.cache.path
+
     def run(self) -> None:
         with self.cache.write_lock:
             if self.version <= self.cache.written_version:

@@ -55,6 +55,7 @@ from wirekafka.broker.replica.read_waiters import ReadWaiters
 from wirekafka.broker.replica.replica_set import ReplicaSet
 from wirekafka.storage.epoch_cache import LeaderEpochCache
 from wirekafka.storage.log import LogConfig, PartitionLog
+from wirekafka.storage.partition_metadata import PartitionMetadataFile
 from wirekafka.storage.region import FileRegion
 from wirekafka.storage.segment import ColdData, LogSegment
 from wirekafka.storage.txn_index import AbortedTxn
@@ -112,17 +113,20 @@ class Partition:
     def __init__(self, topic: str, index: int, log: PartitionLog, epoch_cache: LeaderEpochCache,
                  leader_epoch: int = 0, clock: Callable[[], float] = time.time,
                  producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS, node_id: int = 1,
-                 lead: bool = True, deletes: DelayedDeletes | None = None) -> None:
+                 lead: bool = True, deletes: DelayedDeletes | None = None,
+                 metadata_file: PartitionMetadataFile | None = None) -> None:
         """Open the partition over a loaded log: producer state from the newest usable snapshot
         plus a replay after it, a snapshot at the log end if that replayed anything. File work:
         it runs in a worker thread. lead: one node's partition, its own leader at once; in a
         cluster it has no role until the cluster metadata gives it one. deletes: the broker's
-        delayed file deletion (a partition opened alone, in tests or tools, gets its own)."""
+        delayed file deletion (a partition opened alone, in tests or tools, gets its own).
+        metadata_file: its partition.metadata, still to write (one opened alone writes none)."""
         self.topic = topic
         self.deletes = deletes if deletes is not None else DelayedDeletes(lambda: log.config.file_delete_delay_ms)
         self.index = index
         self._log = log
         self.epochs = epoch_cache
+        self.metadata_file = metadata_file
         self.leader_epoch = leader_epoch
         self.clock = clock
         self.producer_state = ProducerStateManager(log.dir, producer_id_expiration_ms, log.log_start_offset)

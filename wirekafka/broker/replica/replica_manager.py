@@ -44,6 +44,7 @@ from wirekafka.config.broker_keys import RACK_AWARE_SELECTOR
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 from wirekafka.storage.epoch_cache import EpochCheckpointWork
+from wirekafka.storage.partition_metadata import PartitionMetadataFile
 from wirekafka.storage.log import FlushWork
 
 log = logging.getLogger(__name__)
@@ -405,7 +406,7 @@ class ReplicaManager:
         epochs = partition.epochs.unwritten_work()
         started = time.perf_counter()
         try:
-            await trio.to_thread.run_sync(_write_then_flush, epochs, work)
+            await trio.to_thread.run_sync(_write_then_flush, partition.metadata_file, epochs, work)
         except OSError as exc:
             self.log_dir_failures.fail(f"flushing {partition.topic}-{partition.index}", exc, partition.files.directory)
             return
@@ -413,12 +414,18 @@ class ReplicaManager:
         partition.files.flushed(work.end)
 
     async def write_epoch_checkpoints(self, partitions: Iterable[Partition]) -> None:
-        """The leader-epoch checkpoints changed since the last call, in one worker thread."""
-        works = [w for w in (p.epochs.checkpoint_work() for p in partitions) if w is not None]
+        """The leader-epoch checkpoints changed since the last call, and the partition.metadata
+        files not written yet (storage/partition_metadata.py), in one worker thread."""
+        works: list[EpochCheckpointWork | PartitionMetadataFile] = []
+        for p in partitions:
+            if p.metadata_file is not None and p.metadata_file.pending:
+                works.append(p.metadata_file)
+            if (work := p.epochs.checkpoint_work()) is not None:
+                works.append(work)
         if not works:
             return
         for path, exc in await trio.to_thread.run_sync(_run_all, works):
-            self.log_dir_failures.fail("writing leader-epoch checkpoints", exc, path)
+            self.log_dir_failures.fail("writing leader-epoch checkpoints and partition.metadata", exc, path)
 
     async def delete_records(self, partition: Partition, offset: int) -> None:
         """DeleteRecords: move the log start offset now; the segments below it are deleted in a
@@ -551,18 +558,21 @@ def _close_regions(outcomes: list[FetchOutcome]) -> None:
             o.read.region.close()
 
 
-def _write_then_flush(epochs: EpochCheckpointWork | None, work: FlushWork) -> None:
+def _write_then_flush(metadata_file: PartitionMetadataFile | None, epochs: EpochCheckpointWork | None,
+                      work: FlushWork) -> None:
+    if metadata_file is not None:
+        metadata_file.run()
     if epochs is not None:
         epochs.run()
     work.run()
 
 
-def _run_all(works: list[EpochCheckpointWork]) -> list[tuple[Path, OSError]]:
-    """Run every work; the file and error of each that failed (its log directory goes offline)."""
+def _run_all(works: list[EpochCheckpointWork | PartitionMetadataFile]) -> list[tuple[Path, OSError]]:
+    """Write every file; the file and error of each that failed (its log directory goes offline)."""
     failed = []
     for work in works:
         try:
             work.run()
         except OSError as exc:
-            failed.append((work.cache.path, exc))
+            failed.append((work.path, exc))
     return failed

@@ -448,9 +448,40 @@ def test_delete_and_grow_topics(cluster: WirekafkaCluster) -> None:
 
 
 @pytest.mark.java
-def test_preferred_leader_election_with_kafkas_tool(cluster: WirekafkaCluster) -> None:
+def test_preferred_leader_election_with_kafkas_tool(tmp_path: Path, zookeeper: str) -> None:
     """After a restart the preferred replica is a follower; Kafka's kafka-leader-election moves
-    the leadership back (ElectLeaders), and asking again says no election is needed."""
+    the leadership back (ElectLeaders), and asking again says no election is needed. The
+    automatic rebalance is off: a controller elected when the killed broker was the controller
+    checks the balance 5 s later, as Kafka 3.9's does, and could move it back first."""
+    with WirekafkaCluster(tmp_path, zookeeper, overrides={"auto.leader.rebalance.enable": "false"}) as cluster:
+        _elect_preferred_with_kafkas_tool(cluster)
+
+
+def test_a_new_controller_moves_leaderships_home_5_s_after_its_election(cluster: WirekafkaCluster) -> None:
+    """auto.leader.rebalance.enable with Kafka's 300 s check interval: a leadership left away from
+    its preferred replica by a restart goes home once a new controller runs its first check, 5 s
+    after its election, as Kafka 3.9's onControllerFailover schedules it."""
+    time.sleep(8)  # past the first controller's own first check (5 s after it was elected, at start-up)
+    controller = cluster.controller()
+    preferred, other = [b for b in (1, 2, 3) if b != controller]
+    admin = _admin(cluster)
+    admin.create_topics([NewTopic("home", num_partitions=1, replica_assignment=[[preferred, other, controller]])],
+                        request_timeout=30)["home"].result(30)
+    cluster.wait_isr("home", 0, 3)
+    cluster.brokers[preferred].kill()
+    cluster.wait_for(lambda: cluster.leader("home") == other, 30, "the next replica leading")
+    cluster.brokers[preferred].start(timeout=60)
+    cluster.wait_isr("home", 0, 3, timeout=60)
+    time.sleep(2)
+    assert cluster.leader("home") == other  # the controller's next check is minutes away
+    cluster.brokers[controller].kill()  # leads nothing: no election of its own moves "home"
+    cluster.wait_for(lambda: cluster.controller() not in (controller, -1), 30, "a new controller")
+    elected = time.monotonic()
+    cluster.wait_for(lambda: cluster.leader("home") == preferred, 30, "the preferred replica leading again")
+    assert time.monotonic() - elected >= 3  # the check, not the election, moved it
+
+
+def _elect_preferred_with_kafkas_tool(cluster: WirekafkaCluster) -> None:
     from testsupport.java_tools import tool
 
     _create(cluster, "preferred")

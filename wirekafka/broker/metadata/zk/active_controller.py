@@ -44,6 +44,7 @@ from wirekafka.protocol.errors import ErrorCode
 log = logging.getLogger(__name__)
 
 _SHUTDOWN_WRITE_ROUNDS = 3  # a controlled shutdown's writes, re-planned after a lost race
+_FIRST_REBALANCE_CHECK_S = 5.0  # Kafka 3.9's first leader-imbalance check, after becoming the controller
 
 
 class ActiveController:
@@ -62,6 +63,8 @@ class ActiveController:
         self._acted_epochs: dict[int, int] = {}
         self._shutdown_lock = trio.Lock()
         self._last_read: ClusterSnapshot | None = None  # run_states' last read, while the controller
+        self._next_rebalance_check = float("inf")  # trio time of the next leader-imbalance check
+        self._rebalance_rescheduled = trio.Event()
 
     # ---- taking the role and acting on a snapshot ------------------------------------------------------
     async def try_claim(self) -> None:
@@ -71,6 +74,8 @@ class ActiveController:
         except NodeExistsError:
             return
         log.info("broker %d is the controller (epoch %d)", self.node_id, epoch)
+        self._next_rebalance_check = trio.current_time() + _FIRST_REBALANCE_CHECK_S
+        self._rebalance_rescheduled.set()
         self.zk.mark_changed()
 
     async def act(self, snapshot: ClusterSnapshot) -> None:
@@ -239,14 +244,21 @@ class ActiveController:
         return answer
 
     async def run_rebalance(self) -> None:
-        """Kafka's periodic leader-imbalance check, run by the controller every
-        leader.imbalance.check.interval.seconds."""
+        """Kafka's leader-imbalance check: 5 s after this broker becomes the controller (Kafka
+        3.9's onControllerFailover schedules it so), then every
+        leader.imbalance.check.interval.seconds, on the controller's last read of the states."""
         interval = self.config.int("leader.imbalance.check.interval.seconds")
         while True:
-            await trio.sleep(interval)
-            snapshot = self.view.snapshot
-            if snapshot.controller != self.node_id or not self.zk.connected:
+            with trio.move_on_at(self._next_rebalance_check):
+                await self._rebalance_rescheduled.wait()
+            if self._rebalance_rescheduled.is_set():  # became the controller: the first check moved
+                self._rebalance_rescheduled = trio.Event()
                 continue
+            self._next_rebalance_check = trio.current_time() + interval
+            read = self._last_read
+            if read is None or read.controller != self.node_id or not self.zk.connected:
+                continue
+            snapshot = self.as_controller(read)
             writes = imbalanced_leaders(snapshot, snapshot.controller_epoch,
                                         self.config.int("leader.imbalance.per.broker.percentage"))
             if writes:

@@ -8,16 +8,16 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 from kazoo.client import KazooClient
 
+from testsupport.zk_chroot import chrooted
+
 from wirekafka.broker.metadata.zk import layout as zl
 from wirekafka.broker.metadata.zk.controller import LeaderAndIsr
 from wirekafka.broker.metadata.zk.cache import ZnodeCache
-from wirekafka.broker.metadata.zk.znode_io import (TopicMemo, create_top_level_paths, create_topic_znodes, encode_state,
+from wirekafka.broker.metadata.zk.znode_io import (TopicMemo, create_topic_znodes, encode_state,
                                                    read_snapshot)
 
 pytestmark = pytest.mark.zookeeper
@@ -56,26 +56,8 @@ def _add_topic(client: KazooClient, name: str, partitions: int) -> None:
         client.create(zl.partition_state_path(name, p), encode_state(LeaderAndIsr(1, 0, (1, 2), 1)), makepath=True)
 
 
-@contextmanager
-def _chrooted(zookeeper: str, chroot: str) -> Iterator[KazooClient]:
-    """A client of a fresh chroot holding Kafka's top-level paths."""
-    plain = KazooClient(hosts=zookeeper)
-    plain.start(timeout=15)
-    plain.ensure_path(chroot)
-    plain.stop()
-    plain.close()
-    client = KazooClient(hosts=zookeeper + chroot)
-    client.start(timeout=15)
-    try:
-        create_top_level_paths(client)
-        yield client
-    finally:
-        client.stop()
-        client.close()
-
-
 def test_cached_reads_equal_fresh_reads_and_ask_only_for_changes(zookeeper: str, tmp_path) -> None:
-    with _chrooted(zookeeper, f"/zk-cache-{tmp_path.name}") as client:
+    with chrooted(zookeeper, f"/zk-cache-{tmp_path.name}") as client:
         for broker_id in (1, 2):
             _register(client, broker_id)
         _add_topic(client, "big", PARTITIONS)
@@ -142,7 +124,7 @@ def test_cached_reads_equal_fresh_reads_and_ask_only_for_changes(zookeeper: str,
 def test_a_partial_read_asks_only_for_the_topics_it_names(zookeeper: str, tmp_path) -> None:
     """What an election, a controlled shutdown or a reassignment reads (read_snapshot's `only`):
     the named topics' znodes and the brokers, not every partition state of the cluster."""
-    with _chrooted(zookeeper, f"/zk-partial-{tmp_path.name}") as client:
+    with chrooted(zookeeper, f"/zk-partial-{tmp_path.name}") as client:
         _register(client, 1)
         _add_topic(client, "big", PARTITIONS)
         _add_topic(client, "small", 3)
@@ -157,7 +139,7 @@ def test_a_partial_read_asks_only_for_the_topics_it_names(zookeeper: str, tmp_pa
 def test_a_new_topics_states_are_read_once_the_controller_made_them(zookeeper: str, tmp_path) -> None:
     """A topic whose partitions have no state znode yet costs its listing's read, not a refused
     read per partition at every reconcile; the listing's watch tells when the states come."""
-    with _chrooted(zookeeper, f"/zk-new-{tmp_path.name}") as client:
+    with chrooted(zookeeper, f"/zk-new-{tmp_path.name}") as client:
         _register(client, 1)
         heard = _Heard()
         cache = ZnodeCache(client, heard)

@@ -13,6 +13,8 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError
 
+from testsupport.zk_chroot import chrooted
+
 from wirekafka.broker.metadata.zk import layout as zl
 from wirekafka.broker.metadata.zk import znode_io as io
 from wirekafka.broker.metadata.zk.controller import LeaderAndIsr, StateWrite
@@ -23,21 +25,10 @@ PARTITIONS = 250  # three transactions: 100, 100 and 50 writes
 
 @contextmanager
 def _controller(zookeeper: str, chroot: str) -> Iterator[tuple[KazooClient, int]]:
-    """A client of a fresh chroot holding Kafka's top-level paths, as the controller (epoch version)."""
-    plain = KazooClient(hosts=zookeeper)
-    plain.start(timeout=15)
-    plain.ensure_path(chroot)
-    plain.stop()
-    plain.close()
-    client = KazooClient(hosts=zookeeper + chroot)
-    client.start(timeout=15)
-    try:
-        io.create_top_level_paths(client)
+    """A client of a fresh chroot, as the controller (with its epoch's znode version)."""
+    with chrooted(zookeeper, chroot) as client:
         io.claim_controller(client, 1)
         yield client, client.exists(zl.CONTROLLER_EPOCH).version
-    finally:
-        client.stop()
-        client.close()
 
 
 def _state(leader: int, epoch: int) -> LeaderAndIsr:

@@ -141,6 +141,7 @@ def plan_state_changes(snapshot: ClusterSnapshot, controller_epoch: int,
     for name, topic in snapshot.topics.items():
         if name in snapshot.deleting:
             continue
+        unclean = unclean_allowed(name)  # a topic's config, looked up once, not per partition
         for index, replicas in sorted(topic.assignment.items()):
             current = topic.states.get(index)
             down = offline.get((name, index))
@@ -151,7 +152,7 @@ def plan_state_changes(snapshot: ClusterSnapshot, controller_epoch: int,
                 continue
             state, version = current
             new = _next_state(state, replicas, live - down if down else live, eligible - down if down else eligible,
-                              controller_epoch, unclean_allowed(name))
+                              controller_epoch, unclean)
             if new is not None:
                 writes.append(StateWrite(name, index, new, version))
     return writes

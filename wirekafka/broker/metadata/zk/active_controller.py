@@ -125,8 +125,8 @@ class ActiveController:
         back): elect from the last snapshot with the brokers read anew, before the full re-read
         (which takes ~0.1 s with a few hundred partitions), as Kafka's controller acts on its
         cached state. Every write is conditional on the state versions of that snapshot, so a
-        state that moved meanwhile (a leader's ISR change, say) is left to the full reconcile
-        that follows."""
+        state that moved meanwhile (a leader's ISR change, say) is left to run_states' full
+        read that follows."""
         last = self._last_read if self._last_read is not None else self.view.snapshot
         brokers, epochs = await self.zk.call(io.read_brokers, self.zk.client, None)
         if epochs == last.broker_epochs:

@@ -106,7 +106,7 @@ def read_snapshot(client, watch: Callable | None, config_entities: tuple[str, ..
     controller_data = _value(controller_read)
     if controller_data is None:
         watch_creation(client, [zl.CONTROLLER], watch)  # told when a controller is elected
-    controller = zl.ControllerRegistration.decode(controller_data[0]).broker_id if controller_data else -1
+    controller = _controller_id(controller_data)
     epoch_data = _value(epoch_read)
     controller_epoch, epoch_version = ((zl.decode_controller_epoch(epoch_data[0]), epoch_data[1].version)
                                        if epoch_data else (0, -1))
@@ -240,7 +240,11 @@ def watch_creation(client, paths: list[str], watch: Callable | None) -> None:
 
 def read_controller_id(client, watch: Callable | None) -> int:
     """The controller's broker id in /controller, -1 when there is none."""
-    data = _value(client.get_async(zl.CONTROLLER, watch=watch))
+    return _controller_id(_value(client.get_async(zl.CONTROLLER, watch=watch)))
+
+
+def _controller_id(data) -> int:
+    """The broker id a read of /controller names, -1 for none (the znode missing)."""
     return zl.ControllerRegistration.decode(data[0]).broker_id if data else -1
 
 
@@ -355,32 +359,32 @@ def write_states(client, writes: list[StateWrite], controller_epoch_version: int
     sent = [_send_states(client, chunk, controller_epoch_version, with_parents=True) for chunk in chunks]
     results: list[Exception | int] = []
     for chunk, request in zip(chunks, sent):
-        outcome = _outcome(request)
-        if isinstance(outcome, list) and _first_error(outcome) is None:
-            results += _versions(chunk, outcome, with_parents=True)
-        elif isinstance(outcome, list) and isinstance(outcome[0], BadVersionError):
-            results += [ControllerMovedError() for _ in chunk]
-        else:  # one of them failed (or the connection did): find which, one write a request
-            results += _write_one_by_one(client, chunk, controller_epoch_version)
+        judged = _judge(chunk, _outcome(request), with_parents=True)
+        results += judged if judged is not None else _write_one_by_one(client, chunk, controller_epoch_version)
     return results
 
 
 def _write_one_by_one(client, writes: list[StateWrite], controller_epoch_version: int) -> list[Exception | int]:
+    """A failed transaction's writes again, one a request: only the one that lost its race fails."""
     _create_missing({zl.partition_state_path(w.topic, w.partition).rsplit("/", 1)[0]
                      for w in writes if w.version is None}, client)
     sent = [_send_states(client, [w], controller_epoch_version, with_parents=False) for w in writes]
-    results: list[Exception | int] = []
-    for w, request in zip(writes, sent):
-        outcome = _outcome(request)
-        if not isinstance(outcome, list):
-            results.append(outcome)
-        elif isinstance(outcome[0], BadVersionError):
-            results.append(ControllerMovedError())
-        elif (error := _first_error(outcome)) is not None:
-            results.append(error)
-        else:
-            results += _versions([w], outcome, with_parents=False)
-    return results
+    return [result for w, request in zip(writes, sent)
+            for result in _judge([w], _outcome(request), with_parents=False) or ()]
+
+
+def _judge(writes: list[StateWrite], outcome: list | Exception, with_parents: bool) -> list[Exception | int] | None:
+    """Each write's result from its transaction's outcome: the new versions when it committed,
+    ControllerMovedError for all when the controller epoch's check failed, the error itself for
+    a transaction of one write; None when one of several writes failed (which one is not told)."""
+    if isinstance(outcome, Exception):  # the connection failed under it
+        return [outcome] if len(writes) == 1 else None
+    first = _first_error(outcome)
+    if first is None:
+        return _versions(writes, outcome, with_parents)
+    if isinstance(outcome[0], BadVersionError):
+        return [ControllerMovedError() for _ in writes]
+    return [first] if len(writes) == 1 else None
 
 
 def _send_states(client, writes: list[StateWrite], controller_epoch_version: int, with_parents: bool):

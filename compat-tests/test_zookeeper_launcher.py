@@ -555,3 +555,26 @@ def test_kafka39_sets_znode_acls_over_kerberos(tmp_path):
         summary = check_secure_acls(zk.kazoo(chroot, super_user=True), zk.acl_id(), zk.kazoo(chroot),
                                     ",".join(b.bootstrap for b in brokers))
         print(f"Kafka {brokers[0].version} over Kerberos: {summary}")
+
+
+@pytest.mark.realkafka
+def test_kafka39_restarted_at_once_after_kill_9_comes_up_once_its_old_session_expires(tmp_path):
+    """Kafka 3.9 exits at start-up while its killed run's /brokers/ids/<id> is still held by that
+    run's unexpired session ("does not match current session"); the launcher starts it again, as
+    a supervisor would, until the old session has expired and it registers (a nemesis run on
+    Kafka once failed there: a disk-full halt, then an immediate restart)."""
+    chroot = f"/kafka39-{tmp_path.name}"
+    zk = zookeeper.ZooKeeperServer(tmp_path / "zk").start()
+    brokers: list = []
+    try:
+        brokers = realkafka.start_zk_cluster(zk.connect_string + chroot, (1,), workdir=tmp_path, heap="256m",
+                                             overrides={"zookeeper.session.timeout.ms": "6000",
+                                                        "offsets.topic.replication.factor": "1"})
+        [broker] = brokers
+        broker.kill()
+        broker.start()  # at once: the old session holds the registration for up to 6 s more
+        assert "does not match current session" in broker.log_tail(200_000)
+        wait_for(lambda: every_broker_knows_the_cluster([broker.bootstrap]), 30, "the restarted broker serving")
+    finally:
+        realkafka.stop_all(brokers)
+        zk.stop()

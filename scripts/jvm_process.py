@@ -155,6 +155,12 @@ class PortClash(Exception):
     The message is the log line that says so."""
 
 
+class StaleRegistration(Exception):
+    """The JVM exited because its previous run's registration was still in ZooKeeper (an
+    ephemeral znode of a session not expired yet, after a kill or a halt): a supervisor starts it
+    again, and it registers once the old session expires. The message is the log line."""
+
+
 _live: "weakref.WeakSet[JvmProcess]" = weakref.WeakSet()
 
 
@@ -191,6 +197,10 @@ class JvmProcess:
     tmp_prefix = "jvm-"
     #: Log text of a JVM that could not bind its port: start() then retries on new ports.
     bind_errors: tuple[str, ...] = ("Address already in use",)
+    #: Log text of a JVM that found its last run's ZooKeeper registration still there: start()
+    #: then starts it again, for up to stale_registration_wait_s.
+    stale_registration_errors: tuple[str, ...] = ()
+    stale_registration_wait_s = 60.0
     #: What _wait_ready() waits for, for its timeout error: "<label> did not <readiness> on ...".
     readiness = "start"
     #: Seconds between two readiness checks.
@@ -282,20 +292,32 @@ class JvmProcess:
 
     def _start_attempts(self, attempts: int, start_once: Callable[[], None]) -> None:
         """Call ``start_once`` (which picks its ports) until it returns, at most ``attempts``
-        times while it raises :class:`PortClash`. On any error the JVM is stopped, a temp work
+        times while it raises :class:`PortClash`, and again a second apart while it raises
+        :class:`StaleRegistration`, for up to stale_registration_wait_s. On any error the JVM is stopped, a temp work
         dir removed (unless keep_workdir) and a RuntimeError with the log's tail raised."""
         _live.add(self)
         try:
-            for attempt in range(1, attempts + 1):
+            clashes = 0
+            give_up = time.monotonic() + self.stale_registration_wait_s
+            while True:
                 try:
                     start_once()
                     return
                 except PortClash as exc:
-                    clash = exc
+                    clashes += 1
                     self.log.warning("%s found port %s taken (attempt %d of %d): %s", self.label,
-                                     self.port, attempt, attempts, exc)
-            raise RuntimeError(f"{self.label} found its port taken {attempts} time(s) ({clash}); "
-                               f"its log ({self.log_path}) ends with:\n{self.log_tail()}")
+                                     self.port, clashes, attempts, exc)
+                    if clashes >= attempts:
+                        raise RuntimeError(f"{self.label} found its port taken {attempts} time(s) ({exc}); "
+                                           f"its log ({self.log_path}) ends with:\n{self.log_tail()}") from None
+                except StaleRegistration as exc:
+                    if time.monotonic() > give_up:
+                        raise RuntimeError(f"{self.label} still found its last run's registration after "
+                                           f"{self.stale_registration_wait_s:g}s ({exc}); its log "
+                                           f"({self.log_path}) ends with:\n{self.log_tail()}") from None
+                    self.log.warning("%s found its last run's registration in ZooKeeper: starting it again (%s)",
+                                     self.label, exc)
+                    time.sleep(1.0)
         except BaseException:
             self.stop()
             raise
@@ -315,7 +337,8 @@ class JvmProcess:
 
     def _wait_ready(self, timeout: float) -> None:
         """Wait until :meth:`_ready`. Raises :class:`PortClash` if the JVM exits after logging
-        one of :attr:`bind_errors` (anywhere since its start, not only in the tail); otherwise, if it exits, is :meth:`_broken` or is not ready
+        one of :attr:`bind_errors` (anywhere since its start, not only in the tail),
+        :class:`StaleRegistration` after one of :attr:`stale_registration_errors`; otherwise, if it exits, is :meth:`_broken` or is not ready
         within ``timeout`` s, kills it and raises RuntimeError with the log's tail."""
         assert self.proc is not None
         deadline = time.monotonic() + timeout
@@ -326,6 +349,8 @@ class JvmProcess:
                 for line in self._log_since_start().splitlines():
                     if any(text in line for text in self.bind_errors):
                         raise PortClash(line.strip())
+                    if any(text in line for text in self.stale_registration_errors):
+                        raise StaleRegistration(line.strip())
                 problem = f"exited with {code} during start-up"
             elif self._ready():
                 return

@@ -546,6 +546,9 @@ class RealKafka(JvmProcess):
     config_name = "server.properties"
     tmp_prefix = "realkafka-"
     bind_errors = ("Address already in use", "BindException")
+    # Kafka 3.9 (KafkaZkClient.registerBroker) exits at start-up while the ephemeral /brokers/ids/<id>
+    # of its killed or halted last run is still held by that run's unexpired session
+    stale_registration_errors = ("does not match current session",)
     readiness = "answer ApiVersions"
     poll_interval = 0.2
     log = log

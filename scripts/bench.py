@@ -20,16 +20,18 @@ Rows (``--only`` takes a comma-separated list of these ids):
                    producers; the median of 3 produces into fresh topics, the brokers taking
                    turns; the first one's topic is kept for the reads) and consume MB/s (one
                    assign()ed consumer reading it all back, fetch.queue.backoff.ms=10: see
-                   workloads.consume; the median of 9 reads, the brokers taking turns, with the
-                   broker's CPU seconds in that read).
+                   workloads.consume; the median of 9 reads, the brokers taking turns, and the
+                   median of the broker's CPU seconds per GB of payload delivered, from
+                   /proc/<pid>/stat), then the same 9 reads with 8 MiB partition fetches
+                   (max.partition.fetch.bytes; librdkafka's default is 1 MiB).
                    Base: 1 KB records, 3 partitions, 1 producer, acks=all, idempotent, no
                    compression, linger 5 ms, batch 1 MB. Each row varies one dimension:
     tput-base, tput-100b, tput-1p, tput-64p, tput-8prod, tput-acks1 (not idempotent: librdkafka
     requires acks=all for that), tput-lz4, tput-zstd
   txn-1prod, txn-8prod  100 MB of 1 KB records in transactions of 100 records over 3 partitions,
                    by 1 or 8 transactional producers: produce MB/s and commit_transaction() p50 /
-                   p99, then read_committed consume MB/s (the median of 9 reads, the brokers taking
-                   turns, as above)
+                   p99, then read_committed consume MB/s and broker CPU per GB at both fetch sizes
+                   (the median of 9 reads each, the brokers taking turns, as above)
   latency          1 KB records at a fixed rate (default 1,000/s for 10 s), acks=all, linger 0;
                    p50 / p99 / p99.9 of produce() -> delivery report
   rss              broker RSS from /proc/<pid>/status: after start-up, peak (VmHWM) over the
@@ -45,7 +47,11 @@ Rows (``--only`` takes a comma-separated list of these ids):
   recovery         fresh broker, ~1 GB (--recovery-bytes) into one partition, SIGKILL, restart on
                    the same log dir: seconds until ApiVersions is answered, and until Metadata
                    names a leader and ListOffsets answers; the end offset is checked against the
-                   acked count. For scale, the same after a clean restart of that log.
+                   acked count. Then the same after a clean restart of that log; RSS after each.
+                   A log past one 1 GiB segment (--recovery-bytes 100G: the issue's 100 GB row)
+                   is produced on until its active segment, the one neither broker flushed yet,
+                   holds about --recovery-unflushed (100M). The sides run one after the other,
+                   each log removed before the next is written; too little free disk skips it.
   startup          fresh broker per side (benchlib/startup.py): 10,000 (--startup-partitions)
                    partitions (topics of 1,000) with a record each, clean restart and kill -9
                    restart: seconds until ListOffsets answers every partition, RSS after; and
@@ -175,6 +181,13 @@ THROUGHPUT: dict[str, tuple[str, Callable[[LoadSpec], LoadSpec]]] = {
 #: Transactional rows: id -> producers; 1 KB records, TXN_RECORDS per transaction, 3 partitions.
 TRANSACTIONAL: dict[str, int] = {"txn-1prod": 1, "txn-8prod": 8}
 TXN_RECORDS = 100
+#: the recovery row's disk need: one broker's log at a time (removed before the next starts), plus room
+RECOVERY_DISK_FACTOR = 1.1
+RECOVERY_DISK_SPARE = 4 << 30
+#: the slowest produce rate (bytes/s) the recovery row's deadline allows for (one 1 KB producer)
+RECOVERY_PRODUCE_FLOOR = 50e6
+#: max.partition.fetch.bytes of the consume rows' second series of reads (librdkafka's default: 1 MiB)
+LARGE_PARTITION_FETCH = 8 * 1024 * 1024
 CLUSTER_ROWS = ["cluster-produce", "cluster-txn", "cluster-failover", "cluster-scale"]
 #: Cluster rows that share one cluster per side (cluster-scale starts fresh ones).
 SHARED_CLUSTER_ROWS = {"cluster-produce", "cluster-txn", "cluster-failover"}
@@ -202,6 +215,7 @@ class Settings:
     idle_connections: int = 1000
     syscall_mb: float = 100
     recovery_bytes: int = 1 << 30
+    recovery_unflushed: int = 100 << 20
     load_timeout: float = 180     # seconds any single produce/consume may take
     settle: float = 3.0           # idle seconds before an RSS reading
     offsets_commits: int = 1_000_000  # offset commits: 10 groups x 100 partitions x 1,000 rounds
@@ -344,35 +358,46 @@ class Bench:
     def _read_back(self, row_id: str, workload: str, partitions: int,
                    produced: dict[str, tuple[Broker, workloads.ProducedTopic]],
                    isolation: str = "read_uncommitted", metric: str = "consume MB/s") -> None:
-        """CONSUME_READS reads of each broker's topic, the brokers taking turns (in the opposite
-        order every other round), so a drift of the machine over the row — the first read after
-        a produce is slower on both — falls on both alike; the median read is the figure. One
-        read of 500 MB takes about half a second, bound by the client's Python loop."""
+        """CONSUME_READS reads of each broker's topic at the client's default fetch sizes, then as
+        many with 8 MiB partition fetches, the brokers taking turns (in the opposite order every
+        other round), so a drift of the machine over the row — the first read after a produce is
+        slower on both — falls on both alike; the median read is the figure, beside the median of
+        the broker's CPU seconds per GB delivered. One read of 500 MB takes about half a second,
+        bound by the client's Python loop, so the CPU per GB is what tells the brokers apart."""
         workloads.settle_writeback()
+        for fetch_bytes, fetches in ((None, ""), (LARGE_PARTITION_FETCH, ", 8 MiB partition fetches")):
+            reads = self._reads(row_id, partitions, produced, isolation, fetch_bytes)
+            for broker, p in produced.values():
+                if len(reads[broker.name]) < workloads.CONSUME_READS:
+                    continue
+                of = f"median of {workloads.CONSUME_READS} reads"
+                self.report.set(workload, f"{metric}{fetches} ({of})", broker.name,
+                                workloads.median_read(reads[broker.name]).mbps)
+                per_gb = [r.cpu_per_gb for r in reads[broker.name] if r.cpu_per_gb is not None]
+                self.report.set(workload, f"broker CPU s per GB delivered{fetches} ({of})", broker.name,
+                                statistics.median(per_gb) if per_gb else None, better="lower", decimals=2)
+                fewest = min(r.records for r in reads[broker.name])
+                if fewest < p.acked:
+                    self.report.note(f"{row_id}{fetches} on {broker.name}: a read got {fewest:,} of {p.acked:,} "
+                                     "records within the time limit")
+
+    def _reads(self, row_id: str, partitions: int, produced: dict[str, tuple[Broker, workloads.ProducedTopic]],
+               isolation: str, partition_fetch_bytes: int | None) -> dict[str, list[workloads.Read]]:
+        """CONSUME_READS interleaved reads of each broker's topic; a broker whose read failed reads
+        no more (its cells stay empty, the failure is in the notes)."""
         reads: dict[str, list[workloads.Read]] = {name: [] for name in produced}
         turns = list(produced.values())
         for round_ in range(workloads.CONSUME_READS):
             for broker, p in turns if round_ % 2 == 0 else reversed(turns):
                 if len(reads[broker.name]) < round_:
-                    continue  # an earlier read failed: its cells stay empty
+                    continue
                 try:
                     reads[broker.name].append(workloads.read_back(broker, p, partitions, self.s.load_timeout,
-                                                                  isolation))
+                                                                  isolation, partition_fetch_bytes))
                 except Exception as exc:  # noqa: BLE001 - reported in the table's notes
                     log.exception("%s read failed on %s", row_id, broker.name)
                     self.report.note(f"{row_id} read failed on {broker.name}: {type(exc).__name__}: {exc}")
-        for broker, p in turns:
-            if len(reads[broker.name]) < workloads.CONSUME_READS:
-                continue
-            median = workloads.median_read(reads[broker.name])
-            self.report.set(workload, f"{metric} (median of {workloads.CONSUME_READS} reads)", broker.name,
-                            median.mbps)
-            self.report.set(workload, "broker CPU s in that read", broker.name, median.broker_cpu,
-                            better="lower", decimals=2)
-            fewest = min(r.records for r in reads[broker.name])
-            if fewest < p.acked:
-                self.report.note(f"{row_id} on {broker.name}: a read got {fewest:,} of {p.acked:,} records "
-                                 "within the time limit")
+        return reads
 
     def run_transactional(self, row_id: str) -> None:
         producers = TRANSACTIONAL[row_id]
@@ -499,22 +524,25 @@ class Bench:
     # -- recovery, on brokers of its own ------------------------------------------------------
 
     def run_recovery(self, factories: list[tuple[Path, Callable[[Path], Broker]]]) -> None:
-        """One fresh broker per factory, each in its own directory, removed afterwards (1 GB each)."""
+        """One fresh broker per factory, each in its own directory, removed before the next one
+        starts (so the disk holds one log at a time)."""
         size = self.s.recovery_bytes
+        unflushed = self.s.recovery_unflushed
         # a log within one segment (segment.bytes, 1 GiB by default on both) is all unflushed; a longer
         # one has rolled segments, which both brokers flush when the next segment starts
-        workload = (f"recovery of a {mb_text(size)} unflushed log after kill -9" if size < 1 << 30 else
-                    f"recovery after kill -9 of a {mb_text(size)} log in 1 GiB segments (flushed at each roll), "
-                    "the active segment unflushed")
+        workload = (f"recovery of a {mb_text(size)} unflushed log after kill -9" if size < recovery.SEGMENT_BYTES else
+                    f"restarts of a log of {size // recovery.SEGMENT_BYTES} full 1 GiB segments (flushed at each "
+                    f"roll) and about {mb_text(unflushed)} unflushed in the active one")
+        timeout = max(self.s.load_timeout, 600, size / RECOVERY_PRODUCE_FLOOR)
         for where, make in factories:
             free = shutil.disk_usage(self.workdir).free
-            if free < 2.5 * size:
-                self.report.note(f"recovery: skipped, {mb_text(free)} free in {self.workdir} "
-                                 f"< 2.5 x {mb_text(size)} (lower --recovery-bytes)")
+            if free < RECOVERY_DISK_FACTOR * size + RECOVERY_DISK_SPARE:
+                self.report.note(f"recovery: skipped, {mb_text(free)} free in {self.workdir} < "
+                                 f"{RECOVERY_DISK_FACTOR} x {mb_text(size)} + {mb_text(RECOVERY_DISK_SPARE)} "
+                                 "(lower --recovery-bytes)")
                 return
             try:
-                r = recovery.run(lambda: make(where), size, self.payloads(1024),
-                                 timeout=max(self.s.load_timeout, 600))
+                r = recovery.run(lambda: make(where), size, self.payloads(1024), timeout, unflushed)
             except Exception as exc:  # noqa: BLE001 - reported in the table's notes
                 log.exception("recovery failed")
                 self.report.note(f"recovery failed: {type(exc).__name__}: {exc}")
@@ -522,13 +550,17 @@ class Bench:
             finally:
                 shutil.rmtree(where, ignore_errors=True)
             name = r.broker
-            self.report.set(workload, "restart -> ApiVersions answered, s", name, r.api_seconds, "lower", 2)
-            self.report.set(workload, "restart -> leader available + offsets, s", name, r.ready_seconds, "lower", 2)
-            self.report.set(workload, "for scale: clean restart -> leader available + offsets, s", name,
+            self.report.set(workload, "kill -9, restart -> ApiVersions answered, s", name, r.api_seconds, "lower", 2)
+            self.report.set(workload, "kill -9, restart -> leader available + offsets, s", name, r.ready_seconds,
+                            "lower", 2)
+            self.report.set(workload, "clean restart -> leader available + offsets, s", name,
                             r.clean_ready_seconds, "lower", 2)
+            self.report.set(workload, "RSS after the kill -9 restart, MB", name, r.recovered_rss_mb, "lower", 0)
+            self.report.set(workload, "RSS after the clean restart, MB", name, r.clean_rss_mb, "lower", 0)
             ok = "matches" if r.end_offset == r.acked else "MISMATCH"
-            self.report.note(f"recovery on {name}: {r.acked:,} records acked ({mb_text(r.log_bytes)} of segments), "
-                             f"end offset after restart {r.end_offset} - {ok}")
+            self.report.note(f"recovery on {name}: {r.acked:,} records acked ({mb_text(r.log_bytes)} in {r.segments} "
+                             f"segments, the active one {mb_text(r.active_segment_bytes)}), end offset after the "
+                             f"kill -9 restart {r.end_offset} - {ok}")
 
     def run_loop_stall(self) -> None:
         """In-process on wirekafka's own classes: no broker, no Kafka column (see loop_stall)."""
@@ -827,8 +859,10 @@ def build_args() -> argparse.ArgumentParser:
     ap.add_argument("--latency-rate", type=float, help="records/s (default 1000)")
     ap.add_argument("--latency-seconds", type=float, help="seconds (default 10)")
     ap.add_argument("--syscall-mb", type=float, help=f"MB consumed under strace (default {Settings.syscall_mb:g})")
-    ap.add_argument("--recovery-bytes", type=parse_size, help="log size for the recovery row, e.g. 1G, 300M "
-                                                              "(default 1G)")
+    ap.add_argument("--recovery-bytes", type=parse_size, help="log size for the recovery row, e.g. 1G, 300M, "
+                                                              "100G (default 1G)")
+    ap.add_argument("--recovery-unflushed", type=parse_size, help="a log past one segment: about this much in its "
+                                                                  "active (unflushed) segment at the kill (default 100M)")
     ap.add_argument("--load-timeout", type=float, help="seconds any one produce or consume may take (default 180)")
     ap.add_argument("--offsets-commits", type=int, help="offset commits for offsets-compaction (default 1,000,000)")
     ap.add_argument("--cleaner-mb", type=float, help=f"payload MB for the cleaner row (default {Settings.cleaner_mb:g})")
@@ -865,7 +899,7 @@ def build_args() -> argparse.ArgumentParser:
 def settings_from(args: argparse.Namespace) -> Settings:
     base = QUICK if args.quick else Settings()
     given = {k: getattr(args, k) for k in ("mb", "small_mb", "latency_rate", "latency_seconds", "syscall_mb",
-                                           "recovery_bytes", "load_timeout", "offsets_commits", "cleaner_mb",
+                                           "recovery_bytes", "recovery_unflushed", "load_timeout", "offsets_commits", "cleaner_mb",
                                            "distinct_keys", "cluster_mb", "failover_runs", "stall_partitions",
                                            "startup_partitions", "startup_bytes", "embedded_starts",
                                            "scale_partitions", "scale_topic_partitions", "scale_timeout",

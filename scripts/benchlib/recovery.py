@@ -4,6 +4,10 @@ Runs on a fresh broker of its own, so the recovery covers the one big log (plus 
 internal state), not whatever earlier rows left behind. Default flush settings on both brokers:
 neither fsyncs per write, so the data survives the SIGKILL in the page cache but the broker did
 not shut down cleanly and must recover (scan and validate) whatever lies past its recovery point.
+
+A log longer than a segment (1 GiB, both brokers' default) is flushed by both at every roll, so
+only the active segment is unflushed at the kill; the produce is sized so that segment holds
+about ``unflushed`` bytes (Kafka's "100 GB in 1 GB segments, 100 MB unflushed").
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from typing import Callable
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from scripts.benchlib.brokers import Broker, stored_bytes
+from scripts.benchlib.brokers import Broker, rss_mb, stored_bytes
 from scripts.benchlib.workloads import BASE, create_topic, new_topic_name, produce
+
+SEGMENT_BYTES = 1 << 30  # log.segment.bytes, both brokers' default
 
 log = logging.getLogger(__name__)
 
@@ -30,31 +36,43 @@ class RecoveryResult:
     ready_seconds: float | None  # ... -> partition leader available and end offset readable
     end_offset: int | None     # high watermark read back after the restart
     clean_ready_seconds: float | None  # then SIGTERM + restart -> readable: start-up cost alone
+    active_segment_bytes: int  # the newest segment's size at the kill: what was unflushed
+    segments: int              # segment files at the kill
+    recovered_rss_mb: float | None  # broker RSS once readable after the kill -9 restart
+    clean_rss_mb: float | None      # ... and after the clean restart
 
 
-def run(make_broker: Callable[[], Broker], total_bytes: int, payloads: list[bytes], timeout: float) -> RecoveryResult:
-    """Produce ``total_bytes`` of 1 KB records (acks=all, idempotent) into one partition, kill -9,
-    restart on the same log dir and port, and poll Metadata + ListOffsets until it answers."""
+def run(make_broker: Callable[[], Broker], total_bytes: int, payloads: list[bytes], timeout: float,
+        unflushed: int = 100 << 20) -> RecoveryResult:
+    """Produce ``total_bytes`` of 1 KB records (acks=all, idempotent) into one partition (past a
+    segment: that many whole segments and about ``unflushed`` bytes in the active one), kill -9, restart
+    on the same log dir and port, and poll Metadata + ListOffsets until it answers; then the same
+    after a clean shutdown. RSS is read once the partition is readable after each restart."""
     broker = make_broker()
     broker.start()
     try:
         topic = new_topic_name("recovery")
         create_topic(broker.bootstrap, topic, 1)
-        spec = replace(BASE, partitions=1, records=max(1, total_bytes // BASE.record_size))
         t0 = time.monotonic()
-        _, acked = produce(broker.bootstrap, topic, spec, payloads, t0 + timeout)
+        if total_bytes <= SEGMENT_BYTES:
+            acked = _produce(broker, topic, total_bytes // BASE.record_size, payloads, t0 + timeout)
+        else:
+            acked = _fill_segments(broker, topic, total_bytes // SEGMENT_BYTES, unflushed, payloads, t0 + timeout)
         on_disk = stored_bytes(broker, topic)
-        log.info("%s: %d records acked, %.0f MB on disk in %.1fs; SIGKILL", broker.name, acked, on_disk / 1e6,
-                 time.monotonic() - t0)
+        segments = sorted(broker.data_dir.glob(f"{topic}-0/*.log"))
+        active = segments[-1].stat().st_size if segments else 0
+        log.info("%s: %d records acked, %.0f MB on disk in %d segments (the active one %.0f MB) in %.1fs; SIGKILL",
+                 broker.name, acked, on_disk / 1e6, len(segments), active / 1e6, time.monotonic() - t0)
         broker.kill()
         t0 = time.monotonic()
         broker.restart()
         api_seconds = time.monotonic() - t0
         end = _wait_readable(broker.bootstrap, topic, t0 + timeout)
         ready = time.monotonic() - t0 if end is not None else None
+        recovered_rss = rss_mb(broker.pid)
         log.info("%s: ApiVersions after %.2fs, partition readable after %s s, end offset %s (acked %d)",
                  broker.name, api_seconds, _secs(ready), end, acked)
-        clean = None
+        clean = clean_rss = None
         if ready is not None:
             # The same log after a clean shutdown: what start-up costs without recovery.
             broker.stop()
@@ -62,10 +80,36 @@ def run(make_broker: Callable[[], Broker], total_bytes: int, payloads: list[byte
             broker.restart()
             if _wait_readable(broker.bootstrap, topic, t0 + timeout) is not None:
                 clean = time.monotonic() - t0
+                clean_rss = rss_mb(broker.pid)
             log.info("%s: after a clean shutdown, partition readable after %s s", broker.name, _secs(clean))
-        return RecoveryResult(broker.name, on_disk, acked, api_seconds, ready, end, clean)
+        return RecoveryResult(broker.name, on_disk, acked, api_seconds, ready, end, clean, active, len(segments),
+                              recovered_rss, clean_rss)
     finally:
         broker.stop()
+
+
+def _produce(broker: Broker, topic: str, records: int, payloads: list[bytes], deadline: float) -> int:
+    """``records`` 1 KB records into the topic's one partition; the count acknowledged."""
+    if records <= 0:
+        return 0
+    _, acked = produce(broker.bootstrap, topic, replace(BASE, partitions=1, records=records), payloads, deadline)
+    return acked
+
+
+def _fill_segments(broker: Broker, topic: str, full: int, unflushed: int, payloads: list[bytes],
+                   deadline: float) -> int:
+    """``full`` rolled segments and about ``unflushed`` bytes in the active one; the records
+    acknowledged. A first 256 MiB gives this log's segment bytes per record (batch headers
+    included); the bulk stops short of the target by ``unflushed`` plus a MiB per segment (a roll
+    leaves up to a batch of room unused), and a last produce lands the active segment."""
+    acked = _produce(broker, topic, (256 << 20) // BASE.record_size, payloads, deadline)
+    per_record = stored_bytes(broker, topic) / max(acked, 1)
+    short_by = full * (1 << 20) + unflushed
+    acked += _produce(broker, topic, int((full * SEGMENT_BYTES - short_by) / per_record) - acked, payloads, deadline)
+    segments = sorted(broker.data_dir.glob(f"{topic}-0/*.log"))
+    active = segments[-1].stat().st_size if segments else 0
+    wanted = unflushed - active if len(segments) > full else SEGMENT_BYTES - active + unflushed
+    return acked + _produce(broker, topic, int(wanted / per_record), payloads, deadline)
 
 
 def _secs(value: float | None) -> str:

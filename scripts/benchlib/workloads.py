@@ -72,6 +72,15 @@ class Read:
     mbps: float
     broker_cpu: float | None  # the broker's CPU seconds during the read
     records: int
+    payload_bytes: int
+
+    @property
+    def cpu_per_gb(self) -> float | None:
+        """The broker's CPU seconds per GB (1e9 bytes) of record payload delivered: the broker's
+        consume cost, which the MB/s rows cannot show while one Python client bounds both."""
+        if self.broker_cpu is None or not self.payload_bytes:
+            return None
+        return self.broker_cpu / (self.payload_bytes / 1e9)
 
 
 @dataclass(frozen=True)
@@ -277,7 +286,7 @@ PRODUCE_RUNS = 3
 
 
 def consume(bootstrap: str, topic: str, partitions: int, expected: int, deadline: float,
-            isolation: str = "read_uncommitted") -> tuple[float, int, int]:
+            isolation: str = "read_uncommitted", partition_fetch_bytes: int | None = None) -> tuple[float, int, int]:
     """Read ``topic`` from the beginning with one assign()ed consumer until ``expected`` records.
 
     Returns (seconds, records, payload bytes). The clock starts once the consumer is connected to
@@ -287,10 +296,16 @@ def consume(bootstrap: str, topic: str, partitions: int, expected: int, deadline
     client's prefetch queue (``queued.max.messages.kbytes``) faster than this Python loop drains it
     otherwise makes librdkafka stop fetching for a whole second, and a 500 MB read (~0.6 s of
     consuming) took either ~0.6 s or ~1.6 s depending on whether that pause fell inside it, on
-    both brokers. The row is meant to measure the broker, not that pause."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
-                         "enable.auto.commit": False, "fetch.max.bytes": 50 * 1024 * 1024, "log_level": 3,
-                         "fetch.queue.backoff.ms": CONSUMER_QUEUE_BACKOFF_MS, "isolation.level": isolation})
+    both brokers. The row is meant to measure the broker, not that pause.
+
+    ``partition_fetch_bytes`` sets ``max.partition.fetch.bytes`` (librdkafka's default: 1 MiB), so
+    that fewer, larger fetches show the broker's cost per request apart from its cost per byte."""
+    config = {"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
+              "enable.auto.commit": False, "fetch.max.bytes": 50 * 1024 * 1024, "log_level": 3,
+              "fetch.queue.backoff.ms": CONSUMER_QUEUE_BACKOFF_MS, "isolation.level": isolation}
+    if partition_fetch_bytes is not None:
+        config["max.partition.fetch.bytes"] = partition_fetch_bytes
+    consumer = Consumer(config)
     try:
         consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
@@ -329,16 +344,16 @@ def produce_topic(broker: Broker, spec: LoadSpec, payloads: list[bytes], timeout
 
 
 def read_back(broker: Broker, produced: ProducedTopic, partitions: int, timeout: float,
-              isolation: str = "read_uncommitted") -> Read:
+              isolation: str = "read_uncommitted", partition_fetch_bytes: int | None = None) -> Read:
     """One whole read of ``produced`` with one consumer, and the broker's CPU during it."""
     cpu0 = cpu_seconds(broker.pid)
     seconds, records, nbytes = consume(broker.bootstrap, produced.topic, partitions, produced.acked,
-                                       time.monotonic() + timeout, isolation)
+                                       time.monotonic() + timeout, isolation, partition_fetch_bytes)
     cpu1 = cpu_seconds(broker.pid)
     cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
     log.info("%s: %d records (%.1f MB payload) consumed in %.2fs, broker CPU %s s", broker.name, records,
              nbytes / 1e6, seconds, "?" if cpu is None else f"{cpu:.2f}")
-    return Read(nbytes / seconds / 1e6, cpu, records)
+    return Read(nbytes / seconds / 1e6, cpu, records, nbytes)
 
 
 def median_read(reads: list[Read]) -> Read:

@@ -12,9 +12,11 @@ about ``unflushed`` bytes (Kafka's "100 GB in 1 GB segments, 100 MB unflushed").
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Callable
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -59,7 +61,7 @@ def run(make_broker: Callable[[], Broker], total_bytes: int, payloads: list[byte
         else:
             acked = _fill_segments(broker, topic, total_bytes // SEGMENT_BYTES, unflushed, payloads, t0 + timeout)
         on_disk = stored_bytes(broker, topic)
-        segments = sorted(broker.data_dir.glob(f"{topic}-0/*.log"))
+        segments = _segments(broker, topic)
         active = segments[-1].stat().st_size if segments else 0
         log.info("%s: %d records acked, %.0f MB on disk in %d segments (the active one %.0f MB) in %.1fs; SIGKILL",
                  broker.name, acked, on_disk / 1e6, len(segments), active / 1e6, time.monotonic() - t0)
@@ -100,16 +102,42 @@ def _fill_segments(broker: Broker, topic: str, full: int, unflushed: int, payloa
                    deadline: float) -> int:
     """``full`` rolled segments and about ``unflushed`` bytes in the active one; the records
     acknowledged. A first 256 MiB gives this log's segment bytes per record (batch headers
-    included); the bulk stops short of the target by ``unflushed`` plus a MiB per segment (a roll
-    leaves up to a batch of room unused), and a last produce lands the active segment."""
+    included); the bulk stops short of the last roll by a MiB per segment (a roll leaves up to a
+    batch of room unused), a produce rolls the last full segment, and once the broker's recovery
+    point checkpoint covers every rolled segment (Kafka writes it every
+    log.flush.offset.checkpoint.interval.ms, 60 s: until then a kill -9 recovers everything past
+    the previous one) the tail lands in the active segment, unflushed."""
     acked = _produce(broker, topic, (256 << 20) // BASE.record_size, payloads, deadline)
     per_record = stored_bytes(broker, topic) / max(acked, 1)
-    short_by = full * (1 << 20) + unflushed
-    acked += _produce(broker, topic, int((full * SEGMENT_BYTES - short_by) / per_record) - acked, payloads, deadline)
-    segments = sorted(broker.data_dir.glob(f"{topic}-0/*.log"))
-    active = segments[-1].stat().st_size if segments else 0
-    wanted = unflushed - active if len(segments) > full else SEGMENT_BYTES - active + unflushed
-    return acked + _produce(broker, topic, int(wanted / per_record), payloads, deadline)
+    acked += _produce(broker, topic, int((full * SEGMENT_BYTES - full * (1 << 20)) / per_record) - acked, payloads,
+                      deadline)
+    if len(_segments(broker, topic)) <= full:
+        wanted = SEGMENT_BYTES - _segments(broker, topic)[-1].stat().st_size + (1 << 20)
+        acked += _produce(broker, topic, int(wanted / per_record), payloads, deadline)
+    active = _segments(broker, topic)[-1]
+    _wait_recovery_point(broker, topic, int(active.stem), deadline)
+    return acked + _produce(broker, topic, int((unflushed - active.stat().st_size) / per_record), payloads, deadline)
+
+
+def _segments(broker: Broker, topic: str) -> list[Path]:
+    """The partition's segment files, oldest first (their names are zero-padded base offsets)."""
+    return sorted(broker.data_dir.glob(f"{topic}-0/*.log"))
+
+
+def _wait_recovery_point(broker: Broker, topic: str, offset: int, deadline: float) -> None:
+    """Until the broker's recovery-point-offset-checkpoint (Kafka's file, in both brokers' log
+    dir) holds at least ``offset`` for the partition."""
+    path = broker.data_dir / "recovery-point-offset-checkpoint"
+    t0 = time.monotonic()
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            for line in path.read_text().splitlines()[2:]:
+                name, partition, point = line.split()
+                if name == topic and partition == "0" and int(point) >= offset:
+                    log.info("%s: recovery point %s checkpointed after %.1fs", broker.name, point, time.monotonic() - t0)
+                    return
+        time.sleep(0.5)
+    raise TimeoutError(f"{broker.name}: the recovery point of {topic}-0 was not checkpointed at {offset}")
 
 
 def _secs(value: float | None) -> str:

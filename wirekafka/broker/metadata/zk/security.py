@@ -30,11 +30,11 @@ from typing import Any, Mapping
 import puresasl
 import puresasl.mechanisms
 from kazoo.client import KazooClient, TransactionRequest
-from kazoo.handlers.threading import SequentialThreadingHandler
 from kazoo.security import ACL, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
 
 from wirekafka.security import jaas, tls
 from wirekafka.security.kerberos import keytab_login as kerberos_login
+from wirekafka.broker.metadata.zk.poll_handler import PollHandler
 from wirekafka.broker.metadata.zk import layout as zl
 from wirekafka.config.broker_config import BrokerConfig
 from wirekafka.config.broker_keys import ZK_SECURE_CLIENT_PROPERTY, ZK_TLS_KEYS
@@ -87,8 +87,7 @@ class ZkClientSecurity:
         kwargs: dict[str, Any] = {"hosts": hosts, "timeout": timeout_s, "randomize_hosts": False}
         if self.sasl is not None:
             kwargs["sasl_options"] = dict(self.sasl)  # a copy: kazoo adds to it
-        if self.tls is not None:
-            kwargs["handler"] = TlsHandler(self.tls)
+        kwargs["handler"] = PollHandler() if self.tls is None else TlsHandler(self.tls)
         return (AclKazooClient if self.secure_acls else KazooClient)(**kwargs)
 
 
@@ -230,8 +229,8 @@ def _tls_context(setting) -> ssl.SSLContext:
         raise StartupError(f"ZooKeeper TLS: {exc}") from None
 
 
-class TlsHandler(SequentialThreadingHandler):
-    """kazoo's threading handler, its connections made over TLS with the broker's context (kazoo's
+class TlsHandler(PollHandler):
+    """The broker's threading handler (one poll per select), its connections made over TLS with the broker's context (kazoo's
     own TLS option takes PEM files only, and no key store)."""
 
     def __init__(self, context: ssl.SSLContext) -> None:

@@ -50,6 +50,7 @@ import trio
 from wirekafka.config.broker_config import BrokerConfig
 from wirekafka.config.loader import build_config
 from wirekafka.startup_errors import ConfigError, StartupError
+from wirekafka.server import logging_setup
 
 log = logging.getLogger(__name__)
 
@@ -481,7 +482,7 @@ def _parse(line: bytes) -> dict[str, object]:
 def _child_main(argv: list[str]) -> int:
     """`python -m wirekafka.embedded LOG_LEVEL`, the configuration as a JSON line on stdin."""
     level = argv[0]
-    logging.basicConfig(level=level, stream=sys.stderr, format="[%(asctime)s] %(levelname)s %(name)s: %(message)s")
+    logging_setup.configure(level)
 
     def report(**message: str) -> None:
         sys.stdout.write(json.dumps(message) + "\n")

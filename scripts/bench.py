@@ -21,7 +21,7 @@ Rows (``--only`` takes a comma-separated list of these ids):
                    turns; the first one's topic is kept for the reads) and consume MB/s (one
                    assign()ed consumer reading it all back, fetch.queue.backoff.ms=10: see
                    workloads.consume; the median of 9 reads, the brokers taking turns, and the
-                   median of the broker's CPU seconds per GB of payload delivered, from
+                   broker's CPU seconds per GB of payload delivered over the 9 reads, from
                    /proc/<pid>/stat), then the same 9 reads with 8 MiB partition fetches
                    (max.partition.fetch.bytes; librdkafka's default is 1 MiB).
                    Base: 1 KB records, 3 partitions, 1 producer, acks=all, idempotent, no
@@ -362,8 +362,9 @@ class Bench:
         many with 8 MiB partition fetches, the brokers taking turns (in the opposite order every
         other round), so a drift of the machine over the row — the first read after a produce is
         slower on both — falls on both alike; the median read is the figure, beside the median of
-        the broker's CPU seconds per GB delivered. One read of 500 MB takes about half a second,
-        bound by the client's Python loop, so the CPU per GB is what tells the brokers apart."""
+        the broker's CPU seconds per GB delivered over all the reads. One read of 500 MB takes
+        about half a second, bound by the client's Python loop, so the CPU per GB is what tells the
+        brokers apart; summed over the reads, as /proc counts CPU in 10 ms ticks."""
         workloads.settle_writeback()
         for fetch_bytes, fetches in ((None, ""), (LARGE_PARTITION_FETCH, ", 8 MiB partition fetches")):
             reads = self._reads(row_id, partitions, produced, isolation, fetch_bytes)
@@ -373,9 +374,8 @@ class Bench:
                 of = f"median of {workloads.CONSUME_READS} reads"
                 self.report.set(workload, f"{metric}{fetches} ({of})", broker.name,
                                 workloads.median_read(reads[broker.name]).mbps)
-                per_gb = [r.cpu_per_gb for r in reads[broker.name] if r.cpu_per_gb is not None]
-                self.report.set(workload, f"broker CPU s per GB delivered{fetches} ({of})", broker.name,
-                                statistics.median(per_gb) if per_gb else None, better="lower", decimals=2)
+                self.report.set(workload, f"broker CPU s per GB delivered{fetches} (all {workloads.CONSUME_READS} reads)",
+                                broker.name, workloads.cpu_per_gb(reads[broker.name]), better="lower", decimals=3)
                 fewest = min(r.records for r in reads[broker.name])
                 if fewest < p.acked:
                     self.report.note(f"{row_id}{fetches} on {broker.name}: a read got {fewest:,} of {p.acked:,} "

@@ -74,14 +74,6 @@ class Read:
     records: int
     payload_bytes: int
 
-    @property
-    def cpu_per_gb(self) -> float | None:
-        """The broker's CPU seconds per GB (1e9 bytes) of record payload delivered: the broker's
-        consume cost, which the MB/s rows cannot show while one Python client bounds both."""
-        if self.broker_cpu is None or not self.payload_bytes:
-            return None
-        return self.broker_cpu / (self.payload_bytes / 1e9)
-
 
 @dataclass(frozen=True)
 class LatencyResult:
@@ -354,6 +346,16 @@ def read_back(broker: Broker, produced: ProducedTopic, partitions: int, timeout:
     log.info("%s: %d records (%.1f MB payload) consumed in %.2fs, broker CPU %s s", broker.name, records,
              nbytes / 1e6, seconds, "?" if cpu is None else f"{cpu:.2f}")
     return Read(nbytes / seconds / 1e6, cpu, records, nbytes)
+
+
+def cpu_per_gb(reads: list[Read]) -> float | None:
+    """The broker's CPU seconds per GB (1e9 bytes) of record payload delivered over these reads:
+    its consume cost, which the MB/s rows cannot show while one Python client bounds both brokers.
+    Summed, not per read: /proc counts CPU in 10 ms ticks, a few dozen in one read."""
+    if not reads or any(r.broker_cpu is None for r in reads):
+        return None
+    delivered = sum(r.payload_bytes for r in reads)
+    return sum(r.broker_cpu or 0.0 for r in reads) / (delivered / 1e9) if delivered else None
 
 
 def median_read(reads: list[Read]) -> Read:

@@ -3,7 +3,10 @@
 kazoo runs its own threads: its blocking calls run here in trio worker threads (`call`), and
 everything kazoo calls back — one-shot watches set by reads, and session state changes — only
 marks a `ChangeFeed` on the loop through the trio token (`run_sync_soon`, safe from any thread;
-`_post` is the one place). The metadata's feed (the watch of its reads through `cache`,
+`_post` is the one place). A burst of watch events (a failover changes thousands of states, each
+firing a watch) reaches the loop as one hand-off: `_post` queues the call and wakes the loop only
+when nothing was queued yet, since every wake-up is a system call on kazoo's thread, which must
+take the GIL back from the loop afterwards. The metadata's feed (the watch of its reads through `cache`,
 `wait_changed`) wakes the reconcile loop, and the controller's state writer through a feed of
 its own (`metadata_feed()`); another consumer (the ACL store's change notifications) gets a feed of its own (`feed()`),
 so its watches neither wake the metadata's full re-read nor are consumed by it. A session change
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from typing import Any, Callable
 
 import trio
@@ -62,6 +66,8 @@ class ZkSession:
         self._security = security
         self.client = security.client(self.hosts + self.chroot, session_timeout_ms / 1000)
         self._token: trio.lowlevel.TrioToken | None = None
+        self._posts_lock = threading.Lock()
+        self._posts: list[Callable[[], None]] = []  # kazoo's calls for the loop, in order
         self._metadata_feed = ChangeFeed(self)
         self._feeds = [self._metadata_feed]
         self._metadata_feeds = [self._metadata_feed]  # every feed the metadata's watches mark
@@ -77,6 +83,8 @@ class ZkSession:
         """Connect (creating the chroot first if needed); raise if ZooKeeper does not answer
         within zookeeper.connection.timeout.ms, StartupError if it refuses the broker's login."""
         self._token = trio.lowlevel.current_trio_token()
+        with self._posts_lock:
+            self._posts = []
         try:
             if self.chroot:
                 await trio.to_thread.run_sync(self._ensure_chroot)
@@ -129,12 +137,26 @@ class ZkSession:
         self._post(functools.partial(self._state_changed, state))
 
     def _post(self, fn: Callable[[], None]) -> None:
-        if self._token is None:
+        """Run fn on the loop soon (from any thread), after every call posted before it."""
+        token = self._token
+        if token is None:
             return
+        with self._posts_lock:
+            self._posts.append(fn)
+            if len(self._posts) > 1:
+                return  # the loop is already asked to run the queue
         try:
-            self._token.run_sync_soon(fn)
+            token.run_sync_soon(self._run_posts)
         except trio.RunFinishedError:
-            pass
+            with self._posts_lock:
+                self._posts = []
+
+    def _run_posts(self) -> None:
+        """The calls posted since the last run (on the loop)."""
+        with self._posts_lock:
+            posts, self._posts = self._posts, []
+        for fn in posts:
+            fn()
 
     def _state_changed(self, state: str) -> None:
         if self._closing:  # our own close ends the session: not an expiry

@@ -16,6 +16,7 @@ from wirekafka.config.loader import build_config
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode
 from wirekafka.storage.segment import LogSegment
+from testsupport.loop_turns import counting_turns
 
 
 def _state(tmp_path: Path, **overrides: str) -> BrokerState:
@@ -188,22 +189,11 @@ def test_a_fetch_of_many_partitions_lets_other_tasks_run_between_its_reads(tmp_p
         for i in range(40):
             await rm.append_records([ProduceEntry(topic, i, _batch(1))], acks=1, timeout_ms=1000)
         monkeypatch.setattr(Partition, "read", slow_read)
-        turns = 0
-
-        async def bystander() -> None:
-            nonlocal turns
-            while True:
-                turns += 1
-                await trio.lowlevel.checkpoint()
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(bystander)
-            await trio.lowlevel.checkpoint()
-            before = turns
+        async with counting_turns() as turns:
+            before = turns.count
             outcomes = await rm.fetch(FetchParams(max_bytes=10**7, min_bytes=1, max_wait_ms=0),
                                       [FetchTarget(topic.partitions[i], 0, 10**6) for i in range(40)])
-            during = turns - before
-            nursery.cancel_scope.cancel()
+            during = turns.count - before
         assert [o.error for o in outcomes] == [ErrorCode.NONE] * 40
         assert all(o.read.size > 0 for o in outcomes)
         for o in outcomes:

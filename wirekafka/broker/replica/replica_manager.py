@@ -35,7 +35,6 @@ from wirekafka.broker.replica.batch_validation import (
 from wirekafka.broker.metadata.cluster_metadata import ClusterMetadata, Topic
 from wirekafka.broker.replica.divergence import diverging_epoch
 from wirekafka.broker.replica.log_dir_failure import LogDirFailureChannel
-from wirekafka.broker.loop_slice import PARTITION_WALK_SLICE_S, LoopSlice
 from wirekafka.broker.replica.partition import AppendOrigin, AppendResult, Isolation, Partition, ReadResult
 from wirekafka.broker.replica.replica_selector import NO_PREFERENCE, preferred_read_replica
 from wirekafka.broker.quotas.replication_quota import ReplicationQuotas
@@ -464,9 +463,7 @@ class ReplicaManager:
         answer_now = False
         outcomes = []
         brokers = None  # the live brokers, read once if a consumer is to be sent to one
-        slice_ = LoopSlice(PARTITION_WALK_SLICE_S)
         for t in targets:
-            await slice_.turn()  # a region read before holds its own descriptor
             p = t.partition
             if p is None or not p.online:
                 outcomes.append(FetchOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER if p is None else p.offline_error))

@@ -36,7 +36,6 @@ from kafka.protocol.consumer.offsets import (
     OffsetForLeaderEpochResponse,
 )
 
-from wirekafka.broker.loop_slice import PARTITION_WALK_SLICE_S, LoopSlice
 from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
 from wirekafka.broker.replica.divergence import TruncationStep, truncation_step
 from wirekafka.broker.replica.log_dir_failure import LogDirFailureChannel
@@ -207,10 +206,8 @@ class LeaderFetcher:
             log.info("fetch from broker %d failed: %s", self.leader.node_id, ErrorCode(response.error_code).name)
             await trio.sleep(0.1)
             return
-        slice_ = LoopSlice(PARTITION_WALK_SLICE_S)
         for t in response.responses:
             for pd in t.partitions:
-                await slice_.turn()
                 f = self.partitions.get((t.topic, pd.partition_index))
                 if f is None or not plan.asked_for(f, round_) or not self._still_follows(f):
                     continue  # removed, replaced or elected while the fetch (or an earlier answer's handling) waited

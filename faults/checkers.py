@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
+
+from faults.replicas import Writer
 
 if TYPE_CHECKING:
     from faults.copy_job import CopyRun
@@ -22,7 +24,13 @@ class Verdict:
     acknowledged: int = 0
     lost: list[Ack] = field(default_factory=list)  # acknowledged, not at its offset (or, offset unknown, not in its partition)
     reused: list[tuple[int, int]] = field(default_factory=list)  # an offset acknowledged for two values
-    duplicated: list[bytes] = field(default_factory=list)  # a value stored twice (idempotence broken)
+    duplicated: list[bytes] = field(default_factory=list)  # a value stored twice by one writer (idempotence broken)
+    # a value stored once per writer, by two or more (producer id, epoch): the client sent it again
+    # after bumping its epoch, which no broker can deduplicate (an epoch's sequences start anew).
+    # librdkafka's idempotent producer does so after a leader change fails a request that may have
+    # been stored (librdkafka issue #4953, "exactly-once guarantees are only partial for the
+    # idempotent producer"): a client finding, reported, not a broker's failure
+    resent: list[str] = field(default_factory=list)
     unacknowledged: int = 0  # writes that failed or were never answered (stored or not: both fine)
     divergent: list[str] = field(default_factory=list)  # replicas whose committed bytes differ (replicas.py)
     went_back: list[str] = field(default_factory=list)  # a controller or leader epoch that decreased (epochs.py)
@@ -39,7 +47,9 @@ class Verdict:
     def row(self) -> str:
         return (f"acknowledged {self.acknowledged}, lost {len(self.lost)}, reused {len(self.reused)}, "
                 f"duplicated {len(self.duplicated)}, divergent replicas {len(self.divergent)}, "
-                f"epochs gone back {len(self.went_back)}" + ("" if self.copy is None else f"; {self.copy.row()}")
+                f"epochs gone back {len(self.went_back)}"
+                + (f", re-sent by the client after an epoch bump {len(self.resent)}" if self.resent else "")
+                + ("" if self.copy is None else f"; {self.copy.row()}")
                 + ("" if self.copy_failed is None else f"; copy job failed: {self.copy_failed}")
                 + ("" if self.group is None else f"; {self.group.row()}"))
 
@@ -77,9 +87,13 @@ def judge_copy(inputs: list[bytes], output: list[bytes], job: "CopyRun | None" =
                        foreign=sorted(counts.keys() - wanted), job=job)
 
 
-def judge(acks: list[Ack], log: dict[tuple[int, int], bytes]) -> Verdict:
+def judge(acks: list[Ack], log: dict[tuple[int, int], bytes],
+          writers: Mapping[tuple[int, int], Writer] | None = None) -> Verdict:
     """Every acknowledged record at its acknowledged offset (one acknowledged without an offset
-    somewhere in its partition); no offset acknowledged twice; no value stored twice."""
+    somewhere in its partition); no offset acknowledged twice; no value stored twice by one
+    writer. `writers` holds the (producer id, epoch) of each stored (partition, offset): a value
+    whose copies were each written under a different one was re-sent by its client (Verdict.resent);
+    without writers every second copy counts as duplicated."""
     verdict = Verdict(acknowledged=len(acks))
     by_offset: dict[tuple[int, int], bytes] = {}
     stored_in: dict[bytes, set[int]] | None = None
@@ -97,7 +111,19 @@ def judge(acks: list[Ack], log: dict[tuple[int, int], bytes]) -> Verdict:
             verdict.reused.append((partition, offset))
         if log.get((partition, offset)) != value:
             verdict.lost.append((partition, offset, value))
-    verdict.duplicated = sorted(v for v, n in Counter(log.values()).items() if n > 1)
+    twice = {v for v, n in Counter(log.values()).items() if n > 1}
+    copies: dict[bytes, list[tuple[int, int]]] = {}
+    for where, value in log.items():
+        if value in twice:
+            copies.setdefault(value, []).append(where)
+    for value, places in sorted(copies.items()):
+        by = [None if writers is None else writers.get(where) for where in sorted(places)]
+        if None in by or len(set(by)) < len(by):
+            verdict.duplicated.append(value)
+        else:
+            verdict.resent.append(value.decode(errors="replace") + ": " + ", ".join(
+                f"partition {p} offset {o} by producer {w[0]} epoch {w[1]}"
+                for (p, o), w in zip(sorted(places), by) if w is not None))
     return verdict
 
 

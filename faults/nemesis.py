@@ -20,7 +20,7 @@ from typing import Callable, Mapping, Protocol
 from faults import disks
 from faults.checkers import Verdict, judge, judge_copy, judge_group
 from faults.copy_job import CopyJob
-from faults.replicas import divergent_replicas
+from faults.replicas import Writer, divergent_replicas, writers
 from faults.proxy import Link
 from faults.schedule import COMBINED, DISK_FULL, KILL, PAUSE, PEER_CUT, SLOW_DISK, TORN_TAIL, ZK_CUT, Fault
 from faults.slow_disk import SlowDisk
@@ -107,7 +107,16 @@ def run_schedule(nodes: Mapping[int, Node], links: Mapping[int, NodeLinks], boot
             copier.stop()
         if consumers is not None and not group_stopped:
             consumers.stop()
-    verdict = judge(producer.acks, stored)
+    divergent: list[str] = []
+    stored_by: dict[tuple[int, int], Writer] = {}
+    for p, high_watermark in high_watermarks.items():
+        dirs = {n: node.data_dir / f"{topic}-{p}" for n, node in nodes.items()}
+        divergent += divergent_replicas(dirs, high_watermark)
+        # identical below the high watermark unless divergent (a failure anyway): the fullest
+        fullest = max((writers(d, high_watermark) for d in dirs.values()), key=len)
+        stored_by.update(((p, offset), writer) for offset, writer in fullest.items())
+    verdict = judge(producer.acks, stored, stored_by)
+    verdict.divergent = divergent
     verdict.unacknowledged = producer.failed + left
     verdict.copy_failed = copy_failed
     if consumers is not None:
@@ -117,9 +126,6 @@ def run_schedule(nodes: Mapping[int, Node], links: Mapping[int, NodeLinks], boot
     if copier is not None and copied is not None:
         verdict.copy = judge_copy(list(stored.values()), read_committed(bootstrap(), copier.sink, partitions, 120),
                                   copied)
-    for p, high_watermark in high_watermarks.items():
-        verdict.divergent += divergent_replicas({n: node.data_dir / f"{topic}-{p}" for n, node in nodes.items()},
-                                                high_watermark)
     log.info("nemesis on %s: %s", topic, verdict.row())
     return verdict
 

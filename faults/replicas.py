@@ -17,7 +17,12 @@ from typing import Mapping
 
 _BASE_AND_LENGTH = struct.Struct(">qi")  # a batch's base offset and length (bytes after these 12)
 _LAST_OFFSET_DELTA = struct.Struct(">i")  # at byte 23 of a batch
+_PRODUCER = struct.Struct(">qh")  # producer id and epoch, at byte 43 of a batch
 _HEADER = 27
+_PRODUCER_AT = 43
+
+# a batch's writer: its producer id and producer epoch (-1, -1 for a batch without a producer)
+Writer = tuple[int, int]
 
 
 def committed_bytes(partition_dir: Path, high_watermark: int) -> tuple[bytes, int]:
@@ -38,6 +43,25 @@ def committed_bytes(partition_dir: Path, high_watermark: int) -> tuple[bytes, in
             reached = last + 1
             position = end
     return bytes(out), reached
+
+
+def writers(partition_dir: Path, high_watermark: int) -> dict[int, Writer]:
+    """The writer of each committed offset of one replica, from its batches' headers: the
+    producer id and epoch under which the offset's record was appended. An idempotent producer
+    is deduplicated per (id, epoch) only, so a value stored twice by two writers was sent twice
+    by its client (after an epoch bump), and one stored twice by one writer was not deduplicated
+    by the broker."""
+    data, _ = committed_bytes(partition_dir, high_watermark)
+    found: dict[int, Writer] = {}
+    position = 0
+    while position < len(data):
+        base, length = _BASE_AND_LENGTH.unpack_from(data, position)
+        last = base + _LAST_OFFSET_DELTA.unpack_from(data, position + 23)[0]
+        writer = _PRODUCER.unpack_from(data, position + _PRODUCER_AT)
+        for offset in range(base, last + 1):
+            found[offset] = writer
+        position += 12 + length
+    return found
 
 
 def divergent_replicas(dirs: Mapping[int, Path], high_watermark: int, timeout: float = 60.0) -> list[str]:

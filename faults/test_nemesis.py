@@ -47,8 +47,17 @@ def _schedule():
             + make_schedule(SEED, NODES, 1, SESSION_TIMEOUT_S, (TORN_TAIL,)))
 
 
-def _check(verdict: Verdict) -> None:
+def _check(verdict: Verdict, copied: bool = True) -> None:
+    """The run's checks (without `copied`, those of the copy job and the group's reach left out);
+    a value the client re-sent after an epoch bump (Verdict.resent: no broker can deduplicate it)
+    is reported, not failed, on either kind of cluster."""
+    if verdict.resent:
+        warnings.warn(f"librdkafka's idempotent producer re-sent {len(verdict.resent)} value(s) after an epoch "
+                      f"bump: {verdict.resent}")
     assert verdict.acknowledged > 1000
+    if not copied:
+        assert verdict.ok, verdict.row()
+        return
     assert verdict.copy is not None and verdict.copy.job is not None and verdict.copy.job.commits > 10, verdict.row()
     assert verdict.group is not None and verdict.group.distinct >= verdict.acknowledged, verdict.row()
     assert verdict.ok, verdict.row()
@@ -71,6 +80,6 @@ def test_kafka39_cluster_under_the_same_schedule(tmp_path: Path, zookeeper: str)
     if verdict.copy_failed is not None:
         warnings.warn(f"Kafka 3.9.1 finding: the copy job did not finish: {verdict.copy_failed}; {verdict.row()}")
         verdict.copy_failed = None
-        assert verdict.acknowledged > 1000 and verdict.ok, verdict.row()
+        _check(verdict, copied=False)
         return
     _check(verdict)

@@ -155,10 +155,11 @@ class PortClash(Exception):
     The message is the log line that says so."""
 
 
-class StaleRegistration(Exception):
-    """The JVM exited because its previous run's registration was still in ZooKeeper (an
-    ephemeral znode of a session not expired yet, after a kill or a halt): a supervisor starts it
-    again, and it registers once the old session expires. The message is the log line."""
+class RestartableExit(Exception):
+    """The JVM exited during start-up for a reason a supervisor (systemd's Restart=on-failure)
+    starts it again for, and that passes: its previous run's registration still in ZooKeeper (an
+    ephemeral znode of a session not expired yet, after a kill or a halt), or its ZooKeeper
+    session lost before start-up ended. The message is the log line."""
 
 
 _live: "weakref.WeakSet[JvmProcess]" = weakref.WeakSet()
@@ -197,10 +198,10 @@ class JvmProcess:
     tmp_prefix = "jvm-"
     #: Log text of a JVM that could not bind its port: start() then retries on new ports.
     bind_errors: tuple[str, ...] = ("Address already in use",)
-    #: Log text of a JVM that found its last run's ZooKeeper registration still there: start()
-    #: then starts it again, for up to stale_registration_wait_s.
-    stale_registration_errors: tuple[str, ...] = ()
-    stale_registration_wait_s = 60.0
+    #: Log text of a JVM that exited during start-up for a passing reason (RestartableExit):
+    #: start() then starts it again, a second apart, for up to restart_wait_s.
+    restartable_exit_errors: tuple[str, ...] = ()
+    restart_wait_s = 60.0
     #: What _wait_ready() waits for, for its timeout error: "<label> did not <readiness> on ...".
     readiness = "start"
     #: Seconds between two readiness checks.
@@ -293,12 +294,12 @@ class JvmProcess:
     def _start_attempts(self, attempts: int, start_once: Callable[[], None]) -> None:
         """Call ``start_once`` (which picks its ports) until it returns, at most ``attempts``
         times while it raises :class:`PortClash`, and again a second apart while it raises
-        :class:`StaleRegistration`, for up to stale_registration_wait_s. On any error the JVM is stopped, a temp work
+        :class:`RestartableExit`, for up to restart_wait_s. On any error the JVM is stopped, a temp work
         dir removed (unless keep_workdir) and a RuntimeError with the log's tail raised."""
         _live.add(self)
         try:
             clashes = 0
-            give_up = time.monotonic() + self.stale_registration_wait_s
+            give_up = time.monotonic() + self.restart_wait_s
             while True:
                 try:
                     start_once()
@@ -310,12 +311,12 @@ class JvmProcess:
                     if clashes >= attempts:
                         raise RuntimeError(f"{self.label} found its port taken {attempts} time(s) ({exc}); "
                                            f"its log ({self.log_path}) ends with:\n{self.log_tail()}") from None
-                except StaleRegistration as exc:
+                except RestartableExit as exc:
                     if time.monotonic() > give_up:
-                        raise RuntimeError(f"{self.label} still found its last run's registration after "
-                                           f"{self.stale_registration_wait_s:g}s ({exc}); its log "
+                        raise RuntimeError(f"{self.label} still exited during start-up after "
+                                           f"{self.restart_wait_s:g}s of restarts ({exc}); its log "
                                            f"({self.log_path}) ends with:\n{self.log_tail()}") from None
-                    self.log.warning("%s found its last run's registration in ZooKeeper: starting it again (%s)",
+                    self.log.warning("%s exited during start-up: starting it again, as a supervisor would (%s)",
                                      self.label, exc)
                     time.sleep(1.0)
         except BaseException:
@@ -338,7 +339,7 @@ class JvmProcess:
     def _wait_ready(self, timeout: float) -> None:
         """Wait until :meth:`_ready`. Raises :class:`PortClash` if the JVM exits after logging
         one of :attr:`bind_errors` (anywhere since its start, not only in the tail),
-        :class:`StaleRegistration` after one of :attr:`stale_registration_errors`; otherwise, if it exits, is :meth:`_broken` or is not ready
+        :class:`RestartableExit` after one of :attr:`restartable_exit_errors`; otherwise, if it exits, is :meth:`_broken` or is not ready
         within ``timeout`` s, kills it and raises RuntimeError with the log's tail."""
         assert self.proc is not None
         deadline = time.monotonic() + timeout
@@ -349,8 +350,8 @@ class JvmProcess:
                 for line in self._log_since_start().splitlines():
                     if any(text in line for text in self.bind_errors):
                         raise PortClash(line.strip())
-                    if any(text in line for text in self.stale_registration_errors):
-                        raise StaleRegistration(line.strip())
+                    if any(text in line for text in self.restartable_exit_errors):
+                        raise RestartableExit(line.strip())
                 problem = f"exited with {code} during start-up"
             elif self._ready():
                 return

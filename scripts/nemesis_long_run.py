@@ -11,7 +11,8 @@ under an idempotent acks=all producer, a transactional Java job copying its topi
 processed (--no-group leaves it out), on a three-broker wirekafka cluster and, at the
 same time, on a three-broker Kafka 3.9.1 ZooKeeper-mode cluster with the same settings
 (faults/clusters.py), each on its own chroot of one real ZooKeeper. Prints one markdown table: per broker kind, the faults by
-kind, the records acknowledged, and those lost, reused or duplicated, the partitions whose replicas
+kind, the records acknowledged, and those lost, reused or duplicated (stored twice by one producer
+epoch: a value the client re-sent after bumping its epoch is listed under the table instead), the partitions whose replicas
 differ below the high watermark (faults/replicas.py); the copy job's transactions and its output
 read with read_committed (input records missing from it or in it twice, records the input never
 had); the consumer group's records received and commits, and its findings (a committed offset
@@ -88,6 +89,8 @@ def table(seed: int, faults: list[Fault], rows: list[tuple[str, Verdict | str, f
                             f"{len(copy.missing)} / {len(copy.duplicated)} / {len(copy.foreign)} | ")
                          + _group_cells(verdict) + f"{seconds / 60:.1f} |")
             notes.extend(f"- {name}: {finding}" for finding in verdict.divergent + verdict.went_back)
+            notes.extend(f"- {name}: re-sent by the client after an epoch bump (not a broker's duplicate): {value}"
+                         for value in verdict.resent)
             if verdict.group is not None:
                 notes.extend(f"- {name}: consumer group: {finding}" for finding in verdict.group.went_back
                              + verdict.group.undrained)

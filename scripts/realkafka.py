@@ -546,9 +546,13 @@ class RealKafka(JvmProcess):
     config_name = "server.properties"
     tmp_prefix = "realkafka-"
     bind_errors = ("Address already in use", "BindException")
-    # Kafka 3.9 (KafkaZkClient.registerBroker) exits at start-up while the ephemeral /brokers/ids/<id>
-    # of its killed or halted last run is still held by that run's unexpired session
-    stale_registration_errors = ("does not match current session",)
+    # Kafka 3.9 exits at start-up (kafka.Kafka: "fatal exception during startup") while the
+    # ephemeral /brokers/ids/<id> of its killed or halted last run is still held by that run's
+    # unexpired session (KafkaZkClient.registerBroker), when its new session expires before
+    # start-up ends (seen once in a nemesis run, on the /feature read), and when it cannot reach
+    # ZooKeeper within zookeeper.connection.timeout.ms: a supervisor starts it again
+    restartable_exit_errors = ("does not match current session", "KeeperErrorCode = Session expired",
+                               "ZooKeeperClientTimeoutException")
     readiness = "answer ApiVersions"
     poll_interval = 0.2
     log = log

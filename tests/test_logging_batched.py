@@ -92,3 +92,20 @@ def test_a_forked_child_writes_its_lines_at_once() -> None:
     stream.close()
     with os.fdopen(read_end) as got:
         assert got.read() == "from the child\n"
+
+
+class _BrokenStream(io.StringIO):
+    def write(self, text: str) -> int:
+        raise OSError(5, "Input/output error")
+
+
+def test_a_write_that_fails_is_reported_on_stderr_not_raised(monkeypatch) -> None:
+    """As logging.Handler.handleError reports a failed emit: the traceback on stderr, nothing raised."""
+    errors = io.StringIO()
+    monkeypatch.setattr("sys.stderr", errors)
+    stream = _BrokenStream()
+    handler = BatchedStreamHandler(stream)
+    log = _logger(handler, "test.batched.broken")
+    log.info("lost")
+    handler.flush()
+    assert "--- Logging error ---" in errors.getvalue() and "Input/output error" in errors.getvalue()

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from faults import disks
-from faults.checkers import Verdict, committed_went_back, judge, judge_copy, judge_group
+from faults.checkers import Ack, Verdict, committed_went_back, judge, judge_copy, judge_group
 from faults.copy_job import CopyRun
 from faults.epochs import EpochWatch
 from faults.proxy import Link
-from faults.replicas import committed_bytes, divergent_replicas
+from faults.replicas import committed_bytes, divergent_replicas, writers
 from faults.schedule import COMBINED, DISK_FULL, KILL, PAUSE, PEER_CUT, ZK_CUT, make_schedule
 from wirekafka.protocol import records
 
@@ -200,3 +200,33 @@ def test_a_tmpfs_that_cannot_be_mounted_is_refused_with_the_reason(tmp_path: Pat
         with disks.tmpfs_disks([tmp_path / "logs"], -5):
             pass
     assert not (tmp_path / "logs").is_mount()
+
+
+def test_a_value_stored_by_two_producer_epochs_is_the_clients_resend_not_a_duplicate() -> None:
+    """Kafka deduplicates an idempotent producer per (producer id, epoch): a value stored under
+    two epochs was sent twice by the client (librdkafka after an epoch bump), one stored twice
+    under the same epoch is the broker's failure, and without writers both count as duplicated."""
+    acks: list[Ack] = [(0, 0, b"a"), (0, 1, b"b")]
+    log = {(0, 0): b"a", (0, 1): b"b", (0, 2): b"a"}
+    resent = judge(acks, log, {(0, 0): (7, 0), (0, 1): (7, 0), (0, 2): (7, 1)})
+    assert resent.ok and resent.duplicated == []
+    assert resent.resent == ["a: partition 0 offset 0 by producer 7 epoch 0, partition 0 offset 2 by producer 7 epoch 1"]
+    assert "re-sent by the client after an epoch bump 1" in resent.row()
+    assert judge(acks, log, {(0, 0): (7, 1), (0, 1): (7, 0), (0, 2): (8, 1)}).resent != []  # a new producer id
+    same = judge(acks, log, {(0, 0): (7, 0), (0, 1): (7, 0), (0, 2): (7, 0)})
+    assert same.duplicated == [b"a"] and same.resent == [] and not same.ok
+    thrice = judge(acks, {**log, (0, 3): b"a"}, {(0, 0): (7, 0), (0, 1): (7, 0), (0, 2): (7, 1), (0, 3): (7, 1)})
+    assert thrice.duplicated == [b"a"]  # two of its copies under one epoch
+    assert judge(acks, log).duplicated == [b"a"]
+
+
+def test_each_committed_offset_is_read_with_its_batchs_producer_and_epoch(tmp_path: Path) -> None:
+    stamp = 1_700_000_000_000
+    batches = [records.build_batch([(None, b"x", stamp), (None, b"y", stamp)], base_offset=0, producer_id=7,
+                                   producer_epoch=0, base_sequence=0),
+               records.build_batch([(None, b"z", stamp)], base_offset=2),
+               records.build_batch([(None, b"x", stamp)], base_offset=3, producer_id=7, producer_epoch=1,
+                                   base_sequence=0)]
+    partition = _segments(tmp_path / "1" / "t-0", batches, 2)
+    assert writers(partition, 4) == {0: (7, 0), 1: (7, 0), 2: (-1, -1), 3: (7, 1)}
+    assert writers(partition, 3) == {0: (7, 0), 1: (7, 0), 2: (-1, -1)}  # the high watermark bounds it

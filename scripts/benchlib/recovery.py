@@ -111,10 +111,12 @@ def _fill_segments(broker: Broker, topic: str, full: int, unflushed: int, payloa
     per_record = stored_bytes(broker, topic) / max(acked, 1)
     acked += _produce(broker, topic, int((full * SEGMENT_BYTES - full * (1 << 20)) / per_record) - acked, payloads,
                       deadline)
-    if len(_segments(broker, topic)) <= full:
-        wanted = SEGMENT_BYTES - _segments(broker, topic)[-1].stat().st_size + (1 << 20)
+    segments = _segments(broker, topic)
+    if len(segments) <= full:
+        wanted = SEGMENT_BYTES - segments[-1].stat().st_size + (1 << 20)
         acked += _produce(broker, topic, int(wanted / per_record), payloads, deadline)
-    active = _segments(broker, topic)[-1]
+        segments = _segments(broker, topic)
+    active = segments[-1]
     _wait_recovery_point(broker, topic, int(active.stem), deadline)
     return acked + _produce(broker, topic, int((unflushed - active.stat().st_size) / per_record), payloads, deadline)
 

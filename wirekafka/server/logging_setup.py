@@ -14,11 +14,13 @@ A kill -9 can lose the lines of the last moment, which had not reached the file 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import sys
 import threading
+import traceback
 from datetime import datetime, timezone
 from typing import TextIO
 
@@ -93,8 +95,12 @@ class BatchedStreamHandler(logging.Handler):
         try:
             self.stream.write("".join(lines))
             self.stream.flush()
-        except Exception:  # noqa: BLE001 - a closed or broken stderr must not stop the broker
-            pass
+        except Exception:  # noqa: BLE001 - a closed or broken stream must not stop the broker
+            # reported as logging.Handler.handleError reports a failed emit (which, having no
+            # record here, it cannot be called for): the traceback on stderr, if that works
+            if logging.raiseExceptions:
+                with contextlib.suppress(Exception):
+                    sys.stderr.write("--- Logging error ---\n" + traceback.format_exc())
 
 
 def configure(level: str, log_format: str = "text") -> None:

@@ -40,10 +40,11 @@ def poll_select(rlist: Sequence[Any], wlist: Sequence[Any],
     no exceptional ones (kazoo passes none)."""
     if timeout is not None and timeout < 0:
         raise ValueError("timeout must be non-negative")
+    reads = [(obj, fileobj_to_fd(obj)) for obj in rlist]
+    writes = [(obj, fileobj_to_fd(obj)) for obj in wlist]
     wanted: dict[int, int] = {}
-    for objects, mask in ((rlist, select.POLLIN), (wlist, select.POLLOUT)):
-        for obj in objects:
-            fd = fileobj_to_fd(obj)
+    for pairs, mask in ((reads, select.POLLIN), (writes, select.POLLOUT)):
+        for _, fd in pairs:
             wanted[fd] = wanted.get(fd, 0) | mask
     poller = select.poll()
     for fd, mask in wanted.items():
@@ -51,8 +52,7 @@ def poll_select(rlist: Sequence[Any], wlist: Sequence[Any],
     ready = dict(poller.poll(None if timeout is None else timeout * 1000))
     if any(events & select.POLLNVAL for events in ready.values()):
         raise OSError(errno.EBADF, "a descriptor was closed while kazoo waited on it")
-    readable = [obj for obj in rlist if ready.get(fileobj_to_fd(obj), 0) & _READABLE]
-    taken = {fileobj_to_fd(obj) for obj in readable}
-    writable = [obj for obj in wlist
-                if fileobj_to_fd(obj) not in taken and ready.get(fileobj_to_fd(obj), 0) & _WRITABLE]
-    return readable, writable, []
+    readable = [(obj, fd) for obj, fd in reads if ready.get(fd, 0) & _READABLE]
+    taken = {fd for _, fd in readable}
+    writable = [obj for obj, fd in writes if fd not in taken and ready.get(fd, 0) & _WRITABLE]
+    return [obj for obj, _ in readable], writable, []

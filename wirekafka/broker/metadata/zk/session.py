@@ -83,8 +83,6 @@ class ZkSession:
         """Connect (creating the chroot first if needed); raise if ZooKeeper does not answer
         within zookeeper.connection.timeout.ms, StartupError if it refuses the broker's login."""
         self._token = trio.lowlevel.current_trio_token()
-        with self._posts_lock:
-            self._posts = []
         try:
             if self.chroot:
                 await trio.to_thread.run_sync(self._ensure_chroot)

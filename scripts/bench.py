@@ -122,7 +122,9 @@ brokers above are not started when only cluster rows are chosen.
                    (benchlib/cluster_scale.py): topics of --scale-topic-partitions (100)
                    partitions, replication 3, min.insync.replicas=2, in one CreateTopics request:
                    seconds until it is answered, until every partition has a leader in ZooKeeper
-                   and until an acks=all record was acknowledged on each; Metadata (all topics)
+                   and until an acks=all record was acknowledged on each (8 producers, each
+                   partition through one: librdkafka sends a partition per request and Kafka
+                   answers a connection's requests one at a time); Metadata (all topics)
                    p50 / p99 of 50 requests; the largest broker RSS; kill -9 of the controller:
                    seconds until a new one is in ZooKeeper and until every partition acknowledged a
                    record sent after the kill, then restarted: until every ISR is full; the same

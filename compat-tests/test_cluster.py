@@ -823,27 +823,33 @@ def test_broker_refuses_another_clusters_log_dir(cluster: WirekafkaCluster) -> N
     assert 3 not in cluster.registered()
 
 
-def test_all_topics_metadata_is_reused_until_the_cluster_changes(cluster: WirekafkaCluster) -> None:
-    """An all-topics Metadata answer is encoded once and reused (ClusterMetadata.answer_cache):
-    asked twice it is the same, and a topic created, a leader moved or a topic deleted shows in
-    the next answer."""
+@pytest.mark.parametrize("asked", ["all topics", "by name"])
+def test_metadata_is_reused_until_the_cluster_changes(cluster: WirekafkaCluster, asked: str) -> None:
+    """A Metadata answer for all topics, or for a list of names that all exist, is encoded once
+    and reused (ClusterMetadata.answer_cache): asked twice it is the same, and a topic created, a
+    leader moved or a topic deleted shows in the next answer (a deleted topic asked for by name:
+    UNKNOWN_TOPIC_OR_PARTITION)."""
     from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
     _create(cluster, "cached-a", partitions=2)
     before = cluster.leader("cached-a", 0)
     broker = next(b for n, b in cluster.brokers.items() if n != before)  # asked throughout
+    topic = MetadataRequest.MetadataRequestTopic
+    names = None if asked == "all topics" else [topic(name=n, topic_id=None) for n in ("cached-a", "cached-b")]
 
-    def everything() -> MetadataResponse:
-        return raw_call(broker, MetadataRequest(version=12, topics=None, allow_auto_topic_creation=False),
+    def answer() -> MetadataResponse:
+        return raw_call(broker, MetadataRequest(version=12, topics=names, allow_auto_topic_creation=False),
                         MetadataResponse)
 
-    def leaders(topic: str) -> dict[int, int]:
-        return {p.partition_index: p.leader_id for t in everything().topics if t.name == topic for p in t.partitions}
+    def leaders(name: str) -> dict[int, int]:
+        return {p.partition_index: p.leader_id for t in answer().topics if t.name == name and not t.error_code
+                for p in t.partitions}
 
     cluster.wait_for(lambda: leaders("cached-a") == {0: before, 1: cluster.leader("cached-a", 1)}, 30,
                      "the answer naming cached-a's leaders")
-    assert everything() == everything()
+    assert answer() == answer()
     _create(cluster, "cached-b", partitions=1)
     cluster.wait_for(lambda: leaders("cached-b") == {0: cluster.leader("cached-b")}, 30, "cached-b in the answer")
+    assert answer() == answer()
     cluster.brokers[before].kill()
     try:
         cluster.wait_for(lambda: leaders("cached-a").get(0) not in (before, None, -1)
@@ -855,3 +861,5 @@ def test_all_topics_metadata_is_reused_until_the_cluster_changes(cluster: Wireka
     admin = _admin(cluster)  # kept: a client dropped while its request waits fails the request
     admin.delete_topics(["cached-b"], operation_timeout=30)["cached-b"].result(30)
     cluster.wait_for(lambda: not leaders("cached-b"), 30, "cached-b gone from the answer")
+    if names is not None:
+        assert {t.name: t.error_code for t in answer().topics}["cached-b"] == 3  # UNKNOWN_TOPIC_OR_PARTITION

@@ -956,7 +956,10 @@ def main(argv: list[str] | None = None) -> int:
             f"linger 5 ms; consumers with fetch.queue.backoff.ms={workloads.CONSUMER_QUEUE_BACKOFF_MS}; "
             "MB = 10^6 bytes of record payload.")
     if wanted_cluster_rows:
-        kafka_cluster = "" if args.no_kafka else f", then 3 {cluster_rows.kafka_cluster_name()} brokers (512 MB heap each)"
+        scale_heap = ("" if "cluster-scale" not in wanted_cluster_rows or settings.scale_kafka_heap == "512m"
+                      else f"; {settings.scale_kafka_heap} in cluster-scale")
+        kafka_cluster = ("" if args.no_kafka else
+                         f", then 3 {cluster_rows.kafka_cluster_name()} brokers (512 MB heap each{scale_heap})")
         report.preamble.append(
             f"{'' if selected - set(CLUSTER_ROWS) else f'wirekafka {_git_revision()} {machine}. {quick}'}"
             f"Cluster rows: 3 wirekafka brokers{kafka_cluster} on one ZooKeeper 3.8.4, each cluster on its own "

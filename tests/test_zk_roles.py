@@ -89,6 +89,24 @@ def test_wait_until_answers_at_once_when_the_probe_holds_and_none_after_the_time
     assert asked == [1]  # the probe that held asked for nothing
 
 
+def test_a_topic_read_but_not_applied_yet_counts_as_being_created() -> None:
+    """Metadata must not try to auto-create a topic this broker read from ZooKeeper and is still
+    applying (opening its replicas): it exists, and the attempt is a ZooKeeper request each time."""
+    import uuid
+
+    from wirekafka.broker.metadata.cluster_metadata import Topic
+    from wirekafka.broker.metadata.zk.controller import TopicView
+
+    view = ClusterView(CONFIG, never_opened, lambda: None)
+    assert not view.being_created("t")
+    view._read_topics = {"t": TopicView(uuid.uuid4(), {0: (1, 2, 3)})}  # as apply sets it when it starts
+    assert view.being_created("t") and not view.being_created("other")
+    view._topics["t"] = Topic("t", view._read_topics["t"].topic_id)  # applied: it is simply there
+    assert not view.being_created("t")
+    with view.creating("other"):
+        assert view.being_created("other")
+
+
 def test_next_reconcile_holds_after_one_reconcile_finished() -> None:
     view = ClusterView(CONFIG, never_opened, lambda: None)
     probe = view.next_reconcile()

@@ -329,8 +329,13 @@ class ActiveController:
         (the partition epoch), or INVALID_UPDATE_VERSION when the znode moved meanwhile. The
         answer keeps the request's topics (`name_or_id` as given) and partitions in order; a topic
         id no topic has gets UNKNOWN_TOPIC_ID on each partition, a partition without a state
-        UNKNOWN_TOPIC_OR_PARTITION. Every broker learns the new states from its watches."""
-        snapshot = self.view.snapshot
+        UNKNOWN_TOPIC_OR_PARTITION. Every broker learns the new states from its watches.
+        Topic ids are looked up in the controller's own last read (run_states), not in what this
+        broker has applied: applying 10,000 new partitions (opening this broker's replicas of them)
+        takes tens of seconds, and meanwhile the leaders' ISR changes to the topics it had not
+        applied yet were refused with UNKNOWN_TOPIC_ID (12,020 times on one broker in one create),
+        so the partitions whose followers were slow to start stayed below min.insync.replicas."""
+        snapshot = self._last_read if self._last_read is not None else self.view.snapshot
         if snapshot.controller != self.node_id or not self.zk.connected:
             return ErrorCode.NOT_CONTROLLER, []
         by_id = {view.topic_id: name for name, view in snapshot.topics.items()}

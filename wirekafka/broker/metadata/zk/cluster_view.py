@@ -50,6 +50,8 @@ class ClusterView(TopicIndex):
         self._topics: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
         self._creating: set[str] = set()
+        # the topics of the snapshot being applied (or applied last): in ZooKeeper, if not here yet
+        self._read_topics: Mapping[str, TopicView] = {}
         self.snapshot = ClusterSnapshot({}, -1, 0, -1, {})  # the last one applied
         self.amendments = 0  # changes made to the applied snapshot in place (amended)
         # what apply applied last: each topic's view, and what every role depends on besides
@@ -112,6 +114,13 @@ class ClusterView(TopicIndex):
         finally:
             self._creating.discard(name)
 
+    def being_created(self, name: str) -> bool:
+        """Also while a topic read from ZooKeeper is not applied here yet (apply opens this
+        broker's replicas first, tens of seconds for thousands of partitions): Metadata's
+        auto-creation of it would only find it exists, a ZooKeeper request for each such topic
+        of each request, while producers ask for their topics again and again."""
+        return super().being_created(name) or (name in self._read_topics and name not in self._topics)
+
     def online(self, name: str) -> Topic | None:
         """The topic once this broker has applied it with a state for every partition."""
         topic = self._topics.get(name)
@@ -163,6 +172,7 @@ class ClusterView(TopicIndex):
         configs and whether this broker is stopping are as they were too: a change costs in
         proportion to the topics it touched. A full apply (at the safety re-read) re-asserts
         every role and fetch."""
+        self._read_topics = snapshot.topics
         world = (snapshot.brokers, snapshot.broker_configs, self.stopping)
         same_world = not full and world == self._applied_world
         self._applied_world = world

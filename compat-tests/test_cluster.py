@@ -128,7 +128,12 @@ def test_znodes_have_kafka_shapes(cluster: WirekafkaCluster) -> None:
     leader = cluster.leader("shapes")
     for b in cluster.brokers.values():
         _wait_broker_isr(b, "shapes", 3)
-        md = AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(timeout=10)
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        # librdkafka may send an all-topics request to any broker it is connected to, and a
+        # broker learns a new topic asynchronously: once one answer names it, the answer holds
+        cluster.wait_for(lambda: "shapes" in admin.list_topics(timeout=10).topics, 30,
+                         f"an all-topics answer naming shapes from {b.bootstrap}'s client")
+        md = admin.list_topics(timeout=10)
         assert sorted(md.brokers) == [1, 2, 3]
         assert md.controller_id == cluster.controller()
         assert md.topics["shapes"].partitions[0].leader == leader

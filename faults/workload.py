@@ -81,16 +81,18 @@ def read_back(bootstrap: str, topic: str, partitions: int,
 
 
 def read_committed(bootstrap: str, topic: str, partitions: int, timeout: float) -> list[bytes]:
-    """Every value a read_committed consumer returns from the start of each partition, read until
-    it reports the end of each at the high watermark or beyond: the last stable offset caught up,
-    so no transaction is left open (a hanging one is a TimeoutError here)."""
+    """Every value a read_committed consumer returns from the start of each partition, once per
+    offset, read until it reports the end of each at the high watermark or beyond: the last stable
+    offset caught up, so no transaction is left open (a hanging one is a TimeoutError here). A
+    record returned twice at one offset (the client fetching a range again, after a leader change
+    say) is one record; a value at two offsets is two, which the exactly-once check counts."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"nemesis-committed-reader-{topic}",
                          "enable.auto.commit": False, "enable.partition.eof": True,
                          "isolation.level": "read_committed", "logger": _LIBRDKAFKA})
     try:
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(partitions)}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-        values: list[bytes] = []
+        values: dict[tuple[int, int], bytes] = {}
         reached: set[int] = {p for p, end in ends.items() if end == 0}
         deadline = time.monotonic() + timeout
         while len(reached) < partitions:
@@ -100,10 +102,10 @@ def read_committed(bootstrap: str, topic: str, partitions: int, timeout: float) 
             for msg in consumer.consume(500, 1.0):
                 error = msg.error()
                 if error is None:
-                    values.append(msg.value())
+                    values[(msg.partition(), msg.offset())] = msg.value()
                 elif error.code() == KafkaError._PARTITION_EOF and msg.offset() >= ends[msg.partition()]:
                     reached.add(msg.partition())
-        return values
+        return list(values.values())
     finally:
         consumer.close()
 

@@ -117,13 +117,13 @@ def judge(acks: list[Ack], log: dict[tuple[int, int], bytes],
         if value in twice:
             copies.setdefault(value, []).append(where)
     for value, places in sorted(copies.items()):
-        by = [None if writers is None else writers.get(where) for where in sorted(places)]
-        if None in by or len(set(by)) < len(by):
+        spots = sorted(places)
+        by = [w for w in (writers.get(at) for at in spots) if w is not None] if writers is not None else []
+        if len(by) < len(spots) or len(set(by)) < len(by):
             verdict.duplicated.append(value)
         else:
             verdict.resent.append(value.decode(errors="replace") + ": " + ", ".join(
-                f"partition {p} offset {o} by producer {w[0]} epoch {w[1]}"
-                for (p, o), w in zip(sorted(places), by) if w is not None))
+                f"partition {p} offset {o} by producer {w[0]} epoch {w[1]}" for (p, o), w in zip(spots, by)))
     return verdict
 
 

@@ -10,19 +10,29 @@ for both broker kinds."""
 from __future__ import annotations
 
 import hashlib
-import struct
 import time
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping
 
-_BASE_AND_LENGTH = struct.Struct(">qi")  # a batch's base offset and length (bytes after these 12)
-_LAST_OFFSET_DELTA = struct.Struct(">i")  # at byte 23 of a batch
-_PRODUCER = struct.Struct(">qh")  # producer id and epoch, at byte 43 of a batch
-_HEADER = 27
-_PRODUCER_AT = 43
+from wirekafka.protocol.records import BatchHeader, parse_header, split_batches
 
 # a batch's writer: its producer id and producer epoch (-1, -1 for a batch without a producer)
 Writer = tuple[int, int]
+
+
+def _committed_batches(partition_dir: Path, high_watermark: int) -> Iterator[tuple[bytes, int, int, BatchHeader]]:
+    """(segment data, start, end, header) of each batch wholly below high_watermark, segment
+    after segment, up to the first batch that is not (or a segment's truncated tail)."""
+    for segment in sorted(partition_dir.glob("*.log")):
+        data = segment.read_bytes()
+        end = 0
+        for start, end in split_batches(data):
+            header = parse_header(data, start)
+            if header.base_offset + header.last_offset_delta >= high_watermark:
+                return
+            yield data, start, end, header
+        if end < len(data):
+            return
 
 
 def committed_bytes(partition_dir: Path, high_watermark: int) -> tuple[bytes, int]:
@@ -30,18 +40,9 @@ def committed_bytes(partition_dir: Path, high_watermark: int) -> tuple[bytes, in
     offset they reach (equal to high_watermark once the replica has all of it)."""
     out = bytearray()
     reached = 0
-    for segment in sorted(partition_dir.glob("*.log")):
-        data = segment.read_bytes()
-        position = 0
-        while position + _HEADER <= len(data):
-            base, length = _BASE_AND_LENGTH.unpack_from(data, position)
-            end = position + 12 + length
-            last = base + _LAST_OFFSET_DELTA.unpack_from(data, position + 23)[0]
-            if end > len(data) or last >= high_watermark:
-                return bytes(out), reached
-            out += data[position:end]
-            reached = last + 1
-            position = end
+    for data, start, end, header in _committed_batches(partition_dir, high_watermark):
+        out += data[start:end]
+        reached = header.base_offset + header.last_offset_delta + 1
     return bytes(out), reached
 
 
@@ -51,16 +52,10 @@ def writers(partition_dir: Path, high_watermark: int) -> dict[int, Writer]:
     is deduplicated per (id, epoch) only, so a value stored twice by two writers was sent twice
     by its client (after an epoch bump), and one stored twice by one writer was not deduplicated
     by the broker."""
-    data, _ = committed_bytes(partition_dir, high_watermark)
     found: dict[int, Writer] = {}
-    position = 0
-    while position < len(data):
-        base, length = _BASE_AND_LENGTH.unpack_from(data, position)
-        last = base + _LAST_OFFSET_DELTA.unpack_from(data, position + 23)[0]
-        writer = _PRODUCER.unpack_from(data, position + _PRODUCER_AT)
-        for offset in range(base, last + 1):
-            found[offset] = writer
-        position += 12 + length
+    for _, _, _, header in _committed_batches(partition_dir, high_watermark):
+        for offset in range(header.base_offset, header.base_offset + header.last_offset_delta + 1):
+            found[offset] = (header.producer_id, header.producer_epoch)
     return found
 
 

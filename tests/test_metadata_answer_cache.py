@@ -17,6 +17,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from wirekafka.broker import dispatch
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.handlers import metadata
+from wirekafka.broker.metadata.answer_cache import AnswerCache
 from wirekafka.broker.state import BrokerState
 from wirekafka.config.loader import build_config
 from wirekafka.protocol import codec
@@ -24,21 +25,22 @@ from wirekafka.protocol.encoded_response import EncodedResponse
 
 
 @pytest.fixture
-def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[BrokerState, dict]:
-    """A single node with topics a and b, whose metadata hands out one dict as its answer cache."""
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[BrokerState, AnswerCache]:
+    """A single node with topics a and b, whose metadata hands out one AnswerCache."""
     node = BrokerState(build_config({"log.dirs": str(tmp_path / "data"), "auto.create.topics.enable": "true"}))
     node.load()
     for name, partitions in (("a", 3), ("b", 2)):
         trio.run(node.metadata.create_topic, name, partitions)
-    cache: dict = {}
+    cache = AnswerCache()
     monkeypatch.setattr(node.metadata, "answer_cache", lambda: cache)
     return node, cache
 
 
-def _ask(node: BrokerState, names: list[str], version: int = 12) -> tuple[Any, MetadataResponse]:
-    """The handler's answer object and the answer decoded from its bytes."""
-    request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in names],
-                              allow_auto_topic_creation=True, include_topic_authorized_operations=False)
+def _ask(node: BrokerState, names: list[str] | None, version: int = 12) -> tuple[Any, MetadataResponse]:
+    """The handler's answer object and the answer decoded from its bytes (names None: all topics)."""
+    request = MetadataRequest(topics=None if names is None else [MetadataRequest.MetadataRequestTopic(name=n)
+                                                                 for n in names],
+                              allow_auto_topic_creation=version >= 4, include_topic_authorized_operations=False)
     request.API_VERSION = version
     request.with_header(correlation_id=7, client_id="cache-test")
     frame = bytes(request.encode(header=True))
@@ -50,7 +52,7 @@ def _ask(node: BrokerState, names: list[str], version: int = 12) -> tuple[Any, M
     return answer, MetadataResponse.decode(out[8 + MetadataResponse.flexible_version_q(version):], version=version)
 
 
-def test_an_answer_about_existing_topics_is_kept_per_list_and_version(state: tuple[BrokerState, dict]) -> None:
+def test_an_answer_about_existing_topics_is_kept_per_list_and_version(state: tuple[BrokerState, AnswerCache]) -> None:
     node, cache = state
     first, decoded = _ask(node, ["b", "a"])
     assert [(t.name, len(t.partitions)) for t in decoded.topics] == [("b", 2), ("a", 3)]
@@ -59,25 +61,74 @@ def test_an_answer_about_existing_topics_is_kept_per_list_and_version(state: tup
     assert decoded_again == decoded
     _ask(node, ["a", "b"])  # another list: another answer (Kafka keeps up to four names in their order)
     _ask(node, ["b", "a"], version=9)
-    assert len([k for k in cache if k[0] == "topics"]) == 3
-    assert cache[metadata._CACHED_PARTITIONS] == 15
+    assert len([k for k in cache.answers if k[0] == "topics"]) == 3
+    assert cache.named_partitions == 15
 
 
-def test_an_answer_about_a_missing_topic_is_not_kept(state: tuple[BrokerState, dict]) -> None:
+def test_an_answer_about_a_missing_topic_is_not_kept(state: tuple[BrokerState, AnswerCache]) -> None:
     node, cache = state
     _, decoded = _ask(node, ["a", "new-one"])  # auto-created by this very request: not in this answer
     assert {t.name: t.error_code for t in decoded.topics} == {"a": 0, "new-one": 3}
-    assert cache == {}
+    assert cache.answers == {}
     _, decoded = _ask(node, ["a", "new-one"])
     assert {t.name: t.error_code for t in decoded.topics} == {"a": 0, "new-one": 0}
-    assert len([k for k in cache if k[0] == "topics"]) == 1
+    assert len([k for k in cache.answers if k[0] == "topics"]) == 1
 
 
-def test_past_the_bound_answers_are_built_each_time(state: tuple[BrokerState, dict]) -> None:
+def test_past_the_bound_answers_are_built_each_time(state: tuple[BrokerState, AnswerCache]) -> None:
     node, cache = state
-    cache[metadata._CACHED_PARTITIONS] = metadata.MAX_CACHED_PARTITIONS - 3
+    cache.named_partitions = metadata.MAX_CACHED_PARTITIONS - 3
     answer, _ = _ask(node, ["a"])  # 3 partitions: just fits
-    assert isinstance(answer, EncodedResponse) and cache[metadata._CACHED_PARTITIONS] == metadata.MAX_CACHED_PARTITIONS
+    assert isinstance(answer, EncodedResponse) and cache.named_partitions == metadata.MAX_CACHED_PARTITIONS
     answer, decoded = _ask(node, ["b"])
     assert not isinstance(answer, EncodedResponse) and [t.name for t in decoded.topics] == ["b"]
-    assert ("topics", 12, node.config.listeners[0].name, ("b",)) not in cache
+    assert ("topics", 12, node.config.listeners[0].name, ("b",)) not in cache.answers
+
+
+def _parts(node: BrokerState, cache: AnswerCache, version: int = 12) -> dict:
+    """name -> the bytes of the topic's kept part."""
+    return {name: part[1] for name, (_, part) in cache.parts(node.config.listeners[0].name, version).items()}
+
+
+def test_a_change_rebuilds_the_parts_of_the_topics_it_touched(state: tuple[BrokerState, AnswerCache]) -> None:
+    node, cache = state
+    _, before = _ask(node, None)
+    kept = _parts(node, cache)
+    assert set(kept) == {"a", "b"}
+    b = node.metadata.topic("b")
+    assert b is not None
+    trio.run(node.metadata.add_partitions, b, 4)
+    cache.changed(["a", "b"])  # what a cluster's metadata does when it applies the change
+    assert cache.answers == {}
+    _, after = _ask(node, None)
+    now = _parts(node, cache)
+    assert now["a"] is kept["a"] and now["b"] is not kept["b"]
+    assert [(t.name, len(t.partitions)) for t in after.topics] == [("a", 3), ("b", 4)]
+    assert [t for t in after.topics if t.name == "a"] == [t for t in before.topics if t.name == "a"]
+    _, by_name = _ask(node, ["b"])  # a list of names is built from the same parts
+    assert _parts(node, cache)["b"] is now["b"] and len(by_name.topics[0].partitions) == 4
+
+
+def test_the_parts_of_a_deleted_topic_go_with_it(state: tuple[BrokerState, AnswerCache]) -> None:
+    node, cache = state
+    _ask(node, None)
+    trio.run(node.metadata.delete_topic, "a")
+    cache.changed(["b"])
+    assert set(_parts(node, cache)) == {"b"}
+    _, after = _ask(node, None)
+    assert [t.name for t in after.topics] == ["b"]
+
+
+@pytest.mark.parametrize("version", range(MetadataRequest.min_version, MetadataRequest.max_version + 1))
+def test_an_answer_from_parts_is_the_answer_built_whole(state: tuple[BrokerState, AnswerCache], version: int,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    node, cache = state
+    names = None if version else []  # v0 asks for every topic with an empty list
+    _ask(node, names, version)  # builds the parts
+    cache.changed(["a", "b"])
+    kept, decoded = _ask(node, names, version)  # from the parts kept
+    assert isinstance(kept, EncodedResponse) and _parts(node, cache, version)
+    monkeypatch.setattr(node.metadata, "answer_cache", lambda: None)
+    whole, decoded_whole = _ask(node, names, version)
+    assert not isinstance(whole, EncodedResponse)
+    assert decoded == decoded_whole and kept.payload == bytes(whole.encode(version=version))

@@ -28,13 +28,18 @@
   order and more follow the sets' hash order (kafka_set_order); the topics it auto-creates come
   after the missing ones it cannot create, in the order of a Scala mutable.HashMap.
 - An all-topics answer is encoded once per version and listener and reused until the cluster
-  metadata changes (ClusterMetadata.answer_cache; in a cluster, until a reconcile applies a
-  snapshot that differs), when nothing else shapes it: no authorizer, no authorized operations
-  asked for. At 3,000 partitions building and encoding it took about 40 ms. So is an answer to
-  a list of names that all exist (per list, up to MAX_CACHED_PARTITIONS in all): producers ask for
-  the topics they know by name, again and again while leaders move, and at 10,000 partitions a
-  failover's requests from eight producers kept the controller's loop building answers (its main
-  thread was in Metadata in 38 of 45 py-spy dumps) while it was to lead half the partitions.
+  metadata changes (ClusterMetadata.answer_cache, an AnswerCache; in a cluster, until a
+  reconcile applies a snapshot that differs), when nothing else shapes it: no authorizer, no
+  authorized operations asked for. So is an answer to a list of names that all exist (per list,
+  up to MAX_CACHED_PARTITIONS in all): producers ask for the topics they know by name, again and
+  again while leaders move, and at 10,000 partitions a failover's requests from eight producers
+  kept the controller's loop building answers (its main thread was in Metadata in 38 of 45
+  py-spy dumps) while it was to lead half the partitions.
+- Such answers are made of parts, one per topic (its schema object and its bytes, encoded by the
+  codec: protocol/spliced_array.py), kept across changes while the topic's partition views
+  (ClusterMetadata.topic_answer_key) and the brokers reachable on the listener are those the part
+  was built with: at 10,000 partitions building and encoding a whole answer took about 100 ms on
+  the event loop, after every change, however small.
 - Topic authorized operations (v8+, when asked for) of every topic the client may describe,
   existing or not; cluster authorized operations (v8-10, when asked for): 0 without DESCRIBE on
   the cluster.
@@ -48,9 +53,11 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from wirekafka.security.acl.authorizer import CLUSTER_NAME, OPERATIONS, AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
+from wirekafka.broker.metadata.answer_cache import AnswerCache
 from wirekafka.broker.metadata.cluster_metadata import INTERNAL_TOPICS, Topic, topic_name_error
 from wirekafka.jvm import scala_hashset_order, scala_mutable_hashmap_order
 from wirekafka.protocol.encoded_response import EncodedResponse
+from wirekafka.protocol.spliced_array import encode_element, encode_spliced
 from wirekafka.protocol.errors import ErrorCode, KafkaApiError
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -65,7 +72,6 @@ _REFUSED_CREATION, _REFUSED = "refused creation", "refused"
 # 0.4 MB per 1,000 partitions (measured: 3.6 MB and 0.42 MB for 10,000); past this, answers are
 # built each time, so that no client's lists grow the cache beyond about 8 MB
 MAX_CACHED_PARTITIONS = 20_000
-_CACHED_PARTITIONS = ("partitions in answers by name",)  # the cache's count of them
 
 _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = _Topic.MetadataResponsePartition
@@ -159,14 +165,14 @@ def _describable(ctx: RequestContext, name: str) -> bool:
 
 
 async def _named_topic(ctx: RequestContext, name: str, auto: bool, may_create: Callable[[str], bool],
-                       with_ops: bool, reachable: set[int]) -> tuple[str, _Topic]:
+                       with_ops: bool, describe: Callable[[Topic], _Topic]) -> tuple[str, _Topic]:
     """A describable topic asked for by name: what became of it (for the order of the answers)
-    and its answer."""
+    and its answer (describe: an existing topic's)."""
     state = ctx.state
     ops = operations(ctx, ResourceType.TOPIC, name) if with_ops else NOT_REQUESTED
     topic = state.metadata.topic(name)
     if topic is not None:
-        return _FOUND, topic_metadata(ctx, topic, with_ops, reachable)
+        return _FOUND, describe(topic)
     if not auto:
         return _MISSING, _error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, ops=ops)
     if not may_create(name):
@@ -209,14 +215,15 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
     if requested is None or (v == 0 and not requested):
         cache = _answer_cache(ctx, request, with_ops)
         key = ("all topics", v, ctx.listener)
-        cached = cache.get(key) if cache is not None else None
+        cached = cache.answers.get(key) if cache is not None else None
         if cached is not None:
             return cached.again()
-        topics = [topic_metadata(ctx, t, with_ops, reachable) for t in state.metadata.all_topics()
-                  if _describable(ctx, t.name)]
+        every = [t for t in state.metadata.all_topics() if _describable(ctx, t.name)]
         if cache is not None:
-            cache[key] = EncodedResponse(_response(ctx, request, brokers, topics), v)
-            return cache[key].again()
+            parts = cache.parts(ctx.listener, v)
+            cache.answers[key] = _spliced(ctx, request, brokers, [_kept_part(ctx, t, reachable, parts) for t in every])
+            return cache.answers[key].again()
+        topics = [topic_metadata(ctx, t, with_ops, reachable) for t in every]
     else:
         if v < 12 and any(t.name is None or (getattr(t, "topic_id", None) or ZERO_UUID) != ZERO_UUID
                           for t in requested):
@@ -226,11 +233,19 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
             return _response(ctx, request, brokers, _by_id_in_kafka_order(ctx, ids, with_ops, reachable))
         cache = _answer_cache(ctx, request, with_ops)
         key = ("topics", v, ctx.listener, tuple(t.name for t in requested))
-        cached = cache.get(key) if cache is not None else None
+        cached = cache.answers.get(key) if cache is not None else None
         if cached is not None:
             return cached.again()
         auto = state.config.bool("auto.create.topics.enable") and (v < 4 or request.allow_auto_topic_creation)
         may_create = _creation_check(ctx)
+        parts = cache.parts(ctx.listener, v) if cache is not None else None
+        part_of: dict[str, bytes] = {}  # the bytes of the kept parts described
+
+        def describe(topic: Topic) -> _Topic:
+            if parts is None:
+                return topic_metadata(ctx, topic, with_ops, reachable)
+            described, part_of[topic.name] = _kept_part(ctx, topic, reachable, parts)
+            return described
         by_name: dict[str, tuple[str, _Topic]] = {}
         for req_topic in requested:
             name = req_topic.name
@@ -242,20 +257,42 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
             if not _describable(ctx, name):
                 by_name[name] = (_REFUSED, _error_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name))
                 continue
-            by_name[name] = await _named_topic(ctx, name, auto, may_create, with_ops, reachable)
+            by_name[name] = await _named_topic(ctx, name, auto, may_create, with_ops, describe)
         topics += _by_name_in_kafka_order([t.name for t in requested if t.name is not None], by_name)
         # kept only when every topic asked for exists: an answer about a missing one may have
         # created it, and follows creations the cache does not see
         if cache is not None and len(topics) == len(by_name) and all(k == _FOUND for k, _ in by_name.values()):
-            held = cache.get(_CACHED_PARTITIONS, 0) + sum(len(t.partitions) for t in topics)
+            held = cache.named_partitions + sum(len(t.partitions) for t in topics)
             if held <= MAX_CACHED_PARTITIONS:
-                cache[_CACHED_PARTITIONS] = held
-                cache[key] = EncodedResponse(_response(ctx, request, brokers, topics), v)
-                return cache[key].again()
+                cache.named_partitions = held
+                cache.answers[key] = _spliced(ctx, request, brokers, [(t, part_of[cast(str, t.name)]) for t in topics])
+                return cache.answers[key].again()
     return _response(ctx, request, brokers, topics)
 
 
-def _answer_cache(ctx: RequestContext, request: MetadataRequest, with_ops: bool) -> dict | None:
+def _kept_part(ctx: RequestContext, topic: Topic, reachable: set[int],
+               parts: dict[str, tuple[object, tuple[_Topic, bytes]]]) -> tuple[_Topic, bytes]:
+    """The topic's part of an answer (its schema object and its encoded bytes), the one kept in
+    `parts` while the topic's partition views and the brokers reachable on the listener are
+    those it was built with."""
+    key = (ctx.state.metadata.topic_answer_key(topic), tuple(sorted(reachable)))
+    held = parts.get(topic.name)
+    if held is not None and held[0] == key:
+        return held[1]
+    described = topic_metadata(ctx, topic, False, reachable)
+    part = (described, encode_element(MetadataResponse, "topics", described, ctx.version))
+    parts[topic.name] = (key, part)
+    return part
+
+
+def _spliced(ctx: RequestContext, request: MetadataRequest, brokers: list,
+             parts: list[tuple[_Topic, bytes]]) -> EncodedResponse:
+    """An answer holding these topics, encoded from their parts' bytes."""
+    body = _response(ctx, request, brokers, [described for described, _ in parts])
+    return EncodedResponse(body, ctx.version, encode_spliced(body, ctx.version, "topics", [b for _, b in parts]))
+
+
+def _answer_cache(ctx: RequestContext, request: MetadataRequest, with_ops: bool) -> AnswerCache | None:
     """Where an answer may be kept: the cluster metadata's answer cache, emptied when the
     metadata changes, when the answer depends on nothing else (no authorizer, no authorized
     operations asked for); None otherwise."""

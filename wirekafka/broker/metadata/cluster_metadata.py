@@ -20,10 +20,11 @@ import re
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Protocol
+from typing import Any, Callable, Iterator, Mapping, NamedTuple, Protocol
 
 import trio
 
+from wirekafka.broker.metadata.answer_cache import AnswerCache
 from wirekafka.config import topic as topic_config
 from wirekafka.config.dynamic import DEFAULT_ENTITY, MIN_ISR, DynamicBrokerConfigs
 from wirekafka.broker.replica.partition import Partition
@@ -111,9 +112,10 @@ class BrokerInfo:
         return None if endpoint is None else replace(self, host=endpoint[0], port=endpoint[1])
 
 
-@dataclass(frozen=True)
-class PartitionView:
-    """A partition as the cluster metadata records it (Metadata answers this)."""
+class PartitionView(NamedTuple):
+    """A partition as the cluster metadata records it (Metadata answers this). A named tuple:
+    Metadata makes one per partition of every topic it describes (10,000 and more), and a
+    frozen dataclass costs several times as much to make."""
 
     leader: int
     leader_epoch: int
@@ -139,9 +141,13 @@ class ClusterMetadata(Protocol):
         ...
     def controller_id(self) -> int: ...
     def partition_view(self, topic: Topic, index: int) -> PartitionView: ...
-    def answer_cache(self) -> dict | None:
+    def answer_cache(self) -> AnswerCache | None:
         """A cache for answers derived only from this metadata (Metadata's), emptied whenever
         the metadata changes; None where changes are not tracked (no caching)."""
+        ...
+    def topic_answer_key(self, topic: Topic) -> object:
+        """What every partition_view of the topic depends on, as one value: equal keys (==),
+        equal views."""
         ...
     def all_topics(self) -> list[Topic]: ...
     def being_created(self, name: str) -> bool: ...
@@ -341,12 +347,15 @@ class LocalMetadata(TopicIndex):
     def controller_id(self) -> int:
         return self.config.node_id
 
-    def answer_cache(self) -> dict | None:
+    def answer_cache(self) -> AnswerCache | None:
         """One node's partition views follow its replicas' state, which changes untracked."""
         return None
 
+    def topic_answer_key(self, topic: Topic) -> object:
+        return (topic.topic_id, tuple(self.partition_view(topic, i) for i in range(len(topic.partitions))))
+
     def partition_view(self, topic: Topic, index: int) -> PartitionView:
-        node = self.config.node_id
+        node = self._me.node_id  # config.node_id parses the config each time
         p = topic.partitions[index]
         if p is not None and not p.online:  # its log dir failed: no leader, this replica offline
             return PartitionView(-1, p.leader_epoch, (node,), (node,), (node,))

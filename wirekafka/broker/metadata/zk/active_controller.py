@@ -120,6 +120,11 @@ class ActiveController:
                 await trio.sleep(0.2)
                 feed.mark(None)
 
+    def _latest(self) -> ClusterSnapshot:
+        """The newest cluster state this controller knows: its own last read (run_states), or
+        before the first, what this broker applied."""
+        return self._last_read if self._last_read is not None else self.view.snapshot
+
     async def elect_for_broker_change(self) -> None:
         """The controller's fast path when the set of live brokers changed (a broker died or came
         back): elect from the last snapshot with the brokers read anew, before the full re-read
@@ -127,7 +132,7 @@ class ActiveController:
         cached state. Every write is conditional on the state versions of that snapshot, so a
         state that moved meanwhile (a leader's ISR change, say) is left to run_states' full
         read that follows."""
-        last = self._last_read if self._last_read is not None else self.view.snapshot
+        last = self._latest()
         brokers, epochs = await self.zk.call(io.read_brokers, self.zk.client, None)
         if epochs == last.broker_epochs:
             return
@@ -335,7 +340,7 @@ class ActiveController:
         takes tens of seconds, and meanwhile the leaders' ISR changes to the topics it had not
         applied yet were refused with UNKNOWN_TOPIC_ID (12,020 times on one broker in one create),
         so the partitions whose followers were slow to start stayed below min.insync.replicas."""
-        snapshot = self._last_read if self._last_read is not None else self.view.snapshot
+        snapshot = self._latest()
         if snapshot.controller != self.node_id or not self.zk.connected:
             return ErrorCode.NOT_CONTROLLER, []
         by_id = {view.topic_id: name for name, view in snapshot.topics.items()}

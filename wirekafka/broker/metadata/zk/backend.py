@@ -52,6 +52,7 @@ from typing import Callable, Iterator, Protocol, TypeVar
 
 import trio
 
+from wirekafka.broker.metadata.answer_cache import AnswerCache
 from wirekafka.broker.metadata.cluster_metadata import BrokerInfo, OpenPartition, PartitionView, Topic
 from wirekafka.broker.metadata.cluster_role import RoleChange
 from wirekafka.broker.metadata.zk import layout as zl
@@ -134,7 +135,7 @@ class ZkBackend:
         self._followers: list[ZkFollower] = []
         # the snapshot (and its amendments) the answer cache holds answers of
         self._answers_of: tuple[ClusterSnapshot | None, int] = (None, 0)
-        self._answers: dict = {}
+        self._answers = AnswerCache()
         self._topic_memo = io.TopicMemo()  # the reconciles' decoded topics, reused while unchanged
 
     # ---- membership (ClusterMembership) -----------------------------------------------------------
@@ -301,14 +302,18 @@ class ZkBackend:
     def controller_id(self) -> int:
         return self.view.controller_id()
 
-    def answer_cache(self) -> dict:
+    def answer_cache(self) -> AnswerCache:
         """Every answer the view gives comes from the snapshot it applied last: a new snapshot
         (one that differs: _reconcile keeps an equal one) or one amended in place empties the
-        cache."""
+        cache of whole answers."""
         applied = (self.view.snapshot, self.view.amendments)
         if self._answers_of[0] is not applied[0] or self._answers_of[1] != applied[1]:
-            self._answers_of, self._answers = applied, {}
+            self._answers_of = applied
+            self._answers.changed(self.view.by_name)
         return self._answers
+
+    def topic_answer_key(self, topic: Topic) -> object:
+        return self.view.topic_answer_key(topic)
 
     def partition_view(self, topic: Topic, index: int) -> PartitionView:
         return self.view.partition_view(topic, index)

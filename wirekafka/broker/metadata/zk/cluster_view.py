@@ -145,8 +145,19 @@ class ClusterView(TopicIndex):
             return PartitionView(-1, -1, replicas, (), replicas)
         state = current[0]
         live = self.snapshot.brokers
+        offline = () if all(map(live.__contains__, replicas)) else tuple(r for r in replicas if r not in live)
         return PartitionView(state.leader if state.leader in live else -1, state.leader_epoch, replicas, state.isr,
-                             tuple(r for r in replicas if r not in live))
+                             offline)
+
+    def topic_answer_key(self, topic: Topic) -> object:
+        """All partition_view reads for the topic's partitions, as one value to compare with ==:
+        the topic's id and partition count here, its assignment and states as applied, and the
+        live brokers. A state amended in place is a new entry, compared by value."""
+        view = self.snapshot.topics.get(topic.name)
+        mine = (topic.topic_id, len(topic.partitions), tuple(self.snapshot.brokers))
+        if view is None:
+            return mine
+        return mine + (tuple(view.assignment.items()), tuple(view.states.items()))
 
     def broker_metadata(self) -> list[assigner.BrokerMetadata]:
         """The live brokers as replica assignment sees them (id and rack)."""

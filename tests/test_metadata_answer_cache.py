@@ -6,6 +6,7 @@ cluster's answers follow its changes."""
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from pathlib import Path
 from typing import Any
@@ -132,3 +133,19 @@ def test_an_answer_from_parts_is_the_answer_built_whole(state: tuple[BrokerState
     whole, decoded_whole = _ask(node, names, version)
     assert not isinstance(whole, EncodedResponse)
     assert decoded == decoded_whole and kept.payload == bytes(whole.encode(version=version))
+
+
+@pytest.mark.parametrize("version", range(MetadataRequest.min_version, MetadataRequest.max_version + 1))
+def test_partition_rows_encode_as_the_schemas_partitions(state: tuple[BrokerState, AnswerCache], version: int,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The handler describes partitions with its own rows (_PartitionRow), which the codec's
+    compiled encoder reads by field name: the bytes are those of the schema's partition objects."""
+    node, _ = state
+    monkeypatch.setattr(node.metadata, "answer_cache", lambda: None)
+    answer, _ = _ask(node, None if version else [], version)
+    rows = bytes(answer.encode(version=version))
+    fields = [f.name for f in dataclasses.fields(metadata._PartitionRow)]
+    for topic in answer.topics:
+        assert topic.partitions and all(isinstance(p, metadata._PartitionRow) for p in topic.partitions)
+        topic.partitions = [metadata._Partition(**{f: getattr(p, f) for f in fields}) for p in topic.partitions]
+    assert rows == bytes(answer.encode(version=version))

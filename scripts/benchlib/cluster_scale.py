@@ -356,6 +356,8 @@ class ScaleRun:
         self.acker = Acker(self.cluster.bootstrap)
         every = self.create(controller, partitions, topic_partitions)
         self.result.metadata_ms = metadata_round_trips(self.cluster.address(NODES[0]))
+        log.info("%s: Metadata round trips in the order sent, ms: %s", self.cluster.name,
+                 " ".join(f"{ms:.1f}" for ms in self.result.metadata_ms))
         self.result.rss_max_mb = max((mb for pid in _pids(self.cluster) if (mb := rss_mb(pid)) is not None),
                                      default=None)
         if self.result.seconds.get("acked") == TIMEOUT:

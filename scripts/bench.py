@@ -62,6 +62,11 @@ Rows (``--only`` takes a comma-separated list of these ids):
                    loop while 3,000 (--stall-partitions) partitions become leaders in a new epoch
                    and their epoch checkpoints are written, then while a retention pass expires
                    all of them: the operation's seconds, the timer's p99 and worst lateness
+  metadata-answer  in-process, wirekafka only (benchlib/metadata_answer.py): the Metadata handler
+                   answering all topics at v12 over 10,000 (--answer-partitions) partitions of a
+                   ZooKeeper broker's view (topics of 100, replication 3): whole (no cache), first
+                   (parts built), after one partition's state changed, after every topic's
+                   changed, unchanged; median ms of handling and encoding
   large-request    fresh broker with socket.request.max.bytes and message.max.bytes at 200 MiB
                    (benchlib/large_request.py): one raw 100 MB Produce request (one batch of 1 MiB
                    records) while a producer sends 1 KB records at 200/s, acks=all, linger 0: that
@@ -160,8 +165,8 @@ if not __package__:  # run as a file (`python scripts/bench.py`): siblings are i
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # from the repository root
 from scripts import realkafka  # noqa: E402
 from scripts.benchlib import (bombs, cluster_rows, cluster_scale, compaction, embedded_start,  # noqa: E402
-                              large_request, loop_stall, netprobe, recovery, startup, syscalls, transactions,
-                              workloads)
+                              large_request, loop_stall, metadata_answer, netprobe, recovery, startup, syscalls,
+                              transactions, workloads)
 from scripts.benchlib.brokers import (HOST, REPO, Broker, KafkaBroker, WirekafkaBroker,  # noqa: E402
                                       peak_rss_mb, rss_mb)
 from scripts.benchlib.report import Report  # noqa: E402
@@ -194,8 +199,8 @@ CLUSTER_ROWS = ["cluster-produce", "cluster-txn", "cluster-failover", "cluster-s
 #: Cluster rows that share one cluster per side (cluster-scale starts fresh ones).
 SHARED_CLUSTER_ROWS = {"cluster-produce", "cluster-txn", "cluster-failover"}
 OTHER_ROWS = [*TRANSACTIONAL, "latency", "rss", "connect", "idle-conns", "bombs", "syscalls", "recovery", "startup",
-              "loop-stall", "large-request", "offsets-compaction", "cleaner", "distinct-keys", "embedded",
-              *CLUSTER_ROWS]
+              "loop-stall", "metadata-answer", "large-request", "offsets-compaction", "cleaner", "distinct-keys",
+              "embedded", *CLUSTER_ROWS]
 ROW_IDS = [*THROUGHPUT, *OTHER_ROWS]
 #: Rows a run without --only leaves out: cluster-scale alone would take longer than the rest.
 OPT_IN_ROWS = {"cluster-scale"}
@@ -228,6 +233,7 @@ class Settings:
     cluster_timeout: float = 60   # seconds that load may take
     failover_runs: int = 9        # kills per cluster in cluster-failover (the median is reported)
     stall_partitions: int = 3000  # partitions of the loop-stall row
+    answer_partitions: int = 10_000  # partitions of the metadata-answer row
     startup_partitions: int = 10_000  # partitions of the startup row
     startup_bytes: int = 2 << 30  # log size the startup row opens in-process
     embedded_starts: int = 20     # warm starts of the embedded row
@@ -241,7 +247,7 @@ class Settings:
 QUICK = Settings(mb=5, small_mb=1, txn_mb=1, latency_rate=200, latency_seconds=2, syscall_mb=5,
                  recovery_bytes=50 << 20, load_timeout=60, settle=1.0, offsets_commits=20_000, cleaner_mb=5,
                  distinct_keys=20_000,
-                 cluster_mb=5, cluster_txn_mb=1, failover_runs=1, stall_partitions=300,
+                 cluster_mb=5, cluster_txn_mb=1, failover_runs=1, stall_partitions=300, answer_partitions=1000,
                  startup_partitions=300, startup_bytes=64 << 20, embedded_starts=5, scale_partitions=(300,))
 OFFSETS_GROUPS, OFFSETS_PARTITIONS = 10, 100
 CLEANER_KEYS, CLEANER_VALUE_BYTES = 50_000, 256
@@ -573,6 +579,14 @@ class Bench:
             self.report.set(workload, f"timer lateness p99, ms ({f.samples:,} samples)", "wirekafka", f.p99_ms, "lower", 1)
             self.report.set(workload, "timer lateness max, ms", "wirekafka", f.max_ms, "lower", 1)
 
+    def run_metadata_answer(self) -> None:
+        """In-process on wirekafka's own handler: no broker, no Kafka column (see metadata_answer)."""
+        f = metadata_answer.run(self.s.answer_partitions)
+        workload = (f"Metadata for all topics (v{metadata_answer.VERSION}, {f.answer_bytes:,} bytes) over "
+                    f"{f.partitions:,} partitions of a ZooKeeper broker's view, in-process")
+        for case, ms in f.ms.items():
+            self.report.set(workload, f"handled and encoded, median ms: {case}", "wirekafka", ms, "lower", 2)
+
     # -- compaction, on brokers of their own ---------------------------------------------------
 
     def _fresh(self, what: str, factories: list[tuple[Path, Callable[[Path], Broker]]],
@@ -876,6 +890,8 @@ def build_args() -> argparse.ArgumentParser:
                                                       f"(default {Settings.failover_runs})")
     ap.add_argument("--stall-partitions", type=int, help=f"partitions of the loop-stall row "
                                                          f"(default {Settings.stall_partitions:,})")
+    ap.add_argument("--answer-partitions", type=int, help=f"partitions of the metadata-answer row "
+                                                          f"(default {Settings.answer_partitions:,})")
     ap.add_argument("--startup-partitions", type=int, help=f"partitions of the startup row "
                                                            f"(default {Settings.startup_partitions:,})")
     ap.add_argument("--startup-bytes", type=parse_size, help="log size the startup row opens in-process (default 2G)")
@@ -902,7 +918,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     base = QUICK if args.quick else Settings()
     given = {k: getattr(args, k) for k in ("mb", "small_mb", "latency_rate", "latency_seconds", "syscall_mb",
                                            "recovery_bytes", "recovery_unflushed", "load_timeout", "offsets_commits", "cleaner_mb",
-                                           "distinct_keys", "cluster_mb", "failover_runs", "stall_partitions",
+                                           "distinct_keys", "cluster_mb", "failover_runs", "stall_partitions", "answer_partitions",
                                            "startup_partitions", "startup_bytes", "embedded_starts",
                                            "scale_partitions", "scale_topic_partitions", "scale_timeout",
                                            "scale_kafka_heap", "scale_sides")
@@ -1017,6 +1033,8 @@ def main(argv: list[str] | None = None) -> int:
                                 startup.run_log_open(workdir, settings.startup_bytes))
         if "loop-stall" in selected:
             bench.run_loop_stall()
+        if "metadata-answer" in selected:
+            bench.run_metadata_answer()
         if "embedded" in selected:
             embedded_start.report_rows(report, embedded_start.run(settings.embedded_starts, python=python),
                                        None if args.no_kafka else columns[1])

@@ -62,3 +62,46 @@ def test_an_embedded_broker_in_a_thread_leaves_its_hosts_collector_alone() -> No
 
     with Broker():
         assert gc.get_freeze_count() == 0
+
+
+OPENED_LATER = """
+import gc, trio
+from trio.testing import MockClock
+from wirekafka.server import gc_policy
+
+class Node:
+    def __init__(self):
+        self.me = self
+
+opened = [0]
+kept = []
+
+async def main():
+    async with trio.open_nursery() as nursery:
+        await nursery.start(gc_policy.freeze_opened_partitions, lambda: opened[0])
+        kept.extend(Node() for _ in range(1000))
+        opened[0] += gc_policy.FREEZE_STEP - 1  # short of a step: nothing frozen
+        await trio.sleep(5 * gc_policy.FREEZE_CHECK_S)
+        assert gc.get_freeze_count() == 0, "frozen before a step of partitions was opened"
+        opened[0] += 1
+        await trio.sleep(5 * gc_policy.FREEZE_CHECK_S)
+        first = gc.get_freeze_count()
+        assert first >= 1000, "a step of partitions opened and settled, not frozen"
+        assert not any(o is kept[0] for o in gc.get_objects()), "an opened partition's object is still walked"
+        later = [Node() for _ in range(1000)]
+        for _ in range(gc_policy.FREEZE_ANYWAY // 100 + 20):  # openings that never settle for a check
+            opened[0] += 100
+            await trio.sleep(gc_policy.FREEZE_CHECK_S / 2)
+        assert gc.get_freeze_count() > first, "openings that go on were never frozen"
+        assert not any(o is later[0] for o in gc.get_objects())
+        nursery.cancel_scope.cancel()
+
+trio.run(main, clock=MockClock(autojump_threshold=0))
+print("ok")
+"""
+
+
+def test_partitions_opened_later_are_frozen_once_a_step_of_them_settles() -> None:
+    out = subprocess.run([sys.executable, "-c", OPENED_LATER], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["ok"]

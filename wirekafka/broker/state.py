@@ -144,6 +144,7 @@ class BrokerState:
         # cluster the partitions open when the metadata names them, long after load()
         self._clean_dirs: set[Path] = set(self.log_dirs)
         self._recovered: set[tuple[str, int]] = set()  # opened once this run: recovered if need be
+        self.partitions_opened = 0  # replicas opened since start (gc_policy.freeze_opened_partitions)
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
@@ -242,6 +243,7 @@ class BrokerState:
         """This broker's replica of topic-index: its log (recovered past the recovery point
         after an unclean shutdown), epoch cache and producer state."""
         key = (topic.name, index)
+        self.partitions_opened += 1  # from worker threads too: a count for the heap's freezes, not a ledger
         log_dir = self.placement.log_dir(key)
         directory = log_dir / f"{topic.name}-{index}"
         if self._of_another_topic(directory, topic, index):

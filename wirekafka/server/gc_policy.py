@@ -19,6 +19,15 @@ that existed at start-up, never growing with time or traffic; files are closed e
 by the collector, so no descriptor or deleted file is held. A segment is not in a cycle:
 retention frees it by reference counting, frozen or not.
 
+Partitions opened later (topics created, replicas moved here) are frozen the same way, once
+FREEZE_STEP of them were opened since the last freeze (freeze_opened_partitions): at 10,000
+partitions created after start-up, each full collection walked about 570,000 objects, 180-335 ms
+on whichever thread allocated (measured with gc.callbacks in-process), and a cluster's busy
+brokers run one every few seconds; frozen, the same collection took 1.7 ms. Such a freeze first
+collects the young generations (cheap: only what is new), so the garbage it can keep for ever is
+what died in a cycle after reaching the oldest generation and before the freeze, once per burst
+of openings.
+
 Process-wide, so only for a process the broker owns (`wirekafka serve`, the embedded broker's
 child process), never for a broker embedded in a thread of its host's process.
 """
@@ -27,8 +36,15 @@ from __future__ import annotations
 
 import gc
 import logging
+from typing import Callable
+
+import trio
 
 log = logging.getLogger(__name__)
+
+FREEZE_STEP = 500  # partitions opened since the last freeze that make the next one
+FREEZE_CHECK_S = 1.0  # how often the count is looked at
+FREEZE_ANYWAY = 10 * FREEZE_STEP  # opened since the last freeze that make one even while openings go on
 
 
 def freeze_startup_heap() -> int:
@@ -39,3 +55,22 @@ def freeze_startup_heap() -> int:
     frozen = gc.get_freeze_count()
     log.info("froze %d objects alive after start-up: the cyclic collector skips them", frozen)
     return frozen
+
+
+async def freeze_opened_partitions(opened: Callable[[], int], *,
+                                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    """Freeze the heap again whenever FREEZE_STEP or more partitions were opened (opened():
+    how many so far) since the last freeze, once the openings settle for a check: a topic of
+    10,000 partitions is frozen once, after its last replica is open, not 20 times."""
+    task_status.started()
+    frozen_at = seen = opened()
+    while True:
+        await trio.sleep(FREEZE_CHECK_S)
+        now = opened()
+        if now - frozen_at >= FREEZE_STEP and (now == seen or now - frozen_at >= FREEZE_ANYWAY):
+            gc.collect(1)
+            gc.freeze()
+            log.info("froze %d objects after %d partitions were opened: the cyclic collector skips them",
+                     gc.get_freeze_count(), now - frozen_at)
+            frozen_at = now
+        seen = now

@@ -37,6 +37,7 @@ from wirekafka.security.scram_store import ScramCredentials
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+APPLY_CHUNK = 500  # partitions apply looks at between two returns to the loop, at most
 
 
 class ClusterView(TopicIndex):
@@ -195,6 +196,7 @@ class ClusterView(TopicIndex):
         for name in [n for n in self._topics if n not in snapshot.topics]:
             await self._drop_topic(name)
         change = RoleChange()
+        passed = 0  # partitions looked at
         applied, self._applied_views = self._applied_views, dict(snapshot.topics)
         for name, view in snapshot.topics.items():
             topic = self._topics.get(name)
@@ -221,11 +223,14 @@ class ClusterView(TopicIndex):
             for p in topic.local_partitions():
                 p.min_insync_replicas = min_isr  # replicas a reassignment opened here too
                 current = view.states.get(p.index)
+                passed += 1
                 if not p.online:  # on a failed log dir: it takes no role (Kafka answers KAFKA_STORAGE_ERROR)
                     continue
                 if current is not None and self._apply_role(p, view.assignment.get(p.index, ()), current[0],
-                                                            snapshot, change):
-                    await trio.sleep(0)  # a change of thousands of roles never holds the loop for long
+                                                            snapshot, change) or passed % APPLY_CHUNK == 0:
+                    # a change of thousands of roles, or a full apply re-asserting 10,000 (about
+                    # 40 ms), never holds the loop for long
+                    await trio.sleep(0)
         self.on_roles(change)
 
     def _apply_role(self, p: Partition, replicas: tuple[int, ...], state: LeaderAndIsr, snapshot: ClusterSnapshot,

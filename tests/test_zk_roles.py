@@ -128,27 +128,34 @@ def test_a_full_apply_gives_the_loop_back_every_chunk_of_partitions(tmp_path, mo
               for i in range(4)}
     snapshot = ClusterSnapshot(brokers, 2, 1, 1, topics)
     monkeypatch.setattr(cluster_view, "APPLY_CHUNK", 7)
+    events: list[str] = []  # "p": a partition applied; "t": the other task's turn
+    apply_role = view._apply_role
 
-    async def main() -> int:
+    def recorded(*args, **kwargs):
+        events.append("p")
+        return apply_role(*args, **kwargs)
+
+    async def main() -> None:
         await view.apply(snapshot, True)  # opens the 40 replicas, followers of broker 2
-        turns = 0
+        monkeypatch.setattr(view, "_apply_role", recorded)
         done = False
 
         async def other_task() -> None:
-            nonlocal turns
             while not done:
-                turns += 1
+                events.append("t")
                 await trio.sleep(0)
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(other_task)
-            await trio.sleep(0)
-            before = turns
             await view.apply(snapshot, True)  # no role changes: only the chunks hand the loop back
             done = True
-            return turns - before
 
-    assert trio.run(main) >= 40 // 7
+    trio.run(main)
+    stretches = [len(run) for run in "".join(events).split("t")]
+    assert sum(stretches) == 40
+    # trio runs each runnable task once per round, in an order it may shuffle: the other task's
+    # turn comes before or after each chunk, so at most two chunks run between two of its turns
+    assert max(stretches) <= 2 * 7
     for topic in view.by_name.values():
         for p in topic.local_partitions():
             p.files.log.close()

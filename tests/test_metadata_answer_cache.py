@@ -32,7 +32,9 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[BrokerState,
     node.load()
     for name, partitions in (("a", 3), ("b", 2)):
         trio.run(node.metadata.create_topic, name, partitions)
-    cache = AnswerCache()
+    metadata = node.metadata
+    # a single node keeps no answers: its partition views, as a cluster's view keys its topics
+    cache = AnswerCache(lambda t: (t.topic_id, tuple(metadata.partition_view(t, i) for i in range(len(t.partitions)))))
     monkeypatch.setattr(node.metadata, "answer_cache", lambda: cache)
     return node, cache
 

@@ -65,9 +65,6 @@ class _ZkMetadata:
     def answer_cache(self) -> AnswerCache | None:
         return self.cache
 
-    def topic_answer_key(self, topic: Topic) -> object:
-        return self.view.topic_answer_key(topic)
-
 
 def _views(topics: int, epoch: int) -> dict[str, TopicView]:
     return {f"scale-{i:04d}": TopicView(
@@ -95,7 +92,7 @@ def run(partitions: int) -> AnswerFigures:
             topic = Topic(name, topic_view.topic_id)
             topic.partitions = [None] * len(topic_view.assignment)  # no replicas here: Metadata reads the views
             view.by_name[name] = topic  # type: ignore[index]  # the view's own dict, filled as apply would
-        cache = AnswerCache()
+        cache = AnswerCache(view.topic_answer_key)
         metadata = _ZkMetadata(view, cache)
         node.metadata = metadata  # type: ignore[assignment]
         names = list(view.snapshot.topics)
@@ -124,7 +121,7 @@ def run(partitions: int) -> AnswerFigures:
             metadata.cache = None
 
         def empty() -> None:
-            metadata.cache = AnswerCache()
+            metadata.cache = AnswerCache(view.topic_answer_key)
 
         def one_changed() -> None:
             metadata.cache = cache

@@ -37,7 +37,7 @@
   py-spy dumps) while it was to lead half the partitions.
 - Such answers are made of parts, one per topic (its schema object and its bytes, encoded by the
   codec: protocol/spliced_array.py), kept across changes while the topic's partition views
-  (ClusterMetadata.topic_answer_key) and the brokers reachable on the listener are those the part
+  (AnswerCache.topic_key) and the brokers reachable on the listener are those the part
   was built with: at 10,000 partitions building and encoding a whole answer took about 100 ms on
   the event loop, after every change, however small.
 - Topic authorized operations (v8+, when asked for) of every topic the client may describe,
@@ -247,8 +247,8 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
             return cached.again()
         every = [t for t in state.metadata.all_topics() if _describable(ctx, t.name)]
         if cache is not None:
-            parts = cache.parts(ctx.listener, v)
-            cache.answers[key] = _spliced(ctx, request, brokers, [_kept_part(ctx, t, reachable, parts) for t in every])
+            kept_part = _kept_parts(ctx, cache, reachable)
+            cache.answers[key] = _spliced(ctx, request, brokers, [kept_part(t) for t in every])
             return cache.answers[key].again()
         topics = [topic_metadata(ctx, t, with_ops, reachable) for t in every]
     else:
@@ -265,14 +265,15 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
             return cached.again()
         auto = state.config.bool("auto.create.topics.enable") and (v < 4 or request.allow_auto_topic_creation)
         may_create = _creation_check(ctx)
-        parts = cache.parts(ctx.listener, v) if cache is not None else None
+        kept_part = _kept_parts(ctx, cache, reachable) if cache is not None else None
         part_of: dict[str, bytes] = {}  # the bytes of the kept parts described
 
         def describe(topic: Topic) -> _Topic:
-            if parts is None:
+            if kept_part is None:
                 return topic_metadata(ctx, topic, with_ops, reachable)
-            described, part_of[topic.name] = _kept_part(ctx, topic, reachable, parts)
+            described, part_of[topic.name] = kept_part(topic)
             return described
+
         by_name: dict[str, tuple[str, _Topic]] = {}
         for req_topic in requested:
             name = req_topic.name
@@ -297,19 +298,25 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
     return _response(ctx, request, brokers, topics)
 
 
-def _kept_part(ctx: RequestContext, topic: Topic, reachable: set[int],
-               parts: dict[str, tuple[object, tuple[_Topic, bytes]]]) -> tuple[_Topic, bytes]:
-    """The topic's part of an answer (its schema object and its encoded bytes), the one kept in
-    `parts` while the topic's partition views and the brokers reachable on the listener are
-    those it was built with."""
-    key = (ctx.state.metadata.topic_answer_key(topic), tuple(sorted(reachable)))
-    held = parts.get(topic.name)
-    if held is not None and held[0] == key:
-        return held[1]
-    described = topic_metadata(ctx, topic, False, reachable)
-    part = (described, encode_element(MetadataResponse, "topics", described, ctx.version))
-    parts[topic.name] = (key, part)
-    return part
+def _kept_parts(ctx: RequestContext, cache: AnswerCache,
+                reachable: set[int]) -> Callable[[Topic], tuple[_Topic, bytes]]:
+    """A topic's part of this request's answer (its schema object and its encoded bytes): the
+    one the cache keeps for the listener and version while the topic's partition views and the
+    brokers reachable on the listener are those it was built with, else a new one, kept."""
+    parts = cache.parts(ctx.listener, ctx.version)
+    reach = tuple(sorted(reachable))
+
+    def part_of(topic: Topic) -> tuple[_Topic, bytes]:
+        key = (cache.topic_key(topic), reach)
+        held = parts.get(topic.name)
+        if held is not None and held[0] == key:
+            return held[1]
+        described = topic_metadata(ctx, topic, False, reachable)
+        part = (described, encode_element(MetadataResponse, "topics", described, ctx.version))
+        parts[topic.name] = (key, part)
+        return part
+
+    return part_of
 
 
 def _spliced(ctx: RequestContext, request: MetadataRequest, brokers: list,

@@ -11,7 +11,10 @@ costs in proportion to the change."""
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Container
+from typing import TYPE_CHECKING, Any, Callable, Container
+
+if TYPE_CHECKING:
+    from wirekafka.broker.metadata.cluster_metadata import Topic
 
 # (listener, version) shapes whose topic parts are kept at once: clients of a few kinds ask
 # with a few versions; each shape holds its own copy of every topic (about 4 MB per 10,000
@@ -20,7 +23,11 @@ MAX_SHAPES = 4
 
 
 class AnswerCache:
-    def __init__(self) -> None:
+    """topic_key(topic): what every partition view of the topic depends on in the metadata that
+    owns the cache, as one value compared with ==: equal keys, equal views."""
+
+    def __init__(self, topic_key: Callable[[Topic], object]) -> None:
+        self.topic_key = topic_key
         self.answers: dict[tuple, Any] = {}  # whole answers, emptied by changed()
         self.named_partitions = 0  # partitions in the answers to topics by name among them
         # (listener, version) -> topic name -> (the topic's key when built, its part)

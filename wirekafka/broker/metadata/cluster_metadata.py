@@ -145,10 +145,6 @@ class ClusterMetadata(Protocol):
         """A cache for answers derived only from this metadata (Metadata's), emptied whenever
         the metadata changes; None where changes are not tracked (no caching)."""
         ...
-    def topic_answer_key(self, topic: Topic) -> object:
-        """What every partition_view of the topic depends on, as one value: equal keys (==),
-        equal views."""
-        ...
     def all_topics(self) -> list[Topic]: ...
     def being_created(self, name: str) -> bool: ...
     def iter_partitions(self) -> Iterator[Partition]: ...
@@ -350,9 +346,6 @@ class LocalMetadata(TopicIndex):
     def answer_cache(self) -> AnswerCache | None:
         """One node's partition views follow its replicas' state, which changes untracked."""
         return None
-
-    def topic_answer_key(self, topic: Topic) -> object:
-        return (topic.topic_id, tuple(self.partition_view(topic, i) for i in range(len(topic.partitions))))
 
     def partition_view(self, topic: Topic, index: int) -> PartitionView:
         node = self._me.node_id  # config.node_id parses the config each time

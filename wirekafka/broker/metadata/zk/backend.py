@@ -135,7 +135,7 @@ class ZkBackend:
         self._followers: list[ZkFollower] = []
         # the snapshot (and its amendments) the answer cache holds answers of
         self._answers_of: tuple[ClusterSnapshot | None, int] = (None, 0)
-        self._answers = AnswerCache()
+        self._answers = AnswerCache(self.view.topic_answer_key)
         self._topic_memo = io.TopicMemo()  # the reconciles' decoded topics, reused while unchanged
 
     # ---- membership (ClusterMembership) -----------------------------------------------------------
@@ -311,9 +311,6 @@ class ZkBackend:
             self._answers_of = applied
             self._answers.changed(self.view.by_name)
         return self._answers
-
-    def topic_answer_key(self, topic: Topic) -> object:
-        return self.view.topic_answer_key(topic)
 
     def partition_view(self, topic: Topic, index: int) -> PartitionView:
         return self.view.partition_view(topic, index)

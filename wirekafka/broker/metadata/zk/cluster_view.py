@@ -226,8 +226,9 @@ class ClusterView(TopicIndex):
                 passed += 1
                 if not p.online:  # on a failed log dir: it takes no role (Kafka answers KAFKA_STORAGE_ERROR)
                     continue
-                if current is not None and self._apply_role(p, view.assignment.get(p.index, ()), current[0],
-                                                            snapshot, change) or passed % APPLY_CHUNK == 0:
+                new_role = current is not None and self._apply_role(p, view.assignment.get(p.index, ()), current[0],
+                                                                    snapshot, change)
+                if new_role or passed % APPLY_CHUNK == 0:
                     # a change of thousands of roles, or a full apply re-asserting 10,000 (about
                     # 40 ms), never holds the loop for long
                     await trio.sleep(0)

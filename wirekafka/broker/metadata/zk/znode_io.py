@@ -301,7 +301,12 @@ def _value(read):
         return None
     try:
         return read.get()
-    except NoNodeError:
+    except NoNodeError as missing:
+        # kazoo's async result keeps the error it raised, and the raise gave the error a traceback
+        # whose frames (this one and its callers', up to a whole snapshot's reads) hold that
+        # result: a cycle of tens of thousands of objects per reconcile that only a full
+        # collection frees, a pause of hundreds of ms at 3,000 partitions (measured)
+        missing.__traceback__ = None
         return None
 
 

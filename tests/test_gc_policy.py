@@ -105,3 +105,49 @@ def test_partitions_opened_later_are_frozen_once_a_step_of_them_settles() -> Non
     out = subprocess.run([sys.executable, "-c", OPENED_LATER], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["ok"]
+
+
+AFTER_CLEAN = """
+import gc, trio
+from trio.testing import MockClock
+from wirekafka.server import gc_policy
+
+class Node:
+    def __init__(self):
+        self.me = self
+
+gc.disable()  # only the collections this test makes: an automatic one could be clean meanwhile
+
+async def main():
+    async with trio.open_nursery() as nursery:
+        await nursery.start(gc_policy.freeze_after_clean_collections)
+        kept = [Node() for _ in range(1000)]
+        await trio.sleep(3 * gc_policy.FREEZE_CHECK_S)
+        assert gc.get_freeze_count() == 0, "frozen with no full collection since"
+        while gc.collect():  # until a full collection finds nothing (start-up and trio left some)
+            pass
+        await trio.sleep(2 * gc_policy.FREEZE_CHECK_S)
+        first = gc.get_freeze_count()
+        assert first >= 1000, "a clean full collection was not followed by a freeze"
+        assert not any(o is kept[0] for o in gc.get_objects()), "a kept object is still walked"
+        later = [Node() for _ in range(1000)]
+        dead = Node()
+        del dead  # cyclic garbage: the heap still makes cycles
+        assert gc.collect() >= 1
+        await trio.sleep(3 * gc_policy.FREEZE_CHECK_S)
+        # frozen objects freed since only lower the count: a freeze would have raised it by 1000
+        assert gc.get_freeze_count() <= first, "frozen after a collection that found garbage"
+        assert any(o is later[0] for o in gc.get_objects()), "frozen after a collection that found garbage"
+
+        nursery.cancel_scope.cancel()
+    assert gc_policy._FullCollections.observe not in [getattr(c, "__func__", None) for c in gc.callbacks]
+
+trio.run(main, clock=MockClock(autojump_threshold=0))
+print("ok")
+"""
+
+
+def test_a_full_collection_that_found_no_garbage_is_followed_by_a_freeze() -> None:
+    out = subprocess.run([sys.executable, "-c", AFTER_CLEAN], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["ok"]

@@ -309,6 +309,22 @@ def test_a_sweep_over_many_partitions_yields_to_the_loop(tmp_path: Path, monkeyp
         assert len(set(round_)) == 4
 
 
+def test_many_changes_go_in_requests_of_a_chunk_each(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Thousands of partitions wanting a change at once (a restarted follower rejoining every ISR)
+    go to the controller SWEEP_CHUNK to a request: neither this loop nor the controller's builds,
+    handles or settles them all in one step. Every change is still proposed, once."""
+    monkeypatch.setattr(isr_manager, "SWEEP_CHUNK", 10)
+
+    async def scenario(h: Harness) -> None:
+        h.lead()  # 35 new leaders after an unclean election: each proposes RECOVERED at once
+        await until(lambda: len(h.proposer.proposed()) == 35)
+        assert [len(r) for r in h.proposer.requests] == [10, 10, 10, 5]
+        assert sorted(i for _, i, _ in h.proposer.proposed()) == list(range(35))
+        assert all(p.replica_set.pending_isr is None for p in h.partitions)
+
+    Harness(tmp_path, partitions=35, isr=(1,), recovery=RECOVERING).run(scenario)
+
+
 def test_only_a_fetch_of_a_follower_outside_the_isr_that_may_rejoin_notifies() -> None:
     notes: list[int] = []
     rs = ReplicaSet.single(1)

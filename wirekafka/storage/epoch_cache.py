@@ -74,6 +74,12 @@ class LeaderEpochCache:
         return list(zip(self._epochs, self._starts))
 
     @property
+    def latest_start_offset(self) -> int:
+        """The latest epoch's first offset, 0 before any epoch (asked on every follower fetch of
+        a replica out of the ISR: no copy of the entries)."""
+        return self._starts[-1] if self._starts else 0
+
+    @property
     def latest_epoch(self) -> int:
         return self._epochs[-1] if self._epochs else UNDEFINED_EPOCH
 

@@ -252,8 +252,7 @@ class Partition:
 
     def isr_expansion(self) -> frozenset[int]:
         """Followers out of the in-sync set that caught up (to be recorded, then set_isr)."""
-        epoch_start = self.epochs.entries[-1][1] if self.epochs.entries else 0
-        return self.replica_set.caught_up(self._high_watermark, epoch_start)
+        return self.replica_set.caught_up(self._high_watermark, self.epochs.latest_start_offset)
 
     def isr_shrink(self, lag_ms: int) -> frozenset[int]:
         """In-sync followers lagging more than lag_ms (to be recorded, then set_isr)."""

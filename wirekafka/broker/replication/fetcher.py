@@ -54,6 +54,10 @@ FETCH_VERSION = 12  # topic names, replica_id in the body, flexible
 EPOCH_VERSION = 4
 LIST_OFFSETS_VERSION = 7
 EARLIEST = -2
+# partitions of one answer handled between two turns of the loop: a restarted follower's first
+# answers carry every partition it follows from this leader (1,500 at 3,000 partitions on three
+# brokers: a step of 70-120 ms of CPU before, measured with a trio instrument)
+ANSWER_CHUNK = 200
 _F = FetchRequest.FetchTopic
 _E = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
 _L = ListOffsetsRequest.ListOffsetsTopic
@@ -206,8 +210,12 @@ class LeaderFetcher:
             log.info("fetch from broker %d failed: %s", self.leader.node_id, ErrorCode(response.error_code).name)
             await trio.sleep(0.1)
             return
+        handled = 0
         for t in response.responses:
             for pd in t.partitions:
+                if handled and handled % ANSWER_CHUNK == 0:
+                    await trio.lowlevel.cancel_shielded_checkpoint()
+                handled += 1
                 f = self.partitions.get((t.topic, pd.partition_index))
                 if f is None or not plan.asked_for(f, round_) or not self._still_follows(f):
                     continue  # removed, replaced or elected while the fetch (or an earlier answer's handling) waited

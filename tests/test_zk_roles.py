@@ -161,6 +161,40 @@ def test_a_full_apply_gives_the_loop_back_every_chunk_of_partitions(tmp_path, mo
             p.files.log.close()
 
 
+def test_each_new_topic_is_followed_as_soon_as_it_is_opened(tmp_path) -> None:
+    """A snapshot with many new topics (a create of 100 topics of 100 partitions) hands each
+    topic's roles to the broker (its fetchers) once that topic's replicas are open, not after every
+    topic's: followers that waited for all of them fell out of the ISRs meanwhile."""
+    import uuid
+
+    from wirekafka.broker.metadata.zk.controller import LeaderAndIsr, TopicView
+    from wirekafka.broker.state import BrokerState
+
+    node = BrokerState(build_config({"log.dirs": str(tmp_path / "data"), "node.id": "1"}))
+    node.load()
+    events: list[str] = []
+
+    def opened(topic, index, new):
+        events.append(f"open {topic.name}")
+        return node._open_partition(topic, index, new)
+
+    view = ClusterView(node.config, opened, lambda: None)
+    view.on_roles = lambda change: events.append("follow " + ",".join(sorted({p.topic for p, _ in change.follow})))
+    listener = node.config.listeners[0].name
+    brokers = {n: BrokerInfo(n, "127.0.0.1", 9091 + n, endpoints={listener: ("127.0.0.1", 9091 + n)})
+               for n in (1, 2, 3)}
+    topics = {f"t{i}": TopicView(uuid.UUID(int=i + 1), {p: (1, 2, 3) for p in range(2)},
+                                 states={p: (LeaderAndIsr(2, 1, (1, 2, 3), 1), 1) for p in range(2)})
+              for i in range(3)}
+    trio.run(view.apply, ClusterSnapshot(brokers, 2, 1, 1, topics), True)
+    handed = [e for e in events if e != "follow "]  # the apply's last hand-over has nothing left
+    assert handed == ["open t0", "open t0", "follow t0", "open t1", "open t1", "follow t1",
+                      "open t2", "open t2", "follow t2"]
+    for topic in view.by_name.values():
+        for p in topic.local_partitions():
+            p.files.log.close()
+
+
 def test_next_reconcile_holds_after_one_reconcile_finished() -> None:
     view = ClusterView(CONFIG, never_opened, lambda: None)
     probe = view.next_reconcile()

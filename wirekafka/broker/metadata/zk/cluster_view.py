@@ -203,6 +203,7 @@ class ClusterView(TopicIndex):
             if same_world and topic is not None and applied.get(name) is view:
                 continue
             reconfigure = topic is None or topic.configs != view.configs
+            opened = topic is None or topic.topic_id != view.topic_id or len(topic.partitions) < len(view.assignment)
             if topic is None or topic.topic_id != view.topic_id:
                 if topic is not None:
                     await self._drop_topic(name)
@@ -232,6 +233,12 @@ class ClusterView(TopicIndex):
                     # a change of thousands of roles, or a full apply re-asserting 10,000 (about
                     # 40 ms), never holds the loop for long
                     await trio.sleep(0)
+            if opened:
+                # the followers of a topic just opened here start fetching now, not once every
+                # topic of the snapshot is open (100 new topics of 100 partitions: tens of
+                # seconds, past which their leaders would drop this broker from the ISRs)
+                self.on_roles(change)
+                change = RoleChange()
         self.on_roles(change)
 
     def _apply_role(self, p: Partition, replicas: tuple[int, ...], state: LeaderAndIsr, snapshot: ClusterSnapshot,

@@ -53,3 +53,17 @@ def test_a_partition_in_two_dirs_is_refused(tmp_path: Path) -> None:
         (d / "t-0").mkdir(parents=True)
     with pytest.raises(StartupError, match="Duplicate log directories for t-0 are found in both"):
         LogDirPlacement(dirs, lambda d: True).scan()
+
+
+def test_forgotten_partitions_no_longer_count_for_their_dir(tmp_path: Path) -> None:
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    for d in dirs:
+        d.mkdir()
+    placement = LogDirPlacement(dirs, lambda d: True)
+    placement.scan()
+    assert [placement.log_dir(("t", i)) for i in range(6)] == [dirs[0], dirs[1]] * 3
+    placement.forget(("t", 1))
+    placement.forget(("t", 3))
+    placement.forget(("t", 9))  # never placed: nothing changes
+    assert [placement.log_dir(("u", i)) for i in range(3)] == [dirs[1], dirs[1], dirs[0]]
+    assert placement.held_in(dirs[1]) == {("t", 5), ("u", 0), ("u", 1)}

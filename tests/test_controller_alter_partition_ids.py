@@ -77,3 +77,39 @@ def test_before_its_first_read_the_applied_snapshot_answers() -> None:
     error, topics = trio.run(controller.alter_partitions, 1, BROKER_EPOCH, _shrink(), 3)
     assert error == ErrorCode.NONE and topics[0].partitions[0].error == ErrorCode.UNKNOWN_TOPIC_ID
     assert zk.written == []
+
+
+class _TaskSteps(trio.abc.Instrument):
+    def __init__(self) -> None:
+        self.count = 0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        self.count += 1
+
+
+def test_a_large_request_is_judged_and_answered_a_chunk_per_step(monkeypatch) -> None:
+    """A leader proposes every ISR a restarted follower rejoins in one request (3,333 partitions
+    at 10,000): the controller judges and answers it ALTER_CHUNK partitions per task step."""
+    from wirekafka.broker.metadata.zk import active_controller, controller as decisions
+
+    monkeypatch.setattr(active_controller, "ALTER_CHUNK", 10)
+    steps = _TaskSteps()
+    judged: list[int] = []
+    judge = decisions.judge_isr_proposal
+    monkeypatch.setattr(active_controller, "judge_isr_proposal",
+                        lambda *args: (judged.append(steps.count), judge(*args))[1])
+    proposal = IsrProposal(leader=1, leader_epoch=0, isr=(1, 2), leader_recovery_state=RECOVERED,
+                           partition_epoch=STATE_VERSION)
+    request = [AlterTopic(NEW_TOPIC, [IsrAnswer(i, proposal) for i in range(25)])]
+    controller, zk = _controller(applied=_snapshot({}), last_read=_snapshot({"created": NEW_TOPIC}))
+
+    async def main() -> tuple[ErrorCode, list[AlterTopic]]:
+        trio.lowlevel.add_instrument(steps)
+        return await controller.alter_partitions(1, BROKER_EPOCH, request, 3)
+
+    error, topics = trio.run(main)
+    assert error == ErrorCode.NONE
+    assert [a.error for a in topics[0].partitions] == [ErrorCode.NONE] * 25
+    assert sorted(w.partition for w in zk.written) == list(range(25))
+    assert len(judged) == 25 and len(set(judged)) >= 3  # 25 partitions: at least 3 steps of at most 10
+    assert all(judged.count(step) <= 10 for step in set(judged))

@@ -309,20 +309,30 @@ def test_a_sweep_over_many_partitions_yields_to_the_loop(tmp_path: Path, monkeyp
         assert len(set(round_)) == 4
 
 
-def test_many_changes_go_in_requests_of_a_chunk_each(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_many_changes_are_built_and_settled_a_chunk_per_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Thousands of partitions wanting a change at once (a restarted follower rejoining every ISR)
-    go to the controller SWEEP_CHUNK to a request: neither this loop nor the controller's builds,
-    handles or settles them all in one step. Every change is still proposed, once."""
+    go to the controller in one request, but are built and settled SWEEP_CHUNK per task step:
+    the loop runs other tasks between two chunks. Every change is proposed and settled, once."""
     monkeypatch.setattr(isr_manager, "SWEEP_CHUNK", 10)
+    steps = TaskSteps()
+    built: list[int] = []
+    settled: list[int] = []
 
     async def scenario(h: Harness) -> None:
+        trio.lowlevel.add_instrument(steps)
+        isr_change, settle_isr = h.manager._isr_change, h.manager._settle_isr
+        monkeypatch.setattr(h.manager, "_isr_change", lambda p, isr: (built.append(steps.count), isr_change(p, isr))[1])
+        monkeypatch.setattr(h.manager, "_settle_isr", lambda c, o: (settled.append(steps.count), settle_isr(c, o))[1])
         h.lead()  # 35 new leaders after an unclean election: each proposes RECOVERED at once
-        await until(lambda: len(h.proposer.proposed()) == 35)
-        assert [len(r) for r in h.proposer.requests] == [10, 10, 10, 5]
+        await until(lambda: len(settled) == 35)
+        assert [len(r) for r in h.proposer.requests] == [35]
         assert sorted(i for _, i, _ in h.proposer.proposed()) == list(range(35))
         assert all(p.replica_set.pending_isr is None for p in h.partitions)
 
     Harness(tmp_path, partitions=35, isr=(1,), recovery=RECOVERING).run(scenario)
+    for done in (built, settled):  # 35 partitions: 4 steps of 10, 10, 10 and 5
+        assert [len(set(done[i:i + 10])) for i in range(0, 35, 10)] == [1, 1, 1, 1]
+        assert len(set(done)) == 4
 
 
 def test_only_a_fetch_of_a_follower_outside_the_isr_that_may_rejoin_notifies() -> None:

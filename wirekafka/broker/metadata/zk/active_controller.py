@@ -44,6 +44,9 @@ from wirekafka.protocol.errors import ErrorCode
 log = logging.getLogger(__name__)
 
 _SHUTDOWN_WRITE_ROUNDS = 3  # a controlled shutdown's writes, re-planned after a lost race
+# partitions of an AlterPartition judged, or answered, between two turns of the loop: a leader
+# proposes every ISR a restarted follower rejoins in one request (3,333 at 10,000 partitions)
+ALTER_CHUNK = 250
 _FIRST_REBALANCE_CHECK_S = 5.0  # Kafka 3.9's first leader-imbalance check, after becoming the controller
 
 
@@ -355,8 +358,12 @@ class ActiveController:
             return ErrorCode.STALE_BROKER_EPOCH, []
         current = iter(states)
         writes: list[tuple[IsrAnswer, StateWrite]] = []
+        judged = 0
         for name, t in zip(names, topics):
             for a in t.partitions:
+                judged += 1
+                if judged % ALTER_CHUNK == 0:  # the writes are conditional on the versions read
+                    await trio.lowlevel.cancel_shielded_checkpoint()
                 if name is None:
                     a.error = ErrorCode.UNKNOWN_TOPIC_ID
                     continue
@@ -377,7 +384,9 @@ class ActiveController:
                     writes.append((a, StateWrite(name, a.index, new, version)))
         results = await self.zk.call(io.write_states, self.zk.client, [w for _, w in writes],
                                      snapshot.controller_epoch_version) if writes else []
-        for (a, w), result in zip(writes, results):
+        for i, ((a, w), result) in enumerate(zip(writes, results)):
+            if i and i % ALTER_CHUNK == 0:
+                await trio.lowlevel.cancel_shielded_checkpoint()
             if isinstance(result, int):
                 a.state, a.partition_epoch = w.state, result
                 log.info("controller: %s-%d ISR %s (from broker %d, partition epoch %d)", w.topic, w.partition,

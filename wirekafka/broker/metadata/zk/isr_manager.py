@@ -84,7 +84,7 @@ class IsrManager:
         """Rounds, each when a partition was noted, a sweep is due or a backoff ended: the noted
         partitions whose ISR should shrink (a follower lagging past replica.lag.time.max.ms) or
         expand (a follower caught up), or that lead after an unclean election, are proposed to the
-        controller, SWEEP_CHUNK partitions to an AlterPartition request; a partition with a proposal in flight waits for its answer (Kafka's
+        controller together, built and settled SWEEP_CHUNK partitions a step; a partition with a proposal in flight waits for its answer (Kafka's
         one in-flight AlterPartition per partition)."""
         lag_ms = self.config.int("replica.lag.time.max.ms")
         period = max(lag_ms / 2000, RETRY_S)
@@ -107,20 +107,21 @@ class IsrManager:
             candidates: Iterable[Partition] = itertools.chain(due, self._led(due)) if sweep else due
             sweep = False
             wanted = await self._wanting_change(candidates, lag_ms)
-            for first in range(0, len(wanted), SWEEP_CHUNK):
-                # a request per chunk: building, sending and settling thousands of changes (a
-                # restarted follower rejoining every ISR) would hold this loop, and the
-                # controller's, for a step of 50-140 ms of CPU each
-                changes = []  # built with no await since the partitions were read: each one current
-                for p in wanted[first:first + SWEEP_CHUNK]:
-                    isr = self._next_isr(p, lag_ms)
-                    change = self._isr_change(p, isr) if isr is not None else None
-                    if change is not None:
-                        changes.append(change)
-                    elif isr is not None:
-                        self._back_off(p)  # the view does not name this broker leader yet
-                if changes:
-                    await self._propose_isrs(changes)
+            changes = []
+            for i, p in enumerate(wanted):
+                if i and i % SWEEP_CHUNK == 0:
+                    # thousands of changes (a restarted follower rejoining every ISR) built in one
+                    # step held the loop for 50-140 ms of CPU; each change is built from its
+                    # partition as it is then, and the controller refuses one that went stale
+                    await trio.lowlevel.cancel_shielded_checkpoint()
+                isr = self._next_isr(p, lag_ms)
+                change = self._isr_change(p, isr) if isr is not None else None
+                if change is not None:
+                    changes.append(change)
+                elif isr is not None:
+                    self._back_off(p)  # the view does not name this broker leader yet
+            if changes:
+                await self._propose_isrs(changes)
 
     def _led(self, noted: set[Partition]) -> Iterator[Partition]:
         """The sweep's partitions, read as it goes: every one led here, but those already noted
@@ -180,16 +181,20 @@ class IsrManager:
         was, and one that says this broker's view is stale re-reads the cluster first."""
         for c in changes:
             c.partition.propose_isr(frozenset(c.isr))
-        outcomes: dict[tuple[uuid.UUID, int], IsrOutcome] | ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
         try:
             outcomes = await self._proposer.propose(self._broker_epoch(), changes)
-        finally:
+        except BaseException:
             for c in changes:
-                if isinstance(outcomes, dict):
-                    outcome = outcomes.get((c.topic_id, c.partition.index)) or IsrOutcome(ErrorCode.UNKNOWN_SERVER_ERROR)
-                else:
-                    outcome = IsrOutcome(outcomes)
-                self._settle_isr(c, outcome)
+                self._settle_isr(c, IsrOutcome(ErrorCode.UNKNOWN_SERVER_ERROR))
+            raise
+        for i, c in enumerate(changes):
+            if i and i % SWEEP_CHUNK == 0:
+                await trio.lowlevel.cancel_shielded_checkpoint()  # every change is settled, in steps
+            if isinstance(outcomes, dict):
+                outcome = outcomes.get((c.topic_id, c.partition.index)) or IsrOutcome(ErrorCode.UNKNOWN_SERVER_ERROR)
+            else:
+                outcome = IsrOutcome(outcomes)
+            self._settle_isr(c, outcome)
 
     def _settle_isr(self, c: IsrChange, outcome: IsrOutcome) -> None:
         p = c.partition

@@ -567,12 +567,14 @@ def test_kafka39_restarted_at_once_after_kill_9_comes_up_once_its_old_session_ex
     zk = zookeeper.ZooKeeperServer(tmp_path / "zk").start()
     brokers: list = []
     try:
+        # the killed run's session must outlive the restarted JVM's way to its registration: with
+        # 6 s, a start that took 12 s on a busy machine found the registration gone already
         brokers = realkafka.start_zk_cluster(zk.connect_string + chroot, (1,), workdir=tmp_path, heap="256m",
-                                             overrides={"zookeeper.session.timeout.ms": "6000",
+                                             overrides={"zookeeper.session.timeout.ms": "30000",
                                                         "offsets.topic.replication.factor": "1"})
         [broker] = brokers
         broker.kill()
-        broker.start()  # at once: the old session holds the registration for up to 6 s more
+        broker.start()  # at once: the old session holds the registration for up to 30 s more
         assert "does not match current session" in broker.log_tail(200_000)
         wait_for(lambda: every_broker_knows_the_cluster([broker.bootstrap]), 30, "the restarted broker serving")
     finally:

@@ -79,12 +79,14 @@ class CopyVerdict:
 
 
 def judge_copy(inputs: list[bytes], output: list[bytes], job: "CopyRun | None" = None) -> CopyVerdict:
-    """Exactly once: every input value in the output once, no other value there."""
-    counts = Counter(output)
-    wanted = set(inputs)
-    return CopyVerdict(copied=len(output), missing=sorted(wanted - counts.keys()),
-                       duplicated=sorted(v for v, n in counts.items() if n > 1),
-                       foreign=sorted(counts.keys() - wanted), job=job)
+    """Exactly once: every input record in the output once, nothing else there. Records are
+    counted, not only values: a value the input holds twice (its client re-sent it after an epoch
+    bump, Verdict.resent) is two records for the job, and copied twice it is copied exactly once."""
+    have = Counter(output)
+    want = Counter(inputs)
+    return CopyVerdict(copied=len(output), missing=sorted(v for v, n in want.items() if have[v] < n),
+                       duplicated=sorted(v for v, n in have.items() if v in want and n > want[v]),
+                       foreign=sorted(have.keys() - want.keys()), job=job)
 
 
 def judge(acks: list[Ack], log: dict[tuple[int, int], bytes],

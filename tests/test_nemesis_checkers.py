@@ -121,6 +121,15 @@ def test_the_copy_is_judged_exactly_once() -> None:
     assert reported.ok and "in 2 transactions (1 aborted on purpose, 1 after an error, 0 producers" in reported.row()
 
 
+def test_a_value_the_input_holds_twice_is_wanted_twice_in_the_copy() -> None:
+    """A re-sent value (stored at two offsets by two epochs) is two input records: the copy holds
+    it twice when exactly once, and once or three times when not."""
+    inputs = [b"v1", b"v2", b"v2"]
+    assert judge_copy(inputs, [b"v2", b"v1", b"v2"]).ok
+    assert judge_copy(inputs, [b"v1", b"v2"]).missing == [b"v2"]
+    assert judge_copy(inputs, [b"v1", b"v2", b"v2", b"v2"]).duplicated == [b"v2"]
+
+
 def test_the_default_kinds_give_the_schedules_earlier_seeds_gave() -> None:
     """New kinds draw nothing unless chosen: seed 20261128's first faults are still those of the
     short run before combined and full-disk faults existed."""

@@ -32,6 +32,7 @@ from wirekafka.broker.replica.batch_validation import (
     inspect_records,
     needs_inspection,
 )
+from wirekafka.broker.loop_turns import LoopTurns
 from wirekafka.broker.metadata.cluster_metadata import ClusterMetadata, Topic
 from wirekafka.broker.replica.divergence import diverging_epoch
 from wirekafka.broker.replica.log_dir_failure import LogDirFailureChannel
@@ -467,10 +468,9 @@ class ReplicaManager:
         answer_now = False
         outcomes = []
         brokers = None  # the live brokers, read once if a consumer is to be sent to one
-        for i, t in enumerate(targets):
-            if i and i % READ_CHUNK == 0:
-                # shielded: a cancellation never leaves the regions read so far unowned
-                await trio.lowlevel.cancel_shielded_checkpoint()
+        turns = LoopTurns(READ_CHUNK)  # shielded: a cancellation never leaves the regions read so far unowned
+        for t in targets:
+            await turns.tick()
             p = t.partition
             if p is None or not p.online:
                 outcomes.append(FetchOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER if p is None else p.offline_error))

@@ -36,6 +36,7 @@ from kafka.protocol.consumer.offsets import (
     OffsetForLeaderEpochResponse,
 )
 
+from wirekafka.broker.loop_turns import LoopTurns
 from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
 from wirekafka.broker.replica.divergence import TruncationStep, truncation_step
 from wirekafka.broker.replica.log_dir_failure import LogDirFailureChannel
@@ -210,12 +211,10 @@ class LeaderFetcher:
             log.info("fetch from broker %d failed: %s", self.leader.node_id, ErrorCode(response.error_code).name)
             await trio.sleep(0.1)
             return
-        handled = 0
+        turns = LoopTurns(ANSWER_CHUNK)
         for t in response.responses:
             for pd in t.partitions:
-                if handled and handled % ANSWER_CHUNK == 0:
-                    await trio.lowlevel.cancel_shielded_checkpoint()
-                handled += 1
+                await turns.tick()
                 f = self.partitions.get((t.topic, pd.partition_index))
                 if f is None or not plan.asked_for(f, round_) or not self._still_follows(f):
                     continue  # removed, replaced or elected while the fetch (or an earlier answer's handling) waited

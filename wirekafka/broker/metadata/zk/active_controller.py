@@ -25,6 +25,7 @@ from typing import Callable
 import trio
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
+from wirekafka.broker.loop_turns import LoopTurns
 from wirekafka.broker.metadata.zk import layout as zl
 from wirekafka.broker.metadata.zk import znode_io as io
 from wirekafka.broker.metadata.zk.cluster_view import ClusterView
@@ -358,12 +359,10 @@ class ActiveController:
             return ErrorCode.STALE_BROKER_EPOCH, []
         current = iter(states)
         writes: list[tuple[IsrAnswer, StateWrite]] = []
-        judged = 0
+        turns = LoopTurns(ALTER_CHUNK)  # the writes are conditional on the versions read
         for name, t in zip(names, topics):
             for a in t.partitions:
-                judged += 1
-                if judged % ALTER_CHUNK == 0:  # the writes are conditional on the versions read
-                    await trio.lowlevel.cancel_shielded_checkpoint()
+                await turns.tick()
                 if name is None:
                     a.error = ErrorCode.UNKNOWN_TOPIC_ID
                     continue
@@ -384,9 +383,9 @@ class ActiveController:
                     writes.append((a, StateWrite(name, a.index, new, version)))
         results = await self.zk.call(io.write_states, self.zk.client, [w for _, w in writes],
                                      snapshot.controller_epoch_version) if writes else []
-        for i, ((a, w), result) in enumerate(zip(writes, results)):
-            if i and i % ALTER_CHUNK == 0:
-                await trio.lowlevel.cancel_shielded_checkpoint()
+        turns = LoopTurns(ALTER_CHUNK)
+        for (a, w), result in zip(writes, results):
+            await turns.tick()
             if isinstance(result, int):
                 a.state, a.partition_epoch = w.state, result
                 log.info("controller: %s-%d ISR %s (from broker %d, partition epoch %d)", w.topic, w.partition,

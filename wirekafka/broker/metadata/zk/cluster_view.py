@@ -27,6 +27,7 @@ from wirekafka.broker.metadata.cluster_metadata import BrokerInfo, OpenPartition
 from wirekafka.broker.metadata.cluster_role import RoleChange
 from wirekafka.broker.metadata.zk import layout as zl
 from wirekafka.broker.metadata.zk.broker_passwords import BrokerPasswords
+from wirekafka.broker.loop_turns import LoopTurns
 from wirekafka.broker.metadata.zk.controller import ClusterSnapshot, LeaderAndIsr, TopicView
 from wirekafka.broker.quotas.entities import ClientQuotas
 from wirekafka.broker.replica.partition import Partition
@@ -196,14 +197,16 @@ class ClusterView(TopicIndex):
         for name in [n for n in self._topics if n not in snapshot.topics]:
             await self._drop_topic(name)
         change = RoleChange()
-        passed = 0  # partitions looked at
+        # a change of thousands of roles, or a full apply re-asserting 10,000 (about 40 ms), never
+        # holds the loop for long
+        turns = LoopTurns(APPLY_CHUNK)
         applied, self._applied_views = self._applied_views, dict(snapshot.topics)
         for name, view in snapshot.topics.items():
             topic = self._topics.get(name)
             if same_world and topic is not None and applied.get(name) is view:
                 continue
             reconfigure = topic is None or topic.configs != view.configs
-            opened = topic is None or topic.topic_id != view.topic_id or len(topic.partitions) < len(view.assignment)
+            opened = False  # replicas opened here by this apply
             if topic is None or topic.topic_id != view.topic_id:
                 if topic is not None:
                     await self._drop_topic(name)
@@ -211,28 +214,25 @@ class ClusterView(TopicIndex):
                 topic.partitions = await self._open_replicas(topic, view, 0)
                 self._topics[name] = topic
                 self._by_id[topic.topic_id] = topic
-                reconfigure = True
+                opened = True
             else:
                 if len(topic.partitions) < len(view.assignment):
                     topic.partitions.extend(await self._open_replicas(topic, view, len(topic.partitions)))
-                    reconfigure = True
+                    opened = True
                 await self._follow_reassignments(topic, view, change)
-            if reconfigure:
+            if reconfigure or opened:
                 topic.configs = dict(view.configs)
                 self.apply_topic_configs(topic)
             min_isr = int(self.topic_config_value(topic, "min.insync.replicas"))
             for p in topic.local_partitions():
+                await turns.tick()
                 p.min_insync_replicas = min_isr  # replicas a reassignment opened here too
                 current = view.states.get(p.index)
-                passed += 1
                 if not p.online:  # on a failed log dir: it takes no role (Kafka answers KAFKA_STORAGE_ERROR)
                     continue
-                new_role = current is not None and self._apply_role(p, view.assignment.get(p.index, ()), current[0],
-                                                                    snapshot, change)
-                if new_role or passed % APPLY_CHUNK == 0:
-                    # a change of thousands of roles, or a full apply re-asserting 10,000 (about
-                    # 40 ms), never holds the loop for long
-                    await trio.sleep(0)
+                if current is not None and self._apply_role(p, view.assignment.get(p.index, ()), current[0],
+                                                            snapshot, change):
+                    await turns.turn()  # a new role (a log line, the epoch cache) costs more than a look
             if opened:
                 # the followers of a topic just opened here start fetching now, not once every
                 # topic of the snapshot is open (100 new topics of 100 partitions: tens of

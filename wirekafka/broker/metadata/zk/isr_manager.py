@@ -26,6 +26,7 @@ from typing import Callable, Iterable, Iterator
 
 import trio
 
+from wirekafka.broker.loop_turns import LoopTurns
 from wirekafka.broker.metadata.cluster_role import RoleChange
 from wirekafka.broker.metadata.zk.cluster_view import ClusterView
 from wirekafka.broker.metadata.zk.controller import RECOVERING, LeaderAndIsr
@@ -84,8 +85,9 @@ class IsrManager:
         """Rounds, each when a partition was noted, a sweep is due or a backoff ended: the noted
         partitions whose ISR should shrink (a follower lagging past replica.lag.time.max.ms) or
         expand (a follower caught up), or that lead after an unclean election, are proposed to the
-        controller together, built and settled SWEEP_CHUNK partitions a step; a partition with a proposal in flight waits for its answer (Kafka's
-        one in-flight AlterPartition per partition)."""
+        controller together, built and settled SWEEP_CHUNK partitions a step; a partition with a
+        proposal in flight waits for its answer (Kafka's one in-flight AlterPartition per
+        partition)."""
         lag_ms = self.config.int("replica.lag.time.max.ms")
         period = max(lag_ms / 2000, RETRY_S)
         next_sweep, sweep = trio.current_time() + period, False
@@ -108,12 +110,12 @@ class IsrManager:
             sweep = False
             wanted = await self._wanting_change(candidates, lag_ms)
             changes = []
-            for i, p in enumerate(wanted):
-                if i and i % SWEEP_CHUNK == 0:
-                    # thousands of changes (a restarted follower rejoining every ISR) built in one
-                    # step held the loop for 50-140 ms of CPU; each change is built from its
-                    # partition as it is then, and the controller refuses one that went stale
-                    await trio.lowlevel.cancel_shielded_checkpoint()
+            # thousands of changes (a restarted follower rejoining every ISR) built in one step
+            # held the loop for 50-140 ms of CPU; each change is built from its partition as it
+            # is then, and the controller refuses one that went stale
+            turns = LoopTurns(SWEEP_CHUNK)
+            for p in wanted:
+                await turns.tick()
                 isr = self._next_isr(p, lag_ms)
                 change = self._isr_change(p, isr) if isr is not None else None
                 if change is not None:
@@ -136,9 +138,9 @@ class IsrManager:
         """The candidates whose ISR should change, yielding to the loop every SWEEP_CHUNK partitions
         so a sweep over thousands never holds it for long."""
         wanted = []
-        for i, p in enumerate(candidates):
-            if i and i % SWEEP_CHUNK == 0:
-                await trio.sleep(0)
+        turns = LoopTurns(SWEEP_CHUNK)
+        for p in candidates:
+            await turns.tick()
             if self._next_isr(p, lag_ms) is not None:
                 wanted.append(p)
         return wanted
@@ -187,9 +189,9 @@ class IsrManager:
             for c in changes:
                 self._settle_isr(c, IsrOutcome(ErrorCode.UNKNOWN_SERVER_ERROR))
             raise
-        for i, c in enumerate(changes):
-            if i and i % SWEEP_CHUNK == 0:
-                await trio.lowlevel.cancel_shielded_checkpoint()  # every change is settled, in steps
+        turns = LoopTurns(SWEEP_CHUNK)  # every change is settled, in steps
+        for c in changes:
+            await turns.tick()
             if isinstance(outcomes, dict):
                 outcome = outcomes.get((c.topic_id, c.partition.index)) or IsrOutcome(ErrorCode.UNKNOWN_SERVER_ERROR)
             else:

@@ -80,10 +80,11 @@ class Node:
 
 opened = [0]
 kept = []
+gc.disable()  # only the collections this test makes: an automatic one could be clean and freeze
 
 async def main():
     async with trio.open_nursery() as nursery:
-        await nursery.start(gc_policy.freeze_opened_partitions, lambda: opened[0])
+        await nursery.start(gc_policy.keep_heap_frozen, lambda: opened[0])
         kept.extend(Node() for _ in range(1000))
         opened[0] += gc_policy.FREEZE_STEP - 1  # short of a step: nothing frozen
         await trio.sleep(5 * gc_policy.FREEZE_CHECK_S)
@@ -123,7 +124,7 @@ gc.disable()  # only the collections this test makes: an automatic one could be 
 
 async def main():
     async with trio.open_nursery() as nursery:
-        await nursery.start(gc_policy.freeze_after_clean_collections)
+        await nursery.start(gc_policy.keep_heap_frozen, lambda: 0)
         kept = [Node() for _ in range(1000)]
         await trio.sleep(3 * gc_policy.FREEZE_CHECK_S)
         assert gc.get_freeze_count() == 0, "frozen with no full collection since"

@@ -144,7 +144,7 @@ class BrokerState:
         # cluster the partitions open when the metadata names them, long after load()
         self._clean_dirs: set[Path] = set(self.log_dirs)
         self._recovered: set[tuple[str, int]] = set()  # opened once this run: recovered if need be
-        self.partitions_opened = 0  # replicas opened since start (gc_policy.freeze_opened_partitions)
+        self.partitions_opened = 0  # replicas opened since start (gc_policy.keep_heap_frozen)
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)

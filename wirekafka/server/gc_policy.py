@@ -20,7 +20,7 @@ by the collector, so no descriptor or deleted file is held. A segment is not in 
 retention frees it by reference counting, frozen or not.
 
 Partitions opened later (topics created, replicas moved here) are frozen the same way, once
-FREEZE_STEP of them were opened since the last freeze (freeze_opened_partitions): at 10,000
+FREEZE_STEP of them were opened since the last freeze (keep_heap_frozen): at 10,000
 partitions created after start-up, each full collection walked about 570,000 objects, 180-335 ms
 on whichever thread allocated (measured with gc.callbacks in-process), and a cluster's busy
 brokers run one every few seconds; frozen, the same collection took 1.7 ms. Such a freeze first
@@ -33,7 +33,7 @@ follower progress: tens of thousands of objects per thousand partitions, replace
 made each full collection of a cluster's broker take 45-120 ms of CPU, every few seconds while
 leaders moved, and 150-350 ms of wall time on the loop whichever thread ran it (measured with
 gc.callbacks at 3,000 partitions). So a full collection that found no garbage at all is followed
-by a freeze too (freeze_after_clean_collections): a heap that makes no cyclic garbage loses
+by a freeze too (keep_heap_frozen): a heap that makes no cyclic garbage loses
 nothing to a freeze, and the next full collection walks only what came since. One that found
 garbage is not: the heap still makes cycles, and what it froze could die in one.
 
@@ -66,26 +66,6 @@ def freeze_startup_heap() -> int:
     return frozen
 
 
-async def freeze_opened_partitions(opened: Callable[[], int], *,
-                                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-    """Freeze the heap again whenever FREEZE_STEP or more partitions were opened (opened():
-    how many so far) since the last freeze, once a check sees no new opening (or FREEZE_ANYWAY
-    were opened): a burst of openings is frozen when it pauses, not at every FREEZE_STEP of it
-    (a create of 10,000 partitions in 100 topics: 3-4 freezes per broker, measured)."""
-    task_status.started()
-    frozen_at = seen = opened()
-    while True:
-        await trio.sleep(FREEZE_CHECK_S)
-        now = opened()
-        if now - frozen_at >= FREEZE_STEP and (now == seen or now - frozen_at >= FREEZE_ANYWAY):
-            gc.collect(1)
-            gc.freeze()
-            log.info("froze %d objects after %d partitions were opened: the cyclic collector skips them",
-                     gc.get_freeze_count(), now - frozen_at)
-            frozen_at = now
-        seen = now
-
-
 class _FullCollections:
     """Told by the collector (gc.callbacks, on whichever thread collected) how each full
     collection ended: `clean` while the last one found nothing to collect."""
@@ -98,18 +78,35 @@ class _FullCollections:
             self.clean = info["collected"] == 0 and info["uncollectable"] == 0
 
 
-async def freeze_after_clean_collections(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-    """Freeze the heap once a FREEZE_CHECK_S check finds that the last full collection since
-    the previous check collected nothing (the freeze itself splices lists: it costs no walk)."""
+async def keep_heap_frozen(opened: Callable[[], int], *,
+                           task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    """Both later freezes, looked at every FREEZE_CHECK_S (opened(): partitions opened so far).
+    - Openings: once FREEZE_STEP or more partitions were opened since the last freeze and a check
+      sees no new opening (or FREEZE_ANYWAY were opened), the young generations are collected and
+      the heap frozen: a burst of openings is frozen when it pauses, not at every FREEZE_STEP of
+      it (a create of 10,000 partitions in 100 topics: 3-4 freezes per broker, measured).
+    - Clean collections: when the last full collection since the previous check collected
+      nothing, the heap is frozen as it is.
+    A freeze splices lists and costs no walk; its log does not count the frozen objects
+    (gc.get_freeze_count() walks every one of them: 33-45 ms at 3,000 partitions)."""
     collections = _FullCollections()
     gc.callbacks.append(collections.observe)
     try:
         task_status.started()
+        frozen_at = seen = opened()
         while True:
             await trio.sleep(FREEZE_CHECK_S)
-            if collections.clean:
-                collections.clean = False
-                gc.freeze()  # not counted in the log: gc.get_freeze_count() walks every frozen object
+            now = opened()
+            if now - frozen_at >= FREEZE_STEP and (now == seen or now - frozen_at >= FREEZE_ANYWAY):
+                gc.collect(1)
+                gc.freeze()
+                log.info("froze the heap after %d partitions were opened: the cyclic collector skips them",
+                         now - frozen_at)
+                frozen_at = now
+            elif collections.clean:
+                gc.freeze()
                 log.debug("a full collection found no garbage: froze the heap")
+            collections.clean = False
+            seen = now
     finally:
         gc.callbacks.remove(collections.observe)

@@ -116,8 +116,7 @@ async def run_broker(config: BrokerConfig, stop: trio.Event | None = None, *, fr
                 background.start_soon(source.run)
             if freeze_heap:  # every partition is open by now, in a cluster too (run_cluster's first reconcile)
                 gc_policy.freeze_startup_heap()
-                await background.start(gc_policy.freeze_opened_partitions, lambda: state.partitions_opened)
-                await background.start(gc_policy.freeze_after_clean_collections)
+                await background.start(gc_policy.keep_heap_frozen, lambda: state.partitions_opened)
             async with trio.open_nursery() as connections:
                 accepting: list[trio.CancelScope] = []  # one per accept loop: a scope has one `with`
 

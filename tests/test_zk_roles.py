@@ -107,26 +107,39 @@ def test_a_topic_read_but_not_applied_yet_counts_as_being_created() -> None:
         assert view.being_created("other")
 
 
+def followed_snapshot(config, topics: int, partitions: int) -> ClusterSnapshot:
+    """Three brokers and `topics` topics of `partitions` partitions on all three, led by broker 2:
+    broker 1's replicas are followers."""
+    import uuid
+
+    from wirekafka.broker.metadata.zk.controller import LeaderAndIsr, TopicView
+
+    listener = config.listeners[0].name
+    brokers = {n: BrokerInfo(n, "127.0.0.1", 9091 + n, endpoints={listener: ("127.0.0.1", 9091 + n)})
+               for n in (1, 2, 3)}
+    views = {f"t{i}": TopicView(uuid.UUID(int=i + 1), {p: (1, 2, 3) for p in range(partitions)},
+                                states={p: (LeaderAndIsr(2, 1, (1, 2, 3), 1), 1) for p in range(partitions)})
+             for i in range(topics)}
+    return ClusterSnapshot(brokers, 2, 1, 1, views)
+
+
+def close_logs(view: ClusterView) -> None:
+    for topic in view.by_name.values():
+        for p in topic.local_partitions():
+            p.files.log.close()
+
+
 def test_a_full_apply_gives_the_loop_back_every_chunk_of_partitions(tmp_path, monkeypatch) -> None:
     """A full apply (the 5 s safety re-read) looks at every local partition even when no role
     changes; at 10,000 it took about 40 ms on the loop in one go. It hands the loop back every
     APPLY_CHUNK partitions."""
-    import uuid
-
     from wirekafka.broker.metadata.zk import cluster_view
-    from wirekafka.broker.metadata.zk.controller import LeaderAndIsr, TopicView
     from wirekafka.broker.state import BrokerState
 
     node = BrokerState(build_config({"log.dirs": str(tmp_path / "data"), "node.id": "1"}))
     node.load()
     view = ClusterView(node.config, node._open_partition, lambda: None)
-    listener = node.config.listeners[0].name
-    brokers = {n: BrokerInfo(n, "127.0.0.1", 9091 + n, endpoints={listener: ("127.0.0.1", 9091 + n)})
-               for n in (1, 2, 3)}
-    topics = {f"t{i}": TopicView(uuid.UUID(int=i + 1), {p: (1, 2, 3) for p in range(10)},
-                                 states={p: (LeaderAndIsr(2, 1, (1, 2, 3), 1), 1) for p in range(10)})
-              for i in range(4)}
-    snapshot = ClusterSnapshot(brokers, 2, 1, 1, topics)
+    snapshot = followed_snapshot(node.config, 4, 10)
     monkeypatch.setattr(cluster_view, "APPLY_CHUNK", 7)
     events: list[str] = []  # "p": a partition applied; "t": the other task's turn
     apply_role = view._apply_role
@@ -156,18 +169,13 @@ def test_a_full_apply_gives_the_loop_back_every_chunk_of_partitions(tmp_path, mo
     # trio runs each runnable task once per round, in an order it may shuffle: the other task's
     # turn comes before or after each chunk, so at most two chunks run between two of its turns
     assert max(stretches) <= 2 * 7
-    for topic in view.by_name.values():
-        for p in topic.local_partitions():
-            p.files.log.close()
+    close_logs(view)
 
 
 def test_each_new_topic_is_followed_as_soon_as_it_is_opened(tmp_path) -> None:
     """A snapshot with many new topics (a create of 100 topics of 100 partitions) hands each
     topic's roles to the broker (its fetchers) once that topic's replicas are open, not after every
     topic's: followers that waited for all of them fell out of the ISRs meanwhile."""
-    import uuid
-
-    from wirekafka.broker.metadata.zk.controller import LeaderAndIsr, TopicView
     from wirekafka.broker.state import BrokerState
 
     node = BrokerState(build_config({"log.dirs": str(tmp_path / "data"), "node.id": "1"}))
@@ -180,19 +188,11 @@ def test_each_new_topic_is_followed_as_soon_as_it_is_opened(tmp_path) -> None:
 
     view = ClusterView(node.config, opened, lambda: None)
     view.on_roles = lambda change: events.append("follow " + ",".join(sorted({p.topic for p, _ in change.follow})))
-    listener = node.config.listeners[0].name
-    brokers = {n: BrokerInfo(n, "127.0.0.1", 9091 + n, endpoints={listener: ("127.0.0.1", 9091 + n)})
-               for n in (1, 2, 3)}
-    topics = {f"t{i}": TopicView(uuid.UUID(int=i + 1), {p: (1, 2, 3) for p in range(2)},
-                                 states={p: (LeaderAndIsr(2, 1, (1, 2, 3), 1), 1) for p in range(2)})
-              for i in range(3)}
-    trio.run(view.apply, ClusterSnapshot(brokers, 2, 1, 1, topics), True)
+    trio.run(view.apply, followed_snapshot(node.config, 3, 2), True)
     handed = [e for e in events if e != "follow "]  # the apply's last hand-over has nothing left
     assert handed == ["open t0", "open t0", "follow t0", "open t1", "open t1", "follow t1",
                       "open t2", "open t2", "follow t2"]
-    for topic in view.by_name.values():
-        for p in topic.local_partitions():
-            p.files.log.close()
+    close_logs(view)
 
 
 def test_next_reconcile_holds_after_one_reconcile_finished() -> None:

@@ -22,12 +22,12 @@ from typing import Callable, Iterator, Mapping, TypeVar
 
 import trio
 
+from wirekafka.broker.loop_turns import LoopTurns
 from wirekafka.broker.metadata import assignment as assigner
 from wirekafka.broker.metadata.cluster_metadata import BrokerInfo, OpenPartition, PartitionView, Topic, TopicIndex
 from wirekafka.broker.metadata.cluster_role import RoleChange
 from wirekafka.broker.metadata.zk import layout as zl
 from wirekafka.broker.metadata.zk.broker_passwords import BrokerPasswords
-from wirekafka.broker.loop_turns import LoopTurns
 from wirekafka.broker.metadata.zk.controller import ClusterSnapshot, LeaderAndIsr, TopicView
 from wirekafka.broker.quotas.entities import ClientQuotas
 from wirekafka.broker.replica.partition import Partition

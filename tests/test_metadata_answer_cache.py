@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from wirekafka.broker import dispatch
@@ -89,8 +90,9 @@ def test_past_the_bound_answers_are_built_each_time(state: tuple[BrokerState, An
 
 
 def _parts(node: BrokerState, cache: AnswerCache, version: int = 12) -> dict:
-    """name -> the bytes of the topic's kept part."""
-    return {name: part[1] for name, (_, part) in cache.parts(node.config.listeners[0].name, version).items()}
+    """name -> the bytes of the topic's kept part for answers at version."""
+    return {name: part[1] for name, (_, part) in
+            cache.parts(node.config.listeners[0].name, metadata._PARTS_OF_VERSION[version]).items()}
 
 
 def test_a_change_rebuilds_the_parts_of_the_topics_it_touched(state: tuple[BrokerState, AnswerCache]) -> None:
@@ -122,6 +124,58 @@ def test_the_parts_of_a_deleted_topic_go_with_it(state: tuple[BrokerState, Answe
     assert [t.name for t in after.topics] == ["b"]
 
 
+def test_the_parts_a_change_made_stale_are_built_before_anyone_asks(state: tuple[BrokerState, AnswerCache]) -> None:
+    """keep_parts_built: after a change the metadata applied, the stale parts of every shape a
+    client asked for are built again, off any request; the next request splices them."""
+    node, cache = state
+    _ask(node, None)
+    _ask(node, ["a", "b"], version=9)
+
+    def held() -> dict[int, dict]:
+        """version -> name -> the bytes of the kept part, in the cache's order of shapes"""
+        return {version: {name: part[1] for name, (_, part) in parts.items()} for _, version, parts in cache.held()}
+
+    kept = held()
+    assert list(kept) == [10, 9]  # v12's parts are v10's (test_versions_whose_parts_are_the_same_bytes_share_them)
+    b = node.metadata.topic("b")
+    assert b is not None
+    trio.run(node.metadata.add_partitions, b, 4)
+    cache.changed(["a", "b"])
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(metadata.keep_parts_built, node.metadata)
+            await trio.testing.wait_all_tasks_blocked()
+            assert held() == kept, "built before any change was applied"
+            cache.applied()
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+    warmed = held()
+    assert list(warmed) == [10, 9]  # building them did not count as asking for them
+    for version in (10, 9):
+        assert warmed[version]["a"] is kept[version]["a"] and warmed[version]["b"] is not kept[version]["b"]
+    _, after = _ask(node, None)
+    assert _parts(node, cache)["b"] is warmed[10]["b"], "the request rebuilt a part the task had built"
+    assert [(t.name, len(t.partitions)) for t in after.topics] == [("a", 3), ("b", 4)]
+    _, by_name = _ask(node, ["b"], version=9)
+    assert _parts(node, cache, 9)["b"] is warmed[9]["b"] and len(by_name.topics[0].partitions) == 4
+
+
+def test_no_task_runs_where_the_metadata_keeps_no_answers(tmp_path: Path) -> None:
+    node = BrokerState(build_config({"log.dirs": str(tmp_path / "data")}))
+    node.load()
+    assert node.metadata.answer_cache() is None
+
+    async def main() -> None:
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+                await nursery.start(metadata.keep_parts_built, node.metadata)  # returns: the nursery ends
+
+    trio.run(main)
+
+
 @pytest.mark.parametrize("version", range(MetadataRequest.min_version, MetadataRequest.max_version + 1))
 def test_an_answer_from_parts_is_the_answer_built_whole(state: tuple[BrokerState, AnswerCache], version: int,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -135,6 +189,27 @@ def test_an_answer_from_parts_is_the_answer_built_whole(state: tuple[BrokerState
     whole, decoded_whole = _ask(node, names, version)
     assert not isinstance(whole, EncodedResponse)
     assert decoded == decoded_whole and kept.payload == bytes(whole.encode(version=version))
+
+
+def test_versions_whose_parts_are_the_same_bytes_share_them(state: tuple[BrokerState, AnswerCache],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """librdkafka asks with v13 and Java clients with v12: one set of parts serves v10-v13, and
+    each answer spliced from them is the answer encoded whole at its own version."""
+    assert [v for v, same in metadata._PARTS_OF_VERSION.items() if same == 10] == [10, 11, 12, 13]
+    assert metadata._PARTS_OF_VERSION[5] != metadata._PARTS_OF_VERSION[6]  # LISTENER_NOT_FOUND from v6
+    node, cache = state
+    _ask(node, None, 13)
+    kept = _parts(node, cache, 10)
+    assert set(kept) == {"a", "b"}
+    for version in (10, 11, 12, 13):
+        cache.changed(["a", "b"])
+        spliced, decoded = _ask(node, None, version)
+        assert isinstance(spliced, EncodedResponse)
+        assert all(_parts(node, cache, 10)[name] is kept[name] for name in kept), f"v{version} built its own parts"
+        with monkeypatch.context() as whole_only:
+            whole_only.setattr(node.metadata, "answer_cache", lambda: None)
+            whole, decoded_whole = _ask(node, None, version)
+        assert decoded == decoded_whole and spliced.payload == bytes(whole.encode(version=version))
 
 
 @pytest.mark.parametrize("version", range(MetadataRequest.min_version, MetadataRequest.max_version + 1))

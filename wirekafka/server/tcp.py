@@ -15,6 +15,7 @@ import signal
 import trio
 
 from wirekafka.broker.dispatch import check_table, enable_zk_broker_apis
+from wirekafka.broker.handlers import metadata as metadata_answers
 from wirekafka.broker.metadata.broker_id import resolve_broker_id
 from wirekafka.broker.state import BrokerState
 from wirekafka.config.broker_config import BrokerConfig
@@ -108,6 +109,7 @@ async def run_broker(config: BrokerConfig, stop: trio.Event | None = None, *, fr
             await background.start(metrics_endpoint.serve, state, pool)
             if config.zookeeper_mode:
                 await background.start(state.run_cluster)
+                await background.start(metadata_answers.keep_parts_built, state.metadata)
             else:
                 await background.start(state.load_coordinators)
             quotas = ConnectionQuotas(state.metadata.broker_configs, state.metadata.client_quotas)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable, Container
 
+import trio
+
 if TYPE_CHECKING:
     from wirekafka.broker.metadata.cluster_metadata import Topic
 
@@ -32,6 +34,7 @@ class AnswerCache:
         self.named_partitions = 0  # partitions in the answers to topics by name among them
         # (listener, version) -> topic name -> (the topic's key when built, its part)
         self._parts: OrderedDict[tuple[str, int], dict[str, tuple[object, Any]]] = OrderedDict()
+        self._applied = trio.Event()  # set when the owner applied a change, until wait_applied takes it
 
     def changed(self, topics: Container[str]) -> None:
         """The metadata changed, and holds these topics now: no whole answer holds any more;
@@ -55,3 +58,18 @@ class AnswerCache:
         else:
             self._parts.move_to_end(shape)
         return held
+
+    def held(self) -> list[tuple[str, int, dict[str, tuple[object, Any]]]]:
+        """The shapes whose parts are kept, least recently asked for first: (listener, version,
+        their parts), as parts() gives them, without counting as asked for."""
+        return [(listener, version, held) for (listener, version), held in self._parts.items()]
+
+    def applied(self) -> None:
+        """The owner applied a change to the metadata (a reconcile's new snapshot): a task
+        waiting in wait_applied builds the parts it made stale (handlers/metadata.py)."""
+        self._applied.set()
+
+    async def wait_applied(self) -> None:
+        """Until the owner applied a change since the last return (changes meanwhile are one)."""
+        await self._applied.wait()
+        self._applied = trio.Event()

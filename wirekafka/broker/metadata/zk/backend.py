@@ -232,7 +232,9 @@ class ZkBackend:
         if snapshot == self.view.snapshot:
             snapshot = self.view.snapshot  # the same object: what was derived from it stays valid
         await self.view.apply(snapshot, full)
-        self.view.snapshot = snapshot  # Metadata answers only what this broker has applied
+        if snapshot is not self.view.snapshot:
+            self.view.snapshot = snapshot  # Metadata answers only what this broker has applied
+            self._answers.applied()
         if snapshot.controller == -1:
             await self.controller.try_claim()
         elif snapshot.controller == self.node_id:

@@ -27,10 +27,11 @@ def _steps_of(items: int, every: int, costly: frozenset[int] = frozenset()) -> l
         trio.lowlevel.add_instrument(steps)
         turns = LoopTurns(every)
         for i in range(items):
-            await turns.tick()
+            if turns.due():
+                await turns.turn()
             seen.append(steps.count)
             if i in costly:
-                await turns.turn()
+                await turns.turn_now()
 
     trio.run(main)
     return seen
@@ -64,7 +65,8 @@ def test_a_cancellation_is_seen_after_the_loop_not_between_items() -> None:
             scope.cancel()
             turns = LoopTurns(2)
             for i in range(7):
-                await turns.tick()
+                if turns.due():
+                    await turns.turn()
                 handled.append(i)
             await trio.lowlevel.checkpoint()  # the loop's next ordinary checkpoint
             handled.append(-1)

@@ -18,7 +18,9 @@ import trio
 
 class LoopTurns:
     """Counts the items of one loop; once `every` items have started since the last turn, the
-    next gives the event loop a turn before it starts."""
+    next is due a turn of the event loop before it starts. Counting is synchronous, so a loop
+    on the Fetch path pays a compare per partition, not a coroutine:
+    `if turns.due(): await turns.turn()` before each item."""
 
     __slots__ = ("every", "_left")
 
@@ -26,13 +28,19 @@ class LoopTurns:
         self.every = every
         self._left = every
 
-    async def tick(self) -> None:
-        """Call before each item."""
+    def due(self) -> bool:
+        """Call before each item (it is counted): True if the loop is due a turn first."""
         if self._left == 0:
-            await self.turn()
+            self._left = self.every - 1  # this item is the first of the next run
+            return True
         self._left -= 1
+        return False
 
     async def turn(self) -> None:
-        """A turn now (after an item known to be costly), and the count starts over."""
+        """The loop's turn, cancel-shielded."""
         await trio.lowlevel.cancel_shielded_checkpoint()
+
+    async def turn_now(self) -> None:
+        """A turn now (after an item known to be costly), and the count starts over."""
+        await self.turn()
         self._left = self.every

@@ -330,7 +330,8 @@ def _same_parts_from() -> dict[int, int]:
     probe = _Topic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name="probe", topic_id=uuid.UUID(int=1),
                    is_internal=True, partitions=cast("list[_Partition]", [row]), authorized_operations=NOT_REQUESTED)
     first: dict[tuple[bytes, bool], int] = {}
-    return {v: first.setdefault((encode_element(MetadataResponse, "topics", probe, v), _listener_not_found_served(v)), v)
+    return {v: first.setdefault((encode_element(MetadataResponse, "topics", probe, v),
+                                 _listener_not_found_served(v)), v)
             for v in range(MetadataResponse.min_version, MetadataResponse.max_version + 1)}
 
 
@@ -393,7 +394,8 @@ async def keep_parts_built(metadata: ClusterMetadata, *,
             continue
         turns = LoopTurns(WARM_CHUNK)
         for topic in metadata.all_topics():
-            await turns.tick()
+            if turns.due():
+                await turns.turn()
             key = cache.topic_key(topic)  # once for every shape
             for part_of in shapes:
                 part_of(topic, key)

@@ -470,7 +470,8 @@ class ReplicaManager:
         brokers = None  # the live brokers, read once if a consumer is to be sent to one
         turns = LoopTurns(READ_CHUNK)  # shielded: a cancellation never leaves the regions read so far unowned
         for t in targets:
-            await turns.tick()
+            if turns.due():
+                await turns.turn()
             p = t.partition
             if p is None or not p.online:
                 outcomes.append(FetchOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER if p is None else p.offline_error))

@@ -214,7 +214,8 @@ class LeaderFetcher:
         turns = LoopTurns(ANSWER_CHUNK)
         for t in response.responses:
             for pd in t.partitions:
-                await turns.tick()
+                if turns.due():
+                    await turns.turn()
                 f = self.partitions.get((t.topic, pd.partition_index))
                 if f is None or not plan.asked_for(f, round_) or not self._still_follows(f):
                     continue  # removed, replaced or elected while the fetch (or an earlier answer's handling) waited

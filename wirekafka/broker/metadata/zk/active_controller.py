@@ -362,7 +362,8 @@ class ActiveController:
         turns = LoopTurns(ALTER_CHUNK)  # the writes are conditional on the versions read
         for name, t in zip(names, topics):
             for a in t.partitions:
-                await turns.tick()
+                if turns.due():
+                    await turns.turn()
                 if name is None:
                     a.error = ErrorCode.UNKNOWN_TOPIC_ID
                     continue
@@ -385,7 +386,8 @@ class ActiveController:
                                      snapshot.controller_epoch_version) if writes else []
         turns = LoopTurns(ALTER_CHUNK)
         for (a, w), result in zip(writes, results):
-            await turns.tick()
+            if turns.due():
+                await turns.turn()
             if isinstance(result, int):
                 a.state, a.partition_epoch = w.state, result
                 log.info("controller: %s-%d ISR %s (from broker %d, partition epoch %d)", w.topic, w.partition,

@@ -225,14 +225,15 @@ class ClusterView(TopicIndex):
                 self.apply_topic_configs(topic)
             min_isr = int(self.topic_config_value(topic, "min.insync.replicas"))
             for p in topic.local_partitions():
-                await turns.tick()
+                if turns.due():
+                    await turns.turn()
                 p.min_insync_replicas = min_isr  # replicas a reassignment opened here too
                 current = view.states.get(p.index)
                 if not p.online:  # on a failed log dir: it takes no role (Kafka answers KAFKA_STORAGE_ERROR)
                     continue
                 if current is not None and self._apply_role(p, view.assignment.get(p.index, ()), current[0],
                                                             snapshot, change):
-                    await turns.turn()  # a new role (a log line, the epoch cache) costs more than a look
+                    await turns.turn_now()  # a new role (a log line, the epoch cache) costs more than a look
             if opened:
                 # the followers of a topic just opened here start fetching now, not once every
                 # topic of the snapshot is open (100 new topics of 100 partitions: tens of

@@ -115,7 +115,8 @@ class IsrManager:
             # is then, and the controller refuses one that went stale
             turns = LoopTurns(SWEEP_CHUNK)
             for p in wanted:
-                await turns.tick()
+                if turns.due():
+                    await turns.turn()
                 isr = self._next_isr(p, lag_ms)
                 change = self._isr_change(p, isr) if isr is not None else None
                 if change is not None:
@@ -140,7 +141,8 @@ class IsrManager:
         wanted = []
         turns = LoopTurns(SWEEP_CHUNK)
         for p in candidates:
-            await turns.tick()
+            if turns.due():
+                await turns.turn()
             if self._next_isr(p, lag_ms) is not None:
                 wanted.append(p)
         return wanted
@@ -191,7 +193,8 @@ class IsrManager:
             raise
         turns = LoopTurns(SWEEP_CHUNK)  # every change is settled, in steps
         for c in changes:
-            await turns.tick()
+            if turns.due():
+                await turns.turn()
             if isinstance(outcomes, dict):
                 outcome = outcomes.get((c.topic_id, c.partition.index)) or IsrOutcome(ErrorCode.UNKNOWN_SERVER_ERROR)
             else:

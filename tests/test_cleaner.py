@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import random
 import time
 from pathlib import Path
 
@@ -13,10 +14,11 @@ import pytest
 
 from wirekafka.broker.replica.partition import AppendOrigin, Isolation, Partition
 from wirekafka.protocol import records
-from wirekafka.storage import batch_filter
+from wirekafka.storage import batch_filter, batch_verdicts
 from wirekafka.storage.cleaner import CLEANED_SUFFIX, SWAP_SUFFIX, Throttler, run_round
 from wirekafka.storage.epoch_cache import LeaderEpochCache
 from wirekafka.storage.log import LogConfig, PartitionLog
+from wirekafka.storage.codec_stream import CODEC_GZIP
 from wirekafka.storage.offset_map import SLOT_BYTES
 from testsupport.cleaning import clean_partition
 
@@ -472,3 +474,54 @@ def test_an_aborted_transaction_whose_marker_is_in_a_later_segment_is_cleaned_as
     _clean(p, clock)
     assert [v for _, k, v in _records(p) if k == b"k"] == [b"v1"]
     assert _read_committed(p, b"k") == [b"v1"]
+
+
+def _random_log(directory: Path, clock: Clock, seed: int, batches: int) -> Partition:
+    """A compacted log of `batches` batches of 1-30 records over 60 keys, some keyless, some
+    tombstones, keys repeated inside batches, a third compressed: every kind of batch a verdict
+    may meet, the same log for the same seed."""
+    rng = random.Random(seed)
+    p = _open(directory, clock, segment_bytes=4000, delete_retention_ms=DAY)
+    for _ in range(batches):
+        entries = []
+        for _ in range(rng.randint(1, 30)):
+            key = None if rng.random() < 0.03 else b"key-%d" % rng.randrange(60)
+            value = None if rng.random() < 0.05 else b"v%d" % rng.randrange(10**6)
+            entries.append((key, value))
+        _append(p, entries, clock, compression=rng.choice([0, 0, CODEC_GZIP]))
+        clock.ms += 1
+    return p
+
+
+@pytest.mark.parametrize("map_bytes, whole_batches", [(10**7, 20), (80 * SLOT_BYTES, 20), (40 * SLOT_BYTES, 0)],
+                         ids=["dict", "table", "map-fills-in-each-round"])
+def test_batches_kept_or_dropped_whole_by_verdict_clean_as_read_record_by_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, map_bytes: int, whole_batches: int) -> None:
+    """The verdicts (storage/batch_verdicts.py) skip reading records; the log they leave is the
+    one the record-by-record path leaves, round after round, tombstone horizons included, with a
+    map that holds every key (a dict, a table) and one that fills in each round (60 keys, room
+    for 36)."""
+    real = batch_verdicts.MappedBatches.verdicts
+    given = []
+
+    def counted(self, offset_map):
+        out = real(self, offset_map)
+        given.append(len(out))
+        return out
+
+    results = []
+    for name, verdicts in (("with", counted), ("without", lambda self, offset_map: {})):
+        monkeypatch.setattr(batch_verdicts.MappedBatches, "verdicts", verdicts)
+        clock = Clock()
+        p = _random_log(tmp_path / name / "t-0", clock, seed=38, batches=300)
+        end = None
+        for step in range(3):
+            end = _clean(p, clock, checkpoint=end, map_bytes=map_bytes)
+            for _ in range(40):
+                _append(p, [(b"key-%d" % (step * 7 % 60), b"later")], clock)
+            clock.ms += DAY // 2 + 1  # tombstones' horizons pass after two steps
+        _clean(p, clock, checkpoint=end, map_bytes=map_bytes)
+        results.append((_records(p), [(h.base_offset, h.records_count, h.base_timestamp, h.attributes)
+                                      for h in _headers(p)]))
+    assert sum(given) >= whole_batches  # whole batches did go by verdict
+    assert results[0] == results[1]

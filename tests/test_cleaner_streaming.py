@@ -17,7 +17,7 @@ from scripts.benchlib.bombs import bomb_batch
 from wirekafka.broker.replica.partition import AppendOrigin
 from wirekafka.protocol import records
 from wirekafka.storage import batch_filter
-from wirekafka.storage.offset_map import key_identity
+from wirekafka.storage.key_identity import key_identity
 from wirekafka.storage.record_stream import WINDOW
 from tests.test_cleaner import DAY, Clock, _append, _clean, _open, _records
 

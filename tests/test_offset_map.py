@@ -10,7 +10,8 @@ import weakref
 
 import pytest
 
-from wirekafka.storage.offset_map import DICT_ENTRY_BYTES, SLOT_BYTES, OffsetMap, key_identity, prime_at_most
+from wirekafka.storage.key_identity import key_identity
+from wirekafka.storage.offset_map import DICT_ENTRY_BYTES, SLOT_BYTES, OffsetMap, prime_at_most
 
 DEFAULT_BUFFER = 128 * 1024 * 1024  # log.cleaner.dedupe.buffer.size
 # a pair of 128-byte messages with one MD5 (Wang and Yu, 2004)
@@ -42,7 +43,7 @@ def _table(keys: int = 8000) -> OffsetMap:
     its memory allows a dict: 1 MiB / 150 bytes)."""
     m = OffsetMap(1 << 20, 0.9)
     assert _put(m, 0, [b"k%d" % i for i in range(keys)]) == (False, keys)
-    assert m.size == keys and m._words is not None
+    assert m.size == keys and m._table is not None
     return m
 
 
@@ -110,11 +111,11 @@ def test_the_map_is_a_dict_while_the_keys_fit_the_memory_at_a_dicts_cost() -> No
     fit = int((1 << 20) / DICT_ENTRY_BYTES * 0.9)  # what the dict-only map held
     first = [b"k%d" % i for i in range(fit - 2)] + [b"long key number %d ..." % i for i in range(2)]
     assert _put(m, 0, first) == (False, fit)
-    assert m._words is None
+    assert m._table is None
     # the next key moves the entries to the table, in the middle of a batch
     second = [b"k0", None, b"k1", b"fresh", b"long key number 1 ..."]
     assert _put(m, fit, second) == (False, 5)
-    assert m._words is not None and m.size == fit + 1
+    assert m._table is not None and m.size == fit + 1
     assert _get(m, b"k0") == fit and _get(m, b"k1") == fit + 2
     assert _get(m, b"fresh") == fit + 3 and _get(m, b"long key number 1 ...") == fit + 4
     assert _get(m, b"k%d" % (fit - 3)) == fit - 3
@@ -126,7 +127,7 @@ def test_clear_empties_the_map_and_frees_the_table() -> None:
     m.latest_offset = 7999
     m.clear()
     assert m.size == 0 and m.latest_offset == -1 and _get(m, b"k1") == -1
-    assert m._words is None
+    assert m._table is None
     assert _put(m, 5, [b"k1"]) == (False, 1) and _get(m, b"k1") == 5
 
 
@@ -134,11 +135,54 @@ def test_a_dropped_map_unmaps_its_table_at_once() -> None:
     """The cleaner's process outlives its rounds: the table must not wait for the cycle collector."""
     m = _table()
     get = m.get
-    assert m._words is not None
-    region = weakref.ref(m._words.obj)
+    assert m._table is not None
+    region = weakref.ref(m._table._region)
     gc.disable()
     try:
         del m, get
         assert region() is None
     finally:
         gc.enable()
+
+
+def _crowded(keys: int) -> OffsetMap:
+    """A table of 97 slots holding `keys` keys (capacity 96): most keys are far down their probe
+    sequences, and many met one empty slot in the same bulk round."""
+    m = OffsetMap(100 * SLOT_BYTES, 1.0)
+    assert m.slots == 97 and m.capacity == 96
+    assert _put(m, 1000, [b"k%d" % i for i in range(keys)]) == (False, keys)
+    assert m._table is not None and m.size == keys
+    return m
+
+
+def test_a_crowded_table_finds_every_key_in_bulk_and_one_by_one() -> None:
+    m = _crowded(95)
+    names = [b"k%d" % i for i in range(95)] + [b"absent", b"an absent key longer than 15 bytes"]
+    identities = [key_identity(k) for k in names]
+    wanted = [1000 + i for i in range(95)] + [-1, -1]
+    assert m.offsets_of(identities) == wanted  # one bulk probe (95 keys)
+    assert [m.offsets_of(identities[i:i + 1])[0] for i in range(len(names))] == wanted  # one by one
+    # an update in bulk lands on the key's own slot: no key is held twice
+    assert _put(m, 5000, [b"k%d" % i for i in range(0, 95, 2)]) == (False, 95 // 2 + 1)
+    assert m.size == 95
+    assert m.offsets_of(identities[:95]) == [5000 + i // 2 if i % 2 == 0 else 1000 + i for i in range(95)]
+
+
+def test_puts_wait_across_small_batches_and_are_found_after_them() -> None:
+    m = _table(8000)
+    for i in range(2500):  # batches of one record, each its own put
+        assert _put(m, 100_000 + i, [b"k%d" % (i * 3)]) == (False, 1)
+    assert m._pending  # still waiting: fewer than PUT_MANY keys, far from full
+    assert m.size == 8000  # updates only: the count is exact once flushed
+    assert not m._pending
+    assert [_get(m, b"k%d" % (i * 3)) for i in range(0, 2500, 7)] == [100_000 + i for i in range(0, 2500, 7)]
+
+
+def test_the_map_fills_in_the_middle_of_a_batch_as_kafkas_check_says() -> None:
+    m = _crowded(94)  # room for two more keys
+    batch = [b"n1", b"k0", b"n1", None, b"n2", b"k0", b"n3"]
+    # before each keyed record: size < capacity? n1 new (95), k0 held, n1 again, n2 new (96);
+    # the second k0 finds the map full, so it and n3 are not mapped; four records seen
+    assert _put(m, 9000, batch) == (True, 5)
+    assert m.size == 96
+    assert [_get(m, k) for k in (b"n1", b"n2", b"k0", b"n3")] == [9002, 9004, 9001, -1]

@@ -33,7 +33,7 @@ from wirekafka.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
 from wirekafka.protocol.varint import decode_varint, encode_varint
 from wirekafka.storage import codec_stream
 from wirekafka.storage.codec_stream import CODEC_NONE
-from wirekafka.storage.offset_map import KEY_DIGEST, MAX_RAW_KEY, KeyedRecord, key_identity
+from wirekafka.storage.key_identity import KEY_DIGEST, MAX_RAW_KEY, KeyedRecord, key_identity
 from wirekafka.storage.record_stream import RecordStream, Sink
 
 DELETE_HORIZON_MASK = 0x40

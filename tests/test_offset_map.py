@@ -156,6 +156,8 @@ def _crowded(keys: int) -> OffsetMap:
 
 
 def test_a_crowded_table_finds_every_key_in_bulk_and_one_by_one() -> None:
+    """Also the presence bits: 95 keys set 190 bits in 128 bytes in one bulk put, many of them
+    in one byte at once; a bit lost there would make its key absent to the bulk lookup."""
     m = _crowded(95)
     names = [b"k%d" % i for i in range(95)] + [b"absent", b"an absent key longer than 15 bytes"]
     identities = [key_identity(k) for k in names]

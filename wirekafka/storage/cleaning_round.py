@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -18,6 +19,21 @@ from wirekafka.storage.cleaner import (CLEANED_SUFFIX, CleanerStats, CleaningAbo
 from wirekafka.storage.key_identity import KeyedRecord
 from wirekafka.storage.offset_map import OffsetMap
 from wirekafka.storage.segment import LogSegment, file_paths, iter_batches
+
+
+# keys looked up together while rewriting (a few MB of records and batches held meanwhile)
+LOOKUP_GROUP = 16384
+
+
+@dataclass
+class _Waiting:
+    """A batch read record by record, waiting for its keys' latest offsets."""
+
+    header: BatchHeader
+    batch: memoryview
+    keyed: list[KeyedRecord]
+    keep_empty: bool
+    marker_for_empty_txn: bool
 
 
 class _SegmentFile:
@@ -161,16 +177,35 @@ class CleaningRound:
         return cleaned.base_offset
 
     def _clean_into(self, source: SegmentInfo, dest: LogSegment) -> None:
+        """Filter the segment's batches into dest, in order. The keys of the batches read record
+        by record are looked up LOOKUP_GROUP at a time (one bulk probe for many batches: a key
+        absent from a map at a 0.9 load probes some 10 slots, and numpy's rounds cost the same
+        for a batch's thousand keys as for sixteen thousand); the batches wait for it."""
+        held: list[_Waiting | bytes | memoryview | None] = []
+        looked_up: list[bytes] = []
         for _pos, header, batch in self._batches(source, 0):
-            out = self._filter_batch(header, batch)
+            held.append(self._filter_batch(header, batch, looked_up))
+            self.stats.bytes_read += header.size
+            if len(looked_up) >= LOOKUP_GROUP:
+                self._write_held(held, looked_up, dest)
+                held, looked_up = [], []
+        self._write_held(held, looked_up, dest)
+
+    def _write_held(self, held: list[_Waiting | bytes | memoryview | None], looked_up: list[bytes],
+                    dest: LogSegment) -> None:
+        """Look the held batches' keys up, then write what each batch leaves, in order."""
+        latest_of = iter(self.map.offsets_of(looked_up))
+        for item in held:
+            out = self._finish(item, latest_of) if isinstance(item, _Waiting) else item
             if out is not None:
                 out_header = records.parse_header(out)
                 dest.append([out], out_header)
                 self.stats.bytes_written += out_header.size
-            self.stats.bytes_read += header.size
 
-    def _filter_batch(self, header: BatchHeader, batch: memoryview) -> bytes | memoryview | None:
-        """Kafka's cleaner filter on one batch: the bytes to write in its place, or None."""
+    def _filter_batch(self, header: BatchHeader, batch: memoryview,
+                      looked_up: list[bytes]) -> _Waiting | bytes | memoryview | None:
+        """Kafka's cleaner filter on one batch: the bytes to write in its place, None, or the
+        batch waiting for its keys' latest offsets (added to looked_up, in record order)."""
         if header.is_control:
             can_discard = self._txns.on_control_batch(header, batch)
             horizon = batch_filter.delete_horizon(header)
@@ -192,12 +227,22 @@ class CleaningRound:
         verdict = self._verdicts.get(header.base_offset)
         if verdict is not None:
             return self._by_verdict(header, batch, verdict, keep_empty)
-        keep, kept, has_tombstone = self._retained(header, batch_filter.keyed_records(batch, header))
+        keyed = list(batch_filter.keyed_records(batch, header))
+        if not header.is_control:  # a control batch's records are all kept
+            base, latest = header.base_offset, self.map.latest_offset
+            looked_up += [r[1] for r in keyed if r[1] is not None and base + r[0] <= latest]
+        return _Waiting(header, batch, keyed, keep_empty, marker_for_empty_txn)
+
+    def _finish(self, waiting: _Waiting, latest_of: Iterator[int]) -> bytes | memoryview | None:
+        """The rest of _filter_batch, its keys' latest offsets next in latest_of."""
+        header, batch = waiting.header, waiting.batch
+        keep, kept, has_tombstone = self._retained(header, waiting.keyed, latest_of)
         self.stats.messages_read += len(keep)
         if not kept:
-            return batch_filter.empty_batch(header) if keep_empty else None
+            return batch_filter.empty_batch(header) if waiting.keep_empty else None
         self.stats.messages_written += kept
-        needs_horizon = (has_tombstone or marker_for_empty_txn) and not batch_filter.has_delete_horizon(header)
+        needs_horizon = ((has_tombstone or waiting.marker_for_empty_txn)
+                         and not batch_filter.has_delete_horizon(header))
         if kept == len(keep) and not needs_horizon:
             return batch
         horizon = self.now_ms + self.config.delete_retention_ms if needs_horizon else batch_filter.delete_horizon(header)
@@ -215,25 +260,23 @@ class CleaningRound:
         self.stats.invalid_messages += verdict.keyless
         return batch_filter.empty_batch(header) if keep_empty else None
 
-    def _retained(self, header: BatchHeader, keyed: Iterator[KeyedRecord]) -> tuple[bytearray, int, bool]:
+    def _retained(self, header: BatchHeader, keyed: list[KeyedRecord],
+                  latest_of: Iterator[int]) -> tuple[bytearray, int, bool]:
         """Kafka's shouldRetainRecord over a batch's records: past the map, kept; without a key,
         dropped; superseded by a later offset of the key, dropped; a tombstone, kept until the
-        batch's delete horizon. A control batch's records are all kept. Returns one byte per
-        record (1: kept), how many are kept, and whether a kept one has no value."""
+        batch's delete horizon. A control batch's records are all kept. latest_of gives the map's
+        offset for each keyed record up to the map's end, in order. Returns one byte per record
+        (1: kept), how many are kept, and whether a kept one has no value."""
         latest = self.map.latest_offset
         base = header.base_offset
         horizon = batch_filter.delete_horizon(header)
         keep_tombstones = horizon is None or self.now_ms < horizon
         keep_all = header.is_control
-        records = list(keyed)
-        # the keys whose latest offset decides, looked up together (one bulk probe in the table)
-        looked_up = [] if keep_all else [r[1] for r in records if r[1] is not None and base + r[0] <= latest]
-        latest_of = iter(self.map.offsets_of(looked_up))
         keep = bytearray()
         kept = 0
         tombstone = False
         invalid = 0
-        for offset_delta, key, has_value in records:
+        for offset_delta, key, has_value in keyed:
             offset = base + offset_delta
             if keep_all or offset > latest:
                 retain = True

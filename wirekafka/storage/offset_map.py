@@ -242,13 +242,20 @@ def _latest_of_batch(base_offset: int, records: list[KeyedRecord], min_offset: i
 
 class _Table:
     """The slots (see the module docstring), probed in bulk with numpy and one by one through a
-    memoryview of the same memory."""
+    memoryview of the same memory; beside them, presence bits: two bits per key held, picked by
+    two disjoint ranges of its hash's bits, in about 8 bits per slot (a Bloom filter). A bulk
+    lookup passes over the keys whose two bits are not both set: absent for sure, where the
+    probing would have read some 10 slots at a 0.9 load (1.4 us a key, against 0.3 for a key
+    held); about 4% of absent keys still probe, at a full map."""
 
     def __init__(self, slots: int) -> None:
         self.slots = slots
         self.size = 0
         self._region = mmap.mmap(-1, slots * SLOT_BYTES, flags=_MAP_FLAGS)
         self._rows = np.frombuffer(self._region, dtype=_U64).reshape(slots, 3)
+        bits = 1 << max(10, (8 * slots - 1).bit_length())  # a power of two, at most 2**30 (MAX_MEMORY)
+        self._bit_mask = np.uint64(bits - 1)
+        self._bits = np.zeros(bits // 8, dtype=np.uint8)
         self._words = memoryview(self._region).cast("Q")
         locate = _table_locator(self._words, slots)
         self.lookup = _table_lookup(locate, self._words)
@@ -257,7 +264,7 @@ class _Table:
     def close(self) -> None:
         """Unmap the memory now (the cleaner's process outlives its rounds)."""
         self._words.release()
-        del self._rows
+        del self._rows, self._bits
         self._region.close()
 
     def held_offsets(self) -> Iterator[np.ndarray]:
@@ -266,21 +273,46 @@ class _Table:
             stored = self._rows[start:start + HELD_CHUNK, 0]
             yield stored[stored != 0].astype(np.int64) - 1
 
-    def _start(self, keys: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _start(self, keys: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The keys' identities (two columns of words), first slots and probe steps, as the
-        one-by-one lookup computes them."""
+        one-by-one lookup computes them, and their hashes."""
         identities = np.frombuffer(b"".join([key + _PADS[len(key)] for key in keys]), dtype=_U64).reshape(-1, 2)
         h = np.fromiter(map(hash, keys), dtype=np.int64, count=len(keys)).view(np.uint64)
         slots = np.uint64(self.slots)
-        return identities[:, 0], identities[:, 1], h % slots, np.uint64(1) + (h >> np.uint64(32)) % (slots - np.uint64(1))
+        return (identities[:, 0], identities[:, 1], h % slots,
+                np.uint64(1) + (h >> np.uint64(32)) % (slots - np.uint64(1)), h)
+
+    def _presence_bits(self, h: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        """Each hash's two presence bits, as (byte index, bit mask) pairs."""
+        out = []
+        for index in (h & self._bit_mask, (h >> np.uint64(34)) & self._bit_mask):
+            out.append(((index >> np.uint64(3)).astype(np.intp), np.left_shift(1, index & np.uint64(7)).astype(np.uint8)))
+        return out[0], out[1]
+
+    def _mark(self, h: np.ndarray) -> None:
+        """Set the hashes' presence bits. A byte named twice in one assignment takes one of the
+        writes: the bits still clear are set again until none is."""
+        bits = self._bits
+        for byte, mask in self._presence_bits(h):
+            while byte.size:
+                bits[byte] |= mask
+                missing = (bits[byte] & mask) == 0
+                byte, mask = byte[missing], mask[missing]
+
+    def _maybe_held(self, h: np.ndarray) -> np.ndarray:
+        """False for a hash whose presence bits are not both set: its key is not held."""
+        (byte1, mask1), (byte2, mask2) = self._presence_bits(h)
+        bits = self._bits
+        return ((bits[byte1] & mask1) != 0) & ((bits[byte2] & mask2) != 0)
 
     def find(self, keys: Sequence[bytes]) -> list[int]:
         """The offset held for each key, -1 for one not held."""
-        low, high, at, step = self._start(keys)
+        low, high, at, step, h = self._start(keys)
         rows = self._rows
         slots = np.uint64(self.slots)
         found = np.zeros(len(keys), dtype=_U64)  # offset + 1, 0: absent
-        todo = np.arange(len(keys))
+        todo = np.flatnonzero(self._maybe_held(h))
+        at = at[todo]
         while todo.size:
             if todo.size <= FEW_LEFT:
                 for i in todo.tolist():
@@ -302,7 +334,8 @@ class _Table:
         probe on."""
         if not keys:
             return
-        low, high, at, step = self._start(keys)
+        low, high, at, step, h = self._start(keys)
+        self._mark(h)
         stored = np.array(offsets, dtype=np.int64).view(np.uint64) + np.uint64(1)
         rows = self._rows
         slots = np.uint64(self.slots)

@@ -48,6 +48,7 @@ from conformance.harness.wire import Connection
 from faults.clusters import NODES, SETTINGS as FAULT_SETTINGS, create_topic
 from scripts import realkafka
 from testsupport.cluster import WirekafkaCluster, every_broker_knows_the_cluster, wait_for
+from testsupport.watermarks import high_watermarks
 from wirekafka.broker.coordinator.group_model import partition_for
 
 # method="thread": a client call that never returns ends the test with a stack dump
@@ -226,7 +227,7 @@ def _read(bootstrap: str, topic: str, isolation: str, timeout: float = 90.0,
                          "enable.auto.commit": False, "enable.partition.eof": True,
                          "isolation.level": isolation, "logger": _LIBRDKAFKA})
     try:
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(PARTITIONS)}
+        ends = high_watermarks(consumer, topic, range(PARTITIONS))
         firsts = start or {}
         consumer.assign([TopicPartition(topic, p, firsts.get(p, OFFSET_BEGINNING)) for p in range(PARTITIONS)])
         out: dict[int, list[tuple[str | None, str]]] = {p: [] for p in range(PARTITIONS)}
@@ -262,7 +263,7 @@ def _committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
 def _ends(bootstrap: str, topic: str) -> dict[int, int]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"eos-ends-{topic}", "logger": _LIBRDKAFKA})
     try:
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(PARTITIONS)}
+        return high_watermarks(consumer, topic, range(PARTITIONS))
     finally:
         consumer.close()
 

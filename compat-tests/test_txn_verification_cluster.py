@@ -19,7 +19,7 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.protocol.producer.produce import ProduceRequest
@@ -31,6 +31,7 @@ from faults.clusters import create_topic
 from faults.workload import read_committed
 from scripts import realkafka
 from testsupport.cluster import WirekafkaCluster, every_broker_knows_the_cluster, wait_for
+from testsupport.watermarks import high_watermarks
 from wirekafka.protocol import records
 from wirekafka.protocol.errors import ErrorCode
 
@@ -181,7 +182,7 @@ def _many_transactions_at_once(bootstrap: str, topic: str) -> None:
     try:
         deadline = time.monotonic() + 30
         while True:
-            ends = {p: probe.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(PARTITIONS)}
+            ends = high_watermarks(probe, topic, range(PARTITIONS))
             if ends == expected or time.monotonic() > deadline:
                 break
             time.sleep(0.2)

@@ -11,6 +11,7 @@ import time
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from faults.checkers import Ack, Commit, Delivery
+from testsupport.watermarks import high_watermarks
 
 log = logging.getLogger(__name__)
 _LIBRDKAFKA = logging.getLogger("librdkafka")
@@ -65,7 +66,7 @@ def read_back(bootstrap: str, topic: str, partitions: int,
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"nemesis-reader-{topic}",
                          "enable.auto.commit": False, "enable.partition.eof": False, "logger": _LIBRDKAFKA})
     try:
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(partitions)}
+        ends = high_watermarks(consumer, topic, range(partitions))
         consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         got: dict[tuple[int, int], bytes] = {}
         deadline = time.monotonic() + timeout
@@ -90,7 +91,7 @@ def read_committed(bootstrap: str, topic: str, partitions: int, timeout: float) 
                          "enable.auto.commit": False, "enable.partition.eof": True,
                          "isolation.level": "read_committed", "logger": _LIBRDKAFKA})
     try:
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(partitions)}
+        ends = high_watermarks(consumer, topic, range(partitions))
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
         values: dict[tuple[int, int], bytes] = {}
         reached: set[int] = {p for p, end in ends.items() if end == 0}

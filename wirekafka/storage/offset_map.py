@@ -142,10 +142,6 @@ class OffsetMap:
             return [get(key) for key in keys]
         return self._table.find(keys)
 
-    def get(self, key: bytes) -> int:
-        """The latest offset of one key, -1 when not held."""
-        return self.offsets_of((key,))[0]
-
     def held_offsets(self) -> Iterator[np.ndarray]:
         """Every offset the map holds (one per key, in no order), in arrays of bounded size."""
         self.flush()

@@ -20,6 +20,7 @@ from wirekafka.broker.metadata.zk.controller import (
     plan_legacy_reassignments,
     plan_state_changes,
     start_reassignment,
+    state_changes_in_steps,
     without_bounced,
 )
 
@@ -82,6 +83,21 @@ def test_no_live_isr_member_leaves_the_partition_leaderless_unless_unclean() -> 
     assert plan_state_changes(s, EPOCH, never) == []
     s = snapshot([1, 3], {0: LeaderAndIsr(-1, 5, (1,), 6)}, {0: (1, 2, 3)})
     assert plan_state_changes(s, EPOCH, never) == [StateWrite("t", 0, LeaderAndIsr(1, 6, (1,), EPOCH), 3)]
+
+
+def test_a_plan_in_steps_is_the_whole_plan_cut_every_so_many_partitions() -> None:
+    """The controller plans 10,000 partitions a step at a time, its loop turning between two:
+    the steps hold the same writes in the same order, each step's after `step` partitions
+    looked at (written or not)."""
+    states = {p: [LeaderAndIsr(1, 4, (1, 2, 3), 6), LeaderAndIsr(3, 4, (3, 1), 6), None][p % 3] for p in range(10)}
+    s = snapshot([1, 2], states, {p: (1, 2, 3) for p in range(10)})
+    whole = plan_state_changes(s, EPOCH, never)
+    steps = list(state_changes_in_steps(s, EPOCH, never, 3))
+    assert [w for step in steps for w in step] == whole
+    assert len(whole) == 10  # every partition changes: the new ones start, the others lose broker 3
+    assert [[w.partition for w in step] for step in steps] == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
+    steady = snapshot([1, 2, 3], {p: LeaderAndIsr(1, 4, (1, 2, 3), 6) for p in range(7)}, {p: (1, 2, 3) for p in range(7)})
+    assert list(state_changes_in_steps(steady, EPOCH, never, 3)) == [[], [], []]
 
 
 def test_preferred_and_unclean_elections() -> None:

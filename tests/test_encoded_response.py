@@ -43,5 +43,10 @@ def test_an_encoded_answer_is_the_codecs_frame_and_a_throttle_stays_its_own(vers
 
 def test_the_error_counts_of_an_encoded_answer_are_its_bodys() -> None:
     counts: dict[int, int] = {}
-    count_errors(EncodedResponse(_metadata(12), 12), counts)
+    cached = EncodedResponse(_metadata(12), 12)
+    count_errors(cached, counts)
     assert counts == {0: 2, 5: 1}  # the response, the topic, the partition
+    answer = cached.again()
+    answer.body = None  # the counts come with the answer: its body is not walked again
+    count_errors(answer, counts)
+    assert counts == {0: 4, 5: 2}

@@ -1,7 +1,8 @@
 """A follower handles a fetch answer of many partitions in chunks of ANSWER_CHUNK, each chunk in a
 task step of its own: a restarted follower's first answers carry every partition it follows from
 that leader (1,500 at 3,000 partitions on three brokers, a step of 70-120 ms of CPU before,
-measured with a trio instrument in the cluster-scale bench). Every partition is still handled."""
+measured with a trio instrument in the cluster-scale bench). Every partition is still handled.
+Its truncation asks the leader about EPOCH_CHUNK partitions a request."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 import trio
 from kafka.protocol.consumer.fetch import FetchResponse
+from kafka.protocol.consumer.offsets import OffsetForLeaderEpochResponse
 
 from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
 from wirekafka.broker.replica.partition import Partition
@@ -88,3 +90,38 @@ def test_an_answer_of_many_partitions_is_handled_a_chunk_per_step(tmp_path: Path
     # 25 partitions: three steps of 10, 10 and 5
     assert [len(set(seen[i:i + 10])) for i in range(0, PARTITIONS, 10)] == [1, 1, 1]
     assert len(set(seen)) == 3
+
+
+class _EpochLeader:
+    """A leader answering OffsetForLeaderEpoch: each partition's epoch ends at offset 0."""
+
+    def __init__(self) -> None:
+        self.asked: list[list[int]] = []
+
+    async def send(self, request, timeout_s=None) -> OffsetForLeaderEpochResponse:
+        T = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+        self.asked.append(sorted(p.partition for t in request.topics for p in t.partitions))
+        return OffsetForLeaderEpochResponse(version=request.API_VERSION, throttle_time_ms=0, topics=[
+            T(topic=t.topic, partitions=[T.EpochEndOffset(error_code=0, partition=p.partition, leader_epoch=p.leader_epoch,
+                                                          end_offset=0) for p in t.partitions])
+            for t in request.topics])
+
+
+def test_truncation_asks_about_a_chunk_of_partitions_a_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fetcher_module, "EPOCH_CHUNK", 10)
+    config = build_config({"log.dirs": str(tmp_path / "logs"), "node.id": "1"})
+    state = BrokerState(config)
+    fetcher = LeaderFetcher(BrokerInfo(LEADER, "127.0.0.1", 1), config, state.quotas, PeerSecurity.of(config),
+                            state.log_dir_failures)
+    leader = _EpochLeader()
+    fetcher.client = leader  # type: ignore[assignment]
+    for i in range(PARTITIONS):
+        d = tmp_path / f"t-{i}"
+        epochs = LeaderEpochCache(d / "leader-epoch-checkpoint")
+        epochs.assign(0, 0)  # a replica that has an epoch: its truncation asks the leader
+        p = Partition("t", i, PartitionLog(d, LogConfig()), epochs, node_id=1, lead=False)
+        p.make_follower(1, LEADER, (LEADER, 1), frozenset((LEADER, 1)))
+        fetcher.add(p)
+    trio.run(fetcher._truncate_new)
+    assert leader.asked == [list(range(0, 10)), list(range(10, 20)), list(range(20, 25))]
+    assert not any(f.needs_truncation for f in fetcher.partitions.values())

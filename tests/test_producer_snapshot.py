@@ -519,7 +519,7 @@ def test_background_tasks_expire_producers_and_write_roll_snapshots(tmp_path: Pa
         prod = Producer(p, 1)
         while len(list((state.log_dir / "t-0").glob("*.log"))) < 2:
             prod.send(2)
-        await write_producer_snapshots(state)
+        await write_producer_snapshots(list(state.metadata.iter_partitions()))
         assert len(_snapshots(state.log_dir / "t-0")) == 1
         async with trio.open_nursery() as nursery:
             await nursery.start(producer_expiration_task, state)

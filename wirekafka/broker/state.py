@@ -370,7 +370,7 @@ class BrokerState:
         high_watermarks = {}
         log_dirs: dict[Path, set[tuple[str, int]]] = {d: set() for d in self.log_dir_failures.online_dirs}
         for p in self.metadata.iter_partitions():
-            held = log_dirs.get(p.files.directory.parent)
+            held = log_dirs.get(p.files.log_dir)
             if held is None:  # its log dir is offline: nothing of it is written any more
                 continue
             key = (p.topic, p.index)
@@ -417,7 +417,7 @@ class BrokerState:
         failures = self.log_dir_failures
         partitions = []
         for p in self.metadata.iter_partitions():
-            if failures.offline or failures.is_offline(p.files.directory.parent):
+            if failures.offline or failures.is_offline(p.files.log_dir):
                 p.files.abandon()
             else:
                 partitions.append(p)
@@ -444,7 +444,7 @@ class BrokerState:
         ReplicaManager.handleLogDirFailure); their files are left as they are until shutdown. In a
         cluster the controller is told, and moves their leaderships and ISR places away."""
         for p in self.metadata.iter_partitions():
-            if p.files.directory.parent == log_dir:
+            if p.files.log_dir == log_dir:
                 p.take_offline(ErrorCode.KAFKA_STORAGE_ERROR)
         if self.cluster is not None and self.log_dir_failures.online_dirs:
             self.cluster.report_log_dir_failure()

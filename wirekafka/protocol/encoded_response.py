@@ -13,19 +13,24 @@ from typing import Any
 
 class EncodedResponse:
     """One answer of an encoded body. `body` is the schema object it was encoded from, for
-    what reads an answer (the error counts of the metrics); never changed once encoded."""
+    what reads an answer (the error counts of the metrics); never changed once encoded.
+    `error_counts` holds the body's error codes once counted (code -> occurrences), shared by
+    every answer of the body: an all-topics answer of 10,000 partitions took some 10 ms to walk,
+    for every answer."""
 
-    __slots__ = ("body", "payload", "version", "throttle_time_ms")
+    __slots__ = ("body", "payload", "version", "throttle_time_ms", "error_counts")
 
-    def __init__(self, body: Any, version: int, payload: bytes | None = None) -> None:
+    def __init__(self, body: Any, version: int, payload: bytes | None = None,
+                 error_counts: dict[int, int] | None = None) -> None:
         self.body = body
         self.version = version
         self.payload = body.encode(version=version) if payload is None else payload
         self.throttle_time_ms = 0
+        self.error_counts = {} if error_counts is None else error_counts
 
     def again(self) -> EncodedResponse:
-        """Another answer with the same bytes."""
-        return EncodedResponse(self.body, self.version, self.payload)
+        """Another answer with the same bytes (and the same error counts)."""
+        return EncodedResponse(self.body, self.version, self.payload, self.error_counts)
 
     def encode(self, version: int) -> bytes:
         if version != self.version:

@@ -97,6 +97,8 @@ async def run_broker(config: BrokerConfig, stop: trio.Event | None = None, *, fr
         for source in jwks_sources:
             await source.load()
         async with trio.open_nursery() as background:
+            if freeze_heap:  # before a cluster broker's first reconcile opens its replicas (gc_policy)
+                await background.start(gc_policy.keep_heap_frozen, lambda: state.partitions_opened)
             await background.start(retention_task, state)
             await background.start(flush_task, state)
             await background.start(producer_expiration_task, state)
@@ -118,7 +120,6 @@ async def run_broker(config: BrokerConfig, stop: trio.Event | None = None, *, fr
                 background.start_soon(source.run)
             if freeze_heap:  # every partition is open by now, in a cluster too (run_cluster's first reconcile)
                 gc_policy.freeze_startup_heap()
-                await background.start(gc_policy.keep_heap_frozen, lambda: state.partitions_opened)
             async with trio.open_nursery() as connections:
                 accepting: list[trio.CancelScope] = []  # one per accept loop: a scope has one `with`
 

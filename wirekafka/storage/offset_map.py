@@ -60,9 +60,8 @@ LOOKUP_MANY = 24
 
 _LOW = (1 << 64) - 1
 # a short key's identity is the number its bytes make (little-endian) with its length + 1 in the
-# 16th byte, which no key of 15 bytes or less reaches
-_TAGS = tuple((n + 1) << 120 for n in range(MAX_RAW_KEY + 1))
-# the same, as the bytes that pad a short key to its 16-byte identity
+# 16th byte, which no key of 15 bytes or less reaches: the bytes that pad a key to its 16-byte
+# identity, by its length (a 16-byte key, a long key's digest, is its own identity)
 _PADS = tuple(bytes(MAX_RAW_KEY - n) + bytes((n + 1,)) for n in range(MAX_RAW_KEY + 1)) + (b"",)
 _from_le = int.from_bytes
 # the table's pages faulted in by mmap itself: one by one, as probes first touch them, they cost
@@ -377,13 +376,12 @@ def _table_locator(words: memoryview, slots: int) -> Callable[[bytes], tuple[int
     or of the empty slot ending its sequence, and the identity's two words). The same sequence as
     the bulk probes, for keys too few to probe in bulk."""
     end = 3 * slots
-    tags = _TAGS
+    pads = _PADS
     low_mask = _LOW
     from_le = _from_le
 
     def locate(key: bytes) -> tuple[int, int, int]:
-        n = len(key)
-        value = from_le(key, "little") | tags[n] if n <= MAX_RAW_KEY else from_le(key, "little")
+        value = from_le(key + pads[len(key)], "little")
         h = hash(key) & low_mask
         low, high = value & low_mask, value >> 64
         i = h % slots * 3

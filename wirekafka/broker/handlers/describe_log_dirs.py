@@ -65,7 +65,7 @@ async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> Descri
                if ctx.version >= 4 else {})
     by_dir: dict[Path, dict[str, list[_Partition]]] = {d: {} for d in online}
     for p in _requested(ctx, request):  # after the awaits: the partitions as they are now
-        held = by_dir.get(p.files.directory.parent)
+        held = by_dir.get(p.files.log_dir)
         if held is None:
             continue
         held.setdefault(p.topic, []).append(_Partition(

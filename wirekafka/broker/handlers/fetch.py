@@ -53,6 +53,7 @@ from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from wirekafka.broker.quotas import request_quota
 from wirekafka.security.acl.authorizer import AclOperation, ResourceType
 from wirekafka.broker.context import RequestContext
+from wirekafka.broker.loop_turns import LoopTurns
 from wirekafka.broker.replica.fetch_sessions import (FINAL_EPOCH, Answer, IncrementalFetchContext, Key, NoSuchShard,
                                                      SessionPartition)
 from wirekafka.broker.replica.quiet_partitions import QuietTerms, SessionQuiet, settle, target
@@ -70,6 +71,10 @@ _PartResp = _TopicResp.PartitionData
 _Aborted = _PartResp.AbortedTransaction
 LEADER_HINTS_FROM = 16  # KIP-951: the current leader and its endpoint in Fetch v16+
 _HINTED = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
+# partitions of one fetch targeted, answered or shaped between two turns of the loop: a
+# restarted follower's full fetch names the 3,333 partitions it follows from a leader of a
+# 10,000-partition cluster (those steps took 20-60 ms of CPU together, measured at N=10,000)
+SHAPE_CHUNK = 250
 
 
 @dataclass(slots=True)
@@ -196,12 +201,22 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse | 
     if idle is not None and incremental is not None:
         readable = idle.split(readable, incremental.named, incremental.session.uses_topic_ids,
                               ctx.state.replicas.now_ms())
-    targets = [target(p, partition) for p, partition in readable]
+    turns = LoopTurns(SHAPE_CHUNK)  # a follower's full fetch names every partition it follows here
+    targets = []
+    for p, partition in readable:
+        if turns.due():
+            await turns.turn()
+        targets.append(target(p, partition))
     outcomes = await ctx.state.replicas.fetch(params, targets, idle)
-    answers = [_answered(t.source, t.partition, o) for t, o in zip(targets, outcomes)] + erroneous
+    answers = []
+    for t, o in zip(targets, outcomes):
+        if turns.due():
+            await turns.turn()
+        answers.append(_answered(t.source, t.partition, o))
+    answers += erroneous
     charged = not follower and (quota.resolver.enabled or ctx.timing_since is not None)
     error, sid, selected = context.answer(answers, commit=not charged)
-    response = _shaped(ctx, error, sid, selected)
+    response = await _shaped(ctx, error, sid, selected, turns)
     if charged:
         throttle = _charge(ctx, response, user, client_id)
         if throttle > 0:
@@ -255,17 +270,19 @@ def _answered(part: SessionPartition, replica: Partition | None, o: FetchOutcome
                                                    for a in r.aborted])
 
 
-def _shaped(ctx: RequestContext, error: ErrorCode, session_id: int,
-            answers: list[_Answer]) -> RegionResponse[FetchResponse]:
+async def _shaped(ctx: RequestContext, error: ErrorCode, session_id: int, answers: list[_Answer],
+                  turns: LoopTurns) -> RegionResponse[FetchResponse]:
     """The response: the answers' partitions, records as file regions. From v16 a partition
     answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries the leader this broker knows,
-    and the response lists that leader's endpoint (KIP-951)."""
+    and the response lists that leader's endpoint (KIP-951). The loop turns as `turns` says."""
     v = ctx.version
     body = FetchResponse(version=v, throttle_time_ms=0, error_code=error, session_id=session_id, responses=[],
                          node_endpoints=[])
     response = RegionResponse(body)
     nodes: dict[int, BrokerInfo] = {}
     for a in answers:
+        if turns.due():
+            await turns.turn()
         region = a.read.region if a.read is not None else None
         part = _PartResp(partition_index=a.part.partition, error_code=a.error, high_watermark=a.high_watermark,
                          last_stable_offset=a.last_stable_offset, log_start_offset=a.log_start_offset,

@@ -36,6 +36,10 @@ class RoleChange:
     became_leader: list[Partition] = field(default_factory=list)
     resigned: list[Partition] = field(default_factory=list)
 
+    def size(self) -> int:
+        """How many partitions' roles it moves (one counted once per list it is in)."""
+        return len(self.follow) + len(self.stop_fetching) + len(self.became_leader) + len(self.resigned)
+
 
 class ClusterMembership(Protocol):
     """A broker's life in a cluster, from joining to leaving."""

@@ -38,8 +38,13 @@ def plan_of(fields: Mapping[str, Any]) -> Plan:
 def count_errors(response: object, into: dict[int, int]) -> None:
     """Add the error codes of a response body (a kafka-python response, or wirekafka's own
     produce answer) to `into` (code -> occurrences)."""
-    if isinstance(response, EncodedResponse):  # a cached answer: the errors of what it was encoded from
-        response = response.body
+    if isinstance(response, EncodedResponse):  # a cached answer: the errors of what it was encoded from, once
+        counts = response.error_counts
+        if not counts:
+            count_errors(response.body, counts)
+        for code, n in counts.items():
+            into[code] = into.get(code, 0) + n
+        return
     if isinstance(response, FastProduceResponse):  # the busiest answer, with no schema: a loop of its own
         for topic in response.topics:
             for partition in topic.partitions:

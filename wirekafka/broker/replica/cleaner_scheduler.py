@@ -232,7 +232,7 @@ class LogCleaner:
             key = (p.topic, p.index)
             if key in self.checkpoints:
                 offsets[key] = self.checkpoints[key]
-                held = by_dir.get(p.files.directory.parent)
+                held = by_dir.get(p.files.log_dir)
                 if held is not None:
                     held[key] = offsets[key]
         self.checkpoints = offsets

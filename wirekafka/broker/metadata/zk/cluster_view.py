@@ -39,6 +39,9 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 APPLY_CHUNK = 500  # partitions apply looks at between two returns to the loop, at most
+# role changes handed to the broker (its fetchers, its ISR manager) at once: a failover's 3,300
+# followers moving to new leaders, handed over together, took 30-60 ms of CPU in one step
+ROLES_CHUNK = 250
 
 
 class ClusterView(TopicIndex):
@@ -233,6 +236,9 @@ class ClusterView(TopicIndex):
                     continue
                 if current is not None and self._apply_role(p, view.assignment.get(p.index, ()), current[0],
                                                             snapshot, change):
+                    if change.size() >= ROLES_CHUNK:  # handed over in parts: each costs the fetchers' work
+                        self.on_roles(change)
+                        change = RoleChange()
                     await turns.turn_now()  # a new role (a log line, the epoch cache) costs more than a look
             if opened:
                 # the followers of a topic just opened here start fetching now, not once every

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Callable
+import sys
+from typing import Callable, Iterator
 
 import uuid
 
@@ -135,14 +136,29 @@ def without_bounced(snapshot: ClusterSnapshot, acted_epochs: dict[int, int]) -> 
 def plan_state_changes(snapshot: ClusterSnapshot, controller_epoch: int,
                        unclean_allowed: Callable[[str], bool]) -> list[StateWrite]:
     """Every partition state the controller should write now."""
+    return [w for step in state_changes_in_steps(snapshot, controller_epoch, unclean_allowed, sys.maxsize)
+            for w in step]
+
+
+def state_changes_in_steps(snapshot: ClusterSnapshot, controller_epoch: int, unclean_allowed: Callable[[str], bool],
+                           step: int) -> Iterator[list[StateWrite]]:
+    """plan_state_changes a step at a time: the writes planned for each `step` partitions looked
+    at (then the rest), so that the controller gives its loop a turn between two steps of a plan
+    over 10,000 partitions (one unbroken plan took 150-200 ms of CPU, measured in the
+    cluster-scale bench). The snapshot is read, never changed."""
     live, eligible = set(snapshot.brokers), snapshot.eligible
     offline = snapshot.offline_at
     writes: list[StateWrite] = []
+    left = step
     for name, topic in snapshot.topics.items():
         if name in snapshot.deleting:
             continue
         unclean = unclean_allowed(name)  # a topic's config, looked up once, not per partition
         for index, replicas in sorted(topic.assignment.items()):
+            if not left:
+                yield writes
+                writes, left = [], step
+            left -= 1
             current = topic.states.get(index)
             down = offline.get((name, index))
             if current is None:
@@ -155,7 +171,7 @@ def plan_state_changes(snapshot: ClusterSnapshot, controller_epoch: int,
                               controller_epoch, unclean)
             if new is not None:
                 writes.append(StateWrite(name, index, new, version))
-    return writes
+    yield writes
 
 
 def _next_state(state: LeaderAndIsr, replicas: tuple[int, ...], live: set[int], eligible: set[int],
@@ -163,9 +179,9 @@ def _next_state(state: LeaderAndIsr, replicas: tuple[int, ...], live: set[int], 
     """A live leader only loses its dead followers; a new leader, and its ISR, come from the
     eligible brokers (live, not shutting down)."""
     if state.leader in live:
-        live_isr = tuple(r for r in state.isr if r in live)
-        if live_isr == state.isr:
+        if live.issuperset(state.isr):  # the usual case, checked without building a tuple
             return None
+        live_isr = tuple(r for r in state.isr if r in live)
         return replace(state, leader_epoch=state.leader_epoch + 1, isr=live_isr, controller_epoch=controller_epoch)
     eligible_isr = tuple(r for r in state.isr if r in eligible)
     in_order = tuple(r for r in replicas if r in eligible_isr)

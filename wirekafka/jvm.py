@@ -134,22 +134,24 @@ def scala_hashset_order(keys: Iterable[K]) -> list[K]:
     size: what a `HashSet`'s own `partition`, `filter`, `diff` and `map` build, down to one entry.
     A node's own entries come in the order of their 5-bit hash fragment, then its sub-nodes in the
     same order."""
-    distinct = list(dict.fromkeys(keys))
+    return _champ_order(list(dict.fromkeys(keys)), 0)
 
-    def walk(group: list[K], shift: int) -> list[K]:
-        if shift > 30:  # the same hash: one collision node, in the order its keys were added
-            return group
-        by_fragment: dict[int, list[K]] = {}
-        for k in group:
-            by_fragment.setdefault((_improve(java_hash(k)) >> shift) & 31, []).append(k)
-        fragments = sorted(by_fragment)
-        out = [by_fragment[f][0] for f in fragments if len(by_fragment[f]) == 1]
-        for f in fragments:
-            if len(by_fragment[f]) > 1:
-                out += walk(by_fragment[f], shift + 5)
-        return out
 
-    return walk(distinct, 0)
+def _champ_order(group: list[K], shift: int) -> list[K]:
+    """The order of one CHAMP node's keys at this hash shift (scala_hashset_order). A function of
+    the module, not a closure calling itself: such a closure is a reference cycle, left to the
+    cyclic collector at every call (in a broker, every Metadata request for more than four topics)."""
+    if shift > 30:  # the same hash: one collision node, in the order its keys were added
+        return group
+    by_fragment: dict[int, list[K]] = {}
+    for k in group:
+        by_fragment.setdefault((_improve(java_hash(k)) >> shift) & 31, []).append(k)
+    fragments = sorted(by_fragment)
+    out = [by_fragment[f][0] for f in fragments if len(by_fragment[f]) == 1]
+    for f in fragments:
+        if len(by_fragment[f]) > 1:
+            out += _champ_order(by_fragment[f], shift + 5)
+    return out
 
 
 def java_properties_order(keys: Iterable[str]) -> list[str]:

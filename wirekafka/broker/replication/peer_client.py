@@ -399,6 +399,7 @@ class PeerClient:
             raise PeerUnavailable(f"{self!r}: TLS handshake failed: {exc!r}") from exc
         except OSError as exc:
             self._drop()
+            _forget_frames(exc)
             raise PeerUnavailable(f"{self!r}: cannot connect: {exc!r}") from exc
         self._drop()
         raise PeerUnavailable(f"{self!r}: no connection within {timeout_s:.1f}s")
@@ -476,3 +477,22 @@ class PeerPool:
                                 self.config.int(self.request_timeout_key) / 1000, security=self.security)
             self._clients[node] = client
         return client
+
+
+def _forget_frames(exc: BaseException) -> None:
+    """Drop the tracebacks of a failed connect's errors (trio's open_tcp_stream raises one error
+    from a group of each attempt's): an attempt's error keeps its frame through its traceback, and
+    the frame keeps the list of errors, a reference cycle left to the cyclic collector at every
+    refused connect (a follower retrying a dead leader: a full collection that finds garbage is
+    not followed by a freeze, see server/gc_policy.py). The errors' messages stay."""
+    seen: set[int] = set()
+    pending = [exc]
+    while pending:
+        e = pending.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        e.__traceback__ = None
+        pending += [x for x in (e.__cause__, e.__context__) if x is not None]
+        if isinstance(e, BaseExceptionGroup):
+            pending += e.exceptions

@@ -54,21 +54,30 @@ class _Leader:
             for t in request.topics])
 
 
-def test_an_answer_of_many_partitions_is_handled_a_chunk_per_step(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fetcher_module, "ANSWER_CHUNK", 10)
+def _following(tmp_path: Path, leader: object, with_epoch: bool) -> LeaderFetcher:
+    """A fetcher from LEADER (answered by `leader`) following PARTITIONS new replicas of topic t;
+    with_epoch: each replica has leader epoch 0 from offset 0, so its truncation asks the leader."""
     config = build_config({"log.dirs": str(tmp_path / "logs"), "node.id": "1"})
     state = BrokerState(config)
     fetcher = LeaderFetcher(BrokerInfo(LEADER, "127.0.0.1", 1), config, state.quotas, PeerSecurity.of(config),
                             state.log_dir_failures)
-    leader = _Leader()
     fetcher.client = leader  # type: ignore[assignment]
     for i in range(PARTITIONS):
         d = tmp_path / f"t-{i}"
-        p = Partition("t", i, PartitionLog(d, LogConfig()), LeaderEpochCache(d / "leader-epoch-checkpoint"),
-                      node_id=1, lead=False)
-        p.make_follower(0, LEADER, (LEADER, 1), frozenset((LEADER, 1)))
+        epochs = LeaderEpochCache(d / "leader-epoch-checkpoint")
+        if with_epoch:
+            epochs.assign(0, 0)
+        p = Partition("t", i, PartitionLog(d, LogConfig()), epochs, node_id=1, lead=False)
+        p.make_follower(1 if with_epoch else 0, LEADER, (LEADER, 1), frozenset((LEADER, 1)))
         fetcher.add(p)
+    return fetcher
+
+
+def test_an_answer_of_many_partitions_is_handled_a_chunk_per_step(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fetcher_module, "ANSWER_CHUNK", 10)
+    leader = _Leader()
+    fetcher = _following(tmp_path, leader, with_epoch=False)
     steps = TaskSteps()
     handled: list[tuple[int, int]] = []
     set_high_watermark = Partition.set_follower_high_watermark
@@ -109,19 +118,8 @@ class _EpochLeader:
 
 def test_truncation_asks_about_a_chunk_of_partitions_a_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fetcher_module, "EPOCH_CHUNK", 10)
-    config = build_config({"log.dirs": str(tmp_path / "logs"), "node.id": "1"})
-    state = BrokerState(config)
-    fetcher = LeaderFetcher(BrokerInfo(LEADER, "127.0.0.1", 1), config, state.quotas, PeerSecurity.of(config),
-                            state.log_dir_failures)
     leader = _EpochLeader()
-    fetcher.client = leader  # type: ignore[assignment]
-    for i in range(PARTITIONS):
-        d = tmp_path / f"t-{i}"
-        epochs = LeaderEpochCache(d / "leader-epoch-checkpoint")
-        epochs.assign(0, 0)  # a replica that has an epoch: its truncation asks the leader
-        p = Partition("t", i, PartitionLog(d, LogConfig()), epochs, node_id=1, lead=False)
-        p.make_follower(1, LEADER, (LEADER, 1), frozenset((LEADER, 1)))
-        fetcher.add(p)
+    fetcher = _following(tmp_path, leader, with_epoch=True)
     trio.run(fetcher._truncate_new)
     assert leader.asked == [list(range(0, 10)), list(range(10, 20)), list(range(20, 25))]
     assert not any(f.needs_truncation for f in fetcher.partitions.values())

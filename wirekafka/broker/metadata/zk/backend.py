@@ -223,21 +223,23 @@ class ZkBackend:
         return ErrorCode.NONE
 
     async def _reconcile(self, full: bool = True) -> None:
-        """Read the cluster, apply it here (all of it when full: at the safety re-read, or when
-        what changed is unknown; else the topics that changed), then act on it as the
-        controller (or try to become it)."""
+        """Read the cluster; with no controller, try to become it at once (as Kafka's brokers do
+        on the /controller watch: the election must not wait for this broker to apply a read
+        that names a dead broker, a pass over every partition); apply the read here (all of it
+        when full: at the safety re-read, or when what changed is unknown; else the topics that
+        changed), then act on it as the controller."""
         snapshot = self.controller.as_controller(await self.zk.call(io.read_snapshot, self.zk.cache,
                                                                     self.zk.cache.watch, self.view.config_entities,
                                                                     self._topic_memo))
+        if snapshot.controller == -1:
+            await self.controller.try_claim()
         if snapshot == self.view.snapshot:
             snapshot = self.view.snapshot  # the same object: what was derived from it stays valid
         await self.view.apply(snapshot, full)
         if snapshot is not self.view.snapshot:
             self.view.snapshot = snapshot  # Metadata answers only what this broker has applied
             self._answers.applied()
-        if snapshot.controller == -1:
-            await self.controller.try_claim()
-        elif snapshot.controller == self.node_id:
+        if snapshot.controller == self.node_id:
             await self.controller.act(snapshot)
         self.view.reconciled()
 

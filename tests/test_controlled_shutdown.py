@@ -19,6 +19,7 @@ from wirekafka.broker.metadata.cluster_metadata import BrokerInfo
 from wirekafka.broker.metadata.zk.controller import (PREFERRED, UNCLEAN, ClusterSnapshot, LeaderAndIsr, StateWrite,
                                                      TopicView, elect, imbalanced_leaders, led_partitions,
                                                      plan_controlled_shutdown, plan_state_changes)
+from wirekafka.broker.metadata.zk.controller import controlled_shutdown_in_steps
 from wirekafka.broker.replication.peer_client import PeerUnavailable
 from wirekafka.broker.replication.shutdown_client import ShutdownAnswer, ask_controller
 from wirekafka.broker.metadata.zk.active_controller import ActiveController
@@ -86,6 +87,22 @@ def test_v0_header_has_no_client_id_where_controlled_shutdown_is_served(monkeypa
 def test_led_partitions_move_to_the_first_eligible_isr_member() -> None:
     s = snapshot({("t", 0): LeaderAndIsr(1, 4, (1, 2, 3), 6)}, {("t", 0): (1, 2, 3)}, {1})
     assert plan_controlled_shutdown(s, EPOCH, 1) == [StateWrite("t", 0, LeaderAndIsr(2, 5, (2, 3), EPOCH), 3)]
+
+
+def test_a_plan_in_steps_is_the_whole_plan_cut_every_so_many_partitions() -> None:
+    """A broker in 10,000 partitions is planned a step at a time, the controller's loop turning
+    between two: the same writes in the same order, a step after every `step` partitions looked
+    at, whether the broker is in them or not."""
+    states = {("t", p): [LeaderAndIsr(1, 4, (1, 2, 3), 6), LeaderAndIsr(2, 4, (2, 1), 6),
+                         LeaderAndIsr(3, 4, (3, 2), 6)][p % 3] for p in range(10)}
+    s = snapshot(states, {("t", p): (1, 2, 3) for p in range(10)}, {1})
+    whole = plan_controlled_shutdown(s, EPOCH, 1)
+    steps = list(controlled_shutdown_in_steps(s, EPOCH, 1, 3))
+    assert [w for step in steps for w in step] == whole
+    # broker 1 leads 0, 3, 6, 9 (they move to 2) and follows in 1, 4, 7 (it leaves their ISR)
+    assert [[w.partition for w in step] for step in steps] == [[0, 1], [3, 4], [6, 7], [9]]
+    assert {w.partition: (w.state.leader, w.state.isr) for w in whole} == {
+        **{p: (2, (2, 3)) for p in (0, 3, 6, 9)}, **{p: (2, (2,)) for p in (1, 4, 7)}}
 
 
 def test_every_shutting_down_broker_leaves_the_isr_and_none_is_elected() -> None:

@@ -19,6 +19,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from wirekafka.broker import dispatch
 from wirekafka.broker.context import RequestContext
 from wirekafka.broker.handlers import metadata
+from wirekafka.broker.loop_turns import LoopTurns
 from wirekafka.broker.metadata.answer_cache import AnswerCache
 from wirekafka.broker.state import BrokerState
 from wirekafka.config.loader import build_config
@@ -178,6 +179,38 @@ def test_the_parts_a_change_made_stale_are_built_before_anyone_asks(state: tuple
     assert [(t.name, len(t.partitions)) for t in after.topics] == [("a", 3), ("b", 4)]
     _, by_name = _ask(node, ["b"], version=9)
     assert _parts(node, cache, 9)["b"] is warmed[9]["b"] and len(by_name.topics[0].partitions) == 4
+
+
+def test_a_request_builds_the_stale_parts_it_needs_with_turns_of_the_loop(
+        state: tuple[BrokerState, AnswerCache], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request whose topics' parts are not kept builds them first, a turn of the loop every
+    WARM_CHUNK parts built (10,000 partitions built in one step held a busy broker's loop over
+    100 ms), then answers in one step; parts already kept cost no turn."""
+    node, cache = state
+    for name in ("c", "d"):
+        trio.run(node.metadata.create_topic, name, 1)
+    turns: list[int] = []
+    turn = LoopTurns.turn
+
+    async def counted(self: LoopTurns) -> None:
+        turns.append(self.every)
+        await turn(self)
+
+    monkeypatch.setattr(LoopTurns, "turn", counted)
+    monkeypatch.setattr(metadata, "WARM_CHUNK", 1)
+    _, by_name = _ask(node, ["d", "c", "b"])
+    assert turns == [1, 1]  # three parts built, a turn between two
+    assert [(t.name, len(t.partitions)) for t in by_name.topics] == [("d", 1), ("c", 1), ("b", 2)]
+    turns.clear()
+    _, every = _ask(node, None)  # only a's part is built: no turn before the first
+    assert turns == []
+    assert sorted((t.name, len(t.partitions)) for t in every.topics) == [("a", 3), ("b", 2), ("c", 1), ("d", 1)]
+    b = node.metadata.topic("b")
+    assert b is not None
+    trio.run(node.metadata.add_partitions, b, 4)
+    cache.changed(["a", "b", "c", "d"])
+    _, after = _ask(node, ["d", "c", "b"])  # b's part is built again, the others are kept
+    assert turns == [] and [len(t.partitions) for t in after.topics] == [1, 1, 4]
 
 
 def test_no_task_runs_where_the_metadata_keeps_no_answers(tmp_path: Path) -> None:

@@ -84,9 +84,12 @@ _REFUSED_CREATION, _REFUSED = "refused creation", "refused"
 # 0.4 MB per 1,000 partitions (measured: 3.6 MB and 0.42 MB for 10,000); past this, answers are
 # spliced from the topics' parts each time, so that no client's lists grow the cache beyond about 8 MB
 MAX_CACHED_PARTITIONS = 20_000
-# topics keep_parts_built looks at between two turns of the loop: a part of 100 partitions
+# topic parts built between two turns of the loop (_build_stale): a part of 100 partitions
 # takes about 0.5 ms to build, so at most a few ms a step for the two shapes of a usual cluster
 WARM_CHUNK = 5
+# topics whose parts are looked at (and found kept) between two turns: a look computes the
+# topic's key, some microseconds for 100 partitions
+LOOK_CHUNK = 500
 
 _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = _Topic.MetadataResponsePartition
@@ -254,21 +257,51 @@ def _creation_check(ctx: RequestContext) -> Callable[[str], bool]:
 
 
 async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse | EncodedResponse:
+    with_ops = bool(getattr(request, "include_topic_authorized_operations", False)) and ctx.version >= 8
+    cache = _answer_cache(ctx, request, with_ops)
+    key = _answer_key(ctx, request)
+    if cache is not None and key is not None:
+        if (cached := cache.answers.get(key)) is not None:
+            return cached.again()
+        # the parts of the topics asked for that a change made stale are built first, with turns
+        # of the loop; the answer is then made in one step, from the metadata as it is then
+        metadata = ctx.state.metadata
+        asked = (metadata.all_topics() if key[0] == _ALL_TOPICS
+                 else [t for name in key[3] if (t := metadata.topic(name)) is not None])
+        await _build_stale([_request_parts(ctx, cache, {b.node_id for b in metadata.brokers(ctx.listener)})],
+                           cache.topic_key, asked)
+    return await _answer(ctx, request, with_ops)
+
+
+_ALL_TOPICS = "all topics"
+
+
+def _answer_key(ctx: RequestContext, request: MetadataRequest) -> tuple | None:
+    """The key of the request's whole answer in the answer cache (every topic, or a list of
+    names); None for an answer that is never kept (topics by id, an invalid request)."""
+    requested = request.topics
+    if requested is None or (ctx.version == 0 and not requested):
+        return (_ALL_TOPICS, ctx.version, ctx.listener)
+    if any(t.name is None or (getattr(t, "topic_id", None) or ZERO_UUID) != ZERO_UUID for t in requested):
+        return None
+    return ("topics", ctx.version, ctx.listener, tuple(t.name for t in requested))
+
+
+async def _answer(ctx: RequestContext, request: MetadataRequest, with_ops: bool) -> MetadataResponse | EncodedResponse:
     v = ctx.version
     state = ctx.state
-    with_ops = bool(getattr(request, "include_topic_authorized_operations", False)) and v >= 8
     requested = request.topics
     brokers = state.metadata.brokers(ctx.listener)
     reachable = {b.node_id for b in brokers}
     topics: list[_Topic] = []
+    key = _answer_key(ctx, request)
     if requested is None or (v == 0 and not requested):
         cache = _answer_cache(ctx, request, with_ops)
-        key = ("all topics", v, ctx.listener)
-        cached = cache.answers.get(key) if cache is not None else None
+        cached = cache.answers.get(key) if cache is not None and key is not None else None
         if cached is not None:
             return cached.again()
         every = [t for t in state.metadata.all_topics() if _describable(ctx, t.name)]
-        if cache is not None:
+        if cache is not None and key is not None:
             kept_part = _request_parts(ctx, cache, reachable)
             cache.answers[key] = _spliced(ctx, request, brokers, [kept_part(t) for t in every])
             return cache.answers[key].again()
@@ -281,8 +314,7 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
         if any(i != ZERO_UUID for i in ids):
             return _response(ctx, request, brokers, _by_id_in_kafka_order(ctx, ids, with_ops, reachable))
         cache = _answer_cache(ctx, request, with_ops)
-        key = ("topics", v, ctx.listener, tuple(t.name for t in requested))
-        cached = cache.answers.get(key) if cache is not None else None
+        cached = cache.answers.get(key) if cache is not None and key is not None else None
         if cached is not None:
             return cached.again()
         auto = state.config.bool("auto.create.topics.enable") and (v < 4 or request.allow_auto_topic_creation)
@@ -318,7 +350,7 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
                 for t in topics])
             # kept only when every topic asked for exists: an answer about a missing one may have
             # created it, and follows creations the cache does not see
-            if len(topics) == len(by_name) and all(k == _FOUND for k, _ in by_name.values()):
+            if key is not None and len(topics) == len(by_name) and all(k == _FOUND for k, _ in by_name.values()):
                 held = cache.named_partitions + sum(len(t.partitions) for t in topics)
                 if held <= MAX_CACHED_PARTITIONS:
                     cache.named_partitions = held
@@ -346,34 +378,62 @@ def _same_parts_from() -> dict[int, int]:
 _PARTS_OF_VERSION = _same_parts_from()
 
 
-def _request_parts(ctx: RequestContext, cache: AnswerCache,
-                   reachable: set[int]) -> Callable[[Topic], tuple[_Topic, bytes]]:
-    """The topics' parts of this request's answer (_kept_parts), for its listener and version:
+def _request_parts(ctx: RequestContext, cache: AnswerCache, reachable: set[int]) -> _KeptParts:
+    """The topics' parts of this request's answer (_KeptParts), for its listener and version:
     those kept for the lowest version whose parts are the same bytes."""
     version = _PARTS_OF_VERSION[ctx.version]
-    return _kept_parts(ctx.state.metadata, cache.topic_key, cache.parts(ctx.listener, version), version, reachable)
+    return _KeptParts(ctx.state.metadata, cache.topic_key, cache.parts(ctx.listener, version), version, reachable)
 
 
-def _kept_parts(metadata: ClusterMetadata, topic_key: Callable[[Topic], object],
-                parts: dict[str, tuple[object, tuple[_Topic, bytes]]], version: int,
-                reachable: set[int]) -> Callable[..., tuple[_Topic, bytes]]:
-    """A topic's part of answers at one version and listener (its schema object and its encoded
-    bytes): the one kept in `parts` while the topic's partition views and the brokers reachable
-    on the listener are those it was built with, else a new one, kept. The caller may pass the
-    topic's key (topic_key(topic)) when it has it."""
-    reach = tuple(sorted(reachable))
+class _KeptParts:
+    """Topics' parts of answers at one version and listener (a topic's schema object and its
+    encoded bytes): the one kept in `parts` while the topic's partition views and the brokers
+    reachable on the listener are those it was built with, else a new one, kept."""
 
-    def part_of(topic: Topic, topic_key_now: object = None) -> tuple[_Topic, bytes]:
-        key = (topic_key(topic) if topic_key_now is None else topic_key_now, reach)
-        held = parts.get(topic.name)
+    def __init__(self, metadata: ClusterMetadata, topic_key: Callable[[Topic], object],
+                 parts: dict[str, tuple[object, tuple[_Topic, bytes]]], version: int, reachable: set[int]) -> None:
+        self._metadata = metadata
+        self._topic_key = topic_key
+        self._parts = parts
+        self._version = version
+        self._reachable = reachable
+        self._reach = tuple(sorted(reachable))
+
+    def kept(self, topic: Topic, topic_key_now: object) -> bool:
+        """Whether the topic's part is kept and current (topic_key_now: topic_key(topic))."""
+        held = self._parts.get(topic.name)
+        return held is not None and held[0] == (topic_key_now, self._reach)
+
+    def __call__(self, topic: Topic, topic_key_now: object = None) -> tuple[_Topic, bytes]:
+        """The topic's part, built if it is not kept. The caller may pass the topic's key
+        (topic_key(topic)) when it has it."""
+        key = (self._topic_key(topic) if topic_key_now is None else topic_key_now, self._reach)
+        held = self._parts.get(topic.name)
         if held is not None and held[0] == key:
             return held[1]
-        described = _described(metadata, version, topic, reachable)
-        part = (described, encode_element(MetadataResponse, "topics", described, version))
-        parts[topic.name] = (key, part)
+        described = _described(self._metadata, self._version, topic, self._reachable)
+        part = (described, encode_element(MetadataResponse, "topics", described, self._version))
+        self._parts[topic.name] = (key, part)
         return part
 
-    return part_of
+
+async def _build_stale(shapes: list[_KeptParts], topic_key: Callable[[Topic], object],
+                       topics: Iterable[Topic]) -> None:
+    """Build the parts of these topics that are not kept, in every shape, with a turn of the
+    loop every WARM_CHUNK topics built and every LOOK_CHUNK looked at: a request for 10,000
+    partitions whose parts a change made stale built them in one step (over 100 ms of CPU on
+    a busy broker of the cluster-scale bench)."""
+    looked, built = LoopTurns(LOOK_CHUNK), LoopTurns(WARM_CHUNK)
+    for topic in topics:
+        if looked.due():
+            await looked.turn()
+        key = topic_key(topic)  # once for every shape
+        if all(shape.kept(topic, key) for shape in shapes):
+            continue
+        if built.due():
+            await built.turn()
+        for shape in shapes:
+            shape(topic, key)
 
 
 async def keep_parts_built(metadata: ClusterMetadata, *,
@@ -384,7 +444,7 @@ async def keep_parts_built(metadata: ClusterMetadata, *,
     process and 62-790 ms on a busy broker (the p99 of the cluster-scale bench's 50 requests),
     and every producer's request by name after a failover rebuilt the parts of the topics it
     asked for. A request then splices kept parts (about 2 ms at 10,000 partitions). Built in
-    steps of WARM_CHUNK topics, so the loop serves meanwhile; the parts of shapes no client asked
+    steps (_build_stale), so the loop serves meanwhile; the parts of shapes no client asked
     for are never built. Where the metadata keeps no answers (one node), there is nothing to do."""
     task_status.started()
     cache = metadata.answer_cache()
@@ -395,18 +455,11 @@ async def keep_parts_built(metadata: ClusterMetadata, *,
         cache = metadata.answer_cache()  # empties the whole answers the change made stale
         if cache is None:
             return
-        shapes = [_kept_parts(metadata, cache.topic_key, parts, version,
-                              {b.node_id for b in metadata.brokers(listener)})
+        shapes = [_KeptParts(metadata, cache.topic_key, parts, version,
+                             {b.node_id for b in metadata.brokers(listener)})
                   for listener, version, parts in cache.held()]
-        if not shapes:
-            continue
-        turns = LoopTurns(WARM_CHUNK)
-        for topic in metadata.all_topics():
-            if turns.due():
-                await turns.turn()
-            key = cache.topic_key(topic)  # once for every shape
-            for part_of in shapes:
-                part_of(topic, key)
+        if shapes:
+            await _build_stale(shapes, cache.topic_key, metadata.all_topics())
 
 
 def _spliced(ctx: RequestContext, request: MetadataRequest, brokers: list,

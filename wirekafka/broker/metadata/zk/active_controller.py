@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Callable
+from typing import Callable, Iterator
 
 import trio
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
@@ -30,10 +30,10 @@ from wirekafka.broker.metadata.zk import layout as zl
 from wirekafka.broker.metadata.zk import znode_io as io
 from wirekafka.broker.metadata.zk.cluster_view import ClusterView
 from wirekafka.broker.metadata.zk.controller import (PREFERRED, AlterTopic, ClusterSnapshot, Election, IsrAnswer,
-                                                     LeaderAndIsr, StateWrite, completed_reassignments, elect,
-                                                     imbalanced_leaders, judge_isr_proposal, led_partitions,
-                                                     moves_leader, plan_controlled_shutdown, state_changes_in_steps,
-                                                     without_bounced)
+                                                     LeaderAndIsr, StateWrite, completed_reassignments,
+                                                     controlled_shutdown_in_steps, elect, imbalanced_leaders,
+                                                     judge_isr_proposal, led_partitions, moves_leader,
+                                                     state_changes_in_steps, without_bounced)
 from wirekafka.broker.metadata.zk.offline_replicas import OfflineReplicas
 from wirekafka.broker.metadata.zk.reassignments import Reassignments
 from wirekafka.broker.metadata.zk.session import ChangeFeed, ZkSession
@@ -54,6 +54,17 @@ PLAN_CHUNK = 1000
 # (the 10,000 writes of a create logged in one step held the loop for 0.2 s of CPU, 1 s of wall)
 OUTCOME_CHUNK = 250
 _FIRST_REBALANCE_CHECK_S = 5.0  # Kafka 3.9's first leader-imbalance check, after becoming the controller
+
+
+async def _planned(steps: Iterator[list[StateWrite]]) -> list[StateWrite]:
+    """The writes of a plan made in steps, with a turn of the loop between two steps."""
+    writes: list[StateWrite] = []
+    turns = LoopTurns(1)
+    for step in steps:
+        if turns.due():
+            await turns.turn()
+        writes += step
+    return writes
 
 
 class ActiveController:
@@ -157,13 +168,8 @@ class ActiveController:
         if bounced:
             log.info("controller: brokers %s re-registered under a new epoch: handled as failed, then started",
                      sorted(bounced))
-        writes: list[StateWrite] = []
-        turns = LoopTurns(1)  # a turn between two steps of the plan
-        for step in state_changes_in_steps(planning, snapshot.controller_epoch, self._unclean_allowed(snapshot),
-                                           PLAN_CHUNK):
-            if turns.due():
-                await turns.turn()
-            writes += step
+        writes = await _planned(state_changes_in_steps(planning, snapshot.controller_epoch,
+                                                       self._unclean_allowed(snapshot), PLAN_CHUNK))
         failed = await self._write_states(writes, planning)
         self._acted_epochs = {b: (self._acted_epochs[b] if b in bounced and failed else epoch)
                               for b, epoch in snapshot.broker_epochs.items()}
@@ -318,8 +324,9 @@ class ActiveController:
             self._brokers_shutting_down[broker_id] = registered
             for _ in range(_SHUTDOWN_WRITE_ROUNDS):
                 view = self.as_controller(snapshot)
-                failed = await self._write_states(plan_controlled_shutdown(view, view.controller_epoch, broker_id),
-                                                  view)
+                writes = await _planned(controlled_shutdown_in_steps(view, view.controller_epoch, broker_id,
+                                                                     PLAN_CHUNK))
+                failed = await self._write_states(writes, view)
                 snapshot = await self.zk.call(io.read_snapshot, self.zk.client, None, (), None, involved)
                 if not failed:
                     break

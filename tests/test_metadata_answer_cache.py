@@ -184,8 +184,8 @@ def test_the_parts_a_change_made_stale_are_built_before_anyone_asks(state: tuple
 def test_a_request_builds_the_stale_parts_it_needs_with_turns_of_the_loop(
         state: tuple[BrokerState, AnswerCache], monkeypatch: pytest.MonkeyPatch) -> None:
     """A request whose topics' parts are not kept builds them first, a turn of the loop every
-    WARM_CHUNK parts built (10,000 partitions built in one step held a busy broker's loop over
-    100 ms), then answers in one step; parts already kept cost no turn."""
+    WARM_PARTITIONS partitions built (10,000 partitions built in one step held a busy broker's
+    loop over 100 ms), then answers in one step; parts already kept cost no turn."""
     node, cache = state
     for name in ("c", "d"):
         trio.run(node.metadata.create_topic, name, 1)
@@ -197,12 +197,12 @@ def test_a_request_builds_the_stale_parts_it_needs_with_turns_of_the_loop(
         await turn(self)
 
     monkeypatch.setattr(LoopTurns, "turn", counted)
-    monkeypatch.setattr(metadata, "WARM_CHUNK", 1)
-    _, by_name = _ask(node, ["d", "c", "b"])
-    assert turns == [1, 1]  # three parts built, a turn between two
-    assert [(t.name, len(t.partitions)) for t in by_name.topics] == [("d", 1), ("c", 1), ("b", 2)]
+    monkeypatch.setattr(metadata, "WARM_PARTITIONS", 2)
+    _, by_name = _ask(node, ["d", "c", "b", "a"])
+    assert len(turns) == 2  # d and c (1 partition each), a turn, b (2), a turn, a
+    assert [(t.name, len(t.partitions)) for t in by_name.topics] == [("d", 1), ("c", 1), ("b", 2), ("a", 3)]
     turns.clear()
-    _, every = _ask(node, None)  # only a's part is built: no turn before the first
+    _, every = _ask(node, None)  # every part is kept: no turn
     assert turns == []
     assert sorted((t.name, len(t.partitions)) for t in every.topics) == [("a", 3), ("b", 2), ("c", 1), ("d", 1)]
     b = node.metadata.topic("b")

@@ -273,7 +273,7 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
                  else [t for name in key[3] if (t := metadata.topic(name)) is not None])
         await _build_stale([_request_parts(ctx, cache, {b.node_id for b in metadata.brokers(ctx.listener)})],
                            cache.topic_key, asked)
-    return await _answer(ctx, request, with_ops)
+    return await _answer(ctx, request, with_ops, key)
 
 
 _ALL_TOPICS = "all topics"
@@ -290,14 +290,15 @@ def _answer_key(ctx: RequestContext, request: MetadataRequest) -> tuple | None:
     return ("topics", ctx.version, ctx.listener, tuple(t.name for t in requested))
 
 
-async def _answer(ctx: RequestContext, request: MetadataRequest, with_ops: bool) -> MetadataResponse | EncodedResponse:
+async def _answer(ctx: RequestContext, request: MetadataRequest, with_ops: bool,
+                  key: tuple | None) -> MetadataResponse | EncodedResponse:
+    """The answer (key: _answer_key's, where a whole answer is kept)."""
     v = ctx.version
     state = ctx.state
     requested = request.topics
     brokers = state.metadata.brokers(ctx.listener)
     reachable = {b.node_id for b in brokers}
     topics: list[_Topic] = []
-    key = _answer_key(ctx, request)
     if requested is None or (v == 0 and not requested):
         cache = _answer_cache(ctx, request, with_ops)
         cached = cache.answers.get(key) if cache is not None and key is not None else None

@@ -301,7 +301,7 @@ class ActiveController:
         registered (Kafka's lookup fails) and STALE_BROKER_EPOCH for an epoch below the
         registration's; BROKER_NOT_AVAILABLE for an unregistered broker otherwise. Then the broker
         is shutting down until its registration goes: it is not elected anywhere nor let into an
-        ISR, its leaderships move (plan_controlled_shutdown) and it leaves the ISRs it follows,
+        ISR, its leaderships move (controlled_shutdown_in_steps) and it leaves the ISRs it follows,
         in the controller's fenced writes, retried on a lost race. The answer lists what it still
         leads, in the order of Kafka's hash map of partition leaderships."""
         if self.view.snapshot.controller != self.node_id or not self.zk.connected:

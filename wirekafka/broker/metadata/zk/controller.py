@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-import sys
 from typing import Callable, Iterator
 
 import uuid
@@ -136,42 +135,53 @@ def without_bounced(snapshot: ClusterSnapshot, acted_epochs: dict[int, int]) -> 
 def plan_state_changes(snapshot: ClusterSnapshot, controller_epoch: int,
                        unclean_allowed: Callable[[str], bool]) -> list[StateWrite]:
     """Every partition state the controller should write now."""
-    return [w for step in state_changes_in_steps(snapshot, controller_epoch, unclean_allowed, sys.maxsize)
-            for w in step]
+    return [w for w in _state_changes(snapshot, controller_epoch, unclean_allowed) if w is not None]
 
 
 def state_changes_in_steps(snapshot: ClusterSnapshot, controller_epoch: int, unclean_allowed: Callable[[str], bool],
                            step: int) -> Iterator[list[StateWrite]]:
-    """plan_state_changes a step at a time: the writes planned for each `step` partitions looked
-    at (then the rest), so that the controller gives its loop a turn between two steps of a plan
-    over 10,000 partitions (one unbroken plan took 150-200 ms of CPU, measured in the
-    cluster-scale bench). The snapshot is read, never changed."""
-    live, eligible = set(snapshot.brokers), snapshot.eligible
-    offline = snapshot.offline_at
+    """plan_state_changes a step at a time (_in_steps), so that the controller gives its loop a
+    turn between two steps of a plan over 10,000 partitions (one unbroken plan took 150-200 ms of
+    CPU, measured in the cluster-scale bench). The snapshot is read, never changed."""
+    return _in_steps(_state_changes(snapshot, controller_epoch, unclean_allowed), step)
+
+
+def _in_steps(looked: Iterator[StateWrite | None], step: int) -> Iterator[list[StateWrite]]:
+    """A plan's writes (None for a partition looked at and left alone) in lists, one for every
+    `step` partitions looked at, then the rest (which may be empty)."""
     writes: list[StateWrite] = []
     left = step
+    for write in looked:
+        if not left:
+            yield writes
+            writes, left = [], step
+        left -= 1
+        if write is not None:
+            writes.append(write)
+    yield writes
+
+
+def _state_changes(snapshot: ClusterSnapshot, controller_epoch: int,
+                   unclean_allowed: Callable[[str], bool]) -> Iterator[StateWrite | None]:
+    """plan_state_changes' write for each partition looked at, None where there is none."""
+    live, eligible = set(snapshot.brokers), snapshot.eligible
+    offline = snapshot.offline_at
     for name, topic in snapshot.topics.items():
         if name in snapshot.deleting:
             continue
         unclean = unclean_allowed(name)  # a topic's config, looked up once, not per partition
         for index, replicas in sorted(topic.assignment.items()):
-            if not left:
-                yield writes
-                writes, left = [], step
-            left -= 1
             current = topic.states.get(index)
             down = offline.get((name, index))
             if current is None:
                 online = tuple(r for r in replicas if r in eligible and not (down and r in down))
-                if online:
-                    writes.append(StateWrite(name, index, LeaderAndIsr(online[0], 0, online, controller_epoch), None))
+                yield StateWrite(name, index, LeaderAndIsr(online[0], 0, online, controller_epoch), None) \
+                    if online else None
                 continue
             state, version = current
             new = _next_state(state, replicas, live - down if down else live, eligible - down if down else eligible,
                               controller_epoch, unclean)
-            if new is not None:
-                writes.append(StateWrite(name, index, new, version))
-    yield writes
+            yield None if new is None else StateWrite(name, index, new, version)
 
 
 def _next_state(state: LeaderAndIsr, replicas: tuple[int, ...], live: set[int], eligible: set[int],
@@ -240,53 +250,52 @@ def elect(snapshot: ClusterSnapshot, controller_epoch: int, topic: str, index: i
 
 
 def plan_controlled_shutdown(snapshot: ClusterSnapshot, controller_epoch: int, broker: int) -> list[StateWrite]:
-    """Every write of a controlled shutdown of `broker` (controlled_shutdown_in_steps)."""
-    return [w for step in controlled_shutdown_in_steps(snapshot, controller_epoch, broker, sys.maxsize) for w in step]
+    """Every write of a controlled shutdown of `broker` (_shutdown_changes)."""
+    return [w for w in _shutdown_changes(snapshot, controller_epoch, broker) if w is not None]
 
 
 def controlled_shutdown_in_steps(snapshot: ClusterSnapshot, controller_epoch: int, broker: int,
                                  step: int) -> Iterator[list[StateWrite]]:
+    """plan_controlled_shutdown a step at a time (_in_steps), so that the controller can give the
+    event loop a turn between them: a broker in 10,000 partitions took over 100 ms of CPU in one go."""
+    return _in_steps(_shutdown_changes(snapshot, controller_epoch, broker), step)
+
+
+def _shutdown_changes(snapshot: ClusterSnapshot, controller_epoch: int, broker: int) -> Iterator[StateWrite | None]:
     """Kafka 3.9's controller on a ControlledShutdown of `broker` (already in
     snapshot.shutting_down), for each partition with more than one replica on it that has a state
     and whose topic is not being deleted: one it leads moves to the first replica in assignment
     order that is in the ISR and eligible, with every shutting-down broker out of the ISR
     (ControlledShutdownPartitionLeaderElectionStrategy), and stays where it is when there is none;
     one it follows loses it from the ISR unless it is the ISR's only member (the replica going
-    offline). Each write bumps the leader epoch and keeps the recovery state.
-
-    The writes come in lists, one for every `step` partitions looked at (the last may be empty),
-    so that the controller can give the event loop a turn between them: a broker in 10,000
-    partitions took over 100 ms of CPU in one go."""
+    offline). Each write bumps the leader epoch and keeps the recovery state. None for each
+    partition looked at and left alone."""
     eligible = snapshot.eligible
     offline = snapshot.offline_at
-    writes: list[StateWrite] = []
-    left = step
     for name, view in snapshot.topics.items():
         if name in snapshot.deleting:
             continue
         for index, replicas in sorted(view.assignment.items()):
-            if not left:
-                yield writes
-                writes, left = [], step
-            left -= 1
             current = view.states.get(index)
             if broker not in replicas or len(replicas) < 2 or current is None:
+                yield None
                 continue
             state, version = current
             if state.leader == broker:
                 down = offline.get((name, index), frozenset())
                 leader = next((r for r in replicas if r in state.isr and r in eligible and r not in down), None)
                 if leader is None:
+                    yield None
                     continue
                 isr = tuple(r for r in state.isr if r not in snapshot.shutting_down)
             elif broker in state.isr:
                 leader, isr = state.leader, state.isr if len(state.isr) == 1 else tuple(
                     r for r in state.isr if r != broker)
             else:
+                yield None
                 continue
-            writes.append(StateWrite(name, index, replace(state, leader=leader, leader_epoch=state.leader_epoch + 1,
-                                                          isr=isr, controller_epoch=controller_epoch), version))
-    yield writes
+            yield StateWrite(name, index, replace(state, leader=leader, leader_epoch=state.leader_epoch + 1,
+                                                  isr=isr, controller_epoch=controller_epoch), version)
 
 
 def led_partitions(snapshot: ClusterSnapshot, broker: int) -> list[tuple[str, int]]:

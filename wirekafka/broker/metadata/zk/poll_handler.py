@@ -1,4 +1,5 @@
-"""kazoo's threading handler with a select() made of one poll(2) call.
+"""kazoo's threading handler with a select() made of one poll(2) call, whose async results are
+LightResult (light_result.py: three objects for the cyclic collector where kazoo's made twelve).
 
 kazoo's connection thread selects before every read and write of its socket: once per loop pass
 (the socket and its wake-up pipe) and again before each of a response's two recv calls. Its
@@ -22,12 +23,17 @@ from typing import Any, Sequence
 from kazoo.handlers.threading import SequentialThreadingHandler
 from kazoo.handlers.utils import fileobj_to_fd
 
+from wirekafka.broker.metadata.zk.light_result import LightResult
+
 _READABLE = select.POLLIN | select.POLLPRI | select.POLLERR | select.POLLHUP
 _WRITABLE = select.POLLOUT | select.POLLERR | select.POLLHUP
 
 
 class PollHandler(SequentialThreadingHandler):
-    """SequentialThreadingHandler whose select is one poll(2)."""
+    """SequentialThreadingHandler whose select is one poll(2) and whose results are light."""
+
+    def async_result(self) -> LightResult:  # type: ignore[override]  # kazoo types its own class; the interface is the same
+        return LightResult(self)
 
     def select(self, rlist: Sequence[Any], wlist: Sequence[Any], xlist: Sequence[Any],
                timeout: float | None = None) -> tuple[list[Any], list[Any], list[Any]]:

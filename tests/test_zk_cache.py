@@ -166,3 +166,18 @@ def test_a_missing_node_is_known_absent_while_its_exists_watch_holds(setup) -> N
     client.data["/s"] = b"x"
     assert cache.exists_async("/s").get() is not None
     assert not cache.known_absent("/s")
+
+
+def test_a_hit_hands_out_the_kept_answer_itself(setup) -> None:
+    """The kept answer object is handed out on every hit (no wrapper made per read): the
+    snapshot reader's memo compares answers by identity, and a reconcile at 10,000 partitions
+    would otherwise make 10,000 short-lived objects the collector moves to its oldest generation."""
+    client, cache, _ = setup
+    client.data["/a"] = b"1"
+    first = cache.get_async("/a")
+    value = first.get()
+    kept = cache.get_async("/a")
+    assert cache.get_async("/a") is kept
+    assert kept.get() is value
+    cache.watch(event(EventType.CHANGED, "/a"))
+    assert cache.get_async("/a") is not kept

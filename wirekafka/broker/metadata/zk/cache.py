@@ -33,7 +33,10 @@ _STALE_BY_EVENT = {EventType.CREATED: (_DATA, _EXISTS), EventType.CHANGED: (_DAT
 
 
 class _Ready:
-    """A cached answer, with the async result's `get`."""
+    """A cached answer, with the async result's `get`. The cache keeps these and hands out the
+    same one on every hit: a reconcile at 10,000 partitions made 10,000 of them per snapshot,
+    and the snapshot's reads held them long enough for the collector to move them to its oldest
+    generation (a census there found 10,000-20,000)."""
 
     def __init__(self, value: Any) -> None:
         self._value = value
@@ -68,7 +71,7 @@ class ZnodeCache:
         self.client = client
         self._notify = notify
         self._lock = threading.Lock()
-        self._entries: dict[tuple[str, str], Any] = {}
+        self._entries: dict[tuple[str, str], _Ready] = {}
         self._generations: dict[str, int] = {}  # per path: watch events seen
         # reads sent and not yet answered: a second reader of the same path (the reconcile
         # loop and the controller's, at once) shares the answer instead of asking again
@@ -95,7 +98,8 @@ class ZnodeCache:
         it would only be refused (a partition the controller has yet to elect, read by every
         reconcile until it is)."""
         with self._lock:
-            return (_EXISTS, path) in self._entries and self._entries[(_EXISTS, path)] is None
+            entry = self._entries.get((_EXISTS, path))
+            return entry is not None and entry.get() is None
 
     # ---- watches and invalidation ------------------------------------------------------------------
     def watch(self, event: Any = None) -> None:
@@ -123,9 +127,10 @@ class ZnodeCache:
     # ---- internals -------------------------------------------------------------------------------
     def _read(self, kind: str, path: str, send: Callable[..., Any], keep_missing: bool) -> Any:
         with self._lock:
-            if (kind, path) in self._entries:
+            entry = self._entries.get((kind, path))
+            if entry is not None:
                 self.hits += 1
-                return _Ready(self._entries[(kind, path)])
+                return entry
             token = (self._clears, self._generations.get(path, 0))  # taken before the read is sent
             sent = self._in_flight.get((kind, path))
             if sent is not None and sent._token == token:
@@ -145,4 +150,4 @@ class ZnodeCache:
     def _keep(self, key: tuple[str, str], token: tuple[int, int], value: Any) -> None:
         with self._lock:
             if (self._clears, self._generations.get(key[1], 0)) == token:
-                self._entries[key] = value
+                self._entries[key] = _Ready(value)

@@ -47,7 +47,7 @@ def _planned(topic) -> tuple[dict, FetchPlan]:
         f = _following(p)
         followed[f.key] = f
         plan.mark(f)
-    plan.refresh(followed, MAX_BYTES, False, lambda f: False)
+    plan.refresh(followed, MAX_BYTES, False, lambda f: False, 0.0)
     return followed, plan
 
 
@@ -61,16 +61,16 @@ def test_a_round_looks_only_at_what_moved(tmp_path: Path) -> None:
         first = plan.round
         assert all(plan.asked_for(f, first) for f in followed.values())
         plan.take_changed()
-        plan.refresh(followed, MAX_BYTES, False, lambda f: False)
+        plan.refresh(followed, MAX_BYTES, False, lambda f: False, 0.0)
         assert plan.changed == {}  # nothing moved: nothing to send
         _replicate(topic.partitions[1], 0)  # the replica moved: its position is sent
-        plan.refresh(followed, MAX_BYTES, False, lambda f: False)
+        plan.refresh(followed, MAX_BYTES, False, lambda f: False, 0.0)
         assert list(plan.changed) == [("t", 1)] and plan.wanted[("t", 1)].fetch_offset == 1
         plan.take_changed()
         # a partition that starts to lead leaves the request (forgotten)
         p0 = topic.partitions[0]
         p0.make_leader(2, (p0.replica_set.local_id, LEADER), frozenset((p0.replica_set.local_id, LEADER)))
-        plan.refresh(followed, MAX_BYTES, False, lambda f: False)
+        plan.refresh(followed, MAX_BYTES, False, lambda f: False, 0.0)
         assert list(plan.changed) == [("t", 0)] and ("t", 0) not in plan.wanted
         assert not plan.asked_for(followed[("t", 0)], plan.round)
         # a replica followed anew (a new leader epoch) is asked for, and its answers taken
@@ -79,13 +79,13 @@ def test_a_round_looks_only_at_what_moved(tmp_path: Path) -> None:
         p1.make_follower(3, LEADER, (LEADER, p1.replica_set.local_id), frozenset((LEADER, p1.replica_set.local_id)))
         renewed = followed[("t", 1)] = Followed(p1, 3, needs_truncation=False)
         plan.mark(renewed)
-        plan.refresh(followed, MAX_BYTES, False, lambda f: False)
+        plan.refresh(followed, MAX_BYTES, False, lambda f: False, 0.0)
         assert plan.asked_for(renewed, plan.round) and list(plan.changed) == [("t", 1)]
         # a removed one leaves
         plan.take_changed()
         gone = followed.pop(("t", 2))
         plan.forget(gone)
-        plan.refresh(followed, MAX_BYTES, False, lambda f: False)
+        plan.refresh(followed, MAX_BYTES, False, lambda f: False, 0.0)
         assert list(plan.changed) == [("t", 2)] and list(plan.wanted) == [("t", 1)]
 
     trio.run(main)
@@ -98,10 +98,10 @@ def test_while_throttling_every_round_decides_who_is_held_back(tmp_path: Path) -
         followed, plan = _planned(await state.metadata.create_topic("t", 2))
         plan.take_changed()
         held = {("t", 0)}
-        plan.refresh(followed, MAX_BYTES, True, lambda f: f.key in held)
+        plan.refresh(followed, MAX_BYTES, True, lambda f: f.key in held, 0.0)
         assert list(plan.changed) == [("t", 0)] and list(plan.wanted) == [("t", 1)]
         plan.take_changed()
-        plan.refresh(followed, MAX_BYTES, False, lambda f: f.key in held)  # the round after: all again
+        plan.refresh(followed, MAX_BYTES, False, lambda f: f.key in held, 0.0)  # the round after: all again
         assert list(plan.changed) == [("t", 0)] and set(plan.wanted) == {("t", 0), ("t", 1)}
 
     trio.run(main)
@@ -118,7 +118,7 @@ def test_the_session_handler_sends_only_the_changed_entries(tmp_path: Path) -> N
         assert full.epoch == 0 and set(full.to_send) == {("t", 0), ("t", 1)}
         session.handle_response(0, 77)
         _replicate(topic.partitions[0], 0)
-        plan.refresh(followed, MAX_BYTES, False, lambda f: False)
+        plan.refresh(followed, MAX_BYTES, False, lambda f: False, 0.0)
         nxt = session.build(plan.wanted, plan.take_changed())
         assert nxt.session_id == 77 and list(nxt.to_send) == [("t", 0)] and nxt.forgotten == []
         # the same answer with the whole session compared gives the same request

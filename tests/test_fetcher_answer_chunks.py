@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 from kafka.protocol.consumer.fetch import FetchResponse
 from kafka.protocol.consumer.offsets import OffsetForLeaderEpochResponse
 
@@ -123,3 +124,60 @@ def test_truncation_asks_about_a_chunk_of_partitions_a_request(tmp_path: Path, m
     trio.run(fetcher._truncate_new)
     assert leader.asked == [list(range(0, 10)), list(range(10, 20)), list(range(20, 25))]
     assert not any(f.needs_truncation for f in fetcher.partitions.values())
+
+
+class _EpochBumpLeader:
+    """A leader that answers UNKNOWN_LEADER_EPOCH for the partitions in `behind` (it has not
+    applied the epoch the follower fetches in yet) and an empty answer for the others; it notes
+    which partitions each request asked for."""
+
+    def __init__(self, behind: set[int]) -> None:
+        self.behind = behind
+        self.asked: list[list[int]] = []
+
+    async def send(self, request, timeout_s=None) -> FetchResponse:
+        R = FetchResponse.FetchableTopicResponse
+        self.asked.append(sorted(p.partition for t in request.topics for p in t.partitions))
+        return FetchResponse(version=FETCH_VERSION, throttle_time_ms=0, error_code=0, session_id=0, responses=[
+            R(topic=t.topic, partitions=[R.PartitionData(
+                partition_index=p.partition, error_code=56 if p.partition in self.behind else 0,  # UNKNOWN_LEADER_EPOCH
+                high_watermark=0, last_stable_offset=0, log_start_offset=0, aborted_transactions=[],
+                preferred_read_replica=-1, records=b"")
+                for p in t.partitions])
+            for t in request.topics])
+
+
+def test_partitions_answered_in_error_sit_out_the_backoff_while_the_others_are_fetched(tmp_path: Path) -> None:
+    """Kafka's fetcher delays a partition whose answer was an error by replica.fetch.backoff.ms and
+    goes on with the others. Handling the answer itself waits for nothing: a pause per partition
+    in error (an epoch bump leaves thousands so at once) held every partition of the leader."""
+    behind = set(range(0, PARTITIONS, 2))
+    leader = _EpochBumpLeader(behind)
+    fetcher = _following(tmp_path, leader, with_epoch=False)
+    others = sorted(set(range(PARTITIONS)) - behind)
+    clock = trio.testing.MockClock(autojump_threshold=0)  # a pause would pass in virtual time
+
+    async def main() -> None:
+        await fetcher._truncate_new()
+        start = trio.current_time()
+        await fetcher._fetch_once()
+        assert trio.current_time() == start  # the answer was handled without waiting
+        assert leader.asked == [list(range(PARTITIONS))]
+        clock.jump(0.5)
+        await fetcher._fetch_once()
+        assert leader.asked[-1] == others  # those in error sit out the backoff (1 s by default)
+        clock.jump(0.6)
+        leader.behind = set()
+        await fetcher._fetch_once()
+        assert leader.asked[-1] == list(range(PARTITIONS))  # back once it has passed
+        # a partition handed over again in a new epoch is asked for at once, delayed or not
+        leader.behind = {1}
+        await fetcher._fetch_once()
+        p1 = fetcher.partitions[("t", 1)].partition
+        p1.make_follower(2, LEADER, (LEADER, 1), frozenset((LEADER, 1)))
+        fetcher.add(p1)
+        await fetcher._truncate_new()
+        await fetcher._fetch_once()
+        assert 1 in leader.asked[-1]
+
+    trio.run(main, clock=clock)

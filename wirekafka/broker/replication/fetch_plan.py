@@ -8,7 +8,11 @@ partition is looked at again only when it may have changed: its replica moved (a
 truncation, a new high watermark or role, offline: the replica's ReadWaiters tell the plan), the
 fetcher changed it (added, removed, truncated, out of range), or the follower quota is throttling
 (then whether a partition is held back depends on the quota's rate, so every fetch decides anew,
-as Kafka's shouldFollowerThrottle is asked per fetch)."""
+as Kafka's shouldFollowerThrottle is asked per fetch).
+
+A partition whose fetch answered an error (a leader epoch the two brokers do not agree on yet)
+leaves the request until replica.fetch.backoff.ms has passed, as Kafka's fetcher delays it
+(delayPartitions), while the others go on being fetched."""
 
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ class Followed:
     asked: PartitionFetch | None = None
     asked_at: int = -1
     wanted_since: int = NEVER  # the first fetch round that asked for it, since it last left the plan
+    delayed_until: float = 0.0  # trio time before which no fetch asks for it (an error's backoff)
 
     @property
     def key(self) -> Key:
@@ -52,6 +57,7 @@ class FetchPlan:
         self.changed: dict[Key, None] = {}  # an ordered set
         self.round = 0  # counts fetches: an answer is taken only for partitions its request asked
         self._dirty: dict[Key, Followed] = {}
+        self._delayed: dict[Key, Followed] = {}  # backing off: looked at again once the delay ends
         self._throttled_last = False
 
     def mark(self, f: Followed) -> None:
@@ -62,19 +68,29 @@ class FetchPlan:
         """Its replica moved (partition.PartitionWatch)."""
         self._dirty[part.key] = part
 
+    def delay(self, f: Followed, until: float) -> None:
+        """Leave f out of the fetches until trio time `until` (its answer was an error)."""
+        f.delayed_until = until
+        self._dirty[f.key] = f
+
     def forget(self, f: Followed) -> None:
         """f is no longer followed here (removed or replaced)."""
         f.partition.waiters.unwatch(f)
         self._dirty[f.key] = f
 
     def refresh(self, followed: dict[Key, Followed], max_bytes: int, throttling: bool,
-                held_back: Callable[[Followed], bool]) -> None:
-        """Start a fetch round: bring the entries of what changed up to date. While throttling
-        (and in the round after), every followed partition is looked at."""
+                held_back: Callable[[Followed], bool], now: float) -> None:
+        """Start a fetch round at trio time now: bring the entries of what changed up to date,
+        and of those whose delay has ended. While throttling (and in the round after), every
+        followed partition is looked at."""
         self.round += 1
         if throttling or self._throttled_last:
             self._dirty.update(followed)
         self._throttled_last = throttling
+        for key, f in list(self._delayed.items()):
+            if f.delayed_until <= now:
+                del self._delayed[key]
+                self._dirty.setdefault(key, f)
         dirty, self._dirty = self._dirty, {}
         for key, f in dirty.items():
             current = followed.get(key)
@@ -83,7 +99,10 @@ class FetchPlan:
                 continue
             f = current
             p = f.partition
-            if f.needs_truncation or not p.online or p.is_leader or (throttling and held_back(f)):
+            if f.delayed_until > now:
+                self._delayed[key] = f
+                self._leave(key, f)
+            elif f.needs_truncation or not p.online or p.is_leader or (throttling and held_back(f)):
                 self._leave(key, f)
             else:
                 if f.asked is None or f.asked_at != p.changes:

@@ -467,9 +467,9 @@ def _pids(cluster: Cluster) -> Iterator[int]:
 # -- the row -------------------------------------------------------------------------------------
 
 def run_side(make: Callable[[dict[int, dict[str, str]]], Cluster], zk_server: zookeeper.ZooKeeperServer,
-             partitions: int, topic_partitions: int, timeout: float, metrics: bool) -> SideResult:
+             partitions: int, topic_partitions: int, timeout: float, metrics: bool, logs_to: Path) -> SideResult:
     """One fresh cluster (with each broker's metrics endpoint on a free port when ``metrics``):
-    started, measured, stopped."""
+    started, measured, stopped, its brokers' logs copied into ``logs_to``."""
     ports = port_pool.free_ports(len(NODES)) if metrics else []
     urls = {n: f"http://127.0.0.1:{port}/metrics" for n, port in zip(NODES, ports)}
     cluster = make({n: {"wirekafka.metrics.listener": f"127.0.0.1:{port}"} for n, port in zip(NODES, ports)})
@@ -491,8 +491,22 @@ def run_side(make: Callable[[dict[int, dict[str, str]]], Cluster], zk_server: zo
         cluster.stop()
     except Exception as exc:  # noqa: BLE001 - a broker that crashed by itself: its log's tail
         result.problems.append(f"stopping the cluster: {type(exc).__name__}: {str(exc)[:2000]}")
+    keep_logs(cluster, logs_to)
     drop_chroot(zk_server, cluster.chroot)
     return result
+
+
+def keep_logs(cluster: Cluster, into: Path) -> None:
+    """Copy the brokers' logs out of the side's directory, which bench_row removes for its disk:
+    a slow step is diagnosed from them (a 164 s controller failover whose logs went with the
+    directory could only be explained by reading the code). They stay with the work directory
+    (--keep or --workdir)."""
+    into.mkdir(parents=True, exist_ok=True)
+    for node, path in cluster.log_paths().items():
+        try:
+            shutil.copyfile(path, into / f"broker-{node}.log")
+        except OSError as exc:
+            log.warning("%s broker %d: its log was not kept: %s", cluster.name, node, exc)
 
 
 def drop_chroot(zk_server: zookeeper.ZooKeeperServer, chroot: str) -> None:
@@ -552,7 +566,8 @@ def put(report: Report, workload: str, r: SideResult, timeout: float) -> None:
 def bench_row(report: Report, zk_server: zookeeper.ZooKeeperServer, workdir: Path, partition_counts: Sequence[int],
               topic_partitions: int, timeout: float, sides: Sequence[str], kafka_heap: str) -> None:
     """The cluster-scale row of scripts/bench.py: per partition count, each of `sides` (wirekafka
-    then Kafka, with kafka_heap each) on a fresh cluster in a directory removed afterwards."""
+    then Kafka, with kafka_heap each) on a fresh cluster in a directory removed afterwards but for
+    its brokers' logs (`<side>-scale-<N>-logs`)."""
     # each broker holds a replica of every partition: about one open file each on both brokers
     # (measured at 300 partitions: 320 open on a wirekafka broker, 450 on a Kafka one)
     netprobe.ensure_nofile(max(partition_counts) * 3 // 2 + 2048)
@@ -573,7 +588,8 @@ def bench_row(report: Report, zk_server: zookeeper.ZooKeeperServer, workdir: Pat
             log.info("== cluster-scale N=%d on %s", partitions, side)
             try:
                 put(report, workload, run_side(make, zk_server, partitions, topic_partitions, timeout,
-                                               metrics=side == "wirekafka"), timeout)
+                                               metrics=side == "wirekafka",
+                                               logs_to=where.with_name(f"{where.name}-logs")), timeout)
             except Exception as exc:  # noqa: BLE001 - reported in the table's notes
                 log.exception("cluster-scale N=%d failed on %s", partitions, side)
                 report.note(f"cluster-scale N={partitions:,} failed on {side}: {type(exc).__name__}: {exc}")

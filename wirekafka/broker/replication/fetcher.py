@@ -111,7 +111,6 @@ class LeaderFetcher:
             self.plan.forget(current)
 
     async def run(self) -> None:
-        backoff = self._backoff_s
         with self.cancel_scope:
             try:
                 while True:
@@ -123,8 +122,9 @@ class LeaderFetcher:
                         await self._truncate_new()
                         await self._fetch_once()
                     except PeerUnavailable as exc:
-                        log.info("fetching from broker %d: %s; retrying in %.1fs", self.leader.node_id, exc, backoff)
-                        await trio.sleep(backoff)
+                        log.info("fetching from broker %d: %s; retrying in %.1fs", self.leader.node_id, exc,
+                                 self._backoff_s)
+                        await trio.sleep(self._backoff_s)
             finally:
                 await self.client.aclose()
 
